@@ -1,0 +1,45 @@
+# The two commands of the README: `make demo` and `make test`.  Both build their own
+# virtualenv (.venv) and node_modules from the package registries, then work offline.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+# cdk8s must never phone home or nag about Node 20 (see DESIGN §8).
+export CDK8S_CHECK_UPGRADE := false
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+.PHONY: demo test lint typecheck unit clean
+
+$(BIN)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: $(BIN)/.installed node_modules/.installed
+	npx --no-install cdk8s synth
+	@echo
+	@echo "cdk8s wrote these objects:"
+	@for f in $$(find dist -type f -name '*.yaml' | sort); do \
+	  echo "  $$f"; \
+	  $(BIN)/python -c 'import sys, yaml; [print("    %s %s/%s" % (d["kind"], d["metadata"].get("namespace", "-"), d["metadata"]["name"])) for d in yaml.safe_load_all(open(sys.argv[1])) if d]' "$$f"; \
+	done
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy
+
+unit: $(BIN)/.installed node_modules/.installed
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,21 @@
+"""cdk8s constructs that synthesize compliant DRA claim templates and workloads.
+
+The constructs only adapt :mod:`dra_guard.builders` output into plain ``ApiObject`` s; the
+cdk8s-plus L1 classes are avoided because they drop fields they do not model.
+"""
+
+from constructs_dra.workload import (
+    IsolatedAcceleratorWorkload,
+    IsolatedClaimTemplate,
+    name_from_id,
+    use_claim_template,
+)
+from dra_guard.spec import AcceleratorSlice
+
+__all__ = [
+    "AcceleratorSlice",
+    "IsolatedAcceleratorWorkload",
+    "IsolatedClaimTemplate",
+    "name_from_id",
+    "use_claim_template",
+]

@@ -1,0 +1,217 @@
+"""`IsolatedAcceleratorWorkload`, `IsolatedClaimTemplate` and `use_claim_template`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
+from constructs import Construct
+
+from dra_guard.builders import (
+    POD_CLAIM_NAME,
+    claim_template,
+    claim_template_name,
+    isolated_workload,
+    with_claim_template,
+)
+from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
+from dra_guard.spec import AcceleratorSlice
+
+# Where the pod spec sits in each kind a claim can be wired into.
+_POD_SPEC_POINTERS = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+def name_from_id(construct_id: str) -> str:
+    """The Kubernetes name for a construct id: `TenantA_Inference` -> `tenanta-inference`.
+
+    Deterministic and readable (no hash suffix), so the names in the cluster are the ones
+    in the code; two constructs with the same id in one namespace collide, as in kubectl.
+    """
+    name = re.sub(r"[^a-z0-9]+", "-", construct_id.lower()).strip("-")[:63].rstrip("-")
+    if not name:
+        raise ValueError(f"id: {construct_id!r} gives no usable Kubernetes name; use letters or digits")
+    return name
+
+
+def _api_object(scope: Construct, construct_id: str, manifest: Mapping[str, Any]) -> ApiObject:
+    metadata = manifest["metadata"]
+    api_object = ApiObject(
+        scope,
+        construct_id,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=ApiObjectMetadata(
+            name=metadata["name"],
+            namespace=metadata.get("namespace"),
+            labels=metadata.get("labels"),
+            annotations=metadata.get("annotations"),
+        ),
+    )
+    # ApiObject takes no body in Python; the spec goes in as one patch, verbatim.
+    api_object.add_json_patch(JsonPatch.add("/spec", manifest["spec"]))
+    return api_object
+
+
+def _chart_namespace(scope: Construct, namespace: str | None) -> str | None:
+    return namespace if namespace is not None else Chart.of(scope).namespace
+
+
+class IsolatedClaimTemplate(Construct):
+    """A ResourceClaimTemplate for one exclusive, pinned, sanitized and tagged slice.
+
+    For workloads you build yourself; wire it in with :func:`use_claim_template`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,  # noqa: A002 - cdk8s' own parameter name
+        *,
+        slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
+        name: str | None = None,
+        namespace: str | None = None,
+        tenant: str | None = None,
+        api_version: str = DEFAULT_RESOURCE_API_VERSION,
+        sanitization: str = DEFAULT_SANITIZATION,
+        hmac_key: str | bytes | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.manifest = claim_template(
+            name=name if name is not None else name_from_id(id),
+            slice=slice,
+            namespace=_chart_namespace(scope, namespace),
+            tenant=tenant,
+            api_version=api_version,
+            sanitization=sanitization,
+            hmac_key=hmac_key,
+            labels=labels,
+        )
+        self.api_object = _api_object(self, "Resource", self.manifest)
+
+    @property
+    def name(self) -> str:
+        """The template's `metadata.name`, for `resourceClaimTemplateName`."""
+        return str(self.manifest["metadata"]["name"])
+
+
+class IsolatedAcceleratorWorkload(Construct):
+    """A workload whose every pod gets its own isolated accelerator slice.
+
+    Synthesizes one ResourceClaimTemplate and one Deployment, StatefulSet or Job, both
+    named after the construct id and both compliant with the standard by construction.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,  # noqa: A002 - cdk8s' own parameter name
+        *,
+        image: str,
+        slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
+        namespace: str | None = None,
+        tenant: str | None = None,
+        replicas: int = 1,
+        workload_kind: str = "Deployment",
+        api_version: str = DEFAULT_RESOURCE_API_VERSION,
+        sanitization: str = DEFAULT_SANITIZATION,
+        hmac_key: str | bytes | None = None,
+        container_name: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | Sequence[Mapping[str, Any]] | None = None,
+        ports: Sequence[int | Mapping[str, Any]] | None = None,
+        labels: Mapping[str, str] | None = None,
+        resources: Mapping[str, Mapping[str, str | int]] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.manifests = isolated_workload(
+            name_from_id(id),
+            image=image,
+            slice=slice,
+            namespace=_chart_namespace(scope, namespace),
+            tenant=tenant,
+            replicas=replicas,
+            workload_kind=workload_kind,
+            api_version=api_version,
+            sanitization=sanitization,
+            hmac_key=hmac_key,
+            container_name=container_name,
+            command=command,
+            args=args,
+            env=env,
+            ports=ports,
+            labels=labels,
+            resources=resources,
+        )
+        self.claim_template = _api_object(self, "ClaimTemplate", self.manifests.claim_template)
+        self.workload = _api_object(self, "Workload", self.manifests.workload)
+        self.workload.add_dependency(self.claim_template)
+
+    @property
+    def name(self) -> str:
+        return str(self.manifests.workload["metadata"]["name"])
+
+    @property
+    def claim_template_name(self) -> str:
+        return claim_template_name(self.name)
+
+
+def use_claim_template(
+    workload: Any,
+    template: IsolatedClaimTemplate | str,
+    *,
+    claim_name: str = POD_CLAIM_NAME,
+    containers: Sequence[str] | None = None,
+) -> None:
+    """Give every pod of `workload` its own claim from `template`.
+
+    `workload` is a cdk8s ``ApiObject`` (Pod, Deployment, StatefulSet, DaemonSet,
+    ReplicaSet, Job, CronJob) or a cdk8s-plus workload (anything with ``api_object``).
+    Call it after the workload's containers are defined: the claim is added to the
+    containers that exist now (or to those named in `containers`).
+    """
+    api_object = workload if isinstance(workload, ApiObject) else getattr(workload, "api_object", None)
+    if not isinstance(api_object, ApiObject):
+        raise ValueError(
+            f"workload: must be a cdk8s ApiObject or a cdk8s-plus workload, got {type(workload).__name__}"
+        )
+    kind = api_object.kind
+    pointer = _POD_SPEC_POINTERS.get(kind)
+    if pointer is None:
+        kinds = ", ".join(_POD_SPEC_POINTERS)
+        raise ValueError(f"workload: cannot wire a claim into kind {kind!r}; use one of {kinds}")
+    current: Any = api_object.to_json()
+    for key in pointer:
+        current = current.get(key, {}) if isinstance(current, Mapping) else {}
+    template_name = template.name if isinstance(template, IsolatedClaimTemplate) else template
+    wired = with_claim_template(current, template_name, claim_name=claim_name, containers=containers)
+    # Additive patches, not a replacement of the pod spec: whatever cdk8s-plus adds to the
+    # pod later (volumes, security context) must survive.
+    base = "/" + "/".join(pointer)
+    claim = wired["resourceClaims"][-1]
+    if current.get("resourceClaims"):
+        api_object.add_json_patch(JsonPatch.add(f"{base}/resourceClaims/-", claim))
+    else:
+        api_object.add_json_patch(JsonPatch.add(f"{base}/resourceClaims", [claim]))
+    for index, (before, after) in enumerate(zip(current.get("containers", []), wired["containers"], strict=True)):
+        if before == after:
+            continue
+        container_pointer = f"{base}/containers/{index}/resources"
+        container_claim = after["resources"]["claims"][-1]
+        if "resources" not in before:
+            api_object.add_json_patch(JsonPatch.add(container_pointer, {"claims": [container_claim]}))
+        elif "claims" not in before["resources"]:
+            api_object.add_json_patch(JsonPatch.add(f"{container_pointer}/claims", [container_claim]))
+        else:
+            api_object.add_json_patch(JsonPatch.add(f"{container_pointer}/claims/-", container_claim))

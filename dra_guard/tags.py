@@ -1,0 +1,93 @@
+"""The isolation tag: a digest over what makes a claim isolated (DESIGN §4).
+
+The tag covers kind, namespace, name, the device section, the sanitization policy and the
+tenant, so editing any of them without re-tagging is detected.  With a key it is an
+HMAC, so only holders of the key can re-tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dra_guard.catalog import ISOLATION_TAG_ANNOTATION, SANITIZATION_ANNOTATION, TENANT_ANNOTATION
+
+SHA256_PREFIX = "sha256:"
+HMAC_PREFIX = "hmac-sha256:"
+
+
+def normalise_numbers(value: Any) -> Any:
+    """Plain dicts/lists with every integral float turned into an int.
+
+    Pulumi delivers every number as a float (``count: 2.0``); the tag must not depend on
+    which front end produced the object.  Read-only mapping/sequence proxies become plain.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {str(key): normalise_numbers(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [normalise_numbers(item) for item in value]
+    return value
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _devices(obj: Mapping[str, Any]) -> Any:
+    kind = obj.get("kind")
+    spec = _mapping(obj.get("spec"))
+    if kind == "ResourceClaimTemplate":
+        return _mapping(spec.get("spec")).get("devices", {})
+    if kind == "ResourceClaim":
+        return spec.get("devices", {})
+    raise ValueError(f"isolation tags apply to ResourceClaim and ResourceClaimTemplate, not {kind!r}")
+
+
+def canonical_bytes(obj: Mapping[str, Any]) -> bytes:
+    """The exact bytes the tag is computed over."""
+    metadata = _mapping(obj.get("metadata"))
+    annotations = _mapping(metadata.get("annotations"))
+    doc = {
+        "kind": obj.get("kind"),
+        "namespace": metadata.get("namespace") or "",
+        "name": metadata.get("name"),
+        "devices": normalise_numbers(_devices(obj)),
+        "sanitization": annotations.get(SANITIZATION_ANNOTATION) or "",
+        "tenant": annotations.get(TENANT_ANNOTATION) or "",
+    }
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def _key_bytes(key: str | bytes) -> bytes:
+    return key.encode("utf-8") if isinstance(key, str) else key
+
+
+def isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None) -> str:
+    """``sha256:<hex>``, or ``hmac-sha256:<hex>`` when a key is given."""
+    data = canonical_bytes(obj)
+    if key is None:
+        return SHA256_PREFIX + hashlib.sha256(data).hexdigest()
+    return HMAC_PREFIX + hmac.new(_key_bytes(key), data, hashlib.sha256).hexdigest()
+
+
+def verify_isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None) -> bool:
+    """Whether the object's tag annotation matches its content.
+
+    With a key configured only an HMAC tag is accepted: a plain digest can be recomputed by
+    anyone who edits the object, so it proves nothing once a key is in force.
+    """
+    metadata = _mapping(obj.get("metadata"))
+    claimed = _mapping(metadata.get("annotations")).get(ISOLATION_TAG_ANNOTATION)
+    if not isinstance(claimed, str):
+        return False
+    try:
+        expected = isolation_tag(obj, key)
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(claimed.encode("utf-8"), expected.encode("utf-8"))
