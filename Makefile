@@ -32,6 +32,7 @@ demo: $(BIN)/.installed node_modules/.installed
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

@@ -168,7 +168,7 @@ class IsolatedAcceleratorWorkload(Construct):
 
 
 def use_claim_template(
-    workload: Any,
+    workload: Construct,
     template: IsolatedClaimTemplate | str,
     *,
     claim_name: str = POD_CLAIM_NAME,
@@ -177,15 +177,20 @@ def use_claim_template(
     """Give every pod of `workload` its own claim from `template`.
 
     `workload` is a cdk8s ``ApiObject`` (Pod, Deployment, StatefulSet, DaemonSet,
-    ReplicaSet, Job, CronJob) or a cdk8s-plus workload (anything with ``api_object``).
+    ReplicaSet, Job, CronJob) or a cdk8s-plus workload.
     Call it after the workload's containers are defined: the claim is added to the
     containers that exist now (or to those named in `containers`).
     """
-    api_object = workload if isinstance(workload, ApiObject) else getattr(workload, "api_object", None)
-    if not isinstance(api_object, ApiObject):
-        raise ValueError(
-            f"workload: must be a cdk8s ApiObject or a cdk8s-plus workload, got {type(workload).__name__}"
-        )
+    if isinstance(workload, ApiObject):
+        api_object = workload
+    elif isinstance(workload, Construct):
+        # cdk8s-plus keeps its ApiObject as the default child; this is cdk8s' own accessor.
+        try:
+            api_object = ApiObject.of(workload)
+        except Exception as error:  # jsii surfaces the JavaScript error as a plain Exception
+            raise ValueError(f"workload: {workload.node.path} has no ApiObject to wire a claim into") from error
+    else:
+        raise ValueError(f"workload: must be a cdk8s ApiObject or a cdk8s-plus workload, got {type(workload).__name__}")
     kind = api_object.kind
     pointer = _POD_SPEC_POINTERS.get(kind)
     if pointer is None:

@@ -91,9 +91,7 @@ def claim_devices(accelerator: AcceleratorSlice, api_version: str = DEFAULT_RESO
     if accelerator.count > 1:
         # Several slices of one claim must sit on one parent GPU / PCIe root, or the
         # isolation boundary (and NUMA locality) the standard asks for is lost.
-        devices["constraints"] = [
-            {"requests": [REQUEST_NAME], "matchAttribute": accelerator.topology_attribute}
-        ]
+        devices["constraints"] = [{"requests": [REQUEST_NAME], "matchAttribute": accelerator.topology_attribute}]
     return devices
 
 

@@ -66,28 +66,46 @@ class DeviceClass:
 
 _CLASSES = (
     DeviceClass(
-        "mig.nvidia.com", "gpu.nvidia.com", "profile", "gpu.nvidia.com/parentUUID",
+        "mig.nvidia.com",
+        "gpu.nvidia.com",
+        "profile",
+        "gpu.nvidia.com/parentUUID",
         pin_value_pattern=MIG_PROFILE_PATTERN,
     ),
     DeviceClass(
-        "gpu.nvidia.com", "gpu.nvidia.com", "productName", PCIE_ROOT,
+        "gpu.nvidia.com",
+        "gpu.nvidia.com",
+        "productName",
+        PCIE_ROOT,
         legacy_resources=("nvidia.com/gpu", "nvidia.com/gpu.shared"),
     ),
     DeviceClass("vfio.gpu.nvidia.com", "gpu.nvidia.com", "productName", PCIE_ROOT),
     DeviceClass(
-        "tpu.google.com", "tpu.google.com", "tpuGen", PCIE_ROOT,
+        "tpu.google.com",
+        "tpu.google.com",
+        "tpuGen",
+        PCIE_ROOT,
         legacy_resources=("google.com/tpu",),
     ),
     DeviceClass(
-        "gpu.amd.com", "gpu.amd.com", "partitionProfile", PCIE_ROOT,
+        "gpu.amd.com",
+        "gpu.amd.com",
+        "partitionProfile",
+        PCIE_ROOT,
         legacy_resources=("amd.com/gpu",),
     ),
     DeviceClass(
-        "gpu.intel.com", "gpu.intel.com", "model", PCIE_ROOT,
+        "gpu.intel.com",
+        "gpu.intel.com",
+        "model",
+        PCIE_ROOT,
         legacy_resources=("gpu.intel.com/i915", "gpu.intel.com/xe"),
     ),
     DeviceClass(
-        "gaudi.intel.com", "gaudi.intel.com", "model", PCIE_ROOT,
+        "gaudi.intel.com",
+        "gaudi.intel.com",
+        "model",
+        PCIE_ROOT,
         legacy_resources=("habana.ai/gaudi",),
     ),
     DeviceClass("gpu.example.com", "gpu.example.com", "model", PCIE_ROOT),
@@ -96,20 +114,14 @@ _CLASSES = (
 DEVICE_CLASSES: Mapping[str, DeviceClass] = MappingProxyType({c.name: c for c in _CLASSES})
 
 #: Exact legacy extended-resource names (DRA001).
-LEGACY_RESOURCE_NAMES = frozenset(
-    name for device_class in _CLASSES for name in device_class.legacy_resources
-)
+LEGACY_RESOURCE_NAMES = frozenset(name for device_class in _CLASSES for name in device_class.legacy_resources)
 #: Legacy names that are families: `nvidia.com/mig-<profile>`, `aws.amazon.com/neuron*`.
 LEGACY_RESOURCE_PREFIXES = ("nvidia.com/mig-", "aws.amazon.com/neuron")
 
 
 def is_legacy_resource(name: str, extra_names: frozenset[str] = frozenset()) -> bool:
     """Whether a `resources.limits`/`requests` key is a legacy accelerator request."""
-    return (
-        name in LEGACY_RESOURCE_NAMES
-        or name in extra_names
-        or name.startswith(LEGACY_RESOURCE_PREFIXES)
-    )
+    return name in LEGACY_RESOURCE_NAMES or name in extra_names or name.startswith(LEGACY_RESOURCE_PREFIXES)
 
 
 def topology_attribute_for(device_class: str) -> str:

@@ -95,11 +95,7 @@ def require_labels(field: str, value: object) -> dict[str, str]:
             require_dns_subdomain(f"{field}[{key!r}] prefix", prefix)
         if not name or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
             raise ValueError(f"{field}: {key!r} is not a valid label key")
-        if (
-            not isinstance(label_value, str)
-            or len(label_value) > 63
-            or not _LABEL_NAME.fullmatch(label_value)
-        ):
+        if not isinstance(label_value, str) or len(label_value) > 63 or not _LABEL_NAME.fullmatch(label_value):
             raise ValueError(f"{field}[{key!r}]: {_describe(label_value)} is not a valid label value")
         labels[key] = label_value
     return labels
@@ -149,8 +145,7 @@ def require_resources(value: object) -> dict[str, dict[str, str | int]]:
                 )
             if isinstance(quantity, bool) or not isinstance(quantity, (str, int)):
                 raise ValueError(
-                    f"resources.{section}.{name}: must be a quantity string or integer, "
-                    f"got {_describe(quantity)}"
+                    f"resources.{section}.{name}: must be a quantity string or integer, got {_describe(quantity)}"
                 )
             checked[section][name] = quantity
     return checked

@@ -1,0 +1,51 @@
+"""The emitted CEL selectors really pin: evaluated with cel-python against devices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import celpy
+import pytest
+
+from dra_guard import AcceleratorSlice, claim_template, selector_expression
+from dra_guard.catalog import RESOURCE_API_VERSIONS
+from tests.slices import VENDOR_SLICES
+
+_ENV = celpy.Environment()
+
+
+def _matches(expression: str, device: dict[str, Any]) -> bool:
+    program = _ENV.program(_ENV.compile(expression))
+    return bool(program.evaluate({"device": celpy.json_to_cel(device)}))
+
+
+def _device(accelerator: AcceleratorSlice, value: str, driver: str | None = None) -> dict[str, Any]:
+    domain = accelerator.domain
+    return {"driver": driver or domain, "attributes": {domain: {accelerator.attribute: value, "type": "x"}}}
+
+
+def _expressions(template: dict[str, Any]) -> list[str]:
+    request = template["spec"]["spec"]["devices"]["requests"][0]
+    body = request.get("exactly", request)
+    return [selector["cel"]["expression"] for selector in body["selectors"]]
+
+
+@pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
+@pytest.mark.parametrize(("slice_id", "accelerator", "pinned", "other"), VENDOR_SLICES)
+def test_emitted_selector_matches_only_the_pinned_profile(
+    api_version: str, slice_id: str, accelerator: AcceleratorSlice, pinned: str, other: str
+) -> None:
+    template = claim_template(name="t", slice=accelerator, api_version=api_version)
+    (expression,) = _expressions(template)
+    assert _matches(expression, _device(accelerator, pinned))
+    assert not _matches(expression, _device(accelerator, other))
+    # Same attribute value published by some other driver must not match either.
+    assert not _matches(expression, _device(accelerator, pinned, driver="gpu.example.com"))
+
+
+@pytest.mark.parametrize("awkward", ["it's", "back\\slash", "quote' || true || '", "naïve GPU"])
+def test_pin_values_with_quotes_cannot_escape_the_literal(awkward: str) -> None:
+    accelerator = AcceleratorSlice("gpu.example.com", "gpu.example.com/model", awkward)
+    expression = selector_expression(accelerator)
+    assert _matches(expression, _device(accelerator, awkward))
+    assert not _matches(expression, _device(accelerator, "anything-else"))
