@@ -1,0 +1,124 @@
+"""What a rule sees: one resource with cached views, and the whole input set around it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from dra_guard.config import Config
+from dra_guard.findings import ObjectRef, Severity
+from dra_guard.loader import Document
+from dra_guard.manifest import (
+    CLAIM_KINDS,
+    DeviceRequestView,
+    Path,
+    PodSpecView,
+    device_requests,
+    metadata,
+    pod_claims,
+    pod_spec,
+    text,
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a rule's `check()` yields; the engine adds the rule, object, file and line."""
+
+    path: Path
+    message: str
+    #: Only for rules whose findings differ in severity (DRA008, DRA009).
+    severity: Severity | None = None
+
+
+class Resource:
+    """One Kubernetes object from the input (a `List` contributes one per item)."""
+
+    def __init__(self, obj: Mapping[str, Any], document: Document | None = None, prefix: Path = ()) -> None:
+        self.obj = obj
+        self.document = document
+        #: Where the object sits inside its document (`("items", 3)` for List items).
+        self.prefix = prefix
+
+    @cached_property
+    def kind(self) -> str:
+        return text(self.obj.get("kind"))
+
+    @cached_property
+    def namespace(self) -> str:
+        return text(metadata(self.obj).get("namespace"))
+
+    @cached_property
+    def name(self) -> str:
+        return text(metadata(self.obj).get("name"))
+
+    @cached_property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name)
+
+    @cached_property
+    def pod(self) -> PodSpecView | None:
+        return pod_spec(self.obj)
+
+    @cached_property
+    def requests(self) -> list[DeviceRequestView]:
+        return list(device_requests(self.obj))
+
+    def line_of(self, path: Path) -> int | None:
+        if self.document is None:
+            return None
+        return self.document.line_of((*self.prefix, *path))
+
+
+class _NamedIndex:
+    """Objects by (namespace, name), falling back to the name alone when a side has no namespace."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, list[Resource]] = defaultdict(list)
+
+    def add(self, resource: Resource) -> None:
+        self._by_name[resource.name].append(resource)
+
+    def find(self, namespace: str, name: str) -> Resource | None:
+        candidates = self._by_name.get(name, [])
+        for resource in candidates:
+            if resource.namespace == namespace:
+                return resource
+        # Manifests often leave the namespace to `kubectl -n`; then a unique name match will do.
+        loose = [resource for resource in candidates if not resource.namespace or not namespace]
+        return loose[0] if len(loose) == 1 else None
+
+
+class Context:
+    """The configuration and indexes over every resource in one check."""
+
+    def __init__(self, config: Config, resources: Sequence[Resource]) -> None:
+        self.config = config
+        self._templates = _NamedIndex()
+        self._claims = _NamedIndex()
+        #: Pods (kind Pod) by the (namespace, name) of the ResourceClaim they reference.
+        self.claim_users: dict[tuple[str, str], list[Resource]] = defaultdict(list)
+        for resource in resources:
+            if resource.kind == "ResourceClaimTemplate":
+                self._templates.add(resource)
+            elif resource.kind == "ResourceClaim":
+                self._claims.add(resource)
+            elif resource.kind == "Pod" and resource.pod is not None:
+                for _, claim in pod_claims(resource.pod):
+                    claim_name = claim.get("resourceClaimName")
+                    if isinstance(claim_name, str):
+                        self.claim_users[(resource.namespace, claim_name)].append(resource)
+
+    def find_template(self, namespace: str, name: str) -> Resource | None:
+        return self._templates.find(namespace, name)
+
+    def find_claim(self, namespace: str, name: str) -> Resource | None:
+        return self._claims.find(namespace, name)
+
+    def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
+        if resource.kind not in CLAIM_KINDS:
+            return []
+        return [request for request in resource.requests if self.config.is_accelerator(request.device_class)]

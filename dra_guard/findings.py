@@ -1,0 +1,66 @@
+"""What the engine produces: findings about objects, and errors about unreadable input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Severity(IntEnum):
+    """Ordered so that `severity >= fail_on` reads naturally."""
+
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}; use one of {', '.join(s.label for s in cls)}") from None
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace or '-'}/{self.name or '-'}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: Severity
+    message: str
+    object: ObjectRef
+    #: JSON pointer into the object (RFC 6901).
+    path: str
+    remediation: str
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class InputError:
+    """Input that could not be read or understood; it makes the CLI exit 2."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+
+def json_pointer(path: tuple[str | int, ...]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)

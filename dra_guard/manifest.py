@@ -1,0 +1,302 @@
+"""Read-only views over raw Kubernetes objects: pod specs, claims, device requests.
+
+Every accessor tolerates wrongly typed input (it sees nothing rather than raising);
+`shape_problems()` reports those wrong types separately, so rules stay simple and the
+engine never raises on arbitrary documents.  Paths are tuples for `json_pointer()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+# Where the pod spec sits in each workload kind (CronJob two levels deeper).
+POD_SPEC_PATHS: Mapping[str, Path] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+RESOURCE_GROUP = "resource.k8s.io/"
+
+
+def mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def items(value: object) -> Sequence[Any]:
+    return value if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else ()
+
+
+def get_path(obj: object, path: Path) -> Any:
+    current: Any = obj
+    for part in path:
+        if isinstance(part, int):
+            sequence = items(current)
+            current = sequence[part] if part < len(sequence) else None
+        else:
+            current = mapping(current).get(part)
+    return current
+
+
+def text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return mapping(obj.get("metadata"))
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return mapping(metadata(obj).get("annotations"))
+
+
+def is_list_kind(obj: Mapping[str, Any]) -> bool:
+    """`List` and every `*List` (PodList, ...) carry objects in `items`."""
+    kind = obj.get("kind")
+    return isinstance(kind, str) and kind.endswith("List") and "items" in obj
+
+
+def is_dra_object(obj: Mapping[str, Any]) -> bool:
+    return text(obj.get("apiVersion")).startswith(RESOURCE_GROUP)
+
+
+# --- pods -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodSpecView:
+    path: Path
+    spec: Mapping[str, Any]
+    #: Metadata of the pod (Pod) or of the pod template (controllers).
+    template_metadata: Mapping[str, Any]
+    #: True when the spec is a template that stamps out many pods.
+    is_template: bool
+
+
+def pod_spec(obj: Mapping[str, Any]) -> PodSpecView | None:
+    kind = obj.get("kind")
+    path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
+    if path is None:
+        return None
+    spec = get_path(obj, path)
+    if not isinstance(spec, Mapping):
+        return None
+    template_metadata = metadata(obj) if kind == "Pod" else mapping(get_path(obj, (*path[:-1], "metadata")))
+    return PodSpecView(path, spec, template_metadata, is_template=kind != "Pod")
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    path: Path
+    container: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return text(self.container.get("name"))
+
+    def claims(self) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+        resources = mapping(self.container.get("resources"))
+        for index, claim in enumerate(items(resources.get("claims"))):
+            if isinstance(claim, Mapping):
+                yield (*self.path, "resources", "claims", index), claim
+
+
+def containers(view: PodSpecView) -> Iterator[ContainerView]:
+    for list_name in CONTAINER_LISTS:
+        for index, container in enumerate(items(view.spec.get(list_name))):
+            if isinstance(container, Mapping):
+                yield ContainerView((*view.path, list_name, index), container)
+
+
+def pod_claims(view: PodSpecView) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    for index, claim in enumerate(items(view.spec.get("resourceClaims"))):
+        if isinstance(claim, Mapping):
+            yield (*view.path, "resourceClaims", index), claim
+
+
+# --- claims and device requests -----------------------------------------------------
+
+
+def claim_devices(obj: Mapping[str, Any]) -> tuple[Path, Mapping[str, Any]] | None:
+    """`spec.devices` of a ResourceClaim, `spec.spec.devices` of a ResourceClaimTemplate."""
+    if not is_dra_object(obj):
+        return None
+    kind = obj.get("kind")
+    if kind == "ResourceClaim":
+        path: Path = ("spec", "devices")
+    elif kind == "ResourceClaimTemplate":
+        path = ("spec", "spec", "devices")
+    else:
+        return None
+    return path, mapping(get_path(obj, path))
+
+
+@dataclass(frozen=True)
+class DeviceRequestView:
+    """One request that allocates devices: flat, `exactly`, or a `firstAvailable` entry."""
+
+    #: Path of the mapping that holds deviceClassName, selectors, count, ...
+    path: Path
+    #: Name of the top-level request (what claims and constraints refer to).
+    request_name: str
+    body: Mapping[str, Any]
+    #: "flat" (v1alpha3/v1beta1), "exactly" (v1beta2/v1) or "firstAvailable".
+    shape: str
+
+    @property
+    def device_class(self) -> str:
+        return text(self.body.get("deviceClassName"))
+
+    @property
+    def qualified_name(self) -> str:
+        if self.shape == "firstAvailable":
+            return f"{self.request_name}/{text(self.body.get('name'))}"
+        return self.request_name
+
+
+def device_requests(obj: Mapping[str, Any]) -> Iterator[DeviceRequestView]:
+    located = claim_devices(obj)
+    if located is None:
+        return
+    devices_path, devices = located
+    for index, request in enumerate(items(devices.get("requests"))):
+        if not isinstance(request, Mapping):
+            continue
+        path: Path = (*devices_path, "requests", index)
+        name = text(request.get("name"))
+        if "exactly" in request:
+            yield DeviceRequestView((*path, "exactly"), name, mapping(request.get("exactly")), "exactly")
+        elif "firstAvailable" in request:
+            for sub_index, sub_request in enumerate(items(request.get("firstAvailable"))):
+                if isinstance(sub_request, Mapping):
+                    yield DeviceRequestView((*path, "firstAvailable", sub_index), name, sub_request, "firstAvailable")
+        else:
+            yield DeviceRequestView(path, name, request, "flat")
+
+
+def request_names(obj: Mapping[str, Any]) -> set[str]:
+    """Names a container claim's `request` may use: requests and `request/sub-request`."""
+    names: set[str] = set()
+    for request in device_requests(obj):
+        names.add(request.request_name)
+        names.add(request.qualified_name)
+    return names
+
+
+# --- legacy resources ---------------------------------------------------------------
+
+
+def resource_quantities(obj: object, path: Path = ()) -> Iterator[tuple[Path, str]]:
+    """Every key of every `resources.limits` / `resources.requests` mapping, at any depth.
+
+    Walks the whole object so CRDs (JobSet, RayCluster, PyTorchJob, LeaderWorkerSet, ...)
+    cannot hide a request behind a path we do not know.  Iterative, not recursive, so a
+    deeply nested document cannot exhaust the stack.
+    """
+    stack: list[tuple[Path, object]] = [(path, obj)]
+    while stack:
+        current_path, current = stack.pop()
+        if isinstance(current, Mapping):
+            for key, value in current.items():
+                if key == "resources" and isinstance(value, Mapping):
+                    for section in ("limits", "requests"):
+                        quantities = value.get(section)
+                        if isinstance(quantities, Mapping):
+                            for name in quantities:
+                                if isinstance(name, str):
+                                    yield (*current_path, "resources", section, name), name
+                if isinstance(value, (Mapping, list, tuple)):
+                    stack.append(((*current_path, str(key)), value))
+        elif isinstance(current, (list, tuple)):
+            for index, value in enumerate(current):
+                if isinstance(value, (Mapping, list, tuple)):
+                    stack.append(((*current_path, index), value))
+
+
+# --- wrong types --------------------------------------------------------------------
+
+_EXPECTED_TYPES: tuple[tuple[Path, type, str], ...] = (
+    (("metadata",), Mapping, "a mapping"),
+    (("metadata", "name"), str, "a string"),
+    (("metadata", "namespace"), str, "a string"),
+    (("metadata", "annotations"), Mapping, "a mapping"),
+    (("metadata", "labels"), Mapping, "a mapping"),
+    (("spec",), Mapping, "a mapping"),
+)
+_POD_SPEC_TYPES: tuple[tuple[Path, type, str], ...] = (
+    (("containers",), list, "a list"),
+    (("initContainers",), list, "a list"),
+    (("ephemeralContainers",), list, "a list"),
+    (("resourceClaims",), list, "a list"),
+)
+_DEVICES_TYPES: tuple[tuple[Path, type, str], ...] = (
+    (("requests",), list, "a list"),
+    (("constraints",), list, "a list"),
+    (("config",), list, "a list"),
+)
+
+
+def _type_problems(
+    base: object, base_path: Path, expected: tuple[tuple[Path, type, str], ...]
+) -> Iterator[tuple[Path, str]]:
+    for path, wanted, description in expected:
+        value = get_path(base, path)
+        if value is not None and not isinstance(value, wanted):
+            yield (*base_path, *path), f"must be {description}, not {type(value).__name__}"
+
+
+def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
+    """Wrongly typed fields that would hide content from the rules."""
+    for key in ("apiVersion", "kind"):
+        if not isinstance(obj.get(key), str):
+            yield (key,), "must be a string" if key in obj else "is missing"
+    yield from _type_problems(obj, (), _EXPECTED_TYPES)
+    for key, value in annotations_of(obj).items():
+        if not isinstance(value, str):
+            yield (
+                ("metadata", "annotations", str(key)),
+                f"annotation values must be strings, not {type(value).__name__}",
+            )
+    kind = obj.get("kind")
+    spec_path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
+    if spec_path is not None:
+        spec = get_path(obj, spec_path)
+        if spec is not None and not isinstance(spec, Mapping):
+            yield spec_path, f"must be a mapping, not {type(spec).__name__}"
+        yield from _type_problems(spec, spec_path, _POD_SPEC_TYPES)
+        for list_name in CONTAINER_LISTS:
+            for index, container in enumerate(items(mapping(spec).get(list_name))):
+                if not isinstance(container, Mapping):
+                    yield (
+                        (*spec_path, list_name, index),
+                        f"a container must be a mapping, not {type(container).__name__}",
+                    )
+                    continue
+                resources = container.get("resources")
+                if resources is not None and not isinstance(resources, Mapping):
+                    yield (*spec_path, list_name, index, "resources"), "must be a mapping"
+    located = claim_devices(obj)
+    if located is not None:
+        devices_path, _ = located
+        devices = get_path(obj, devices_path)
+        if devices is not None and not isinstance(devices, Mapping):
+            yield devices_path, f"must be a mapping, not {type(devices).__name__}"
+        yield from _type_problems(devices, devices_path, _DEVICES_TYPES)
+        for request in device_requests(obj):
+            selectors = request.body.get("selectors")
+            if selectors is not None and not isinstance(selectors, list):
+                yield (*request.path, "selectors"), "must be a list"
+            count = request.body.get("count")
+            if count is not None and (isinstance(count, bool) or not isinstance(count, (int, float))):
+                yield (*request.path, "count"), f"must be a number, not {type(count).__name__}"

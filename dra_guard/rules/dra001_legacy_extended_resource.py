@@ -1,0 +1,38 @@
+"""DRA001: accelerators requested as legacy extended resources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.catalog import is_legacy_resource
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+from dra_guard.manifest import resource_quantities
+
+ID = "DRA001"
+NAME = "legacy-extended-resource"
+SEVERITY = Severity.CRITICAL
+SUMMARY = "Accelerators must be requested through DRA claims, not extended resources such as nvidia.com/gpu."
+RATIONALE = (
+    "Device-plugin extended resources (nvidia.com/gpu, nvidia.com/mig-*, google.com/tpu, ...) carry no "
+    "profile pin, no exclusivity or sanitization contract and no isolation tag; nothing in the request says "
+    "what the device's memory held before. The same holds for DRA's own extended-resource mapping "
+    "(deviceclass.resource.kubernetes.io/<class>), which allocates through an implicit, unpinned claim. "
+    "Every resources.limits/requests mapping is scanned at any depth, so CRDs (JobSet, RayCluster, "
+    "PyTorchJob, LeaderWorkerSet) cannot hide a request."
+)
+REMEDIATION = (
+    "Remove the extended resource and request the slice through a ResourceClaimTemplate: "
+    "IsolatedAcceleratorWorkload in cdk8s or Pulumi builds both objects for you."
+)
+# KEP-5004: a DeviceClass is also requestable as this extended resource (implicit claim).
+IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    extra = context.config.extra_legacy_resources
+    for path, name in resource_quantities(resource.obj):
+        if is_legacy_resource(name, extra):
+            yield Violation(path, f"requests legacy accelerator resource {name!r} in {path[-2]}")
+        elif name.startswith(IMPLICIT_DRA_PREFIX) and context.config.is_accelerator(name[len(IMPLICIT_DRA_PREFIX) :]):
+            yield Violation(path, f"requests {name!r}, DRA's implicit extended-resource claim, which pins no profile")

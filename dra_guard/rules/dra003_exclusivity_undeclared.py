@@ -1,0 +1,45 @@
+"""DRA003: ExactCount requests on objects that do not declare exclusivity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+from dra_guard.manifest import annotations_of
+
+ID = "DRA003"
+NAME = "exclusivity-undeclared"
+SEVERITY = Severity.HIGH
+SUMMARY = f'Claims with ExactCount requests must declare {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false".'
+RATIONALE = (
+    "The standard requires allowMultipleAllocations to be false for multi-tenant workloads, but no claim "
+    "request has such a field in any resource.k8s.io version (it exists only on ResourceSlice devices, and "
+    "the API server rejects it in a request). Exclusivity is therefore declared with this annotation, which "
+    "admission and node agents can enforce, and kept by structure (one claim per pod from a template)."
+)
+REMEDIATION = f'Add the annotation {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false" to the claim or template.'
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    exact = [
+        request
+        for request in context.accelerator_requests(resource)
+        if request.body.get("allocationMode", "ExactCount") == "ExactCount"
+    ]
+    if not exact:
+        return
+    value = annotations_of(resource.obj).get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
+    if value == "false":
+        return
+    if value is None:
+        yield Violation(
+            ("metadata",),
+            f"ExactCount request {exact[0].qualified_name!r} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation",
+        )
+    else:
+        yield Violation(
+            ("metadata", "annotations", ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION),
+            f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} is {value!r}; exclusive claims must say "false"',
+        )

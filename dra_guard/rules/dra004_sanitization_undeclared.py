@@ -1,0 +1,40 @@
+"""DRA004: accelerator claims that do not declare memory sanitization."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.catalog import SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+from dra_guard.manifest import annotations_of
+
+ID = "DRA004"
+NAME = "sanitization-undeclared"
+SEVERITY = Severity.CRITICAL
+SUMMARY = (
+    f"Accelerator claims and templates must declare {SANITIZATION_ANNOTATION}: "
+    "WipeOnDeallocate or ZeroFillMemoryOnRelease."
+)
+RATIONALE = (
+    "Device memory outlives the pod: weights and KV-cache of one tenant can be read by the next unless it "
+    "is wiped. No DRA driver implements wiping today and the API has no field for it, so the policy is a "
+    "declared, tamper-evident contract (covered by the isolation tag) for the driver or node agent to honour."
+)
+REMEDIATION = f"Add {SANITIZATION_ANNOTATION}: WipeOnDeallocate (or ZeroFillMemoryOnRelease) and re-tag the object."
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    if not context.accelerator_requests(resource):
+        return
+    value = annotations_of(resource.obj).get(SANITIZATION_ANNOTATION)
+    if value in SANITIZATION_POLICIES:
+        return
+    allowed = " or ".join(SANITIZATION_POLICIES)
+    if value is None:
+        yield Violation(("metadata",), f"accelerator {resource.kind} declares no {SANITIZATION_ANNOTATION} ({allowed})")
+    else:
+        yield Violation(
+            ("metadata", "annotations", SANITIZATION_ANNOTATION),
+            f"{SANITIZATION_ANNOTATION} is {value!r}; it must be {allowed}",
+        )

@@ -1,0 +1,62 @@
+"""DRA005: one claim shared by several pods."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+from dra_guard.manifest import Path, items, mapping, pod_claims, text
+
+ID = "DRA005"
+NAME = "shared-claim"
+SEVERITY = Severity.HIGH
+SUMMARY = "Each pod must get its own claim from a template; a claim shared between pods shares the device."
+RATIONALE = (
+    "A ResourceClaim named by resourceClaimName is one allocation: every pod that names it runs on the same "
+    "devices, so tenants (or replicas) see each other's memory. In a controller's pod template it is shared "
+    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group."
+)
+REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one claim per pod."
+_GROUP_KINDS = ("PodGroup", "Workload")
+
+
+def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:
+    spec = mapping(resource.obj.get("spec"))
+    if resource.kind == "PodGroup":
+        for index, claim in enumerate(items(spec.get("resourceClaims"))):
+            yield ("spec", "resourceClaims", index), text(mapping(claim).get("name"))
+    else:
+        for group_index, group in enumerate(items(spec.get("podGroupTemplates"))):
+            for index, claim in enumerate(items(mapping(group).get("resourceClaims"))):
+                yield (
+                    ("spec", "podGroupTemplates", group_index, "resourceClaims", index),
+                    text(mapping(claim).get("name")),
+                )
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    if resource.kind in _GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
+        for path, name in _group_claims(resource):
+            yield Violation(path, f"{resource.kind} claim {name!r} is shared by every pod of the group")
+        return
+    pod = resource.pod
+    if pod is None:
+        return
+    for path, claim in pod_claims(pod):
+        claim_name = claim.get("resourceClaimName")
+        if not isinstance(claim_name, str):
+            continue
+        if pod.is_template:
+            yield Violation(
+                (*path, "resourceClaimName"),
+                f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
+                "which every pod it creates would share",
+            )
+            continue
+        others = [
+            user for user in context.claim_users.get((resource.namespace, claim_name), []) if user is not resource
+        ]
+        if others:
+            names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
+            yield Violation((*path, "resourceClaimName"), f"ResourceClaim {claim_name!r} is also used by {names}")

@@ -1,0 +1,44 @@
+"""DRA007: devices configured for time-slicing or MPS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+from dra_guard.manifest import Path, claim_devices, get_path, items, mapping, text
+
+ID = "DRA007"
+NAME = "temporal-sharing"
+SEVERITY = Severity.CRITICAL
+SUMMARY = "Opaque device configuration must not share a device in time (sharing.strategy TimeSlicing or MPS)."
+RATIONALE = (
+    "Time-slicing and MPS run several processes on one GPU or MIG slice with shared memory and no isolation "
+    "boundary: one tenant's workload can observe or disturb another's, which is what slicing is meant to stop."
+)
+REMEDIATION = "Remove the sharing section; give each workload its own slice (a MIG profile) instead."
+_SHARING = {"timeslicing", "mps"}
+
+
+def _configs(resource: Resource) -> Iterator[tuple[Path, object]]:
+    located = claim_devices(resource.obj)
+    if located is not None:
+        path, devices = located
+        for index, config in enumerate(items(devices.get("config"))):
+            yield (*path, "config", index), config
+    elif resource.kind == "DeviceClass":
+        for index, config in enumerate(items(get_path(resource.obj, ("spec", "config")))):
+            yield ("spec", "config", index), config
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    for path, config in _configs(resource):
+        parameters = get_path(config, ("opaque", "parameters"))
+        strategy = text(get_path(parameters, ("sharing", "strategy")))
+        # Compared case-insensitively: the driver's decoder is the judge, not our spelling.
+        if strategy.casefold() in _SHARING:
+            kind = text(mapping(parameters).get("kind")) or "opaque configuration"
+            yield Violation(
+                (*path, "opaque", "parameters", "sharing", "strategy"),
+                f"{kind} shares the device in time (sharing.strategy: {strategy})",
+            )

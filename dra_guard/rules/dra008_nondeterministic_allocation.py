@@ -1,0 +1,34 @@
+"""DRA008: allocation that is not an explicit, exact count."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+
+ID = "DRA008"
+NAME = "nondeterministic-allocation"
+SEVERITY = Severity.HIGH
+SUMMARY = "Accelerator requests must say allocationMode: ExactCount and an explicit count."
+RATIONALE = (
+    "allocationMode: All takes every matching device on the node, however many that is today; an implicit "
+    "mode or count depends on API defaults and hides the size of the allocation from review. "
+    "(All is high severity; a merely implicit mode or count is medium.)"
+)
+REMEDIATION = "Set allocationMode: ExactCount and count: <n> on every accelerator request."
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    for request in context.accelerator_requests(resource):
+        label = f"request {request.qualified_name!r}"
+        mode = request.body.get("allocationMode")
+        if mode == "All":
+            yield Violation(
+                (*request.path, "allocationMode"),
+                f"{label} uses allocationMode: All, which takes every matching device",
+            )
+            continue
+        implicit = [field for field in ("allocationMode", "count") if field not in request.body]
+        if implicit:
+            yield Violation(request.path, f"{label} leaves {' and '.join(implicit)} implicit", severity=Severity.MEDIUM)

@@ -1,0 +1,43 @@
+"""DRA012: accelerator claims without a valid isolation tag."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from dra_guard.catalog import ISOLATION_TAG_ANNOTATION
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.findings import Severity
+from dra_guard.manifest import annotations_of
+from dra_guard.tags import HMAC_PREFIX, verify_isolation_tag
+
+ID = "DRA012"
+NAME = "isolation-tag"
+SEVERITY = Severity.HIGH
+SUMMARY = f"Accelerator claims and templates must carry a valid {ISOLATION_TAG_ANNOTATION}."
+RATIONALE = (
+    "The tag is a SHA-256 (or, with a configured key, HMAC-SHA256) over the namespace, name, device "
+    "section, sanitization policy and tenant. A missing or stale tag means the object was written by hand "
+    "or edited after it was reviewed; with a key, only holders of the key can re-tag."
+)
+REMEDIATION = (
+    "Generate the object with IsolatedAcceleratorWorkload / IsolatedClaimTemplate, or recompute the tag "
+    "with dra_guard.isolation_tag(obj, key) after a reviewed change."
+)
+_WELL_FORMED = re.compile(r"(sha256|hmac-sha256):[0-9a-f]{64}")
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    if not context.accelerator_requests(resource):
+        return
+    tag = annotations_of(resource.obj).get(ISOLATION_TAG_ANNOTATION)
+    path = ("metadata", "annotations", ISOLATION_TAG_ANNOTATION)
+    key = context.config.hmac_key
+    if tag is None:
+        yield Violation(("metadata",), f"accelerator {resource.kind} has no {ISOLATION_TAG_ANNOTATION}")
+    elif not isinstance(tag, str) or not _WELL_FORMED.fullmatch(tag):
+        yield Violation(path, f"isolation tag {tag!r} is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex>")
+    elif key is not None and not tag.startswith(HMAC_PREFIX):
+        yield Violation(path, "an HMAC key is configured, so the isolation tag must be hmac-sha256:")
+    elif not verify_isolation_tag(resource.obj, key):
+        yield Violation(path, "isolation tag does not match the object: it was edited after tagging")

@@ -1,0 +1,190 @@
+"""Which attribute a CEL device selector pins, found in its parse tree (DRA002).
+
+A selector pins an attribute when one of its top-level `&&` conjuncts is
+`device.attributes['<domain>'].<attribute> == '<literal>'` (either side, `.attr` or
+`['attr']`, parentheses around conjunctions allowed).  Anything under `||`, `!` or `?:`
+does not count: `pin || true` selects every device.  cel-python's parser is loaded on
+first use, so commands that never look at a selector do not pay for it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Pin:
+    domain: str
+    attribute: str
+    value: str
+
+    @property
+    def qualified_attribute(self) -> str:
+        return f"{self.domain}/{self.attribute}"
+
+
+@dataclass(frozen=True)
+class SelectorAnalysis:
+    #: Why the expression could not be parsed, or None.
+    error: str | None
+    #: Attribute pins among the top-level conjuncts.
+    pins: tuple[Pin, ...]
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    from celpy import celparser
+
+    return celparser.CELParser()
+
+
+@lru_cache(maxsize=8192)
+def analyse(expression: str) -> SelectorAnalysis:
+    from celpy.celparser import CELParseError
+
+    try:
+        tree = _parser().parse(expression)
+    except CELParseError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "syntax error"
+        return SelectorAnalysis(error=first_line, pins=())
+    except RecursionError:
+        return SelectorAnalysis(error="expression nested too deeply", pins=())
+    pins = tuple(pin for conjunct in _conjuncts(tree) if (pin := _pin(conjunct)) is not None)
+    return SelectorAnalysis(error=None, pins=pins)
+
+
+def _tree(node: Any) -> tuple[str, list[Any]] | None:
+    data = getattr(node, "data", None)
+    return (str(data), list(node.children)) if data is not None else None
+
+
+def _conjuncts(expr: Any) -> list[Any]:
+    """The `relation` nodes joined by top-level `&&` (no `||`, no `?:` above them)."""
+    shape = _tree(expr)
+    if shape is None or shape[0] != "expr" or len(shape[1]) != 1:
+        return []  # a ternary: neither branch is certain
+    disjunction = _tree(shape[1][0])
+    if disjunction is None or disjunction[0] != "conditionalor" or len(disjunction[1]) != 1:
+        return []  # an `||` at the top: no conjunct is certain
+    result: list[Any] = []
+    pending = [disjunction[1][0]]
+    while pending:
+        node = pending.pop()
+        conjunction = _tree(node)
+        if conjunction is None:
+            continue
+        if conjunction[0] == "conditionaland":
+            pending.extend(reversed(conjunction[1]))
+            continue
+        inner = _parenthesised(node)
+        if inner is not None:
+            result.extend(_conjuncts(inner))
+        else:
+            result.append(node)
+    return result
+
+
+def _parenthesised(node: Any) -> Any | None:
+    """The inner `expr` when `node` is nothing but `( expr )`."""
+    current = node
+    while True:
+        shape = _tree(current)
+        if shape is None:
+            return None
+        if shape[0] == "paren_expr":
+            return shape[1][0] if shape[1] else None
+        if len(shape[1]) != 1:
+            return None
+        current = shape[1][0]
+
+
+def _pin(relation: Any) -> Pin | None:
+    # The grammar nests `a == b` as relation(relation_eq(a), b): the operator node holds
+    # the left operand.
+    shape = _tree(relation)
+    if shape is None or len(shape[1]) != 2:
+        return None
+    equality = _tree(shape[1][0])
+    if equality is None or equality[0] != "relation_eq" or len(equality[1]) != 1:
+        return None
+    left, right = equality[1][0], shape[1][1]
+    for attribute_side, literal_side in ((left, right), (right, left)):
+        reference = _attribute_reference(attribute_side)
+        value = _string_literal(literal_side)
+        if reference is not None and value is not None:
+            return Pin(reference[0], reference[1], value)
+    return None
+
+
+def _attribute_reference(node: Any) -> tuple[str, str] | None:
+    """`device.attributes['<domain>'].<attr>` or `...['<attr>']` as (domain, attr)."""
+    member = _member(node)
+    if member is None:
+        return None
+    kind, children = member
+    if kind == "member_dot" and len(children) == 2 and _tree(children[1]) is None:
+        attribute: str | None = str(children[1])
+    elif kind == "member_index" and len(children) == 2:
+        attribute = _string_literal(children[1])
+    else:
+        return None
+    domain_access = _member(children[0])
+    if attribute is None or domain_access is None or domain_access[0] != "member_index":
+        return None
+    domain = _string_literal(domain_access[1][1]) if len(domain_access[1]) == 2 else None
+    attributes = _member(domain_access[1][0])
+    if domain is None or attributes is None or attributes[0] != "member_dot" or len(attributes[1]) != 2:
+        return None
+    if str(attributes[1][1]) != "attributes" or not _is_identifier(attributes[1][0], "device"):
+        return None
+    return domain, attribute
+
+
+def _member(node: Any) -> tuple[str, list[Any]] | None:
+    current = node
+    while True:
+        shape = _tree(current)
+        if shape is None:
+            return None
+        if shape[0] in ("member_dot", "member_index"):
+            return shape
+        if len(shape[1]) != 1:
+            return None
+        current = shape[1][0]
+
+
+def _leaf(node: Any) -> tuple[str, str] | None:
+    """(rule, token text) of a primary such as `ident device` or `literal 'x'`."""
+    current = node
+    while True:
+        shape = _tree(current)
+        if shape is None:
+            return None
+        if shape[0] in ("ident", "literal") and len(shape[1]) == 1 and _tree(shape[1][0]) is None:
+            return shape[0], str(shape[1][0])
+        if len(shape[1]) != 1:
+            return None
+        current = shape[1][0]
+
+
+def _is_identifier(node: Any, name: str) -> bool:
+    return _leaf(node) == ("ident", name)
+
+
+def _string_literal(node: Any) -> str | None:
+    leaf = _leaf(node)
+    if leaf is None or leaf[0] != "literal":
+        return None
+    token = leaf[1]
+    raw = token[:1] in ("r", "R")
+    body = token[1:] if raw else token
+    if not body or body[0] not in "'\"":
+        return None  # a number, bool, null or bytes literal
+    try:
+        value = ast.literal_eval(("r" if raw else "") + body)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
