@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export CDK8S_CHECK_UPGRADE := false
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit docs bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ unit: $(BIN)/.installed node_modules/.installed
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+docs: $(BIN)/.installed
+	$(BIN)/dra-guard rules --format markdown > docs/rules.md
 
 clean:
 	rm -rf $(VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

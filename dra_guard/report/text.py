@@ -13,7 +13,10 @@ def _location(file: str | None, line: int | None) -> str:
 
 
 def render_text(report: Report) -> str:
-    lines = [f"{_location(error.file, error.line)}: error: {error.message}" for error in report.errors]
+    lines = [
+        f"{error.file}:{error.line}: error: {error.message}" if error.line else f"{error.file}: error: {error.message}"
+        for error in report.errors
+    ]
     for finding in report.findings:
         lines.append(
             f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "

@@ -1,0 +1,62 @@
+"""Helpers for rule tests: compliant objects from the builders, and ways to break them."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from dra_guard import AcceleratorSlice, claim_template, isolated_workload, isolation_tag
+from dra_guard.config import Config
+from dra_guard.engine import check_objects
+from dra_guard.findings import Finding
+
+MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
+MIG_PAIR = AcceleratorSlice.nvidia_mig("3g.40gb", count=2)
+
+
+def template(
+    api_version: str = "resource.k8s.io/v1", accelerator: AcceleratorSlice = MIG, **kwargs: Any
+) -> dict[str, Any]:
+    return claim_template(name="slice", slice=accelerator, namespace="ns", api_version=api_version, **kwargs)
+
+
+def claim(api_version: str = "resource.k8s.io/v1", accelerator: AcceleratorSlice = MIG) -> dict[str, Any]:
+    """A ResourceClaim with the same content as the template, tagged as a claim."""
+    source = template(api_version, accelerator)
+    result = {
+        "apiVersion": api_version,
+        "kind": "ResourceClaim",
+        "metadata": copy.deepcopy(source["metadata"]),
+        "spec": copy.deepcopy(source["spec"]["spec"]),
+    }
+    return retag(result)
+
+
+def workload(kind: str = "Deployment", **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    return isolated_workload("app", image="i", slice=MIG, namespace="ns", workload_kind=kind, **kwargs)
+
+
+def devices(obj: Mapping[str, Any]) -> Any:
+    return obj["spec"]["spec"]["devices"] if obj["kind"] == "ResourceClaimTemplate" else obj["spec"]["devices"]
+
+
+def request_body(obj: Mapping[str, Any], index: int = 0) -> Any:
+    request = devices(obj)["requests"][index]
+    return request.get("exactly", request)
+
+
+def retag(obj: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+    """Recompute the tag after a deliberate edit, so only the rule under test fires."""
+    obj["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = isolation_tag(obj, key)
+    return obj
+
+
+def findings(*objects: Mapping[str, Any], config: Config | None = None) -> list[Finding]:
+    report = check_objects(objects, config)
+    assert not report.errors, report.errors
+    return report.findings
+
+
+def rule_ids(*objects: Mapping[str, Any], config: Config | None = None) -> set[str]:
+    return {finding.rule for finding in findings(*objects, config=config)}

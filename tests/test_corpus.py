@@ -1,0 +1,112 @@
+"""Real manifests from DRA drivers and device plugins (tests/corpus, see SOURCES.md).
+
+The exact rule IDs each file yields, checked file by file as a user would run it, so any
+change of behaviour on real input shows up here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dra_guard.engine import check_documents
+from dra_guard.loader import load_paths
+
+CORPUS = Path(__file__).parent / "corpus"
+
+EXPECTED = {
+    "dra-example-driver/1-basic-resourceclaimtemplate.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "dra-example-driver/2-device-taint-rule.yaml": [],
+    "dra-example-driver/admin-access.yaml": ["DRA002", "DRA004", "DRA006", "DRA008", "DRA011", "DRA012"],
+    "dra-example-driver/basic-resourceclaim-opaque-config.yaml": [
+        "DRA002",
+        "DRA003",
+        "DRA004",
+        "DRA007",
+        "DRA008",
+        "DRA011",
+        "DRA012",
+    ],
+    "dra-example-driver/basic-resourceclaimtemplate.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "dra-example-driver/basic-shared-claim-across-pods.yaml": [
+        "DRA002",
+        "DRA003",
+        "DRA004",
+        "DRA005",
+        "DRA008",
+        "DRA012",
+    ],
+    "dra-example-driver/cel-selector.yaml": ["DRA003", "DRA004", "DRA008", "DRA012"],
+    "dra-example-driver/extended-resource-request.yaml": ["DRA001"],
+    "dra-example-driver/gpu-allow-multiple-allocations.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "dra-example-driver/partitionable-devices.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA011", "DRA012"],
+    "dra-example-driver/podgroup-resourceclaimtemplate.yaml": [
+        "DRA002",
+        "DRA003",
+        "DRA004",
+        "DRA005",
+        "DRA008",
+        "DRA012",
+    ],
+    "dra-example-driver/prioritized-alternatives.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "google-tpu-dra/multi-tpu-pod.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA011", "DRA012"],
+    "google-tpu-dra/tpu-jax-test.yaml": ["DRA002", "DRA004", "DRA008", "DRA011", "DRA012"],
+    "google-tpu-dra/tpu-test.yaml": ["DRA002", "DRA004", "DRA008", "DRA011", "DRA012"],
+    "google-tpu-dra/vllm-tpu.yaml": ["DRA002", "DRA004", "DRA008", "DRA011", "DRA012"],
+    "legacy-device-plugin/alexnet-gpu.yaml": ["DRA001"],
+    "legacy-device-plugin/gpu-pod.yaml": ["DRA001"],
+    "legacy-device-plugin/intelgpu-job.yaml": ["DRA001"],
+    "legacy-device-plugin/jax-multi-gpu.yaml": ["DRA001"],
+    "legacy-device-plugin/job-1.yaml": ["DRA001"],
+    "legacy-device-plugin/plugin-test.yaml": ["DRA001"],
+    "legacy-device-plugin/pytorch.yaml": ["DRA001"],
+    "legacy-device-plugin/saxml-model-server-1x1.yaml": ["DRA001"],
+    "legacy-device-plugin/training_singlehost.yaml": ["DRA001"],
+    "nvidia-dra-driver/claims.yaml": ["DRA010"],
+    "nvidia-dra-driver/gpu-anymig.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-full.yaml": ["DRA001"],
+    "nvidia-dra-driver/gpu-job-rct.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-mps.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-multiple-mig.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA011", "DRA012"],
+    "nvidia-dra-driver/gpu-simple-mig-ts.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-simple-mig.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-test-mps.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-test-vfio-config.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA009", "DRA012"],
+    "nvidia-dra-driver/gpu-test1.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-test2.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-test3.yaml": ["DRA002", "DRA003", "DRA004", "DRA005", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-test4.yaml": ["DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-test5.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA011", "DRA012"],
+    "nvidia-dra-driver/gpu-test6.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-timeslicing.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    "nvidia-dra-driver/gpu-two-claims-one-pod.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/mig-1g-12gb.yaml": ["DRA001"],
+    "nvidia-dra-driver/rc-shared-gpu.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/v1beta1-gpu-test1.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    "nvidia-dra-driver/v1beta1-gpu-test4.yaml": ["DRA003", "DRA004", "DRA008", "DRA012"],
+}
+
+
+def test_every_corpus_file_is_in_the_table() -> None:
+    assert sorted(str(path.relative_to(CORPUS)) for path in CORPUS.rglob("*.yaml")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_file_yields_exactly_these_rules(name: str) -> None:
+    loaded = load_paths([str(CORPUS / name)])
+    report = check_documents(loaded.documents)
+    assert loaded.errors == [] and report.errors == []
+    assert sorted({finding.rule for finding in report.findings}) == EXPECTED[name]
+    for finding in report.findings:
+        assert finding.file == str(CORPUS / name) and finding.line and finding.line > 0
+
+
+def test_highlights_from_the_corpus() -> None:
+    """The cases the issue names, spelt out with objects and lines."""
+    loaded = load_paths([str(CORPUS / "nvidia-dra-driver" / "gpu-test-mps.yaml")])
+    (mps,) = [f for f in check_documents(loaded.documents).findings if f.rule == "DRA007"]
+    assert "MPS" in mps.message and mps.path.endswith("/sharing/strategy") and mps.line == 28
+    loaded = load_paths([str(CORPUS / "legacy-device-plugin" / "gpu-pod.yaml")])
+    (legacy,) = check_documents(loaded.documents).findings
+    assert legacy.rule == "DRA001" and "nvidia.com/gpu" in legacy.message

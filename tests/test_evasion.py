@@ -1,0 +1,187 @@
+"""Ways people (or generators) hide a legacy request or a weak claim, and that they fail."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from dra_guard.config import Config
+from tests.rulecases import findings, request_body, retag, rule_ids, template, workload
+
+LEGACY = {"nvidia.com/mig-1g.10gb": 1}
+
+
+def _container(section: str = "limits") -> dict[str, Any]:
+    return {"name": "c", "image": "i", "resources": {section: dict(LEGACY)}}
+
+
+def _pod(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("obj", "pointer"),
+    [
+        (_pod({"initContainers": [_container()], "containers": []}), "/spec/initContainers/0"),
+        (_pod({"ephemeralContainers": [_container()]}), "/spec/ephemeralContainers/0"),
+        (_pod({"containers": [_container("requests")]}), "/spec/containers/0/resources/requests"),
+        (_pod({"containers": [{"name": "c"}], "resources": {"limits": dict(LEGACY)}}), "/spec/resources/limits"),
+        (
+            {
+                "apiVersion": "batch/v1",
+                "kind": "CronJob",
+                "metadata": {"name": "nightly"},
+                "spec": {
+                    "schedule": "@daily",
+                    "jobTemplate": {"spec": {"template": {"spec": {"containers": [_container()]}}}},
+                },
+            },
+            "/spec/jobTemplate/spec/template/spec/containers/0",
+        ),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "List",
+                "items": [{"apiVersion": "v1", "kind": "ConfigMap"}, _pod({"containers": [_container()]})],
+            },
+            "/items/1/spec/containers/0",
+        ),
+        (
+            {"apiVersion": "v1", "kind": "PodList", "items": [_pod({"containers": [_container()]})]},
+            "/items/0/spec/containers/0",
+        ),
+        (
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "metadata": {"name": "js"},
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": "w", "template": {"spec": {"template": {"spec": {"containers": [_container()]}}}}}
+                    ]
+                },
+            },
+            "/spec/replicatedJobs/0/template/spec/template/spec/containers/0",
+        ),
+        (
+            {
+                "apiVersion": "ray.io/v1",
+                "kind": "RayCluster",
+                "metadata": {"name": "rc"},
+                "spec": {
+                    "workerGroupSpecs": [{"groupName": "g", "template": {"spec": {"containers": [_container()]}}}]
+                },
+            },
+            "/spec/workerGroupSpecs/0/template/spec/containers/0",
+        ),
+        (
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "metadata": {"name": "pt"},
+                "spec": {"pytorchReplicaSpecs": {"Worker": {"template": {"spec": {"containers": [_container()]}}}}},
+            },
+            "/spec/pytorchReplicaSpecs/Worker/template/spec/containers/0",
+        ),
+        (
+            {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": "lws"},
+                "spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [_container()]}}}},
+            },
+            "/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0",
+        ),
+    ],
+    ids=[
+        "initContainers",
+        "ephemeralContainers",
+        "requests-only",
+        "pod-level",
+        "CronJob",
+        "List",
+        "PodList",
+        "JobSet",
+        "RayCluster",
+        "PyTorchJob",
+        "LeaderWorkerSet",
+    ],
+)
+def test_legacy_requests_cannot_hide(obj: dict[str, Any], pointer: str) -> None:
+    (finding,) = findings(obj)
+    assert finding.rule == "DRA001"
+    assert finding.path.startswith(pointer)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || true",
+        "true || device.attributes['gpu.nvidia.com'].profile == '1g.10gb'",
+        "(device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || device.driver != '')",
+        "device.attributes['gpu.nvidia.com'].profile == device.attributes['gpu.nvidia.com'].profile",
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' &&",
+        "device.attributes['gpu.nvidia.com'].profile = '1g.10gb'",
+        "",
+    ],
+)
+def test_tautological_and_broken_selectors_fail(expression: str) -> None:
+    obj = template()
+    request_body(obj)["selectors"] = [{"cel": {"expression": expression}}]
+    assert rule_ids(retag(obj)) == {"DRA002"}
+
+
+def test_stale_tag_after_raising_the_count() -> None:
+    obj = template()
+    request_body(obj)["count"] = 7
+    # Seven unaligned devices are a topology finding too; the tag catches the edit itself.
+    assert rule_ids(obj) == {"DRA011", "DRA012"}
+
+
+def test_suppression_needs_a_reason() -> None:
+    obj = _pod({"containers": [_container()]})
+    obj["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "  "}
+    (finding,) = findings(obj)
+    assert finding.rule == "DRA001" and "gives no reason" in finding.message
+    obj["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "benchmark node pool, ticket OPS-12"}
+    assert findings(obj) == []
+
+
+def test_suppression_on_the_pod_template_metadata() -> None:
+    template_obj, workload_obj = workload()
+    workload_obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = dict(LEGACY)
+    assert rule_ids(template_obj, workload_obj) == {"DRA001"}
+    workload_obj["spec"]["template"]["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "migrating in Q3"}
+    assert rule_ids(template_obj, workload_obj) == set()
+
+
+@pytest.mark.parametrize("rule", ["DRA004", "DRA006"])
+def test_non_waivable_rules_cannot_be_suppressed(rule: str) -> None:
+    obj = template()
+    if rule == "DRA004":
+        del obj["metadata"]["annotations"]["dra-guard.io/sanitization"]
+    else:
+        request_body(obj)["adminAccess"] = True
+    obj["metadata"]["annotations"][f"dra-guard.io/ignore-{rule}"] = "trust me"
+    (finding,) = findings(retag(obj))
+    assert finding.rule == rule and "cannot be waived" in finding.message
+    # ...unless the configuration makes them waivable.
+    assert findings(obj, config=Config(non_waivable=frozenset())) == []
+
+
+def test_suppressing_one_rule_leaves_the_others() -> None:
+    obj = template()
+    del obj["metadata"]["annotations"]["dra-guard.io/allow-multiple-allocations"]
+    del request_body(obj)["count"]
+    obj["metadata"]["annotations"]["dra-guard.io/ignore-DRA003"] = "reviewed"
+    assert rule_ids(retag(obj)) == {"DRA008"}
+
+
+def test_disabled_and_enabled_rules() -> None:
+    obj = copy.deepcopy(template())
+    del request_body(obj)["count"]
+    retag(obj)
+    assert rule_ids(obj, config=Config(disable=frozenset({"DRA008"}))) == set()
+    assert rule_ids(obj, config=Config(enable=frozenset({"DRA001"}))) == set()
