@@ -42,6 +42,9 @@ unit: $(BIN)/.installed node_modules/.installed
 
 test: lint typecheck unit
 
+bench: $(BIN)/.installed
+	$(BIN)/python -m bench.run
+
 docs: $(BIN)/.installed
 	$(BIN)/dra-guard rules --format markdown > docs/rules.md
 

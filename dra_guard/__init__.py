@@ -1,23 +1,59 @@
 """dra-guard: isolated sliced accelerators through Kubernetes DRA, by construction and by check.
 
 The core is pure Python (PyYAML, and cel-python only where selectors are analysed); the
-cdk8s and Pulumi front ends live in ``constructs_dra`` and ``pulumi_dra``.
+cdk8s and Pulumi front ends live in ``constructs_dra`` and ``pulumi_dra``.  Names are
+loaded on first use (PEP 562), so `dra-guard check` does not import the builders.
 """
 
-from dra_guard.builders import (
-    IsolatedWorkload,
-    claim_template,
-    claim_template_name,
-    isolated_workload,
-    selector_expression,
-    with_claim_template,
-    workload,
-)
-from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
-from dra_guard.spec import AcceleratorSlice
-from dra_guard.tags import isolation_tag, verify_isolation_tag
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "IsolatedWorkload": "dra_guard.builders",
+    "claim_template": "dra_guard.builders",
+    "claim_template_name": "dra_guard.builders",
+    "isolated_workload": "dra_guard.builders",
+    "selector_expression": "dra_guard.builders",
+    "with_claim_template": "dra_guard.builders",
+    "workload": "dra_guard.builders",
+    "DEVICE_CLASSES": "dra_guard.catalog",
+    "DeviceClass": "dra_guard.catalog",
+    "AcceleratorSlice": "dra_guard.spec",
+    "isolation_tag": "dra_guard.tags",
+    "verify_isolation_tag": "dra_guard.tags",
+}
+
+if TYPE_CHECKING:
+    from dra_guard.builders import (
+        IsolatedWorkload,
+        claim_template,
+        claim_template_name,
+        isolated_workload,
+        selector_expression,
+        with_claim_template,
+        workload,
+    )
+    from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
+    from dra_guard.spec import AcceleratorSlice
+    from dra_guard.tags import isolation_tag, verify_isolation_tag
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dra_guard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "DEVICE_CLASSES",

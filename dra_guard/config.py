@@ -11,7 +11,6 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -136,12 +135,13 @@ def config_from_mapping(values: Mapping[str, Any], source: str = "config") -> Co
 
 
 def load_config_file(path: str | os.PathLike[str]) -> Config:
-    file = Path(path)
+    file = os.fspath(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        with open(file, encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{file}: cannot read: {error}") from None
-    if file.name == "pyproject.toml" or file.suffix == ".toml":
+    if file.endswith(".toml"):
         if sys.version_info >= (3, 11):
             import tomllib
         else:  # pragma: no cover - Python 3.10
@@ -161,12 +161,12 @@ def load_config_file(path: str | os.PathLike[str]) -> Config:
 def discover_config(directory: str | os.PathLike[str] = ".") -> Config:
     """The first of .dra-guard.yaml / pyproject.toml (with a [tool.dra-guard] table) here."""
     for name in CONFIG_FILE_NAMES:
-        candidate = Path(directory) / name
-        if not candidate.is_file():
+        candidate = os.path.join(directory, name)
+        if not os.path.isfile(candidate):
             continue
-        if name == "pyproject.toml" and "[tool.dra-guard" not in candidate.read_text(
-            encoding="utf-8", errors="replace"
-        ):
-            continue
+        if name == "pyproject.toml":
+            with open(candidate, encoding="utf-8", errors="replace") as handle:
+                if "[tool.dra-guard" not in handle.read():
+                    continue
         return load_config_file(candidate)
     return Config()

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from dra_guard.config import Config
@@ -37,40 +36,56 @@ class Violation:
 class Resource:
     """One Kubernetes object from the input (a `List` contributes one per item)."""
 
+    # Plain attributes: functools.cached_property takes a lock on every access (3.11),
+    # and these are read for every rule on every object.
     def __init__(self, obj: Mapping[str, Any], document: Document | None = None, prefix: Path = ()) -> None:
         self.obj = obj
         self.document = document
         #: Where the object sits inside its document (`("items", 3)` for List items).
         self.prefix = prefix
+        meta = metadata(obj)
+        self.kind = text(obj.get("kind"))
+        self.namespace = text(meta.get("namespace"))
+        self.name = text(meta.get("name"))
+        self._pod: PodSpecView | bool | None = False
+        self._requests: list[DeviceRequestView] | None = None
+        #: Filled by Context.accelerator_requests (it depends on the configuration).
+        self.accelerator_requests: list[DeviceRequestView] | None = None
 
-    @cached_property
-    def kind(self) -> str:
-        return text(self.obj.get("kind"))
-
-    @cached_property
-    def namespace(self) -> str:
-        return text(metadata(self.obj).get("namespace"))
-
-    @cached_property
-    def name(self) -> str:
-        return text(metadata(self.obj).get("name"))
-
-    @cached_property
+    @property
     def ref(self) -> ObjectRef:
         return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name)
 
-    @cached_property
+    @property
     def pod(self) -> PodSpecView | None:
-        return pod_spec(self.obj)
+        if self._pod is False:
+            self._pod = pod_spec(self.obj)
+        return self._pod  # type: ignore[return-value]
 
-    @cached_property
+    @property
     def requests(self) -> list[DeviceRequestView]:
-        return list(device_requests(self.obj))
+        if self._requests is None:
+            self._requests = list(device_requests(self.obj)) if self.kind in CLAIM_KINDS else []
+        return self._requests
 
     def line_of(self, path: Path) -> int | None:
         if self.document is None:
             return None
         return self.document.line_of((*self.prefix, *path))
+
+    def source_may_contain(self, needles: Iterable[str]) -> bool:
+        """False only when the object's source text provably spells none of `needles`.
+
+        Sound because a YAML/JSON string can differ from its source text only through
+        backslash escapes or line folding (which inserts spaces), and aliases are local
+        to their document; so no backslash and no needle in the text means no string
+        of the object equals or starts with a needle.  Objects without text: True.
+        """
+        document = self.document
+        if document is None or document.text is None:
+            return True
+        source = document.text[document.span[0] : document.span[1]]
+        return "\\" in source or any(needle in source for needle in needles)
 
 
 class _NamedIndex:
@@ -93,24 +108,31 @@ class _NamedIndex:
 
 
 class Context:
-    """The configuration and indexes over every resource in one check."""
+    """The configuration, and indexes over every resource of one check.
 
-    def __init__(self, config: Config, resources: Sequence[Resource]) -> None:
+    The indexes fill as resources are added; only rules marked CROSS_OBJECT read them,
+    and those run after the last resource.
+    """
+
+    def __init__(self, config: Config, resources: Sequence[Resource] = ()) -> None:
         self.config = config
         self._templates = _NamedIndex()
         self._claims = _NamedIndex()
         #: Pods (kind Pod) by the (namespace, name) of the ResourceClaim they reference.
         self.claim_users: dict[tuple[str, str], list[Resource]] = defaultdict(list)
         for resource in resources:
-            if resource.kind == "ResourceClaimTemplate":
-                self._templates.add(resource)
-            elif resource.kind == "ResourceClaim":
-                self._claims.add(resource)
-            elif resource.kind == "Pod" and resource.pod is not None:
-                for _, claim in pod_claims(resource.pod):
-                    claim_name = claim.get("resourceClaimName")
-                    if isinstance(claim_name, str):
-                        self.claim_users[(resource.namespace, claim_name)].append(resource)
+            self.add(resource)
+
+    def add(self, resource: Resource) -> None:
+        if resource.kind == "ResourceClaimTemplate":
+            self._templates.add(resource)
+        elif resource.kind == "ResourceClaim":
+            self._claims.add(resource)
+        elif resource.kind == "Pod" and resource.pod is not None:
+            for _, claim in pod_claims(resource.pod):
+                claim_name = claim.get("resourceClaimName")
+                if isinstance(claim_name, str):
+                    self.claim_users[(resource.namespace, claim_name)].append(resource)
 
     def find_template(self, namespace: str, name: str) -> Resource | None:
         return self._templates.find(namespace, name)
@@ -121,4 +143,8 @@ class Context:
     def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
         if resource.kind not in CLAIM_KINDS:
             return []
-        return [request for request in resource.requests if self.config.is_accelerator(request.device_class)]
+        if resource.accelerator_requests is None:
+            resource.accelerator_requests = [
+                request for request in resource.requests if self.config.is_accelerator(request.device_class)
+            ]
+        return resource.accelerator_requests

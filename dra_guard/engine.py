@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,23 +37,6 @@ def _expand(obj: Mapping[str, Any], document: Document | None, errors: list[Inpu
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
-def resources_from_documents(documents: Iterable[Document], errors: list[InputError]) -> list[Resource]:
-    """One Resource per object; `List`/`*List` documents give one per item."""
-    resources: list[Resource] = []
-    for document in documents:
-        if isinstance(document.obj, Mapping):
-            resources.extend(_expand(document.obj, document, errors))
-        else:
-            errors.append(
-                InputError(
-                    document.file,
-                    document.line,
-                    f"document {document.index} is a {type(document.obj).__name__}, not a Kubernetes object",
-                )
-            )
-    return resources
-
-
 def _waiver(resource: Resource, rule_id: str) -> str | None:
     """The reason given to ignore `rule_id` on the object or its pod template, if any."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
@@ -86,52 +69,100 @@ def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "
     )
 
 
-def check_resources(resources: Sequence[Resource], config: Config | None = None) -> Report:
-    config = config or Config()
-    report = Report(objects=len(resources))
-    context = Context(config, resources)
-    rules = [rule for rule in RULES.values() if config.rule_enabled(rule.id)]
-    for resource in resources:
+class Checker:
+    """Runs the rules as resources arrive; cross-object rules run in `finish()`.
+
+    Per-object findings are made while the resource's document still has its node tree,
+    so their lines cost nothing; only cross-object findings may need a late lookup.
+    """
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.context = Context(self.config)
+        rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
+        self._per_object = [rule for rule in rules if not rule.cross_object]
+        self._cross_object = [rule for rule in rules if rule.cross_object]
+        self._resources: list[Resource] = []
+        self.report = Report()
+
+    def add(self, resource: Resource) -> None:
+        self.report.objects += 1
         for path, problem in shape_problems(resource.obj):
             document = resource.document
-            report.errors.append(
+            self.report.errors.append(
                 InputError(
                     document.file if document else str(resource.ref),
                     resource.line_of(path),
                     f"{resource.ref}: {json_pointer((*resource.prefix, *path))} {problem}",
                 )
             )
+        self._run(self._per_object, resource)
+        self.context.add(resource)
+        self._resources.append(resource)
+
+    def add_error(self, error: InputError) -> None:
+        self.report.errors.append(error)
+
+    def _run(self, rules: list[Rule], resource: Resource) -> None:
         for rule in rules:
-            violations = list(rule.check(resource, context))
+            violations = list(rule.check(resource, self.context))
             if not violations:
                 continue
             note = ""
             if _waiver(resource, rule.id) is not None:
-                if rule.id not in config.non_waivable:
+                if rule.id not in self.config.non_waivable:
                     continue
                 note = f" ({rule.id} cannot be waived)"
             elif _has_empty_waiver(resource, rule.id):
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
-            report.findings.extend(_finding(rule, resource, violation, note) for violation in violations)
-    report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
-    return report
+            self.report.findings.extend(_finding(rule, resource, violation, note) for violation in violations)
+
+    def finish(self) -> Report:
+        for resource in self._resources:
+            self._run(self._cross_object, resource)
+        self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
+        return self.report
+
+
+def check_resources(resources: Iterable[Resource], config: Config | None = None) -> Report:
+    checker = Checker(config)
+    for resource in resources:
+        checker.add(resource)
+    return checker.finish()
+
+
+def check_stream(items: Iterable[Document | InputError], config: Config | None = None) -> Report:
+    """Check documents as a loader stream yields them, keeping its errors in order."""
+    checker = Checker(config)
+    for item in items:
+        if isinstance(item, InputError):
+            checker.add_error(item)
+            continue
+        errors: list[InputError] = []
+        if isinstance(item.obj, Mapping):
+            for resource in _expand(item.obj, item, errors):
+                checker.add(resource)
+        else:
+            kind = type(item.obj).__name__
+            errors.append(
+                InputError(item.file, item.line, f"document {item.index} is a {kind}, not a Kubernetes object")
+            )
+        for error in errors:
+            checker.add_error(error)
+    return checker.finish()
 
 
 def check_objects(objects: Iterable[Mapping[str, Any]], config: Config | None = None) -> Report:
     """Check plain dicts (cdk8s synth output, Pulumi props, builder output)."""
-    errors: list[InputError] = []
-    resources = [resource for obj in objects for resource in _expand(obj, None, errors)]
-    report = check_resources(resources, config)
-    report.errors = errors + report.errors
-    return report
+    checker = Checker(config)
+    for obj in objects:
+        errors: list[InputError] = []
+        for resource in _expand(obj, None, errors):
+            checker.add(resource)
+        for error in errors:
+            checker.add_error(error)
+    return checker.finish()
 
 
-def check_documents(documents: Sequence[Document], config: Config | None = None) -> Report:
-    errors: list[InputError] = []
-    resources = resources_from_documents(documents, errors)
-    report = check_resources(resources, config)
-    report.errors = errors + report.errors
-    return report
-
-
-__all__ = ["Report", "check_documents", "check_objects", "check_resources"]
+def check_documents(documents: Iterable[Document], config: Config | None = None) -> Report:
+    return check_stream(documents, config)

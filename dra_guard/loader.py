@@ -1,9 +1,11 @@
 """Files, directories, globs and stdin -> documents that know the line of every path.
 
 Documents are composed by libyaml (when PyYAML has it) and constructed by PyYAML as
-`yaml.load_all` would; the composed node tree is kept so a finding's JSON pointer can be
-turned into a line only when a finding needs it.  Bad input becomes an `InputError`
-with file and line; documents before a broken one, and every other file, still load.
+`yaml.load_all` would.  Node trees are not kept (they cost ~40x the text in memory and
+make the garbage collector rescan them all): a document keeps its span of the file text,
+and only a document with a finding is composed again, once, to turn JSON pointers into
+lines.  Bad input becomes an `InputError` with file and line; documents before a broken
+one, and every other file, still load.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import yaml
@@ -32,8 +33,16 @@ STDIN = "-"
 STDIN_NAME = "<stdin>"
 #: Most nodes one document may expand to through aliases (a "billion laughs" bound).
 MAX_EXPANDED_NODES = 250_000
-# An anchor (`&name`) outside a CEL `&&`; without one a document cannot hold aliases.
-_ANCHOR = re.compile(rb"(?:^|[\s\[{,:\-?])&[^\s&]")
+# An alias (`*name`); a document without one cannot expand.  Found as `*` followed by a
+# name character, then confirmed by what precedes it (a CEL `a * b` or a cron `* * *` is not).
+_ALIAS_CANDIDATE = re.compile(rb"\*[^\s*,\]}]")
+_ALIAS_PRECEDERS = frozenset(b" \t\r\n[{,:-?")
+
+
+def _may_have_aliases(data: bytes) -> bool:
+    return any(
+        match.start() == 0 or data[match.start() - 1] in _ALIAS_PRECEDERS for match in _ALIAS_CANDIDATE.finditer(data)
+    )
 
 
 @dataclass
@@ -42,25 +51,46 @@ class Document:
     #: 1-based position of the document in its file.
     index: int
     obj: Any
+    #: 1-based line where the document's root node starts.
     line: int
+    #: The whole file's text and the document's [start, end) span in it, for line lookups.
+    text: str | None = field(default=None, repr=False)
+    span: tuple[int, int] = field(default=(0, 0), repr=False)
+    #: The live node tree while the document is being checked (set by the stream), or the
+    #: tree composed again later for a late finding.
     node: yaml.Node | None = field(default=None, repr=False)
+    _recomposed: bool = field(default=False, init=False, repr=False)
+
+    def _root(self) -> yaml.Node | None:
+        if self.node is None and not self._recomposed and self.text is not None:
+            self._recomposed = True
+            # From the start of the root's line, so an indented root keeps its column.
+            line_start = self.text.rfind("\n", 0, self.span[0]) + 1
+            try:
+                self.node = yaml.compose(self.text[line_start : self.span[1]], Loader=_Loader)
+            except yaml.YAMLError:  # pragma: no cover - it parsed a moment ago
+                self.node = None
+        return self.node
 
     def line_of(self, path: Sequence[str | int]) -> int:
         """The line of the deepest node on `path` (the key's line for mapping entries)."""
-        node = self.node
+        node = self._root() if path else None
+        if node is None:
+            return self.line
+        base = self.line - 1 - node.start_mark.line
         line = self.line
         for part in path:
             if isinstance(node, yaml.MappingNode):
                 for key, value in node.value:
                     if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                        line = key.start_mark.line + 1
+                        line = key.start_mark.line + 1 + base
                         node = value
                         break
                 else:
                     return line
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
                 node = node.value[part]
-                line = node.start_mark.line + 1
+                line = node.start_mark.line + 1 + base
             else:
                 return line
         return line
@@ -73,6 +103,39 @@ class LoadResult:
     files: int = 0
 
 
+class Source:
+    """Input paths as a stream of documents and errors, in a stable order.
+
+    Each document carries its live node tree only while the consumer handles it; the
+    tree is dropped when the stream moves on, so memory stays proportional to the
+    constructed objects, not to libyaml's nodes.
+    """
+
+    def __init__(self, paths: Iterable[str], stdin: BinaryIO | None = None) -> None:
+        self._paths = list(paths)
+        self._stdin = stdin
+        #: Files opened so far (all of them once the stream is exhausted).
+        self.files = 0
+
+    def __iter__(self) -> Iterator[Document | InputError]:
+        files, errors = expand_paths(self._paths)
+        yield from errors
+        for path in files:
+            self.files += 1
+            try:
+                if path == STDIN:
+                    data = (self._stdin or sys.stdin.buffer).read()
+                    name = STDIN_NAME
+                else:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                    name = path
+            except OSError as error:
+                yield InputError(path, None, f"cannot read: {error.strerror or error}")
+                continue
+            yield from iter_bytes(data, name)
+
+
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
     """Concrete files in a stable order: directories recursively, globs expanded, `-` kept."""
     files: list[str] = []
@@ -81,12 +144,7 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
         if raw == STDIN:
             files.append(STDIN)
         elif os.path.isdir(raw):
-            found = sorted(
-                str(path)
-                for path in Path(raw).rglob("*")
-                if path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file()
-            )
-            files.extend(found)
+            files.extend(_manifests_under(raw))
         elif os.path.exists(raw):
             files.append(raw)
         elif glob.has_magic(raw):
@@ -101,25 +159,24 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
     return unique, errors
 
 
+def _manifests_under(directory: str) -> list[str]:
+    # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
+    found: list[str] = []
+    for root, _, names in os.walk(directory):
+        found.extend(os.path.join(root, name) for name in names if name.lower().endswith(MANIFEST_SUFFIXES))
+    return sorted(path for path in found if os.path.isfile(path))
+
+
 def load_paths(paths: Iterable[str], stdin: BinaryIO | None = None) -> LoadResult:
-    files, errors = expand_paths(paths)
-    result = LoadResult(errors=errors)
-    for path in files:
-        result.files += 1
-        try:
-            if path == STDIN:
-                data = (stdin or sys.stdin.buffer).read()
-                name = STDIN_NAME
-            else:
-                with open(path, "rb") as handle:
-                    data = handle.read()
-                name = path
-        except OSError as error:
-            result.errors.append(InputError(path, None, f"cannot read: {error.strerror or error}"))
-            continue
-        documents, file_errors = load_bytes(data, name)
-        result.documents.extend(documents)
-        result.errors.extend(file_errors)
+    """Everything at once (documents keep only their text span for line lookups)."""
+    source = Source(paths, stdin)
+    result = LoadResult()
+    for item in source:
+        if isinstance(item, InputError):
+            result.errors.append(item)
+        else:
+            result.documents.append(item)
+    result.files = source.files
     return result
 
 
@@ -137,25 +194,38 @@ def _decode(data: bytes, name: str) -> tuple[str | None, InputError | None]:
 
 
 def load_bytes(data: bytes, name: str) -> tuple[list[Document], list[InputError]]:
+    items = list(iter_bytes(data, name))
+    documents = [item for item in items if isinstance(item, Document)]
+    return documents, [item for item in items if isinstance(item, InputError)]
+
+
+def iter_bytes(data: bytes, name: str) -> Iterator[Document | InputError]:
     text, error = _decode(data, name)
     if text is None:
-        return [], [error] if error else []
-    check_aliases = bool(_ANCHOR.search(data))
-    documents, errors = _load_yaml(text, name, check_aliases)
-    if errors and name.lower().endswith(".json") and not documents:
-        # JSON that PyYAML (YAML 1.1) rejects, e.g. tab indentation: let json judge it.
-        try:
-            return [Document(name, 1, json.loads(text), 1)], []
-        except json.JSONDecodeError as json_error:
-            return [], [InputError(name, json_error.lineno, f"invalid JSON: {json_error.msg}")]
-        except RecursionError:
-            return [], [InputError(name, 1, "document nested too deeply")]
-    return documents, errors
+        if error is not None:
+            yield error
+        return
+    check_aliases = _may_have_aliases(data)
+    produced = False
+    for item in _iter_yaml(text, name, check_aliases):
+        if isinstance(item, InputError) and not produced and name.lower().endswith(".json"):
+            # JSON that PyYAML (YAML 1.1) rejects, e.g. tab indentation: let json judge it.
+            yield _json_document(text, name)
+            return
+        produced = produced or isinstance(item, Document)
+        yield item
 
 
-def _load_yaml(text: str, name: str, check_aliases: bool) -> tuple[list[Document], list[InputError]]:
-    documents: list[Document] = []
-    errors: list[InputError] = []
+def _json_document(text: str, name: str) -> Document | InputError:
+    try:
+        return Document(name, 1, json.loads(text), 1)
+    except json.JSONDecodeError as json_error:
+        return InputError(name, json_error.lineno, f"invalid JSON: {json_error.msg}")
+    except RecursionError:
+        return InputError(name, 1, "document nested too deeply")
+
+
+def _iter_yaml(text: str, name: str, check_aliases: bool) -> Iterator[Document | InputError]:
     loader = _Loader(text)
     index = 0
     try:
@@ -165,32 +235,29 @@ def _load_yaml(text: str, name: str, check_aliases: bool) -> tuple[list[Document
             if node is None:
                 continue
             line = node.start_mark.line + 1
-            if check_aliases:
-                expanded = _expanded_size(node)
-                if expanded > MAX_EXPANDED_NODES:
-                    errors.append(
-                        InputError(
-                            name,
-                            line,
-                            f"document {index} expands to more than {MAX_EXPANDED_NODES} nodes through "
-                            "YAML aliases (an alias bomb?); not checked",
-                        )
-                    )
-                    continue
+            if check_aliases and _expanded_size(node) > MAX_EXPANDED_NODES:
+                yield InputError(
+                    name,
+                    line,
+                    f"document {index} expands to more than {MAX_EXPANDED_NODES} nodes through "
+                    "YAML aliases (an alias bomb?); not checked",
+                )
+                continue
             obj = loader.construct_document(node)
-            documents.append(Document(name, index, obj, line, node))
+            document = Document(name, index, obj, line, text, (node.start_mark.index, node.end_mark.index), node)
+            yield document
+            document.node = None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark else None
         problem = " ".join(part for part in (error.context, error.problem) if part) or "invalid YAML"
-        errors.append(InputError(name, line, f"invalid YAML: {problem}"))
+        yield InputError(name, line, f"invalid YAML: {problem}")
     except yaml.YAMLError as error:
-        errors.append(InputError(name, None, f"invalid YAML: {error}"))
+        yield InputError(name, None, f"invalid YAML: {error}")
     except RecursionError:
-        errors.append(InputError(name, None, f"document {index + 1} is nested too deeply"))
+        yield InputError(name, None, f"document {index + 1} is nested too deeply")
     finally:
         loader.dispose()
-    return documents, errors
 
 
 def _expanded_size(root: yaml.Node) -> int:

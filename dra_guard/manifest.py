@@ -30,12 +30,20 @@ CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 RESOURCE_GROUP = "resource.k8s.io/"
 
 
+_EMPTY: Mapping[str, Any] = {}
+
+
 def mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    # Loaded documents are plain dicts; the exact-type test skips the slower ABC check.
+    if type(value) is dict or isinstance(value, Mapping):
+        return value
+    return _EMPTY
 
 
 def items(value: object) -> Sequence[Any]:
-    return value if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else ()
+    if type(value) is list or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
+        return value
+    return ()
 
 
 def get_path(obj: object, path: Path) -> Any:
@@ -197,17 +205,18 @@ def request_names(obj: Mapping[str, Any]) -> set[str]:
 # --- legacy resources ---------------------------------------------------------------
 
 
-def resource_quantities(obj: object, path: Path = ()) -> Iterator[tuple[Path, str]]:
+def resource_quantities(obj: object) -> Iterator[tuple[Path, str]]:
     """Every key of every `resources.limits` / `resources.requests` mapping, at any depth.
 
     Walks the whole object so CRDs (JobSet, RayCluster, PyTorchJob, LeaderWorkerSet, ...)
-    cannot hide a request behind a path we do not know.  Iterative, not recursive, so a
-    deeply nested document cannot exhaust the stack.
+    cannot hide a request behind a path we do not know.  Iterative, so a deeply nested
+    document cannot exhaust the stack; paths are linked (parent, key) pairs, turned into
+    tuples only for the rare hit, because this walk visits every node of every object.
     """
-    stack: list[tuple[Path, object]] = [(path, obj)]
+    stack: list[tuple[Any, Any]] = [(obj, None)]
     while stack:
-        current_path, current = stack.pop()
-        if isinstance(current, Mapping):
+        current, link = stack.pop()
+        if type(current) is dict or isinstance(current, Mapping):
             for key, value in current.items():
                 if key == "resources" and isinstance(value, Mapping):
                     for section in ("limits", "requests"):
@@ -215,13 +224,21 @@ def resource_quantities(obj: object, path: Path = ()) -> Iterator[tuple[Path, st
                         if isinstance(quantities, Mapping):
                             for name in quantities:
                                 if isinstance(name, str):
-                                    yield (*current_path, "resources", section, name), name
-                if isinstance(value, (Mapping, list, tuple)):
-                    stack.append(((*current_path, str(key)), value))
-        elif isinstance(current, (list, tuple)):
+                                    yield (*_unlink(link), "resources", section, name), name
+                if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
+                    stack.append((value, (link, str(key))))
+        else:
             for index, value in enumerate(current):
-                if isinstance(value, (Mapping, list, tuple)):
-                    stack.append(((*current_path, index), value))
+                if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
+                    stack.append((value, (link, index)))
+
+
+def _unlink(link: Any) -> Path:
+    parts: list[str | int] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    return tuple(reversed(parts))
 
 
 # --- wrong types --------------------------------------------------------------------

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dra_guard.config import Config
+from dra_guard.engine import check_stream
+from dra_guard.loader import Source
 from tests.rulecases import findings, request_body, retag, rule_ids, template, workload
 
 LEGACY = {"nvidia.com/mig-1g.10gb": 1}
@@ -185,3 +188,40 @@ def test_disabled_and_enabled_rules() -> None:
     retag(obj)
     assert rule_ids(obj, config=Config(disable=frozenset({"DRA008"}))) == set()
     assert rule_ids(obj, config=Config(enable=frozenset({"DRA001"}))) == set()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "escaped.yaml",
+            'kind: Pod\nspec:\n  containers:\n  - resources:\n      limits:\n        "nvidia.com\\x2fgpu": 1\n',
+        ),
+        (
+            "unicode.yaml",
+            'kind: Pod\nspec:\n  containers:\n  - resources:\n      limits: {"nvidia\\u002ecom/gpu": 1}\n',
+        ),
+        (
+            "folded.yaml",
+            "kind: Pod\nspec:\n  containers:\n  - resources:\n      limits:\n"
+            '        ? "nvidia.com/\\\n          gpu"\n        : 1\n',
+        ),
+        ("slash.json", '{"kind": "Pod", "spec": {"containers": [{"resources": {"limits": {"nvidia.com\\/gpu": 1}}}]}}'),
+        (
+            "alias.yaml",
+            "kind: Pod\nx: &k nvidia.com/gpu\nspec:\n  containers:\n  - resources:\n      limits: {*k : 1}\n",
+        ),
+        (
+            "merge.yaml",
+            "kind: Pod\nx: &r {nvidia.com/gpu: 1}\nspec:\n  containers:\n  - resources:\n      limits: {<<: *r}\n",
+        ),
+    ],
+)
+def test_legacy_names_spelt_with_escapes_or_aliases_are_still_found(tmp_path: Path, name: str, text: str) -> None:
+    """The loader path skips objects whose text cannot spell a legacy name; these can."""
+    path = tmp_path / name
+    with_api_version = text.replace('"kind": "Pod"', '"apiVersion": "v1", "kind": "Pod"')
+    path.write_text(with_api_version.replace("kind: Pod\n", "apiVersion: v1\nkind: Pod\n"))
+    report = check_stream(Source([str(path)]))
+    assert report.errors == []
+    assert [finding.rule for finding in report.findings] == ["DRA001"]

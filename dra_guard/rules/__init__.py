@@ -33,6 +33,8 @@ class Rule:
     rationale: str
     remediation: str
     check: Callable[[Resource, Context], Iterator[Violation]]
+    #: Needs the whole input set (claim users, template lookups), not just one object.
+    cross_object: bool = False
 
     @property
     def slug(self) -> str:
@@ -49,6 +51,7 @@ def _rule(module: ModuleType) -> Rule:
         module.RATIONALE,
         module.REMEDIATION,
         module.check,
+        getattr(module, "CROSS_OBJECT", False),
     )
 
 

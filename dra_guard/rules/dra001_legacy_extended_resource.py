@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import is_legacy_resource
+from dra_guard.catalog import LEGACY_RESOURCE_NAMES, LEGACY_RESOURCE_PREFIXES, is_legacy_resource
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import resource_quantities
@@ -29,8 +29,15 @@ REMEDIATION = (
 IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
+_MARKERS = (*LEGACY_RESOURCE_NAMES, *LEGACY_RESOURCE_PREFIXES, IMPLICIT_DRA_PREFIX)
+
+
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
     extra = context.config.extra_legacy_resources
+    # Walking every node of every object is this rule's whole cost; skip objects whose
+    # source text cannot spell a legacy name (see Resource.source_may_contain).
+    if not resource.source_may_contain((*_MARKERS, *extra)):
+        return
     for path, name in resource_quantities(resource.obj):
         if is_legacy_resource(name, extra):
             yield Violation(path, f"requests legacy accelerator resource {name!r} in {path[-2]}")

@@ -19,6 +19,8 @@ RATIONALE = (
 )
 REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one claim per pod."
 _GROUP_KINDS = ("PodGroup", "Workload")
+# Reads the indexes of the whole input set, so it runs after every object is in.
+CROSS_OBJECT = True
 
 
 def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:

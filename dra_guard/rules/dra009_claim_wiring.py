@@ -23,6 +23,8 @@ REMEDIATION = (
     "Make every container's resources.claims[].name match a spec.resourceClaims[].name, use every pod claim, "
     "and check template and request names."
 )
+# Reads the indexes of the whole input set, so it runs after every object is in.
+CROSS_OBJECT = True
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
