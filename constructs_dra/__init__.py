@@ -4,6 +4,7 @@ The constructs only adapt :mod:`dra_guard.builders` output into plain ``ApiObjec
 cdk8s-plus L1 classes are avoided because they drop fields they do not model.
 """
 
+from constructs_dra.enforce import DraGuardValidation, enforce
 from constructs_dra.workload import (
     IsolatedAcceleratorWorkload,
     IsolatedClaimTemplate,
@@ -14,8 +15,10 @@ from dra_guard.spec import AcceleratorSlice
 
 __all__ = [
     "AcceleratorSlice",
+    "DraGuardValidation",
     "IsolatedAcceleratorWorkload",
     "IsolatedClaimTemplate",
+    "enforce",
     "name_from_id",
     "use_claim_template",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from constructs import Construct
 
+from constructs_dra.enforce import validate_self
 from dra_guard.builders import (
     POD_CLAIM_NAME,
     claim_template,
@@ -98,6 +99,7 @@ class IsolatedClaimTemplate(Construct):
             labels=labels,
         )
         self.api_object = _api_object(self, "Resource", self.manifest)
+        validate_self(self, hmac_key)
 
     @property
     def name(self) -> str:
@@ -157,6 +159,7 @@ class IsolatedAcceleratorWorkload(Construct):
         self.claim_template = _api_object(self, "ClaimTemplate", self.manifests.claim_template)
         self.workload = _api_object(self, "Workload", self.manifests.workload)
         self.workload.add_dependency(self.claim_template)
+        validate_self(self, hmac_key)
 
     @property
     def name(self) -> str:

@@ -38,9 +38,13 @@ class Resource:
 
     # Plain attributes: functools.cached_property takes a lock on every access (3.11),
     # and these are read for every rule on every object.
-    def __init__(self, obj: Mapping[str, Any], document: Document | None = None, prefix: Path = ()) -> None:
+    def __init__(
+        self, obj: Mapping[str, Any], document: Document | None = None, prefix: Path = (), origin: str | None = None
+    ) -> None:
         self.obj = obj
         self.document = document
+        #: For objects that come from code, not files: a cdk8s construct path, a Pulumi URN.
+        self.origin = origin
         #: Where the object sits inside its document (`("items", 3)` for List items).
         self.prefix = prefix
         meta = metadata(obj)

@@ -23,14 +23,16 @@ class Report:
     objects: int = 0
 
 
-def _expand(obj: Mapping[str, Any], document: Document | None, errors: list[InputError]) -> Iterator[Resource]:
+def _expand(
+    obj: Mapping[str, Any], document: Document | None, errors: list[InputError], origin: str | None = None
+) -> Iterator[Resource]:
     """The object itself, or each item of a `List` / `*List` with its `/items/N` prefix."""
     if not is_list_kind(obj):
-        yield Resource(obj, document)
+        yield Resource(obj, document, (), origin)
         return
     for index, item in enumerate(items(obj.get("items"))):
         if isinstance(item, Mapping):
-            yield Resource(item, document, ("items", index))
+            yield Resource(item, document, ("items", index), origin)
         else:
             file = document.file if document else "<object>"
             line = document.line_of(("items", index)) if document else None
@@ -66,6 +68,7 @@ def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "
         remediation=rule.remediation,
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
+        origin=resource.origin,
     )
 
 
@@ -152,12 +155,20 @@ def check_stream(items: Iterable[Document | InputError], config: Config | None =
     return checker.finish()
 
 
-def check_objects(objects: Iterable[Mapping[str, Any]], config: Config | None = None) -> Report:
-    """Check plain dicts (cdk8s synth output, Pulumi props, builder output)."""
+def check_objects(
+    objects: Iterable[Mapping[str, Any]], config: Config | None = None, origins: Iterable[str] | None = None
+) -> Report:
+    """Check plain dicts (cdk8s synth output, Pulumi props, builder output).
+
+    `origins`, parallel to `objects`, says where each came from (construct path, URN);
+    findings carry it as `origin`.
+    """
     checker = Checker(config)
-    for obj in objects:
+    origin_list = list(origins) if origins is not None else None
+    for index, obj in enumerate(objects):
         errors: list[InputError] = []
-        for resource in _expand(obj, None, errors):
+        origin = origin_list[index] if origin_list is not None else None
+        for resource in _expand(obj, None, errors, origin):
             checker.add(resource)
         for error in errors:
             checker.add_error(error)

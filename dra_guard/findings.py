@@ -48,6 +48,8 @@ class Finding:
     remediation: str
     file: str | None = None
     line: int | None = None
+    #: Where an object without a file came from: a cdk8s construct path, a Pulumi URN.
+    origin: str | None = None
 
 
 @dataclass(frozen=True)

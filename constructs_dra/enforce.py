@@ -1,0 +1,90 @@
+"""Synth-time enforcement: the dra-guard rules as a cdk8s validation.
+
+`enforce(scope)` makes `cdk8s synth` (App.synth, Testing.synth, Chart.to_json) fail on
+any non-compliant ApiObject under `scope` — raw objects, cdk8s-plus objects and ours —
+with the construct path, the rule, the object and the fix in each message.
+"""
+
+from __future__ import annotations
+
+import jsii
+from cdk8s import ApiObject
+from constructs import Construct, IConstruct, IValidation
+
+from dra_guard.config import Config
+from dra_guard.engine import check_objects
+from dra_guard.findings import Finding, Severity
+
+#: Set on constructs that validate their own objects, so `enforce()` does not repeat them.
+SELF_VALIDATING_ATTRIBUTE = "_dra_guard_self_validating"
+
+
+def format_finding(finding: Finding) -> str:
+    """One validation message: where, which rule, which object, what is wrong, how to fix it."""
+    return (
+        f"{finding.rule} [{finding.severity.label}] {finding.object} (construct {finding.origin}, "
+        f"at {finding.path or '/'}): {finding.message}. Fix: {finding.remediation}"
+    )
+
+
+def _api_objects(scope: IConstruct) -> list[ApiObject]:
+    return [child for child in scope.node.find_all() if isinstance(child, ApiObject)]
+
+
+def _under_self_validating(api_object: ApiObject, scope: IConstruct) -> bool:
+    for ancestor in api_object.node.scopes:
+        if ancestor is not scope and getattr(ancestor, SELF_VALIDATING_ATTRIBUTE, False):
+            return True
+    return False
+
+
+@jsii.implements(IValidation)
+class DraGuardValidation:
+    """Checks every ApiObject under a scope together, so cross-object rules see them all."""
+
+    def __init__(self, scope: IConstruct, config: Config | None = None, fail_on: Severity = Severity.LOW) -> None:
+        self._scope = scope
+        self._config = config or Config()
+        self._fail_on = fail_on
+
+    def validate(self) -> list[str]:
+        api_objects = _api_objects(self._scope)
+        report = check_objects(
+            [api_object.to_json() for api_object in api_objects],
+            self._config,
+            origins=[api_object.node.path for api_object in api_objects],
+        )
+        skip = {
+            api_object.node.path
+            for api_object in api_objects
+            if self._scope is not api_object and _under_self_validating(api_object, self._scope)
+        }
+        messages = [f"{error}" for error in report.errors]
+        messages += [
+            format_finding(finding)
+            for finding in report.findings
+            if finding.severity >= self._fail_on and finding.origin not in skip
+        ]
+        return messages
+
+
+def enforce(scope: Construct, config: Config | None = None, fail_on: str = "low") -> DraGuardValidation:
+    """Fail synthesis when any ApiObject under `scope` breaks a dra-guard rule.
+
+    `fail_on` is the lowest severity that fails (default: every finding).  Returns the
+    validation, which can also be called directly (`.validate()` lists the messages).
+    """
+    validation = DraGuardValidation(scope, config, Severity.parse(fail_on))
+    scope.node.add_validation(validation)
+    return validation
+
+
+def validate_self(construct: Construct, hmac_key: str | bytes | None = None) -> None:
+    """Attach the rules to one of our constructs, over its own objects.
+
+    They are compliant when built; this catches later edits (`add_json_patch`, ...).
+    The construct's own key verifies its tags.
+    """
+    key = hmac_key.encode("utf-8") if isinstance(hmac_key, str) else hmac_key
+    setattr(construct, SELF_VALIDATING_ATTRIBUTE, True)
+    construct.node.add_validation(DraGuardValidation(construct, Config(hmac_key=key)))

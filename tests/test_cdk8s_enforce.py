@@ -1,0 +1,173 @@
+"""Synth-time enforcement: enforce(), the constructs' own validation, and the cdk8s-cli plugin."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import cdk8s_plus_34 as kplus
+import pytest
+from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
+from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
+
+from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
+from dra_guard.config import Config
+from tests.conftest import REPO_ROOT
+
+CDK8S = REPO_ROOT / "node_modules" / ".bin" / "cdk8s"
+VENV_BIN = REPO_ROOT / ".venv" / "bin"
+
+
+def _raw(chart: Chart, construct_id: str, kind: str, spec: dict[str, Any], api_version: str = "apps/v1") -> ApiObject:
+    obj = ApiObject(
+        chart, construct_id, api_version=api_version, kind=kind, metadata=ApiObjectMetadata(name=construct_id)
+    )
+    obj.add_json_patch(JsonPatch.add("/spec", spec))
+    return obj
+
+
+def _legacy_deployment(chart: Chart) -> ApiObject:
+    container = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    return _raw(chart, "legacy", "Deployment", {"selector": {}, "template": {"spec": {"containers": [container]}}})
+
+
+def test_enforce_fails_synth_with_rule_and_construct_path() -> None:
+    chart = Chart(Cdk8sTesting.app(), "tenant-a", namespace="tenant-a")
+    _legacy_deployment(chart)
+    enforce(chart)
+    with pytest.raises(RuntimeError, match="Validation failed") as failure:
+        Cdk8sTesting.synth(chart)
+    message = str(failure.value)
+    assert "DRA001 [critical] Deployment/tenant-a/legacy (construct tenant-a/legacy" in message
+    assert "nvidia.com/gpu" in message and "Fix: " in message
+
+
+def test_compliant_chart_with_raw_plus_and_our_objects_synthesizes() -> None:
+    chart = Chart(Cdk8sTesting.app(), "tenant-a", namespace="tenant-a")
+    IsolatedAcceleratorWorkload(chart, "inference", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+    kplus.Deployment(chart, "web", containers=[kplus.ContainerProps(image="nginx", port_number=80)])
+    _raw(chart, "settings", "ConfigMap", {}, api_version="v1")
+    enforce(chart)
+    kinds = sorted(obj["kind"] for obj in Cdk8sTesting.synth(chart))
+    assert kinds == ["ConfigMap", "Deployment", "Deployment", "ResourceClaimTemplate"]
+
+
+def test_enforce_sees_objects_together_and_respects_fail_on() -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    claim = {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
+    _raw(chart, "shared", "ResourceClaim", claim, api_version="resource.k8s.io/v1")
+    for name in ("a", "b"):
+        spec = {
+            "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
+        }
+        _raw(chart, name, "Pod", spec, api_version="v1")
+    messages = enforce(chart, fail_on="high").validate()
+    assert any(message.startswith("DRA005") and "Pod/b" in message for message in messages)
+    assert not any("[medium]" in message for message in messages)
+
+
+def test_enforce_with_hmac_key_from_config() -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    IsolatedAcceleratorWorkload(chart, "signed", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), hmac_key="k")
+    assert enforce(chart, Config(hmac_key=b"k")).validate() == []
+
+
+def test_our_constructs_validate_themselves_after_edits() -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    workload = IsolatedAcceleratorWorkload(chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+    workload.claim_template.add_json_patch(JsonPatch.remove("/metadata/annotations/dra-guard.io~1sanitization"))
+    with pytest.raises(RuntimeError, match="DRA004"):
+        Cdk8sTesting.synth(chart)
+
+
+def test_enforce_does_not_repeat_what_a_construct_reports() -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    workload = IsolatedAcceleratorWorkload(chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+    workload.claim_template.add_json_patch(JsonPatch.remove("/metadata/annotations/dra-guard.io~1sanitization"))
+    enforce(chart)
+    with pytest.raises(RuntimeError) as failure:
+        Cdk8sTesting.synth(chart)
+    assert str(failure.value).count("DRA004") == 1
+
+
+# --- the real cdk8s-cli, from package-lock.json --------------------------------------
+
+
+def _cdk8s_synth(cwd: Path, *arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {
+        **os.environ,
+        "CDK8S_CHECK_UPGRADE": "false",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [str(CDK8S), "synth", *arguments],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_cdk8s_cli_synth_of_the_repository_validates_and_passes(tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    result = _cdk8s_synth(REPO_ROOT, "--output", str(output))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Validation Report" in result.stdout and "success" in result.stdout
+    manifests = sorted(str(path) for path in output.glob("*.k8s.yaml"))
+    assert len(manifests) == 3
+    check = subprocess.run(
+        [str(VENV_BIN / "dra-guard"), "check", *manifests], capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 0, check.stdout
+
+
+LEGACY_APP = """
+from cdk8s import App, ApiObject, ApiObjectMetadata, Chart, JsonPatch
+
+app = App()
+chart = Chart(app, "legacy", namespace="tenant-a")
+pod = ApiObject(chart, "mig-pod", api_version="v1", kind="Pod", metadata=ApiObjectMetadata(name="mig-pod"))
+container = {"name": "c", "image": "cuda", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}
+pod.add_json_patch(JsonPatch.add("/spec", {"containers": [container]}))
+app.synth()
+"""
+
+
+def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(LEGACY_APP)
+    config = (REPO_ROOT / "cdk8s.yaml").read_text()
+    config = config.replace("app: .venv/bin/python examples/cdk8s_app.py", f"app: {VENV_BIN / 'python'} app.py")
+    config = config.replace(
+        "package: ./plugins/cdk8s-validation", f"package: {REPO_ROOT / 'plugins' / 'cdk8s-validation'}"
+    )
+    (tmp_path / "cdk8s.yaml").write_text(config)
+    # No .venv here: the plugin must be told where the project's dra-guard is.
+    result = _cdk8s_synth(tmp_path, "--output", str(tmp_path / "dist"), env={"DRA_GUARD": str(VENV_BIN / "dra-guard")})
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert "DRA001" in output and "legacy/mig-pod" in output and "nvidia.com/mig-1g.10gb" in output
+
+
+def test_plugin_reports_a_missing_executable_instead_of_passing(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(LEGACY_APP)
+    config = (REPO_ROOT / "cdk8s.yaml").read_text()
+    config = config.replace("app: .venv/bin/python examples/cdk8s_app.py", f"app: {VENV_BIN / 'python'} app.py")
+    config = config.replace(
+        "package: ./plugins/cdk8s-validation", f"package: {REPO_ROOT / 'plugins' / 'cdk8s-validation'}"
+    )
+    (tmp_path / "cdk8s.yaml").write_text(config)
+    result = _cdk8s_synth(
+        tmp_path,
+        "--output",
+        str(tmp_path / "dist"),
+        env={"PATH": f"{Path(str(shutil.which('node'))).parent}:/usr/bin:/bin"},
+    )
+    assert result.returncode != 0
+    assert "dra-guard executable not found" in result.stdout + result.stderr
