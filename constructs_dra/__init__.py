@@ -8,10 +8,9 @@ from constructs_dra.enforce import DraGuardValidation, enforce
 from constructs_dra.workload import (
     IsolatedAcceleratorWorkload,
     IsolatedClaimTemplate,
-    name_from_id,
     use_claim_template,
 )
-from dra_guard.spec import AcceleratorSlice
+from dra_guard.spec import AcceleratorSlice, name_from_id
 
 __all__ = [
     "AcceleratorSlice",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from dra_guard.builders import (
     with_claim_template,
 )
 from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
-from dra_guard.spec import AcceleratorSlice
+from dra_guard.spec import AcceleratorSlice, name_from_id
 
 # Where the pod spec sits in each kind a claim can be wired into.
 _POD_SPEC_POINTERS = {
@@ -30,18 +29,6 @@ _POD_SPEC_POINTERS = {
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
-
-
-def name_from_id(construct_id: str) -> str:
-    """The Kubernetes name for a construct id: `TenantA_Inference` -> `tenanta-inference`.
-
-    Deterministic and readable (no hash suffix), so the names in the cluster are the ones
-    in the code; two constructs with the same id in one namespace collide, as in kubectl.
-    """
-    name = re.sub(r"[^a-z0-9]+", "-", construct_id.lower()).strip("-")[:63].rstrip("-")
-    if not name:
-        raise ValueError(f"id: {construct_id!r} gives no usable Kubernetes name; use letters or digits")
-    return name
 
 
 def _api_object(scope: Construct, construct_id: str, manifest: Mapping[str, Any]) -> ApiObject:

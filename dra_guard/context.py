@@ -118,8 +118,11 @@ class Context:
     and those run after the last resource.
     """
 
-    def __init__(self, config: Config, resources: Sequence[Resource] = ()) -> None:
+    def __init__(self, config: Config, resources: Sequence[Resource] = (), complete: bool = True) -> None:
         self.config = config
+        #: False when the objects checked are not the whole picture (one Pulumi resource at
+        #: a time): then cross-object rules must not conclude that something is missing.
+        self.complete = complete
         self._templates = _NamedIndex()
         self._claims = _NamedIndex()
         #: Pods (kind Pod) by the (namespace, name) of the ResourceClaim they reference.

@@ -79,9 +79,9 @@ class Checker:
     so their lines cost nothing; only cross-object findings may need a late lookup.
     """
 
-    def __init__(self, config: Config | None = None) -> None:
+    def __init__(self, config: Config | None = None, complete: bool = True) -> None:
         self.config = config or Config()
-        self.context = Context(self.config)
+        self.context = Context(self.config, complete=complete)
         rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
         self._per_object = [rule for rule in rules if not rule.cross_object]
         self._cross_object = [rule for rule in rules if rule.cross_object]
@@ -156,14 +156,18 @@ def check_stream(items: Iterable[Document | InputError], config: Config | None =
 
 
 def check_objects(
-    objects: Iterable[Mapping[str, Any]], config: Config | None = None, origins: Iterable[str] | None = None
+    objects: Iterable[Mapping[str, Any]],
+    config: Config | None = None,
+    origins: Iterable[str] | None = None,
+    complete: bool = True,
 ) -> Report:
     """Check plain dicts (cdk8s synth output, Pulumi props, builder output).
 
     `origins`, parallel to `objects`, says where each came from (construct path, URN);
-    findings carry it as `origin`.
+    findings carry it as `origin`.  `complete=False` says the objects are part of a larger
+    set the checker cannot see, so nothing is reported as missing from it.
     """
-    checker = Checker(config)
+    checker = Checker(config, complete)
     origin_list = list(origins) if origins is not None else None
     for index, obj in enumerate(objects):
         errors: list[InputError] = []

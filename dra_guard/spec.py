@@ -194,6 +194,19 @@ def plain_copy(value: Any) -> Any:
     return value
 
 
+def name_from_id(construct_id: str, field: str = "id") -> str:
+    """The Kubernetes name for a cdk8s construct id or a Pulumi resource name.
+
+    `TenantA_Inference` -> `tenanta-inference`.  Deterministic and readable (no hash
+    suffix), so the names in the cluster are the ones in the code; two workloads with the
+    same name in one namespace collide, as they would with kubectl.
+    """
+    name = re.sub(r"[^a-z0-9]+", "-", str(construct_id).lower()).strip("-")[:63].rstrip("-")
+    if not name:
+        raise ValueError(f"{field}: {construct_id!r} gives no usable Kubernetes name; use letters or digits")
+    return name
+
+
 @dataclass(frozen=True)
 class AcceleratorSlice:
     """One kind of accelerator slice, pinned to one profile, and how many of it.

@@ -43,7 +43,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 )
                 continue
             request = claim.get("request")
-            if isinstance(request, str):
+            if isinstance(request, str) and context.complete:
                 yield from _check_request(
                     resource=resource,
                     context=context,
@@ -56,7 +56,11 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         if name not in used:
             yield Violation(path, f"pod claim {name!r} is used by no container")
         template_name = claim.get("resourceClaimTemplateName")
-        if isinstance(template_name, str) and context.find_template(resource.namespace, template_name) is None:
+        if (
+            context.complete
+            and isinstance(template_name, str)
+            and context.find_template(resource.namespace, template_name) is None
+        ):
             yield Violation(
                 (*path, "resourceClaimTemplateName"),
                 f"ResourceClaimTemplate {template_name!r} is not among the checked objects",
