@@ -44,6 +44,7 @@ test: lint typecheck unit
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.pulumi_analyze
 
 docs: $(BIN)/.installed
 	$(BIN)/dra-guard rules --format markdown > docs/rules.md

@@ -1,0 +1,66 @@
+"""Make the policy SDK deserialize a resource once per Analyze request, not once per policy.
+
+`pulumi_policy`'s Analyzer runs `deserialize_properties(MessageToDict(request.properties))`
+and wraps the result in a new proxy for every policy in the pack.  With one policy per
+rule that is twelve conversions of the same message, and most of a resource's Analyze
+time.  `install()` memoises those three steps on the identity of their arguments (the
+same protobuf message object within one request), one entry per gRPC worker thread,
+holding strong references so an identity cannot be reused while cached.
+
+Only the dra-guard pack's own `__main__` installs this, so only our policies share the
+read-only proxies (none of them writes to props).  If the SDK's internals ever change
+shape, `install()` does nothing and the pack behaves exactly as the SDK alone would.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import pulumi_policy.policy
+
+_PATCHED = "_dra_guard_analyze_once"
+
+
+def memoize_last_call(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Return the previous result when called again with the very same argument objects."""
+    state = threading.local()
+
+    @functools.wraps(function)
+    def wrapper(*args: Any) -> Any:
+        previous = getattr(state, "call", None)
+        if (
+            previous is not None
+            and len(previous[0]) == len(args)
+            and all(a is b for a, b in zip(previous[0], args, strict=True))
+        ):
+            return previous[1]
+        result = function(*args)
+        state.call = (args, result)
+        return result
+
+    return wrapper
+
+
+def install(sdk: Any = pulumi_policy.policy) -> bool:
+    """Patch the SDK's Analyzer module; True if it was (or already is) patched."""
+    if getattr(sdk, _PATCHED, False):
+        return True
+    json_format = getattr(sdk, "json_format", None)
+    if not (
+        callable(getattr(json_format, "MessageToDict", None))
+        and callable(getattr(sdk, "deserialize_properties", None))
+        and callable(getattr(sdk, "unknown_checking_proxy", None))
+    ):
+        return False
+    # The SDK uses only MessageToDict from json_format; the rest is passed through.
+    public = {name: getattr(json_format, name) for name in dir(json_format) if not name.startswith("_")}
+    public["MessageToDict"] = memoize_last_call(public["MessageToDict"])
+    sdk.json_format = SimpleNamespace(**public)
+    sdk.deserialize_properties = memoize_last_call(sdk.deserialize_properties)
+    sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy)
+    setattr(sdk, _PATCHED, True)
+    return True

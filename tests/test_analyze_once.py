@@ -1,0 +1,50 @@
+"""The SDK shim: memoisation by argument identity, idempotent, and inert if the SDK changes."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+from pulumi_dra.analyze_once import install, memoize_last_call
+
+
+def test_memoizes_only_the_very_same_arguments() -> None:
+    calls: list[Any] = []
+    convert = memoize_last_call(lambda value: calls.append(value) or {"copy": dict(value)})
+    message = {"a": 1}
+    first = convert(message)
+    assert convert(message) is first and len(calls) == 1
+    equal_but_new = {"a": 1}
+    assert convert(equal_but_new) is not first and len(calls) == 2
+    assert convert(message) is not first  # only the last call is remembered
+
+
+def test_each_thread_has_its_own_entry() -> None:
+    calls: list[Any] = []
+    convert = memoize_last_call(lambda value: calls.append(value) or object())
+    message = object()
+    convert(message)
+    worker = threading.Thread(target=convert, args=(message,))
+    worker.start()
+    worker.join()
+    assert len(calls) == 2
+
+
+def test_install_is_idempotent_and_inert_when_the_sdk_differs() -> None:
+    assert install() is True and install() is True
+    assert install(SimpleNamespace()) is False
+    unchanged = SimpleNamespace(json_format=SimpleNamespace(), deserialize_properties=len, unknown_checking_proxy=len)
+    assert install(unchanged) is False and unchanged.deserialize_properties is len
+
+
+def test_patched_sdk_still_converts_messages() -> None:
+    import pulumi_policy.policy as sdk
+    from google.protobuf import struct_pb2
+
+    install()
+    message = struct_pb2.Struct()
+    message.update({"count": 2, "name": "x"})
+    converted = sdk.json_format.MessageToDict(message)
+    assert converted == {"count": 2.0, "name": "x"}
+    assert sdk.json_format.MessageToDict(message) is converted

@@ -1,0 +1,171 @@
+"""The policies, called as the SDK calls them: ResourceValidationArgs with proxy props."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy import Severity as PolicySeverity
+
+from dra_guard.catalog import RESOURCE_API_VERSIONS
+from pulumi_dra.policies import CannotVerifyUntilApply, build_policies, kubernetes_api_version
+from tests.pulumi_props import UNKNOWN, as_pulumi_props, compliant_pair, legacy_pod, type_token, unsanitized_template
+
+POLICIES = {policy.name: policy for policy in build_policies()}
+
+
+def run_resource_policy(name: str, obj: dict[str, Any], config: dict[str, Any] | None = None) -> list[str]:
+    policy = POLICIES[name]
+    assert isinstance(policy, ResourceValidationPolicy)
+    violations: list[str] = []
+    args = ResourceValidationArgs(
+        type_token(obj), as_pulumi_props(obj), f"urn:pulumi:dev::p::{type_token(obj)}::x", "x", None, None, config
+    )  # type: ignore[arg-type]
+    policy.validate(args, lambda message, urn=None: violations.append(message))
+    return violations
+
+
+def run_stack_policy(name: str, objects: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+    policy = POLICIES[name]
+    assert isinstance(policy, StackValidationPolicy)
+    resources = [
+        PolicyResource(type_token(obj), as_pulumi_props(obj), f"urn:{index}", f"r{index}", None, None, None, [], {})  # type: ignore[arg-type]
+        for index, obj in enumerate(objects)
+    ]
+    violations: list[tuple[str, str | None]] = []
+    policy.validate(StackValidationArgs(resources, None), lambda message, urn=None: violations.append((message, urn)))
+    return violations
+
+
+def test_one_policy_per_rule_named_after_it_with_severity_and_enforcement() -> None:
+    resource_policies = [p for p in POLICIES.values() if isinstance(p, ResourceValidationPolicy)]
+    assert [p.name for p in resource_policies][:2] == ["dra001-legacy-extended-resource", "dra002-profile-not-pinned"]
+    assert len(resource_policies) == 12
+    stack = sorted(p.name for p in POLICIES.values() if isinstance(p, StackValidationPolicy))
+    assert stack == ["dra005-shared-claim-stack", "dra009-claim-wiring-stack"]
+    assert POLICIES["dra001-legacy-extended-resource"].enforcement_level == EnforcementLevel.MANDATORY
+    assert POLICIES["dra002-profile-not-pinned"].enforcement_level == EnforcementLevel.MANDATORY
+    assert POLICIES["dra011-topology-unaligned"].enforcement_level == EnforcementLevel.ADVISORY
+    assert POLICIES["dra001-legacy-extended-resource"].severity == PolicySeverity.CRITICAL
+    assert "ResourceClaimTemplate" in (POLICIES["dra001-legacy-extended-resource"].remediation_steps or "")
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        ("kubernetes:core/v1:Pod", "v1"),
+        ("kubernetes:apps/v1:Deployment", "apps/v1"),
+        ("kubernetes:resource.k8s.io/v1beta2:ResourceClaimTemplate", "resource.k8s.io/v1beta2"),
+        ("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "jobset.x-k8s.io/v1alpha2"),
+        ("kubernetes:yaml/v2:ConfigGroup", None),
+        ("kubernetes:helm.sh/v4:Chart", None),
+        ("pulumi:providers:kubernetes", None),
+        ("aws:s3/bucket:Bucket", None),
+    ],
+)
+def test_type_tokens(token: str, expected: str | None) -> None:
+    assert kubernetes_api_version(token) == expected
+
+
+@pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
+def test_compliant_objects_with_float_numbers_pass_every_policy(api_version: str) -> None:
+    for obj in compliant_pair(api_version):
+        for name, policy in POLICIES.items():
+            if isinstance(policy, ResourceValidationPolicy):
+                assert run_resource_policy(name, obj) == [], (name, obj["kind"])
+
+
+def test_violations_name_rule_object_and_fix() -> None:
+    (message,) = run_resource_policy("dra001-legacy-extended-resource", legacy_pod())
+    assert message.startswith("DRA001 [critical] Pod/ns/legacy at /spec/containers/0/resources/limits/")
+    assert "Fix: " in message
+    (message,) = run_resource_policy("dra004-sanitization-undeclared", unsanitized_template())
+    assert message.startswith("DRA004")
+
+
+def test_crd_resources_are_scanned() -> None:
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "ns"},
+        "spec": {"replicatedJobs": [{"template": {"spec": {"template": legacy_pod()}}}]},
+    }
+    assert len(run_resource_policy("dra001-legacy-extended-resource", jobset)) == 1
+
+
+def test_configuration() -> None:
+    admin = compliant_pair()[0]
+    admin["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    from dra_guard import isolation_tag
+
+    admin["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = isolation_tag(admin)
+    assert len(run_resource_policy("dra006-admin-access", admin)) == 1
+    assert run_resource_policy("dra006-admin-access", admin, {"adminNamespaces": ["ns"]}) == []
+    custom = legacy_pod()
+    custom["spec"]["containers"][0]["resources"]["limits"] = {"example.com/gpu": 1}
+    assert run_resource_policy("dra001-legacy-extended-resource", custom) == []
+    assert (
+        len(
+            run_resource_policy(
+                "dra001-legacy-extended-resource", custom, {"extraLegacyResources": ["example.com/gpu"]}
+            )
+        )
+        == 1
+    )
+
+
+def test_hmac_key_from_the_configured_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    template = compliant_pair()[0]
+    (missing,) = run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})
+    assert "DRA_KEY, which is not set" in missing
+    monkeypatch.setenv("DRA_KEY", "k")
+    assert len(run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})) == 1
+    from dra_guard import claim_template
+    from dra_guard.spec import AcceleratorSlice
+
+    signed = claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), namespace="ns", hmac_key="k")
+    assert run_resource_policy("dra012-isolation-tag", signed, {"hmacKeyEnv": "DRA_KEY"}) == []
+
+
+def test_unknown_values_during_preview_cannot_be_verified_yet() -> None:
+    pod = legacy_pod()
+    pod["spec"]["containers"][0]["image"] = UNKNOWN
+    with pytest.raises(CannotVerifyUntilApply, match="cannot verify until apply") as raised:
+        run_resource_policy("dra001-legacy-extended-resource", pod)
+    assert raised.value.props == ["spec", "containers", "0", "image"]
+
+
+def test_stack_policies_report_only_what_one_resource_cannot_show() -> None:
+    claim = copy.deepcopy(compliant_pair()[0])
+    claim["kind"] = "ResourceClaim"
+    claim["metadata"]["name"] = "shared"
+    claim["spec"] = claim["spec"]["spec"]
+
+    def user(name: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
+            },
+        }
+
+    violations = run_stack_policy("dra005-shared-claim-stack", [claim, user("a"), user("b")])
+    assert sorted(urn for _, urn in violations) == ["urn:1", "urn:2"]
+    assert run_resource_policy("dra005-shared-claim", user("a")) == []
+    _, workload = compliant_pair()
+    (missing,) = run_stack_policy("dra009-claim-wiring-stack", [workload])
+    assert "not among the checked objects" in missing[0]
+    assert run_resource_policy("dra009-claim-wiring", workload) == []
+    assert run_stack_policy("dra009-claim-wiring-stack", list(compliant_pair())) == []
