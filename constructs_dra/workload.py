@@ -17,18 +17,8 @@ from dra_guard.builders import (
     with_claim_template,
 )
 from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
-from dra_guard.spec import AcceleratorSlice, name_from_id
-
-# Where the pod spec sits in each kind a claim can be wired into.
-_POD_SPEC_POINTERS = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
+from dra_guard.manifest import POD_SPEC_PATHS
+from dra_guard.spec import AcceleratorSlice, EnvInput, PortsInput, ResourcesInput, name_from_id
 
 
 def _api_object(scope: Construct, construct_id: str, manifest: Mapping[str, Any]) -> ApiObject:
@@ -118,10 +108,10 @@ class IsolatedAcceleratorWorkload(Construct):
         container_name: str | None = None,
         command: Sequence[str] | None = None,
         args: Sequence[str] | None = None,
-        env: Mapping[str, str] | Sequence[Mapping[str, Any]] | None = None,
-        ports: Sequence[int | Mapping[str, Any]] | None = None,
+        env: EnvInput | None = None,
+        ports: PortsInput | None = None,
         labels: Mapping[str, str] | None = None,
-        resources: Mapping[str, Mapping[str, str | int]] | None = None,
+        resources: ResourcesInput | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.manifests = isolated_workload(
@@ -182,9 +172,9 @@ def use_claim_template(
     else:
         raise ValueError(f"workload: must be a cdk8s ApiObject or a cdk8s-plus workload, got {type(workload).__name__}")
     kind = api_object.kind
-    pointer = _POD_SPEC_POINTERS.get(kind)
+    pointer = POD_SPEC_PATHS.get(kind)
     if pointer is None:
-        kinds = ", ".join(_POD_SPEC_POINTERS)
+        kinds = ", ".join(POD_SPEC_PATHS)
         raise ValueError(f"workload: cannot wire a claim into kind {kind!r}; use one of {kinds}")
     current: Any = api_object.to_json()
     for key in pointer:
@@ -193,7 +183,7 @@ def use_claim_template(
     wired = with_claim_template(current, template_name, claim_name=claim_name, containers=containers)
     # Additive patches, not a replacement of the pod spec: whatever cdk8s-plus adds to the
     # pod later (volumes, security context) must survive.
-    base = "/" + "/".join(pointer)
+    base = "/" + "/".join(str(part) for part in pointer)
     claim = wired["resourceClaims"][-1]
     if current.get("resourceClaims"):
         api_object.add_json_patch(JsonPatch.add(f"{base}/resourceClaims/-", claim))

@@ -20,6 +20,9 @@ from dra_guard.catalog import (
 )
 from dra_guard.spec import (
     AcceleratorSlice,
+    EnvInput,
+    PortsInput,
+    ResourcesInput,
     plain_copy,
     require_api_version,
     require_dns_label,
@@ -178,10 +181,10 @@ def workload(
     container_name: str | None = None,
     command: Sequence[str] | None = None,
     args: Sequence[str] | None = None,
-    env: Mapping[str, str] | Sequence[Mapping[str, Any]] | None = None,
-    ports: Sequence[int | Mapping[str, Any]] | None = None,
+    env: EnvInput | None = None,
+    ports: PortsInput | None = None,
     labels: Mapping[str, str] | None = None,
-    resources: Mapping[str, Mapping[str, str | int]] | None = None,
+    resources: ResourcesInput | None = None,
 ) -> dict[str, Any]:
     """A Deployment, StatefulSet or Job whose every pod gets its own claim from the template."""
     require_workload_kind(kind)
@@ -244,10 +247,10 @@ def isolated_workload(
     container_name: str | None = None,
     command: Sequence[str] | None = None,
     args: Sequence[str] | None = None,
-    env: Mapping[str, str] | Sequence[Mapping[str, Any]] | None = None,
-    ports: Sequence[int | Mapping[str, Any]] | None = None,
+    env: EnvInput | None = None,
+    ports: PortsInput | None = None,
     labels: Mapping[str, str] | None = None,
-    resources: Mapping[str, Mapping[str, str | int]] | None = None,
+    resources: ResourcesInput | None = None,
 ) -> IsolatedWorkload:
     """The claim template and the workload that uses it, named after `name`."""
     require_dns_label("name", name)

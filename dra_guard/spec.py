@@ -21,6 +21,11 @@ from dra_guard.catalog import (
     topology_attribute_for,
 )
 
+#: What the builders and both front ends accept for a container's env, ports and resources.
+EnvInput = Mapping[str, str] | Sequence[Mapping[str, Any]]
+PortsInput = Sequence[int | Mapping[str, Any]]
+ResourcesInput = Mapping[str, Mapping[str, str | int]]
+
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # DRA attribute names are C identifiers of at most 32 characters (resource.k8s.io API).

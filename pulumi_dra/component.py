@@ -15,7 +15,7 @@ import pulumi_kubernetes as k8s
 
 from dra_guard.builders import claim_template, isolated_workload
 from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
-from dra_guard.spec import AcceleratorSlice, name_from_id
+from dra_guard.spec import AcceleratorSlice, EnvInput, PortsInput, ResourcesInput, name_from_id
 
 CLAIM_TEMPLATE_CLASSES: Mapping[str, type[pulumi.CustomResource]] = {
     "resource.k8s.io/v1": k8s.resource.v1.ResourceClaimTemplate,
@@ -99,10 +99,10 @@ class IsolatedAcceleratorWorkload(pulumi.ComponentResource):
         container_name: str | None = None,
         command: Sequence[str] | None = None,
         args: Sequence[str] | None = None,
-        env: Mapping[str, str] | Sequence[Mapping[str, Any]] | None = None,
-        ports: Sequence[int | Mapping[str, Any]] | None = None,
+        env: EnvInput | None = None,
+        ports: PortsInput | None = None,
         labels: Mapping[str, str] | None = None,
-        resources: Mapping[str, Mapping[str, str | int]] | None = None,
+        resources: ResourcesInput | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("dra-guard:index:IsolatedAcceleratorWorkload", name, None, opts)

@@ -9,7 +9,7 @@ from pulumi_policy.proxy import unknown_checking_proxy
 
 from dra_guard import AcceleratorSlice, claim_template, isolated_workload
 
-__all__ = ["UNKNOWN", "as_pulumi_props", "compliant_pair", "legacy_pod", "type_token"]
+__all__ = ["UNKNOWN", "as_pulumi_props", "claim_user", "compliant_pair", "legacy_pod", "shared_claim", "type_token"]
 
 
 def floats(value: Any) -> Any:
@@ -48,6 +48,30 @@ def legacy_pod(name: str = "legacy") -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "ns"},
         "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}]},
+    }
+
+
+def shared_claim() -> dict[str, Any]:
+    """A compliant ResourceClaim named `shared` (a claim, so pods can share it)."""
+    template, _ = compliant_pair()
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {**template["metadata"], "name": "shared"},
+        "spec": template["spec"]["spec"],
+    }
+
+
+def claim_user(name: str) -> dict[str, Any]:
+    """A Pod that uses ResourceClaim `shared` directly."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
+        },
     }
 
 

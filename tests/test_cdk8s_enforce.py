@@ -140,14 +140,18 @@ app.synth()
 """
 
 
-def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text(LEGACY_APP)
+def _legacy_project(directory: Path) -> None:
+    """The repository's cdk8s.yaml, pointed at LEGACY_APP and at the plugin by absolute path."""
+    (directory / "app.py").write_text(LEGACY_APP)
     config = (REPO_ROOT / "cdk8s.yaml").read_text()
     config = config.replace("app: .venv/bin/python examples/cdk8s_app.py", f"app: {VENV_BIN / 'python'} app.py")
-    config = config.replace(
-        "package: ./plugins/cdk8s-validation", f"package: {REPO_ROOT / 'plugins' / 'cdk8s-validation'}"
-    )
-    (tmp_path / "cdk8s.yaml").write_text(config)
+    plugin = REPO_ROOT / "plugins" / "cdk8s-validation"
+    config = config.replace("package: ./plugins/cdk8s-validation", f"package: {plugin}")
+    (directory / "cdk8s.yaml").write_text(config)
+
+
+def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> None:
+    _legacy_project(tmp_path)
     # No .venv here: the plugin must be told where the project's dra-guard is.
     result = _cdk8s_synth(tmp_path, "--output", str(tmp_path / "dist"), env={"DRA_GUARD": str(VENV_BIN / "dra-guard")})
     assert result.returncode != 0
@@ -156,13 +160,7 @@ def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> 
 
 
 def test_plugin_reports_a_missing_executable_instead_of_passing(tmp_path: Path) -> None:
-    (tmp_path / "app.py").write_text(LEGACY_APP)
-    config = (REPO_ROOT / "cdk8s.yaml").read_text()
-    config = config.replace("app: .venv/bin/python examples/cdk8s_app.py", f"app: {VENV_BIN / 'python'} app.py")
-    config = config.replace(
-        "package: ./plugins/cdk8s-validation", f"package: {REPO_ROOT / 'plugins' / 'cdk8s-validation'}"
-    )
-    (tmp_path / "cdk8s.yaml").write_text(config)
+    _legacy_project(tmp_path)
     result = _cdk8s_synth(
         tmp_path,
         "--output",

@@ -11,7 +11,7 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from dra_guard import isolation_tag
 from tests.pack_process import analyze, configure, info, running_pack, struct
-from tests.pulumi_props import UNKNOWN, compliant_pair, legacy_pod, type_token
+from tests.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
 
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 ADVISORY = analyzer_pb2.EnforcementLevel.Value("ADVISORY")
@@ -93,26 +93,7 @@ def test_configuration_over_grpc() -> None:
 
 
 def test_analyze_stack_reports_shared_claims(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
-    template, _ = compliant_pair()
-    claim = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaim",
-        "metadata": {"name": "shared", "namespace": "ns"},
-        "spec": template["spec"]["spec"],
-    }
-
-    def user(name: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns"},
-            "spec": {
-                "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
-                "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
-            },
-        }
-
-    objects = [claim, user("a"), user("b")]
+    objects = [shared_claim(), claim_user("a"), claim_user("b")]
     resources = [
         analyzer_pb2.AnalyzerResource(
             type=type_token(obj),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -18,7 +17,16 @@ from pulumi_policy import Severity as PolicySeverity
 
 from dra_guard.catalog import RESOURCE_API_VERSIONS
 from pulumi_dra.policies import CannotVerifyUntilApply, build_policies, kubernetes_api_version
-from tests.pulumi_props import UNKNOWN, as_pulumi_props, compliant_pair, legacy_pod, type_token, unsanitized_template
+from tests.pulumi_props import (
+    UNKNOWN,
+    as_pulumi_props,
+    claim_user,
+    compliant_pair,
+    legacy_pod,
+    shared_claim,
+    type_token,
+    unsanitized_template,
+)
 
 POLICIES = {policy.name: policy for policy in build_policies()}
 
@@ -145,25 +153,9 @@ def test_unknown_values_during_preview_cannot_be_verified_yet() -> None:
 
 
 def test_stack_policies_report_only_what_one_resource_cannot_show() -> None:
-    claim = copy.deepcopy(compliant_pair()[0])
-    claim["kind"] = "ResourceClaim"
-    claim["metadata"]["name"] = "shared"
-    claim["spec"] = claim["spec"]["spec"]
-
-    def user(name: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ns"},
-            "spec": {
-                "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
-                "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
-            },
-        }
-
-    violations = run_stack_policy("dra005-shared-claim-stack", [claim, user("a"), user("b")])
+    violations = run_stack_policy("dra005-shared-claim-stack", [shared_claim(), claim_user("a"), claim_user("b")])
     assert sorted(urn for _, urn in violations) == ["urn:1", "urn:2"]
-    assert run_resource_policy("dra005-shared-claim", user("a")) == []
+    assert run_resource_policy("dra005-shared-claim", claim_user("a")) == []
     _, workload = compliant_pair()
     (missing,) = run_stack_policy("dra009-claim-wiring-stack", [workload])
     assert "not among the checked objects" in missing[0]
