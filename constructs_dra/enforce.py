@@ -68,10 +68,11 @@ class DraGuardValidation:
         return messages
 
 
-def enforce(scope: Construct, config: Config | None = None, fail_on: str = "low") -> DraGuardValidation:
+def enforce(scope: Construct, config: Config | None = None, fail_on: str = "medium") -> DraGuardValidation:
     """Fail synthesis when any ApiObject under `scope` breaks a dra-guard rule.
 
-    `fail_on` is the lowest severity that fails (default: every finding).  Returns the
+    `fail_on` is the lowest severity that fails; the default, `medium`, is the CLI's and
+    the cdk8s-cli plugin's too (a template that lives outside the app is only `low`).  Returns the
     validation, which can also be called directly (`.validate()` lists the messages).
     """
     validation = DraGuardValidation(scope, config, Severity.parse(fail_on))
