@@ -92,11 +92,13 @@ class Checker:
         self.report.objects += 1
         for path, problem in shape_problems(resource.obj):
             document = resource.document
+            if path or resource.prefix:
+                where = f"{resource.ref}: {json_pointer((*resource.prefix, *path))}"
+            else:
+                where = f"document {document.index}" if document else "object"
             self.report.errors.append(
                 InputError(
-                    document.file if document else str(resource.ref),
-                    resource.line_of(path),
-                    f"{resource.ref}: {json_pointer((*resource.prefix, *path))} {problem}",
+                    document.file if document else str(resource.ref), resource.line_of(path), f"{where} {problem}"
                 )
             )
         self._run(self._per_object, resource)

@@ -34,7 +34,7 @@ class ObjectRef:
     name: str
 
     def __str__(self) -> str:
-        return f"{self.kind}/{self.namespace or '-'}/{self.name or '-'}"
+        return f"{self.kind or '?'}/{self.namespace or '-'}/{self.name or '-'}"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 #: Most nodes one document may expand to through aliases (a "billion laughs" bound).
@@ -154,17 +155,27 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
             files.extend(matches)
         else:
             errors.append(InputError(raw, None, "no such file or directory"))
-    seen: set[str] = set()
-    unique = [path for path in files if path == STDIN or not (path in seen or seen.add(path))]  # type: ignore[func-returns-value]
-    return unique, errors
+    # A file named twice (or stdin, which can be read once) is checked once.
+    return list(dict.fromkeys(files)), errors
 
 
 def _manifests_under(directory: str) -> list[str]:
+    """Manifest files below `directory`, not descending into tool and VCS folders.
+
+    `.git`, `.venv`, `node_modules`, `__pycache__`, `site-packages` and other hidden
+    folders hold thousands of YAML/JSON files that are not manifests; name them
+    explicitly (as a path or glob) to check them anyway.
+    """
     # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
     found: list[str] = []
-    for root, _, names in os.walk(directory):
+    for root, folders, names in os.walk(directory):
+        folders[:] = [folder for folder in folders if not _skipped_folder(folder)]
         found.extend(os.path.join(root, name) for name in names if name.lower().endswith(MANIFEST_SUFFIXES))
     return sorted(path for path in found if os.path.isfile(path))
+
+
+def _skipped_folder(name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_FOLDERS
 
 
 def load_paths(paths: Iterable[str], stdin: BinaryIO | None = None) -> LoadResult:

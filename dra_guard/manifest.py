@@ -275,6 +275,9 @@ def _type_problems(
 
 def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
     """Wrongly typed fields that would hide content from the rules."""
+    if "apiVersion" not in obj and "kind" not in obj:
+        yield (), "is not a Kubernetes object (it has no apiVersion and no kind)"
+        return
     for key in ("apiVersion", "kind"):
         if not isinstance(obj.get(key), str):
             yield (key,), "must be a string" if key in obj else "is missing"

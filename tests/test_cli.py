@@ -192,3 +192,26 @@ def test_pre_commit_hook_definition_runs_the_cli() -> None:
     (hook,) = yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "dra-guard" and hook["entry"].split()[:2] == ["dra-guard", "check"]
     assert hook["language"] == "python" and "yaml" in hook["types_or"]
+
+
+def test_directory_walks_skip_tool_folders_but_explicit_paths_do_not(tmp_path: Path) -> None:
+    legacy = GPU_POD.read_text()
+    for folder in (".venv/lib", "node_modules/pkg", ".git/x", "__pycache__", "deploy/.hidden", "deploy/prod"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "pod.yaml").write_text(legacy)
+    result = run("check", str(tmp_path))
+    assert result.stdout.splitlines()[-1] == "1 finding (1 critical) in 1 object from 1 file"
+    assert "deploy/prod/pod.yaml" in result.stdout
+    explicit = run("check", str(tmp_path / "node_modules"), str(tmp_path / ".venv" / "lib" / "pod.yaml"))
+    assert explicit.stdout.splitlines()[-1].startswith("2 findings")
+
+
+def test_a_yaml_file_that_is_no_manifest_gets_one_clear_error(tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text("replicaCount: 2\nimage:\n  tag: latest\n")
+    result = run("check", str(values))
+    assert result.returncode == 2
+    assert result.stdout.splitlines() == [
+        f"{values}:1: error: document 1 is not a Kubernetes object (it has no apiVersion and no kind)",
+        "0 findings in 1 object from 1 file; 1 input error",
+    ]
