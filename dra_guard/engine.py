@@ -40,21 +40,20 @@ def _expand(
 
 
 def _waiver(resource: Resource, rule_id: str) -> str | None:
-    """The reason given to ignore `rule_id` on the object or its pod template, if any."""
+    """The `ignore-<rule>` annotation on the object or its pod template: its reason, "" when
+    it gives none (which waives nothing), None when there is no such annotation."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
     if resource.pod is not None:
         sources.append(mapping(resource.pod.template_metadata.get("annotations")))
+    found: str | None = None
     for annotation_map in sources:
-        reason = annotation_map.get(key)
-        if isinstance(reason, str) and reason.strip():
-            return reason
-    return None
-
-
-def _has_empty_waiver(resource: Resource, rule_id: str) -> bool:
-    key = IGNORE_ANNOTATION_PREFIX + rule_id
-    return key in mapping(mapping(resource.obj.get("metadata")).get("annotations"))
+        if key in annotation_map:
+            reason = annotation_map[key]
+            if isinstance(reason, str) and reason.strip():
+                return reason.strip()
+            found = ""
+    return found
 
 
 def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "") -> Finding:
@@ -108,17 +107,36 @@ class Checker:
     def add_error(self, error: InputError) -> None:
         self.report.errors.append(error)
 
+    def add_object(self, obj: object, document: Document | None = None, origin: str | None = None) -> None:
+        """A document's or caller's object: expanded if it is a List, an error if no mapping."""
+        if not isinstance(obj, Mapping):
+            where = f"document {document.index}" if document else "object"
+            self.add_error(
+                InputError(
+                    document.file if document else "<object>",
+                    document.line if document else None,
+                    f"{where} is a {type(obj).__name__}, not a Kubernetes object",
+                )
+            )
+            return
+        errors: list[InputError] = []
+        for resource in _expand(obj, document, errors, origin):
+            self.add(resource)
+        for error in errors:
+            self.add_error(error)
+
     def _run(self, rules: list[Rule], resource: Resource) -> None:
         for rule in rules:
             violations = list(rule.check(resource, self.context))
             if not violations:
                 continue
             note = ""
-            if _waiver(resource, rule.id) is not None:
+            reason = _waiver(resource, rule.id)
+            if reason:
                 if rule.id not in self.config.non_waivable:
                     continue
                 note = f" ({rule.id} cannot be waived)"
-            elif _has_empty_waiver(resource, rule.id):
+            elif reason == "":
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             self.report.findings.extend(_finding(rule, resource, violation, note) for violation in violations)
 
@@ -142,18 +160,8 @@ def check_stream(items: Iterable[Document | InputError], config: Config | None =
     for item in items:
         if isinstance(item, InputError):
             checker.add_error(item)
-            continue
-        errors: list[InputError] = []
-        if isinstance(item.obj, Mapping):
-            for resource in _expand(item.obj, item, errors):
-                checker.add(resource)
         else:
-            kind = type(item.obj).__name__
-            errors.append(
-                InputError(item.file, item.line, f"document {item.index} is a {kind}, not a Kubernetes object")
-            )
-        for error in errors:
-            checker.add_error(error)
+            checker.add_object(item.obj, item)
     return checker.finish()
 
 
@@ -172,12 +180,7 @@ def check_objects(
     checker = Checker(config, complete)
     origin_list = list(origins) if origins is not None else None
     for index, obj in enumerate(objects):
-        errors: list[InputError] = []
-        origin = origin_list[index] if origin_list is not None else None
-        for resource in _expand(obj, None, errors, origin):
-            checker.add(resource)
-        for error in errors:
-            checker.add_error(error)
+        checker.add_object(obj, None, origin_list[index] if origin_list is not None else None)
     return checker.finish()
 
 
