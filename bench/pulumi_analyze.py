@@ -62,7 +62,7 @@ def timed_batch(stub: Any, batch: Sequence[analyzer_pb2.AnalyzeRequest]) -> floa
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--resources", type=int, default=1000)
-    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--batch", type=int, default=50)
     arguments = parser.parse_args(argv)
     requests = resources(arguments.resources)
     batches = [requests[i : i + arguments.batch] for i in range(0, len(requests), arguments.batch)]

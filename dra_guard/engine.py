@@ -84,6 +84,7 @@ class Checker:
         rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
         self._per_object = [rule for rule in rules if not rule.cross_object]
         self._cross_object = [rule for rule in rules if rule.cross_object]
+        self._by_kind: dict[tuple[bool, str], list[Rule]] = {}
         self._resources: list[Resource] = []
         self.report = Report()
 
@@ -100,7 +101,7 @@ class Checker:
                     document.file if document else str(resource.ref), resource.line_of(path), f"{where} {problem}"
                 )
             )
-        self._run(self._per_object, resource)
+        self._run(self._in_scope(False, resource.kind), resource)
         self.context.add(resource)
         self._resources.append(resource)
 
@@ -125,6 +126,13 @@ class Checker:
         for error in errors:
             self.add_error(error)
 
+    def _in_scope(self, cross_object: bool, kind: str) -> list[Rule]:
+        rules = self._by_kind.get((cross_object, kind))
+        if rules is None:
+            candidates = self._cross_object if cross_object else self._per_object
+            rules = self._by_kind[(cross_object, kind)] = [rule for rule in candidates if rule.applies_to(kind)]
+        return rules
+
     def _run(self, rules: list[Rule], resource: Resource) -> None:
         for rule in rules:
             violations = list(rule.check(resource, self.context))
@@ -142,7 +150,7 @@ class Checker:
 
     def finish(self) -> Report:
         for resource in self._resources:
-            self._run(self._cross_object, resource)
+            self._run(self._in_scope(True, resource.kind), resource)
         self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
 

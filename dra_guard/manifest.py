@@ -205,13 +205,13 @@ def request_names(obj: Mapping[str, Any]) -> set[str]:
 # --- legacy resources ---------------------------------------------------------------
 
 
-def resource_quantities(obj: object) -> Iterator[tuple[Path, str]]:
-    """Every key of every `resources.limits` / `resources.requests` mapping, at any depth.
+def _resource_sections(obj: object, track_paths: bool) -> Iterator[tuple[Any, str, Mapping[str, Any]]]:
+    """(link to the enclosing mapping, "limits"|"requests", quantities) at any depth.
 
     Walks the whole object so CRDs (JobSet, RayCluster, PyTorchJob, LeaderWorkerSet, ...)
     cannot hide a request behind a path we do not know.  Iterative, so a deeply nested
-    document cannot exhaust the stack; paths are linked (parent, key) pairs, turned into
-    tuples only for the rare hit, because this walk visits every node of every object.
+    document cannot exhaust the stack.  Paths are linked (parent, key) pairs, built only
+    when `track_paths`, because this walk visits every node of every object.
     """
     stack: list[tuple[Any, Any]] = [(obj, None)]
     while stack:
@@ -222,15 +222,27 @@ def resource_quantities(obj: object) -> Iterator[tuple[Path, str]]:
                     for section in ("limits", "requests"):
                         quantities = value.get(section)
                         if isinstance(quantities, Mapping):
-                            for name in quantities:
-                                if isinstance(name, str):
-                                    yield (*_unlink(link), "resources", section, name), name
+                            yield link, section, quantities
                 if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
-                    stack.append((value, (link, str(key))))
+                    stack.append((value, (link, str(key)) if track_paths else None))
         else:
             for index, value in enumerate(current):
                 if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
-                    stack.append((value, (link, index)))
+                    stack.append((value, (link, index) if track_paths else None))
+
+
+def resource_quantities(obj: object) -> Iterator[tuple[Path, str]]:
+    """Every key of every `resources.limits` / `resources.requests` mapping, with its path."""
+    for link, section, quantities in _resource_sections(obj, track_paths=True):
+        for name in quantities:
+            if isinstance(name, str):
+                yield (*_unlink(link), "resources", section, name), name
+
+
+def resource_names(obj: object) -> Iterator[str]:
+    """The same keys without paths: answers "is there a legacy name?" for less."""
+    for _, _, quantities in _resource_sections(obj, track_paths=False):
+        yield from (name for name in quantities if isinstance(name, str))
 
 
 def _unlink(link: Any) -> Path:
@@ -243,34 +255,40 @@ def _unlink(link: Any) -> Path:
 
 # --- wrong types --------------------------------------------------------------------
 
-_EXPECTED_TYPES: tuple[tuple[Path, type, str], ...] = (
-    (("metadata",), Mapping, "a mapping"),
-    (("metadata", "name"), str, "a string"),
-    (("metadata", "namespace"), str, "a string"),
-    (("metadata", "annotations"), Mapping, "a mapping"),
-    (("metadata", "labels"), Mapping, "a mapping"),
-    (("spec",), Mapping, "a mapping"),
+# (field, the type documents usually hold, the type that is acceptable, description);
+# the exact-type test first, because loaded documents hold plain dicts and lists and the
+# ABC isinstance check is slow on the hot path.
+_Field = tuple[str, type, type, str]
+_METADATA_FIELDS: tuple[_Field, ...] = (
+    ("name", str, str, "a string"),
+    ("namespace", str, str, "a string"),
+    ("annotations", dict, Mapping, "a mapping"),
+    ("labels", dict, Mapping, "a mapping"),
 )
-_POD_SPEC_TYPES: tuple[tuple[Path, type, str], ...] = (
-    (("containers",), list, "a list"),
-    (("initContainers",), list, "a list"),
-    (("ephemeralContainers",), list, "a list"),
-    (("resourceClaims",), list, "a list"),
+_POD_SPEC_FIELDS: tuple[_Field, ...] = (
+    ("containers", list, list, "a list"),
+    ("initContainers", list, list, "a list"),
+    ("ephemeralContainers", list, list, "a list"),
+    ("resourceClaims", list, list, "a list"),
 )
-_DEVICES_TYPES: tuple[tuple[Path, type, str], ...] = (
-    (("requests",), list, "a list"),
-    (("constraints",), list, "a list"),
-    (("config",), list, "a list"),
+_DEVICES_FIELDS: tuple[_Field, ...] = (
+    ("requests", list, list, "a list"),
+    ("constraints", list, list, "a list"),
+    ("config", list, list, "a list"),
 )
 
 
-def _type_problems(
-    base: object, base_path: Path, expected: tuple[tuple[Path, type, str], ...]
-) -> Iterator[tuple[Path, str]]:
-    for path, wanted, description in expected:
-        value = get_path(base, path)
-        if value is not None and not isinstance(value, wanted):
-            yield (*base_path, *path), f"must be {description}, not {type(value).__name__}"
+def _field_problems(base: object, base_path: Path, fields: tuple[_Field, ...]) -> Iterator[tuple[Path, str]]:
+    if not isinstance(base, Mapping):
+        return
+    for key, usual, acceptable, description in fields:
+        value = base.get(key)
+        if value is not None and type(value) is not usual and not isinstance(value, acceptable):
+            yield (*base_path, key), f"must be {description}, not {type(value).__name__}"
+
+
+def _not_a_mapping(value: object) -> bool:
+    return value is not None and type(value) is not dict and not isinstance(value, Mapping)
 
 
 def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
@@ -279,11 +297,15 @@ def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
         yield (), "is not a Kubernetes object (it has no apiVersion and no kind)"
         return
     for key in ("apiVersion", "kind"):
-        if not isinstance(obj.get(key), str):
+        if type(obj.get(key)) is not str:
             yield (key,), "must be a string" if key in obj else "is missing"
-    yield from _type_problems(obj, (), _EXPECTED_TYPES)
+    for key in ("metadata", "spec"):
+        if _not_a_mapping(obj.get(key)):
+            yield (key,), f"must be a mapping, not {type(obj.get(key)).__name__}"
+    meta = obj.get("metadata")
+    yield from _field_problems(meta, ("metadata",), _METADATA_FIELDS)
     for key, value in annotations_of(obj).items():
-        if not isinstance(value, str):
+        if type(value) is not str:
             yield (
                 ("metadata", "annotations", str(key)),
                 f"annotation values must be strings, not {type(value).__name__}",
@@ -292,27 +314,25 @@ def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
     spec_path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
     if spec_path is not None:
         spec = get_path(obj, spec_path)
-        if spec is not None and not isinstance(spec, Mapping):
+        if _not_a_mapping(spec):
             yield spec_path, f"must be a mapping, not {type(spec).__name__}"
-        yield from _type_problems(spec, spec_path, _POD_SPEC_TYPES)
+        yield from _field_problems(spec, spec_path, _POD_SPEC_FIELDS)
         for list_name in CONTAINER_LISTS:
             for index, container in enumerate(items(mapping(spec).get(list_name))):
-                if not isinstance(container, Mapping):
+                if type(container) is not dict and not isinstance(container, Mapping):
                     yield (
                         (*spec_path, list_name, index),
                         f"a container must be a mapping, not {type(container).__name__}",
                     )
-                    continue
-                resources = container.get("resources")
-                if resources is not None and not isinstance(resources, Mapping):
+                elif _not_a_mapping(container.get("resources")):
                     yield (*spec_path, list_name, index, "resources"), "must be a mapping"
     located = claim_devices(obj)
     if located is not None:
         devices_path, _ = located
         devices = get_path(obj, devices_path)
-        if devices is not None and not isinstance(devices, Mapping):
+        if _not_a_mapping(devices):
             yield devices_path, f"must be a mapping, not {type(devices).__name__}"
-        yield from _type_problems(devices, devices_path, _DEVICES_TYPES)
+        yield from _field_problems(devices, devices_path, _DEVICES_FIELDS)
         for request in device_requests(obj):
             selectors = request.body.get("selectors")
             if selectors is not None and not isinstance(selectors, list):

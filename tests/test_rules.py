@@ -435,3 +435,11 @@ def test_registry_is_the_design_catalog() -> None:
 def test_registry_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="duplicate"):
         build_registry([dra001, dra001])
+
+
+def test_rule_scopes_by_kind() -> None:
+    assert RULES["DRA001"].kinds is None  # legacy requests can hide in any object, CRDs included
+    assert RULES["DRA002"].applies_to("ResourceClaimTemplate") and not RULES["DRA002"].applies_to("Deployment")
+    assert RULES["DRA007"].applies_to("DeviceClass")
+    assert RULES["DRA005"].applies_to("PodGroup") and RULES["DRA005"].applies_to("CronJob")
+    assert RULES["DRA009"].applies_to("Pod") and not RULES["DRA009"].applies_to("ResourceClaim")

@@ -35,6 +35,11 @@ class Rule:
     check: Callable[[Resource, Context], Iterator[Violation]]
     #: Needs the whole input set (claim users, template lookups), not just one object.
     cross_object: bool = False
+    #: The kinds it applies to; None for every kind (DRA001 scans every object).
+    kinds: frozenset[str] | None = None
+
+    def applies_to(self, kind: str) -> bool:
+        return self.kinds is None or kind in self.kinds
 
     @property
     def slug(self) -> str:
@@ -52,6 +57,7 @@ def _rule(module: ModuleType) -> Rule:
         module.REMEDIATION,
         module.check,
         getattr(module, "CROSS_OBJECT", False),
+        frozenset(module.KINDS) if hasattr(module, "KINDS") else None,
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dra_guard.catalog import LEGACY_RESOURCE_NAMES, LEGACY_RESOURCE_PREFIXES, is_legacy_resource
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import resource_quantities
+from dra_guard.manifest import resource_names, resource_quantities
 
 ID = "DRA001"
 NAME = "legacy-extended-resource"
@@ -35,11 +35,21 @@ _MARKERS = (*LEGACY_RESOURCE_NAMES, *LEGACY_RESOURCE_PREFIXES, IMPLICIT_DRA_PREF
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
     extra = context.config.extra_legacy_resources
     # Walking every node of every object is this rule's whole cost; skip objects whose
-    # source text cannot spell a legacy name (see Resource.source_may_contain).
+    # source text cannot spell a legacy name (see Resource.source_may_contain), then ask
+    # the cheap question before building paths.
     if not resource.source_may_contain((*_MARKERS, *extra)):
+        return
+    if not any(
+        is_legacy_resource(name, extra) or _implicit_claim(name, context) for name in resource_names(resource.obj)
+    ):
         return
     for path, name in resource_quantities(resource.obj):
         if is_legacy_resource(name, extra):
             yield Violation(path, f"requests legacy accelerator resource {name!r} in {path[-2]}")
-        elif name.startswith(IMPLICIT_DRA_PREFIX) and context.config.is_accelerator(name[len(IMPLICIT_DRA_PREFIX) :]):
+        elif _implicit_claim(name, context):
             yield Violation(path, f"requests {name!r}, DRA's implicit extended-resource claim, which pins no profile")
+
+
+def _implicit_claim(name: str, context: Context) -> bool:
+    """`deviceclass.resource.kubernetes.io/<class>` for an accelerator class (KEP-5004)."""
+    return name.startswith(IMPLICIT_DRA_PREFIX) and context.config.is_accelerator(name[len(IMPLICIT_DRA_PREFIX) :])

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import get_path, items, text
+from dra_guard.manifest import CLAIM_KINDS, get_path, items, text
 from dra_guard.selectors import Pin, analyse
 
 ID = "DRA002"
@@ -24,6 +24,8 @@ REMEDIATION = (
     "Add a selector such as device.attributes['gpu.nvidia.com'].profile == '1g.10gb' on class "
     "mig.nvidia.com (productName for gpu.nvidia.com, tpuGen for tpu.google.com, partitionProfile for gpu.amd.com)."
 )
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import annotations_of
+from dra_guard.manifest import CLAIM_KINDS, annotations_of
 
 ID = "DRA003"
 NAME = "exclusivity-undeclared"
@@ -20,6 +20,8 @@ RATIONALE = (
     "admission and node agents can enforce, and kept by structure (one claim per pod from a template)."
 )
 REMEDIATION = f'Add the annotation {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false" to the claim or template.'
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dra_guard.catalog import SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import annotations_of
+from dra_guard.manifest import CLAIM_KINDS, annotations_of
 
 ID = "DRA004"
 NAME = "sanitization-undeclared"
@@ -22,6 +22,8 @@ RATIONALE = (
     "declared, tamper-evident contract (covered by the isolation tag) for the driver or node agent to honour."
 )
 REMEDIATION = f"Add {SANITIZATION_ANNOTATION}: WipeOnDeallocate (or ZeroFillMemoryOnRelease) and re-tag the object."
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

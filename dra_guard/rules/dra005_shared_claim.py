@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import Path, items, mapping, pod_claims, text
+from dra_guard.manifest import POD_SPEC_PATHS, Path, items, mapping, pod_claims, text
 
 ID = "DRA005"
 NAME = "shared-claim"
@@ -21,6 +21,8 @@ REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one clai
 _GROUP_KINDS = ("PodGroup", "Workload")
 # Reads the indexes of the whole input set, so it runs after every object is in.
 CROSS_OBJECT = True
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = frozenset({*POD_SPEC_PATHS, *_GROUP_KINDS})
 
 
 def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
+from dra_guard.manifest import CLAIM_KINDS
 
 ID = "DRA006"
 NAME = "admin-access"
@@ -20,6 +21,8 @@ REMEDIATION = (
     "Remove adminAccess, or move the object to a namespace listed under admin-namespaces in the "
     'dra-guard configuration (and labelled resource.kubernetes.io/admin-access: "true").'
 )
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import Path, claim_devices, get_path, items, mapping, text
+from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, items, mapping, text
 
 ID = "DRA007"
 NAME = "temporal-sharing"
@@ -18,6 +18,8 @@ RATIONALE = (
 )
 REMEDIATION = "Remove the sharing section; give each workload its own slice (a MIG profile) instead."
 _SHARING = {"timeslicing", "mps"}
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = frozenset({*CLAIM_KINDS, "DeviceClass"})
 
 
 def _configs(resource: Resource) -> Iterator[tuple[Path, object]]:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
+from dra_guard.manifest import CLAIM_KINDS
 
 ID = "DRA008"
 NAME = "nondeterministic-allocation"
@@ -17,6 +18,8 @@ RATIONALE = (
     "(All is high severity; a merely implicit mode or count is medium.)"
 )
 REMEDIATION = "Set allocationMode: ExactCount and count: <n> on every accelerator request."
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

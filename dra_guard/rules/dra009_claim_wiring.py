@@ -7,7 +7,7 @@ from typing import Any
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import Path, containers, pod_claims, request_names, text
+from dra_guard.manifest import POD_SPEC_PATHS, Path, containers, pod_claims, request_names, text
 
 ID = "DRA009"
 NAME = "claim-wiring"
@@ -25,6 +25,8 @@ REMEDIATION = (
 )
 # Reads the indexes of the whole input set, so it runs after every object is in.
 CROSS_OBJECT = True
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = frozenset(POD_SPEC_PATHS)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -25,6 +25,8 @@ REMEDIATION = (
     "v1 and v1beta2, flat {name, deviceClassName, ...} for v1beta1 and v1alpha3; express exclusivity with "
     'the dra-guard.io/allow-multiple-allocations: "false" annotation.'
 )
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def _unknown(value: object, allowed: frozenset[str], path: Path, what: str, version: str) -> Iterator[Violation]:

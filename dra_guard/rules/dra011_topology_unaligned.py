@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dra_guard.catalog import PCIE_ROOT, topology_attribute_for
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import DeviceRequestView, claim_devices, items, mapping, text
+from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, claim_devices, items, mapping, text
 
 ID = "DRA011"
 NAME = "topology-unaligned"
@@ -24,6 +24,8 @@ REMEDIATION = (
     "Add constraints: [{requests: [<names>], matchAttribute: resource.kubernetes.io/pcieRoot}] "
     "(gpu.nvidia.com/parentUUID for MIG slices of one GPU)."
 )
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def _device_count(requests: list[DeviceRequestView]) -> int:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dra_guard.catalog import ISOLATION_TAG_ANNOTATION
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import annotations_of
+from dra_guard.manifest import CLAIM_KINDS, annotations_of
 from dra_guard.tags import HMAC_PREFIX, verify_isolation_tag
 
 ID = "DRA012"
@@ -25,6 +25,8 @@ REMEDIATION = (
     "with dra_guard.isolation_tag(obj, key) after a reviewed change."
 )
 _WELL_FORMED = re.compile(r"(sha256|hmac-sha256):[0-9a-f]{64}")
+#: The kinds this rule looks at (the engine runs it on nothing else).
+KINDS = CLAIM_KINDS
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
