@@ -71,7 +71,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.engine import check_stream
     from dra_guard.findings import Severity
     from dra_guard.loader import Source
-    from dra_guard.report import FORMATS
+    from dra_guard.report import renderer
 
     try:
         config = load_config_file(arguments.config) if arguments.config else discover_config(".")
@@ -87,7 +87,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     report = check_stream(source, config)
     report.files = source.files
     try:
-        _write(FORMATS[arguments.format](report), arguments.output, stdout)
+        _write(renderer(arguments.format)(report), arguments.output, stdout)
     except OSError as write_error:
         stderr.write(f"dra-guard: cannot write {arguments.output}: {write_error.strerror or write_error}\n")
         return EXIT_ERROR

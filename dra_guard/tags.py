@@ -7,9 +7,6 @@ HMAC, so only holders of the key can re-tag.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -60,6 +57,8 @@ def canonical_bytes(obj: Mapping[str, Any]) -> bytes:
         "sanitization": annotations.get(SANITIZATION_ANNOTATION) or "",
         "tenant": annotations.get(TENANT_ANNOTATION) or "",
     }
+    import json  # loaded on first use: most objects never need a tag
+
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.encode("utf-8")
 
@@ -70,6 +69,10 @@ def _key_bytes(key: str | bytes) -> bytes:
 
 def isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None) -> str:
     """``sha256:<hex>``, or ``hmac-sha256:<hex>`` when a key is given."""
+    # hashlib initialises OpenSSL (~10 ms): only pay for it when a tag is computed.
+    import hashlib
+    import hmac
+
     data = canonical_bytes(obj)
     if key is None:
         return SHA256_PREFIX + hashlib.sha256(data).hexdigest()
@@ -90,4 +93,6 @@ def verify_isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None)
         expected = isolation_tag(obj, key)
     except (ValueError, TypeError):
         return False
+    import hmac
+
     return hmac.compare_digest(claimed.encode("utf-8"), expected.encode("utf-8"))

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from dra_guard.engine import Report
-from dra_guard.report.json_report import render_json
-from dra_guard.report.sarif import render_sarif
-from dra_guard.report.text import render_text
 
-FORMATS: dict[str, Callable[[Report], str]] = {"text": render_text, "json": render_json, "sarif": render_sarif}
+# format -> (module, function); a format's module is imported only when it is used.
+_RENDERERS = {
+    "text": ("dra_guard.report.text", "render_text"),
+    "json": ("dra_guard.report.json_report", "render_json"),
+    "sarif": ("dra_guard.report.sarif", "render_sarif"),
+}
+FORMATS = tuple(_RENDERERS)
 
-__all__ = ["FORMATS", "render_json", "render_sarif", "render_text"]
+
+def renderer(output_format: str) -> Callable[[Report], str]:
+    module, function = _RENDERERS[output_format]
+    render: Callable[[Report], str] = getattr(importlib.import_module(module), function)
+    return render
