@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.rules import (
-    dra001_legacy_extended_resource,
-    dra002_profile_not_pinned,
-    dra003_exclusivity_undeclared,
-    dra004_sanitization_undeclared,
-    dra005_shared_claim,
-    dra006_admin_access,
-    dra007_temporal_sharing,
-    dra008_nondeterministic_allocation,
-    dra009_claim_wiring,
-    dra010_invalid_dra_schema,
-    dra011_topology_unaligned,
-    dra012_isolation_tag,
-)
 
 
 @dataclass(frozen=True)
@@ -74,19 +61,20 @@ def build_registry(modules: list[ModuleType]) -> Mapping[str, Rule]:
     return registry
 
 
-RULES: Mapping[str, Rule] = build_registry(
-    [
-        dra001_legacy_extended_resource,
-        dra002_profile_not_pinned,
-        dra003_exclusivity_undeclared,
-        dra004_sanitization_undeclared,
-        dra005_shared_claim,
-        dra006_admin_access,
-        dra007_temporal_sharing,
-        dra008_nondeterministic_allocation,
-        dra009_claim_wiring,
-        dra010_invalid_dra_schema,
-        dra011_topology_unaligned,
-        dra012_isolation_tag,
-    ]
+#: The catalog, in ID order: one module per rule, named dra0NN_<rule name>.
+RULE_MODULES = (
+    "dra001_legacy_extended_resource",
+    "dra002_profile_not_pinned",
+    "dra003_exclusivity_undeclared",
+    "dra004_sanitization_undeclared",
+    "dra005_shared_claim",
+    "dra006_admin_access",
+    "dra007_temporal_sharing",
+    "dra008_nondeterministic_allocation",
+    "dra009_claim_wiring",
+    "dra010_invalid_dra_schema",
+    "dra011_topology_unaligned",
+    "dra012_isolation_tag",
 )
+
+RULES: Mapping[str, Rule] = build_registry([importlib.import_module(f"{__name__}.{module}") for module in RULE_MODULES])
