@@ -97,7 +97,9 @@ def test_enforce_does_not_repeat_what_a_construct_reports() -> None:
 # --- the real cdk8s-cli, from package-lock.json --------------------------------------
 
 
-def _cdk8s_synth(cwd: Path, *arguments: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cdk8s_synth(
+    cwd: Path, *arguments: str, env: dict[str, str] | None = None, command: tuple[str, ...] = (str(CDK8S),)
+) -> subprocess.CompletedProcess[str]:
     environment = {
         **os.environ,
         "CDK8S_CHECK_UPGRADE": "false",
@@ -105,7 +107,7 @@ def _cdk8s_synth(cwd: Path, *arguments: str, env: dict[str, str] | None = None) 
         **(env or {}),
     }
     return subprocess.run(
-        [str(CDK8S), "synth", *arguments],
+        [*command, "synth", *arguments],
         cwd=cwd,
         env=environment,
         capture_output=True,
@@ -117,7 +119,8 @@ def _cdk8s_synth(cwd: Path, *arguments: str, env: dict[str, str] | None = None) 
 
 def test_cdk8s_cli_synth_of_the_repository_validates_and_passes(tmp_path: Path) -> None:
     output = tmp_path / "out"
-    result = _cdk8s_synth(REPO_ROOT, "--output", str(output))
+    # Exactly as a user runs it; --no-install makes npx fail rather than download.
+    result = _cdk8s_synth(REPO_ROOT, "--output", str(output), command=("npx", "--no-install", "cdk8s"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Validation Report" in result.stdout and "success" in result.stdout
     manifests = sorted(str(path) for path in output.glob("*.k8s.yaml"))
