@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pulumi_policy import (
     EnforcementLevel,
     PolicyResource,
@@ -161,3 +164,25 @@ def test_stack_policies_report_only_what_one_resource_cannot_show() -> None:
     assert "not among the checked objects" in missing[0]
     assert run_resource_policy("dra009-claim-wiring", workload) == []
     assert run_stack_policy("dra009-claim-wiring-stack", list(compliant_pair())) == []
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(
+        ["kubernetes:core/v1:Pod", "kubernetes:resource.k8s.io/v1:ResourceClaim", "kubernetes:x.io/v1:Thing"]
+    ),
+    st.recursive(
+        st.none() | st.booleans() | st.floats(allow_nan=False) | st.text(max_size=6) | st.just(UNKNOWN),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+        max_leaves=25,
+    ),
+)
+def test_policies_never_raise_on_arbitrary_props(resource_type: str, props: Any) -> None:
+    """Only the SDK's unknown-value signal may escape; it becomes an advisory diagnostic."""
+    obj = props if isinstance(props, dict) else {"spec": props}
+    for policy in POLICIES.values():
+        if not isinstance(policy, ResourceValidationPolicy):
+            continue
+        args = ResourceValidationArgs(resource_type, as_pulumi_props(obj), "urn:x", "x", None, None, None)  # type: ignore[arg-type]
+        with contextlib.suppress(CannotVerifyUntilApply):
+            policy.validate(args, lambda message, urn=None: None)
