@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,9 @@ from dra_guard.config import Config
 from tests.conftest import REPO_ROOT
 
 CDK8S = REPO_ROOT / "node_modules" / ".bin" / "cdk8s"
-VENV_BIN = REPO_ROOT / ".venv" / "bin"
+# The environment running the tests (make test's .venv, or any other): its dra-guard and
+# python.  The repository's own cdk8s.yaml names .venv/bin/python, as `make demo` sets up.
+VENV_BIN = Path(sys.executable).parent
 
 
 def _raw(chart: Chart, construct_id: str, kind: str, spec: dict[str, Any], api_version: str = "apps/v1") -> ApiObject:
