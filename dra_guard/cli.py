@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from dra_guard import __version__
+from dra_guard.report import FORMATS
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "paths", nargs="*", default=["."], metavar="PATH", help="files, directories, globs, or - (default: .)"
     )
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument("--format", choices=FORMATS, default="text")
     check.add_argument(
         "--fail-on",
         choices=("critical", "high", "medium", "low"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +118,7 @@ class Context:
     and those run after the last resource.
     """
 
-    def __init__(self, config: Config, resources: Sequence[Resource] = (), complete: bool = True) -> None:
+    def __init__(self, config: Config, complete: bool = True) -> None:
         self.config = config
         #: False when the objects checked are not the whole picture (one Pulumi resource at
         #: a time): then cross-object rules must not conclude that something is missing.
@@ -127,8 +127,6 @@ class Context:
         self._claims = _NamedIndex()
         #: Pods (kind Pod) by the (namespace, name) of the ResourceClaim they reference.
         self.claim_users: dict[tuple[str, str], list[Resource]] = defaultdict(list)
-        for resource in resources:
-            self.add(resource)
 
     def add(self, resource: Resource) -> None:
         if resource.kind == "ResourceClaimTemplate":

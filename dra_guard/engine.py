@@ -155,13 +155,6 @@ class Checker:
         return self.report
 
 
-def check_resources(resources: Iterable[Resource], config: Config | None = None) -> Report:
-    checker = Checker(config)
-    for resource in resources:
-        checker.add(resource)
-    return checker.finish()
-
-
 def check_stream(items: Iterable[Document | InputError], config: Config | None = None) -> Report:
     """Check documents as a loader stream yields them, keeping its errors in order."""
     checker = Checker(config)
@@ -190,7 +183,3 @@ def check_objects(
     for index, obj in enumerate(objects):
         checker.add_object(obj, None, origin_list[index] if origin_list is not None else None)
     return checker.finish()
-
-
-def check_documents(documents: Iterable[Document], config: Config | None = None) -> Report:
-    return check_stream(documents, config)

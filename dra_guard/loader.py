@@ -204,12 +204,6 @@ def _decode(data: bytes, name: str) -> tuple[str | None, InputError | None]:
         return None, InputError(name, line, f"not UTF-8 text (byte 0x{byte:02x} at offset {error.start})")
 
 
-def load_bytes(data: bytes, name: str) -> tuple[list[Document], list[InputError]]:
-    items = list(iter_bytes(data, name))
-    documents = [item for item in items if isinstance(item, Document)]
-    return documents, [item for item in items if isinstance(item, InputError)]
-
-
 def iter_bytes(data: bytes, name: str) -> Iterator[Document | InputError]:
     text, error = _decode(data, name)
     if text is None:

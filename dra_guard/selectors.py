@@ -152,18 +152,29 @@ def _conjuncts(expr: Any) -> list[Any]:
     return result
 
 
-def _parenthesised(node: Any) -> Any | None:
-    """The inner `expr` when `node` is nothing but `( expr )`."""
+def _descend_to(node: Any, rules: frozenset[str]) -> tuple[str, list[Any]] | None:
+    """The first node named in `rules`, going down through single-child wrappers only."""
     current = node
     while True:
         shape = _tree(current)
         if shape is None:
             return None
-        if shape[0] == "paren_expr":
-            return shape[1][0] if shape[1] else None
+        if shape[0] in rules:
+            return shape
         if len(shape[1]) != 1:
             return None
         current = shape[1][0]
+
+
+_PAREN = frozenset({"paren_expr"})
+_MEMBER = frozenset({"member_dot", "member_index"})
+_PRIMARY = frozenset({"ident", "literal"})
+
+
+def _parenthesised(node: Any) -> Any | None:
+    """The inner `expr` when `node` is nothing but `( expr )`."""
+    shape = _descend_to(node, _PAREN)
+    return shape[1][0] if shape is not None and shape[1] else None
 
 
 def _pin(relation: Any) -> Pin | None:
@@ -209,30 +220,15 @@ def _attribute_reference(node: Any) -> tuple[str, str] | None:
 
 
 def _member(node: Any) -> tuple[str, list[Any]] | None:
-    current = node
-    while True:
-        shape = _tree(current)
-        if shape is None:
-            return None
-        if shape[0] in ("member_dot", "member_index"):
-            return shape
-        if len(shape[1]) != 1:
-            return None
-        current = shape[1][0]
+    return _descend_to(node, _MEMBER)
 
 
 def _leaf(node: Any) -> tuple[str, str] | None:
     """(rule, token text) of a primary such as `ident device` or `literal 'x'`."""
-    current = node
-    while True:
-        shape = _tree(current)
-        if shape is None:
-            return None
-        if shape[0] in ("ident", "literal") and len(shape[1]) == 1 and _tree(shape[1][0]) is None:
-            return shape[0], str(shape[1][0])
-        if len(shape[1]) != 1:
-            return None
-        current = shape[1][0]
+    shape = _descend_to(node, _PRIMARY)
+    if shape is None or len(shape[1]) != 1 or _tree(shape[1][0]) is not None:
+        return None
+    return shape[0], str(shape[1][0])
 
 
 def _is_identifier(node: Any, name: str) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dra_guard.engine import check_documents
+from dra_guard.engine import check_stream
 from dra_guard.loader import load_paths
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -95,7 +95,7 @@ def test_every_corpus_file_is_in_the_table() -> None:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_file_yields_exactly_these_rules(name: str) -> None:
     loaded = load_paths([str(CORPUS / name)])
-    report = check_documents(loaded.documents)
+    report = check_stream(loaded.documents)
     assert loaded.errors == [] and report.errors == []
     assert sorted({finding.rule for finding in report.findings}) == EXPECTED[name]
     for finding in report.findings:
@@ -105,8 +105,8 @@ def test_corpus_file_yields_exactly_these_rules(name: str) -> None:
 def test_highlights_from_the_corpus() -> None:
     """The cases the issue names, spelt out with objects and lines."""
     loaded = load_paths([str(CORPUS / "nvidia-dra-driver" / "gpu-test-mps.yaml")])
-    (mps,) = [f for f in check_documents(loaded.documents).findings if f.rule == "DRA007"]
+    (mps,) = [f for f in check_stream(loaded.documents).findings if f.rule == "DRA007"]
     assert "MPS" in mps.message and mps.path.endswith("/sharing/strategy") and mps.line == 28
     loaded = load_paths([str(CORPUS / "legacy-device-plugin" / "gpu-pod.yaml")])
-    (legacy,) = check_documents(loaded.documents).findings
+    (legacy,) = check_stream(loaded.documents).findings
     assert legacy.rule == "DRA001" and "nvidia.com/gpu" in legacy.message

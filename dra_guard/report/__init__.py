@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from dra_guard.engine import Report
+if TYPE_CHECKING:  # the CLI reads FORMATS to build its parser; keep that import light
+    from dra_guard.engine import Report
 
 # format -> (module, function); a format's module is imported only when it is used.
 _RENDERERS = {
