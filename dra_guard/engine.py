@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
 from dra_guard.config import Config
 from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Finding, InputError, json_pointer
+from dra_guard.findings import Finding, InputError, Report, json_pointer
 from dra_guard.loader import Document
 from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
-
-
-@dataclass
-class Report:
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    files: int = 0
-    objects: int = 0
 
 
 def _expand(
