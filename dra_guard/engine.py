@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
 from dra_guard.config import Config
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Location, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
-from dra_guard.loader import Document
 from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
 
 
+class LoadedDocument(Location, Protocol):
+    """A document from a loader stream: its location and the object read from it."""
+
+    @property
+    def obj(self) -> Any: ...
+
+
 def _expand(
-    obj: Mapping[str, Any], document: Document | None, errors: list[InputError], origin: str | None = None
+    obj: Mapping[str, Any], document: Location | None, errors: list[InputError], origin: str | None = None
 ) -> Iterator[Resource]:
     """The object itself, or each item of a `List` / `*List` with its `/items/N` prefix."""
     if not is_list_kind(obj):
@@ -99,7 +105,7 @@ class Checker:
     def add_error(self, error: InputError) -> None:
         self.report.errors.append(error)
 
-    def add_object(self, obj: object, document: Document | None = None, origin: str | None = None) -> None:
+    def add_object(self, obj: object, document: Location | None = None, origin: str | None = None) -> None:
         """A document's or caller's object: expanded if it is a List, an error if no mapping."""
         if not isinstance(obj, Mapping):
             where = f"document {document.index}" if document else "object"
@@ -146,7 +152,7 @@ class Checker:
         return self.report
 
 
-def check_stream(items: Iterable[Document | InputError], config: Config | None = None) -> Report:
+def check_stream(items: Iterable[LoadedDocument | InputError], config: Config | None = None) -> Report:
     """Check documents as a loader stream yields them, keeping its errors in order."""
     checker = Checker(config)
     for item in items:
