@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from dra_guard import __version__
 from dra_guard.report import FORMATS
+from dra_guard.rulekit import RuleModuleError
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -73,10 +73,10 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.findings import Severity
     from dra_guard.loader import Source
     from dra_guard.report import renderer
+    from dra_guard.rules import RULES
 
     try:
-        config = load_config_file(arguments.config) if arguments.config else discover_config(".")
-        config = config.with_hmac_key_from(os.environ)
+        config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
     except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
@@ -105,7 +105,6 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
 def rules_markdown() -> str:
     """docs/rules.md, generated from the registry so the docs cannot drift from the code."""
     from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
-    from dra_guard.config import DEFAULT_NON_WAIVABLE
     from dra_guard.rules import RULES
 
     lines = [
@@ -124,7 +123,7 @@ def rules_markdown() -> str:
         "",
         f'Waive a rule on one object with the annotation `{IGNORE_ANNOTATION_PREFIX}<ID>: "<reason>"` on the object '
         "or its pod template; an empty reason does not waive. "
-        f"Not waivable by default: {', '.join(sorted(DEFAULT_NON_WAIVABLE))}.",
+        f"Not waivable by default: {', '.join(rule.id for rule in RULES.values() if not rule.waivable)}.",
     ]
     for rule in RULES.values():
         lines += [
@@ -174,12 +173,16 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     stderr = stderr or sys.stderr
     parser = build_parser()
     arguments = parser.parse_args(argv)
-    if arguments.command == "check":
-        return run_check(arguments, stdout, stderr)
-    if arguments.command == "rules":
-        return run_rules(arguments.format, stdout)
-    if arguments.command == "explain":
-        return run_explain(arguments.rule, stdout, stderr)
+    try:
+        if arguments.command == "check":
+            return run_check(arguments, stdout, stderr)
+        if arguments.command == "rules":
+            return run_rules(arguments.format, stdout)
+        if arguments.command == "explain":
+            return run_explain(arguments.rule, stdout, stderr)
+    except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
+        stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
     parser.print_help(stdout)
     return EXIT_ERROR
 

@@ -56,6 +56,10 @@ class Violation:
     message: str
     #: Only for rules whose findings differ in severity (DRA008, DRA009).
     severity: Severity | None = None
+    #: Set when the finding depends on other objects of the input (another pod using the
+    #: same claim, a template that is or is not there): front ends that check one object
+    #: at a time leave these to a check of the whole set.
+    cross_object: bool = False
 
 
 class Resource:

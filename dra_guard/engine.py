@@ -6,11 +6,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
-from dra_guard.config import Config
+from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
 from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
-from dra_guard.rules import RULES, Rule
+from dra_guard.rules import RULES, Registry, Rule
 
 
 class LoadedDocument(Location, Protocol):
@@ -65,6 +65,7 @@ def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
         origin=resource.origin,
+        cross_object=violation.cross_object,
     )
 
 
@@ -75,10 +76,13 @@ class Checker:
     so their lines cost nothing; only cross-object findings may need a late lookup.
     """
 
-    def __init__(self, config: Config | None = None, complete: bool = True) -> None:
+    def __init__(self, config: Config | None = None, complete: bool = True, registry: Registry = RULES) -> None:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
-        rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
+        rules = [rule for rule in registry.values() if self.config.rule_enabled(rule.id)]
+        configured = self.config.get(NON_WAIVABLE)
+        declared = frozenset(rule.id for rule in registry.values() if not rule.waivable)
+        self._non_waivable = declared if configured is None else configured
         self._per_object = [rule for rule in rules if not rule.cross_object]
         self._cross_object = [rule for rule in rules if rule.cross_object]
         self._by_kind: dict[tuple[bool, str], list[Rule]] = {}
@@ -138,7 +142,7 @@ class Checker:
             note = ""
             reason = _waiver(resource, rule.id)
             if reason:
-                if rule.id not in self.config.non_waivable:
+                if rule.id not in self._non_waivable:
                     continue
                 note = f" ({rule.id} cannot be waived)"
             elif reason == "":

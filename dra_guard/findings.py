@@ -51,6 +51,8 @@ class Finding:
     line: int | None = None
     #: Where an object without a file came from: a cdk8s construct path, a Pulumi URN.
     origin: str | None = None
+    #: The finding depends on other objects of the input, not on this object alone.
+    cross_object: bool = False
 
 
 @dataclass(frozen=True)

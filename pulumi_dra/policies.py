@@ -10,10 +10,8 @@ apply", never as an error.
 
 from __future__ import annotations
 
-import functools
-import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
@@ -30,7 +28,7 @@ from pulumi_policy import (
 from pulumi_policy import Severity as PolicySeverity
 from pulumi_policy.proxy import UnknownValueError
 
-from dra_guard.config import DEFAULT_NON_WAIVABLE, Config
+from dra_guard.config import Config, ConfigError, parse_policy_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
 from dra_guard.rules import RULES, Rule
@@ -38,15 +36,12 @@ from dra_guard.rules import RULES, Rule
 PACK_NAME = "dra-guard"
 CROSS_OBJECT_SUFFIX = "-stack"
 
-#: The same options for every policy (`--policy-pack-config`), defaults applied here too:
-#: the CLI fills defaults from the schema, but the SDK alone (and our tests) do not.
+#: The same options for every policy (`--policy-pack-config`), from the registry: each
+#: option's camelCase key, except those that select rules (enforcement levels do that).
+#: The CLI fills in these defaults, but the SDK alone (and our tests) do not, so parsing
+#: applies them too.
 CONFIG_SCHEMA = PolicyConfigSchema(
-    properties={
-        "adminNamespaces": {"type": "array", "items": {"type": "string"}, "default": []},
-        "nonAcceleratorClasses": {"type": "array", "items": {"type": "string"}, "default": []},
-        "extraLegacyResources": {"type": "array", "items": {"type": "string"}, "default": []},
-        "hmacKeyEnv": {"type": "string", "default": ""},
-    }
+    properties={option.camel_key: option.schema() for option in RULES.options.values() if not option.selects_rules}
 )
 
 
@@ -157,30 +152,11 @@ def kubernetes_object(resource_type: str, props: Mapping[str, Any]) -> dict[str,
     return dict(obj)
 
 
-def config_from_policy(values: Mapping[str, Any] | None, rule_ids: Iterable[str]) -> Config:
+def config_from_policy(values: Mapping[str, Any] | None, policy_name: str) -> Config:
+    """A policy's `--policy-pack-config` through the one config parser (camelCase keys)."""
     if not values:
-        return _default_config(frozenset(rule_ids))
-    return _config(values, rule_ids)
-
-
-@functools.lru_cache(maxsize=64)
-def _default_config(rule_ids: frozenset[str]) -> Config:
-    # The common case (no --policy-pack-config): build it once, not per resource and policy.
-    return _config({}, rule_ids)
-
-
-def _config(values: Mapping[str, Any], rule_ids: Iterable[str]) -> Config:
-    key_env = values.get("hmacKeyEnv") or None
-    key = os.environ.get(key_env) if key_env else None
-    return Config(
-        enable=frozenset(rule_ids),
-        non_waivable=DEFAULT_NON_WAIVABLE,
-        admin_namespaces=frozenset(values.get("adminNamespaces") or ()),
-        non_accelerator_classes=frozenset(values.get("nonAcceleratorClasses") or ()),
-        extra_legacy_resources=frozenset(values.get("extraLegacyResources") or ()),
-        hmac_key_env=key_env,
-        hmac_key=key.encode("utf-8") if key else None,
-    )
+        return Config()
+    return parse_policy_config(values, RULES, f"policy {policy_name}")
 
 
 def violation_text(finding: Finding) -> str:
@@ -188,12 +164,6 @@ def violation_text(finding: Finding) -> str:
         f"{finding.rule} [{finding.severity.label}] {finding.object} at {finding.path or '/'}: "
         f"{finding.message}. Fix: {finding.remediation}"
     )
-
-
-def _missing_key(config: Config) -> str | None:
-    if config.hmac_key_env and config.hmac_key is None:
-        return f"hmacKeyEnv names {config.hmac_key_env}, which is not set; isolation tags cannot be verified"
-    return None
 
 
 class _LastResource(threading.local):
@@ -209,27 +179,34 @@ class _LastResource(threading.local):
     config_values: Mapping[str, Any] | None = None
     findings: dict[str, list[Finding]] | None = None
     unknown: CannotVerifyUntilApply | None = None
+    #: A configuration the policy cannot use: reported instead of checking.
+    config_error: ConfigError | None = None
 
 
 _last = _LastResource()
 
 
-def _findings_by_rule(args: ResourceValidationArgs) -> dict[str, list[Finding]] | None:
+def _findings_by_rule(args: ResourceValidationArgs, policy_name: str) -> dict[str, list[Finding]] | None:
     """Findings of every rule for this resource, or None when it is no Kubernetes object."""
     values = args.get_config() or None
     if _last.props is not args.props or _last.config_values != values:
         _last.props, _last.config_values, _last.findings, _last.unknown = args.props, values, None, None
+        _last.config_error = None
         try:
+            config = config_from_policy(values, policy_name)
             obj = kubernetes_object(args.resource_type, args.props)
+        except ConfigError as error:
+            _last.config_error = error
         except CannotVerifyUntilApply as unknown:
             _last.unknown = unknown
         else:
             if obj is not None:
-                config = config_from_policy(values, RULES)
                 report = check_objects([obj], config, origins=[args.urn], complete=False)
                 _last.findings = {rule_id: [] for rule_id in RULES}
                 for finding in report.findings:
                     _last.findings[finding.rule].append(finding)
+    if _last.config_error is not None:
+        raise _last.config_error
     if _last.unknown is not None:
         raise CannotVerifyUntilApply(_last.unknown)
     return _last.findings
@@ -237,14 +214,13 @@ def _findings_by_rule(args: ResourceValidationArgs) -> dict[str, list[Finding]] 
 
 def _resource_validator(rule: Rule) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-        findings = _findings_by_rule(args)
+        try:
+            findings = _findings_by_rule(args, rule.slug)
+        except ConfigError as error:
+            report_violation(str(error), None)
+            return
         if findings is None:
             return
-        if rule.id == "DRA012":
-            problem = _missing_key(config_from_policy(args.get_config(), [rule.id]))
-            if problem is not None:
-                report_violation(problem, None)
-                return
         for finding in findings[rule.id]:
             report_violation(violation_text(finding), None)
 
@@ -262,7 +238,11 @@ def _stack_validator(rule: Rule) -> Callable[[StackValidationArgs, ReportViolati
             if obj is not None:
                 objects.append(obj)
                 urns.append(resource.urn)
-        config = config_from_policy(args.get_config(), [rule.id])
+        try:
+            config = config_from_policy(args.get_config(), rule.slug + CROSS_OBJECT_SUFFIX)
+        except ConfigError as error:
+            report_violation(str(error), None)
+            return
         whole = check_objects(objects, config, origins=urns, complete=True).findings
         # Only what the per-resource pass cannot see: report each finding once.
         seen_alone = {

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from dra_guard import AcceleratorSlice, claim_template, isolated_workload, isolation_tag
-from dra_guard.config import Config
+from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding
+from dra_guard.rules import RULES
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 MIG_PAIR = AcceleratorSlice.nvidia_mig("3g.40gb", count=2)
@@ -50,6 +51,11 @@ def retag(obj: dict[str, Any], key: str | None = None) -> dict[str, Any]:
     """Recompute the tag after a deliberate edit, so only the rule under test fires."""
     obj["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = isolation_tag(obj, key)
     return obj
+
+
+def config(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
+    """Options as .dra-guard.yaml writes them, through the one parser."""
+    return parse_config(values, RULES, "test config", environ=environ or {})
 
 
 def findings(*objects: Mapping[str, Any], config: Config | None = None) -> list[Finding]:

@@ -15,7 +15,8 @@ from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
-from dra_guard.config import Config
+from dra_guard.config import parse_config
+from dra_guard.rules import RULES
 from tests.conftest import REPO_ROOT
 
 CDK8S = REPO_ROOT / "node_modules" / ".bin" / "cdk8s"
@@ -76,7 +77,8 @@ def test_enforce_sees_objects_together_and_respects_fail_on() -> None:
 def test_enforce_with_hmac_key_from_config() -> None:
     chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
     IsolatedAcceleratorWorkload(chart, "signed", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), hmac_key="k")
-    assert enforce(chart, Config(hmac_key=b"k")).validate() == []
+    keyed = parse_config({"hmac-key-env": "KEY"}, RULES, "test", environ={"KEY": "k"})
+    assert enforce(chart, keyed).validate() == []
 
 
 def test_our_constructs_validate_themselves_after_edits() -> None:
