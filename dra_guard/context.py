@@ -54,7 +54,7 @@ class Violation:
 
     path: Path
     message: str
-    #: Only for rules whose findings differ in severity (DRA008, DRA009).
+    #: Only for rules whose findings differ in severity from the rule's own.
     severity: Severity | None = None
     #: Set when the finding depends on other objects of the input (another pod using the
     #: same claim, a template that is or is not there): front ends that check one object

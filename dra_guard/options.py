@@ -84,7 +84,7 @@ class RuleIdSet(StringSet):
 
 
 def _ranges(rule_ids: Sequence[str]) -> str:
-    """`DRA001-DRA012`, or `DRA001-DRA012, DRA099` when the numbers have gaps."""
+    """Consecutive IDs as one range (`<first>-<last>`), the runs joined by commas."""
     numbers = sorted(int(match.group(1)) for rule_id in rule_ids if (match := _RULE_ID.fullmatch(rule_id)))
     runs: list[list[int]] = []
     for number in numbers:
