@@ -17,7 +17,7 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
 from dra_guard.config import parse_config
 from dra_guard.rules import RULES
-from tests.conftest import REPO_ROOT
+from testkit.paths import REPO_ROOT
 
 CDK8S = REPO_ROOT / "node_modules" / ".bin" / "cdk8s"
 # The environment running the tests (make test's .venv, or any other): its dra-guard and

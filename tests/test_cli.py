@@ -15,8 +15,8 @@ import yaml
 from dra_guard import __version__, isolated_workload
 from dra_guard.docs import explain_text, rules_markdown
 from dra_guard.rules import RULES, Rule
-from tests.conftest import REPO_ROOT
-from tests.rulecases import MIG
+from testkit.paths import REPO_ROOT
+from testkit.rulecases import MIG
 
 CORPUS = REPO_ROOT / "tests" / "corpus"
 GPU_POD = CORPUS / "legacy-device-plugin" / "gpu-pod.yaml"

@@ -10,7 +10,7 @@ import pytest
 
 from dra_guard.engine import check_stream
 from dra_guard.loader import Source
-from tests.rulecases import config, findings, request_body, retag, rule_ids, template, workload
+from testkit.rulecases import config, findings, request_body, retag, rule_ids, template, workload
 
 LEGACY = {"nvidia.com/mig-1g.10gb": 1}
 

@@ -13,7 +13,7 @@ import io
 import pytest
 
 from dra_guard.cli import EXIT_FINDINGS, main
-from tests.conftest import REPO_ROOT
+from testkit.paths import REPO_ROOT
 
 GOLDEN = REPO_ROOT / "tests" / "golden" / "corpus-check.json"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from testkit.paths import REPO_ROOT
 
 # A rule ID, or a rule module's name, in any case.
 RULE_REFERENCE = re.compile(r"dra0\d\d", re.IGNORECASE)
@@ -109,3 +109,9 @@ def test_checking_side_does_not_import_the_building_side(path: Path) -> None:
 )
 def test_layers_import_one_way(module: str, forbidden: tuple[str, ...]) -> None:
     assert not [name for name in imports(REPO_ROOT / module) if name.startswith(forbidden)]
+
+
+@pytest.mark.parametrize("path", list(files(["bench", "testkit"])), ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_benchmarks_and_helpers_do_not_import_the_tests(path: Path) -> None:
+    if path.suffix == ".py":
+        assert not [name for name in imports(path) if name == "tests" or name.startswith("tests.")]

@@ -15,8 +15,8 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from dra_guard import isolation_tag
 from dra_guard.rules import RULES
 from pulumi_dra.policies import build_policies
-from tests.pack_process import analyze, configure, info, running_pack, struct
-from tests.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
+from testkit.pack_process import analyze, configure, info, running_pack, struct
+from testkit.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
 
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 ADVISORY = analyzer_pb2.EnforcementLevel.Value("ADVISORY")

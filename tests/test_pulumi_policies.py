@@ -23,8 +23,8 @@ from dra_guard.catalog import RESOURCE_API_VERSIONS
 from dra_guard.rules import RULES
 from pulumi_dra.policies import CONFIG_SCHEMA, PACK_DESCRIPTION, build_policies
 from pulumi_dra.props import CannotVerifyUntilApply, kubernetes_api_version
-from tests.conftest import REPO_ROOT
-from tests.pulumi_props import (
+from testkit.paths import REPO_ROOT
+from testkit.pulumi_props import (
     UNKNOWN,
     as_pulumi_props,
     claim_user,

@@ -21,8 +21,8 @@ from dra_guard.engine import check_objects
 from dra_guard.rulekit import Example
 from dra_guard.rules import RULES, Rule
 from pulumi_dra.policies import CROSS_OBJECT_SUFFIX, build_policies
-from tests.pack_process import analyze, configure, running_pack, struct
-from tests.pulumi_props import type_token
+from testkit.pack_process import analyze, configure, running_pack, struct
+from testkit.pulumi_props import type_token
 
 CASES = [
     pytest.param(rule, example, id=f"{rule.id}-{index}")

@@ -11,7 +11,7 @@ from dra_guard import AcceleratorSlice
 from dra_guard.catalog import RESOURCE_API_VERSIONS
 from dra_guard.findings import Severity
 from dra_guard.rules import dra001_legacy_extended_resource as dra001
-from tests.rulecases import (
+from testkit.rulecases import (
     MIG,
     MIG_PAIR,
     claim,

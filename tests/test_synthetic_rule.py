@@ -15,8 +15,8 @@ import pytest
 import yaml
 from pulumi.runtime.proto import analyzer_pb2
 
-from tests.conftest import REPO_ROOT
-from tests.pack_process import analyze, configure, info, running_pack
+from testkit.pack_process import analyze, configure, info, running_pack
+from testkit.paths import REPO_ROOT
 
 MODULE = "synthetic_rules.dra099_forbidden_config_key"
 RULE_SOURCE = '''\

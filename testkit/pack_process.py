@@ -13,7 +13,7 @@ import grpc
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from tests.conftest import REPO_ROOT
+from testkit.paths import REPO_ROOT
 
 PACK_DIR = REPO_ROOT / "pulumi_dra" / "policy"
 # The engine address is passed as the CLI would; the pack never calls the engine here.
