@@ -13,6 +13,7 @@ from dra_guard.options import STRING_SET, Option
 from dra_guard.rulekit import Example, RuleModuleError
 from dra_guard.rules import RULE_MODULES, RULES, build_registry, load_registry
 from dra_guard.rules import dra001_legacy_extended_resource as dra001
+from testkit.paths import REPO_ROOT
 
 FAILING = Example("fails", "kind: Pod\n", ("Pod/p#/spec",))
 PASSING = Example("passes", "kind: Pod\n")
@@ -143,3 +144,9 @@ def test_examples_may_only_set_known_options() -> None:
 def test_extra_modules_that_cannot_be_imported_are_refused() -> None:
     with pytest.raises(RuleModuleError, match=r"DRA_GUARD_EXTRA_RULES: cannot import rule module no\.such\.module"):
         load_registry(["no.such.module"])
+
+
+def test_every_rule_has_its_own_test_module() -> None:
+    """A rule is its module plus tests/rules/test_<module>.py (yamllint's tests/rules/ layout)."""
+    test_modules = sorted(path.stem.removeprefix("test_") for path in (REPO_ROOT / "tests" / "rules").glob("test_*.py"))
+    assert test_modules == sorted(RULE_MODULES)
