@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,12 @@ from dra_guard.rules import RULES
 from dra_guard.rules.dra001_legacy_extended_resource import EXTRA_LEGACY_RESOURCES
 from dra_guard.rules.dra006_admin_access import ADMIN_NAMESPACES
 from dra_guard.rules.dra012_isolation_tag import HMAC_KEY_ENV
+from testkit.paths import REPO_ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 
 @pytest.mark.parametrize(
@@ -94,6 +101,12 @@ def test_a_key_environment_variable_that_is_not_set_is_an_error() -> None:
             parse_config({"hmac-key-env": "DRA_KEY"}, RULES, "test.yaml", environ=environ)
 
 
+def test_a_key_handed_over_in_memory_may_be_bytes() -> None:
+    config = parse_config({"hmac-key-env": "KEY"}, RULES, environ={"KEY": b"\xffkey"})
+    secret = config.get(HMAC_KEY_ENV)
+    assert secret is not None and secret.value == b"\xffkey" and secret.variable == "KEY"
+
+
 def test_policy_config_uses_camel_case_keys_and_the_same_messages() -> None:
     config = parse_policy_config({"adminNamespaces": ["ops"]}, RULES, "policy p")
     assert config.get(ADMIN_NAMESPACES) == {"ops"}
@@ -127,3 +140,14 @@ def test_broken_files_name_themselves(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text("a: [\n")
     with pytest.raises(ConfigError, match=r"c\.yaml: invalid YAML"):
         load_config_file(tmp_path / "c.yaml", RULES)
+
+
+def test_the_readme_configuration_example_is_valid_and_its_default_is_the_registrys() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```toml\n[tool.dra-guard]\n", 1)[1].split("```", 1)[0]
+    table = tomllib.loads(block)
+    config = parse_config(table, RULES, "README.md", environ={table["hmac-key-env"]: "k"})
+    assert set(config.values) == set(table)
+    (line,) = [line for line in block.splitlines() if line.startswith("non-waivable")]
+    assert line.endswith("# the default")
+    assert table["non-waivable"] == [rule.id for rule in RULES.values() if not rule.waivable]
