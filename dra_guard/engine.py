@@ -10,7 +10,7 @@ from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
 from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
-from dra_guard.rules import RULES, Registry, Rule
+from dra_guard.rules import RULES, Rule
 
 
 class LoadedDocument(Location, Protocol):
@@ -76,12 +76,13 @@ class Checker:
     so their lines cost nothing; only cross-object findings may need a late lookup.
     """
 
-    def __init__(self, config: Config | None = None, complete: bool = True, registry: Registry = RULES) -> None:
+    def __init__(self, config: Config | None = None, complete: bool = True) -> None:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
-        rules = [rule for rule in registry.values() if self.config.rule_enabled(rule.id)]
+        rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
+        # Each rule says whether it can be waived; the configuration may override them all.
         configured = self.config.get(NON_WAIVABLE)
-        declared = frozenset(rule.id for rule in registry.values() if not rule.waivable)
+        declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
         self._non_waivable = declared if configured is None else configured
         self._per_object = [rule for rule in rules if not rule.cross_object]
         self._cross_object = [rule for rule in rules if rule.cross_object]
