@@ -7,16 +7,23 @@ with the construct path, the rule, the object and the fix in each message.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import jsii
 from cdk8s import ApiObject
 from constructs import Construct, IConstruct, IValidation
 
-from dra_guard.config import Config
+from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
+from dra_guard.rules import RULES
 
 #: Set on constructs that validate their own objects, so `enforce()` does not repeat them.
 SELF_VALIDATING_ATTRIBUTE = "_dra_guard_self_validating"
+# A construct holds its HMAC key in memory.  It reaches the rules through the one config
+# parser, as the value of the variable `hmac-key-env` names, so it is checked like any key.
+_OWN_KEY_VARIABLE = "DRA_GUARD_CONSTRUCT_HMAC_KEY"
 
 
 def format_finding(finding: Finding) -> str:
@@ -42,9 +49,14 @@ def _under_self_validating(api_object: ApiObject, scope: IConstruct) -> bool:
 class DraGuardValidation:
     """Checks every ApiObject under a scope together, so cross-object rules see them all."""
 
-    def __init__(self, scope: IConstruct, config: Config | None = None, fail_on: Severity = Severity.LOW) -> None:
+    def __init__(
+        self, scope: IConstruct, config: Config | Mapping[str, Any] | None = None, fail_on: Severity = Severity.LOW
+    ) -> None:
         self._scope = scope
-        self._config = config or Config()
+        if config is None or isinstance(config, Config):
+            self._config = config or Config()
+        else:  # options as in .dra-guard.yaml; a bad one fails here, where it is written
+            self._config = parse_config(config, RULES, f"dra-guard config of {scope.node.path or 'the app'}")
         self._fail_on = fail_on
 
     def validate(self) -> list[str]:
@@ -68,12 +80,17 @@ class DraGuardValidation:
         return messages
 
 
-def enforce(scope: Construct, config: Config | None = None, fail_on: str = "medium") -> DraGuardValidation:
+def enforce(
+    scope: Construct, config: Config | Mapping[str, Any] | None = None, fail_on: str = "medium"
+) -> DraGuardValidation:
     """Fail synthesis when any ApiObject under `scope` breaks a dra-guard rule.
 
-    `fail_on` is the lowest severity that fails; the default, `medium`, is the CLI's and
-    the cdk8s-cli plugin's too (a template that lives outside the app is only `low`).  Returns the
-    validation, which can also be called directly (`.validate()` lists the messages).
+    `config` is a `Config` (e.g. from `dra_guard.config.load_config_file`) or the options
+    as .dra-guard.yaml writes them (`{"admin-namespaces": ["gpu-ops"]}`); a bad option
+    raises `ConfigError` with the same message as the CLI's.  `fail_on` is the lowest
+    severity that fails; the default, `medium`, is the CLI's and the cdk8s-cli plugin's
+    too (a template that lives outside the app is only `low`).  Returns the validation,
+    which can also be called directly (`.validate()` lists the messages).
     """
     validation = DraGuardValidation(scope, config, Severity.parse(fail_on))
     scope.node.add_validation(validation)
@@ -86,6 +103,7 @@ def validate_self(construct: Construct, hmac_key: str | bytes | None = None) -> 
     They are compliant when built; this catches later edits (`add_json_patch`, ...).
     The construct's own key verifies its tags.
     """
-    key = hmac_key.encode("utf-8") if isinstance(hmac_key, str) else hmac_key
+    values, environ = ({"hmac-key-env": _OWN_KEY_VARIABLE}, {_OWN_KEY_VARIABLE: hmac_key}) if hmac_key else ({}, {})
+    config = parse_config(values, RULES, f"construct {construct.node.path}", environ=environ)
     setattr(construct, SELF_VALIDATING_ATTRIBUTE, True)
-    construct.node.add_validation(DraGuardValidation(construct, Config(hmac_key=key)))
+    construct.node.add_validation(DraGuardValidation(construct, config))

@@ -1,140 +1,197 @@
-"""Configuration: `[tool.dra-guard]` in pyproject.toml or `.dra-guard.yaml`.
+"""Configuration: `[tool.dra-guard]` in pyproject.toml, `.dra-guard.yaml`, enforce() and the
+Pulumi pack's policy config, all read by one parser.
 
-The accepted keys, their types and defaults are declared once in `OPTIONS`; everything
-else is an error, so a misspelt `disabel` never silently turns nothing off.
+The accepted keys are the options the registry knows: those declared here (shared by
+several rules, or about rule selection) and those each rule module declares for itself.
+Unknown keys are errors, so a misspelt `disabel` never silently turns nothing off.  This
+module does not import the rules: callers hand the registry in as an `OptionCatalog`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, TypeVar, cast
 
 import yaml
 
 from dra_guard.catalog import DEVICE_CLASSES, PCIE_ROOT, DeviceClass
+from dra_guard.options import RULE_IDS, STRING_SET, ConfigError, Option, OptionType, ParseContext
 
+__all__ = [
+    "CONFIG_FILE_NAMES",
+    "CORE_OPTIONS",
+    "Config",
+    "ConfigError",
+    "OptionCatalog",
+    "discover_config",
+    "load_config_file",
+    "parse_config",
+    "parse_policy_config",
+]
+
+T = TypeVar("T")
 CONFIG_FILE_NAMES = (".dra-guard.yaml", ".dra-guard.yml", "pyproject.toml")
-DEFAULT_NON_WAIVABLE = frozenset({"DRA004", "DRA006"})
-_RULE_ID = re.compile(r"DRA\d{3}")
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message names the file and key."""
+class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
+    """Device classes the catalog does not know, each with the attribute that pins a profile."""
+
+    description = "mapping of device class name to {pin-attribute, topology-attribute}"
+    _KEYS = ("pin-attribute", "topology-attribute")
+
+    def parse(self, key: str, value: object, context: ParseContext) -> Mapping[str, DeviceClass]:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: must map device class names to {{pin-attribute, topology-attribute}}")
+        classes = {}
+        for name, spec in value.items():
+            if not isinstance(spec, Mapping) or not isinstance(spec.get("pin-attribute"), str):
+                raise ConfigError(f"{key}.{name}: needs pin-attribute: '<driver domain>/<attribute>'")
+            unknown = sorted(set(spec) - set(self._KEYS))
+            if unknown:
+                raise ConfigError(f"{key}.{name}: unknown key {', '.join(unknown)}")
+            domain, slash, attribute = spec["pin-attribute"].partition("/")
+            if not slash or not domain or not attribute:
+                raise ConfigError(f"{key}.{name}.pin-attribute: must be qualified as '<driver domain>/<attribute>'")
+            topology = spec.get("topology-attribute", PCIE_ROOT)
+            if not isinstance(topology, str) or "/" not in topology:
+                raise ConfigError(f"{key}.{name}.topology-attribute: must be a qualified attribute name")
+            classes[str(name)] = DeviceClass(str(name), domain, attribute, topology)
+        return MappingProxyType(classes)
+
+    def json_schema(self) -> dict[str, Any]:
+        attribute = {"type": "string", "pattern": "^[^/]+/.+$"}
+        return {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "properties": {key: attribute for key in self._KEYS},
+                "required": ["pin-attribute"],
+                "additionalProperties": False,
+            },
+        }
+
+    def to_json(self, value: object) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        return {
+            name: {"pin-attribute": item.qualified_pin_attribute, "topology-attribute": item.topology_attribute}
+            for name, item in sorted(value.items())
+        }
+
+
+# --- the options several rules share (each rule module declares its own) -------------
+
+ENABLE: Option[frozenset[str] | None] = Option(
+    key="enable",
+    type=RULE_IDS,
+    default=None,
+    doc="Run only these rules.",
+    default_doc="every rule",
+    selects_rules=True,
+)
+DISABLE = Option(key="disable", type=RULE_IDS, default=frozenset(), doc="Do not run these rules.", selects_rules=True)
+NON_WAIVABLE: Option[frozenset[str] | None] = Option(
+    key="non-waivable",
+    type=RULE_IDS,
+    default=None,
+    doc="Rules whose findings an ignore annotation cannot waive; an empty list makes every rule waivable.",
+    default_doc="the rules marked not waivable",
+)
+NON_ACCELERATOR_CLASSES = Option(
+    key="non-accelerator-classes",
+    type=STRING_SET,
+    default=frozenset(),
+    doc="Device classes that are not accelerators (NICs, ...): their requests are not checked. "
+    "Every other class counts as an accelerator, including classes dra-guard does not know.",
+)
+EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
+    key="extra-classes",
+    type=DeviceClassMap(),
+    default=MappingProxyType({}),
+    doc="Device classes dra-guard does not know, with the attribute that pins a profile "
+    "(`<driver domain>/<attribute>`) and, optionally, the attribute that aligns devices "
+    "(default resource.kubernetes.io/pcieRoot).",
+)
+CORE_OPTIONS: tuple[Option[Any], ...] = (ENABLE, DISABLE, NON_WAIVABLE, NON_ACCELERATOR_CLASSES, EXTRA_CLASSES)
+
+
+class OptionCatalog(Protocol):
+    """What the parser needs from the rule registry."""
+
+    @property
+    def options(self) -> Mapping[str, Option[Any]]:
+        """Every option by its kebab-case key: CORE_OPTIONS, then each rule's."""
+
+    @property
+    def rule_ids(self) -> Sequence[str]: ...
 
 
 @dataclass(frozen=True)
 class Config:
-    #: When set, only these rules run.
-    enable: frozenset[str] | None = None
-    disable: frozenset[str] = frozenset()
-    non_waivable: frozenset[str] = DEFAULT_NON_WAIVABLE
-    admin_namespaces: frozenset[str] = frozenset()
-    non_accelerator_classes: frozenset[str] = frozenset()
-    extra_legacy_resources: frozenset[str] = frozenset()
-    extra_classes: Mapping[str, DeviceClass] = field(default_factory=dict)
-    #: Name of the environment variable holding the isolation-tag HMAC key.
-    hmac_key_env: str | None = None
-    #: The key itself, resolved from the environment by `with_hmac_key_from()`.
-    hmac_key: bytes | None = field(default=None, repr=False)
+    """Parsed option values by key; an option that was not set reads as its default."""
+
+    values: Mapping[str, object] = field(default_factory=dict)
+    #: Where the values came from, for messages.
     source: str | None = None
 
+    def get(self, option: Option[T]) -> T:
+        if option.key in self.values:
+            return cast(T, self.values[option.key])
+        return option.default
+
+    def with_value(self, option: Option[T], value: T) -> Config:
+        return Config({**self.values, option.key: value}, self.source)
+
     def rule_enabled(self, rule_id: str) -> bool:
-        return (self.enable is None or rule_id in self.enable) and rule_id not in self.disable
+        enabled = self.get(ENABLE)
+        return (enabled is None or rule_id in enabled) and rule_id not in self.get(DISABLE)
 
     def device_class(self, name: str) -> DeviceClass | None:
-        return self.extra_classes.get(name) or DEVICE_CLASSES.get(name)
+        return self.get(EXTRA_CLASSES).get(name) or DEVICE_CLASSES.get(name)
 
     def is_accelerator(self, device_class: str) -> bool:
         # Fail closed: a class nobody told us about is an accelerator.
-        return device_class not in self.non_accelerator_classes
-
-    def with_hmac_key_from(self, environ: Mapping[str, str]) -> Config:
-        if self.hmac_key_env is None:
-            return self
-        value = environ.get(self.hmac_key_env)
-        if not value:
-            raise ConfigError(
-                f"{self.source or 'config'}: hmac-key-env names {self.hmac_key_env}, which is not set or empty; "
-                "isolation tags cannot be verified without the key"
-            )
-        return replace(self, hmac_key=value.encode("utf-8"))
+        return device_class not in self.get(NON_ACCELERATOR_CLASSES)
 
 
-def _rule_ids(key: str, value: Any) -> frozenset[str]:
-    from dra_guard.rules import RULES
-
-    names = _strings(key, value)
-    unknown = sorted(name for name in names if name not in RULES)
-    if unknown:
-        raise ConfigError(f"{key}: unknown rule {', '.join(unknown)}; known rules are DRA001-DRA{len(RULES):03d}")
-    return names
+def parse_config(
+    values: object, catalog: OptionCatalog, source: str = "config", *, environ: Mapping[str, str | bytes] = os.environ
+) -> Config:
+    """Options as written in a configuration file: kebab-case keys."""
+    spelt = {option.key: option for option in catalog.options.values()}
+    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
 
 
-def _strings(key: str, value: Any) -> frozenset[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise ConfigError(f"{key}: must be a list of strings")
-    return frozenset(value)
+def parse_policy_config(
+    values: object, catalog: OptionCatalog, source: str, *, environ: Mapping[str, str | bytes] = os.environ
+) -> Config:
+    """A Pulumi policy's config: camelCase keys, and no rule selection (enforcement levels do that)."""
+    spelt = {option.camel_key: option for option in catalog.options.values() if not option.selects_rules}
+    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
 
 
-def _env_name(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-        raise ConfigError(f"{key}: must be an environment variable name")
-    return value
-
-
-def _extra_classes(key: str, value: Any) -> dict[str, DeviceClass]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{key}: must map device class names to {{pin-attribute, topology-attribute}}")
-    classes = {}
-    for name, spec in value.items():
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("pin-attribute"), str):
-            raise ConfigError(f"{key}.{name}: needs pin-attribute: '<driver domain>/<attribute>'")
-        unknown = sorted(set(spec) - {"pin-attribute", "topology-attribute"})
-        if unknown:
-            raise ConfigError(f"{key}.{name}: unknown key {', '.join(unknown)}")
-        domain, slash, attribute = spec["pin-attribute"].partition("/")
-        if not slash or not domain or not attribute:
-            raise ConfigError(f"{key}.{name}.pin-attribute: must be qualified as '<driver domain>/<attribute>'")
-        topology = spec.get("topology-attribute", PCIE_ROOT)
-        if not isinstance(topology, str) or "/" not in topology:
-            raise ConfigError(f"{key}.{name}.topology-attribute: must be a qualified attribute name")
-        classes[str(name)] = DeviceClass(str(name), domain, attribute, topology)
-    return classes
-
-
-# key -> (Config field, parser)
-OPTIONS: Mapping[str, tuple[str, Callable[[str, Any], Any]]] = {
-    "enable": ("enable", _rule_ids),
-    "disable": ("disable", _rule_ids),
-    "non-waivable": ("non_waivable", _rule_ids),
-    "admin-namespaces": ("admin_namespaces", _strings),
-    "non-accelerator-classes": ("non_accelerator_classes", _strings),
-    "extra-legacy-resources": ("extra_legacy_resources", _strings),
-    "extra-classes": ("extra_classes", _extra_classes),
-    "hmac-key-env": ("hmac_key_env", _env_name),
-}
-
-
-def config_from_mapping(values: Mapping[str, Any], source: str = "config") -> Config:
+def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, context: ParseContext) -> Config:
     if not isinstance(values, Mapping):
         raise ConfigError(f"{source}: must be a mapping of options")
-    settings: dict[str, Any] = {"source": source}
+    parsed: dict[str, object] = {}
     for key, value in values.items():
-        if key not in OPTIONS:
-            raise ConfigError(f"{source}: unknown option {key!r}; known options: {', '.join(OPTIONS)}")
-        field_name, parse = OPTIONS[key]
+        option = spelt.get(key)
+        if option is None:
+            raise ConfigError(f"{source}: unknown option {key!r}; known options: {', '.join(spelt)}")
         try:
-            settings[field_name] = parse(key, value)
+            parsed[option.key] = option.parse(key, value, context)
         except ConfigError as error:
             raise ConfigError(f"{source}: {error}") from None
-    return Config(**settings)
+    return Config(parsed, source)
 
 
-def load_config_file(path: str | os.PathLike[str]) -> Config:
+def load_config_file(
+    path: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
+) -> Config:
     file = os.fspath(path)
     try:
         with open(file, encoding="utf-8") as handle:
@@ -150,15 +207,18 @@ def load_config_file(path: str | os.PathLike[str]) -> Config:
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{file}: invalid TOML: {error}") from None
-        return config_from_mapping(document.get("tool", {}).get("dra-guard", {}), f"{file} [tool.dra-guard]")
+        table = document.get("tool", {}).get("dra-guard", {})
+        return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise ConfigError(f"{file}: invalid YAML: {error}") from None
-    return config_from_mapping(document or {}, str(file))
+    return parse_config(document or {}, catalog, str(file), environ=environ)
 
 
-def discover_config(directory: str | os.PathLike[str] = ".") -> Config:
+def discover_config(
+    directory: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
+) -> Config:
     """The first of .dra-guard.yaml / pyproject.toml (with a [tool.dra-guard] table) here."""
     for name in CONFIG_FILE_NAMES:
         candidate = os.path.join(directory, name)
@@ -168,5 +228,5 @@ def discover_config(directory: str | os.PathLike[str] = ".") -> Config:
             with open(candidate, encoding="utf-8", errors="replace") as handle:
                 if "[tool.dra-guard" not in handle.read():
                     continue
-        return load_config_file(candidate)
+        return load_config_file(candidate, catalog, environ=environ)
     return Config()

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dra_guard.config import Config
 from dra_guard.findings import ObjectRef, Severity
-from dra_guard.loader import Document
 from dra_guard.manifest import (
     CLAIM_KINDS,
     DeviceRequestView,
@@ -23,14 +22,44 @@ from dra_guard.manifest import (
 )
 
 
+class Location(Protocol):
+    """Where an object sits in its file: all a resource needs from the loader's documents."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def index(self) -> int:
+        """1-based position of the document in its file."""
+
+    @property
+    def line(self) -> int:
+        """1-based line where the document starts."""
+
+    @property
+    def text(self) -> str | None:
+        """The whole file's text, when it is kept (see `span`)."""
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """The document's [start, end) slice of `text`."""
+
+    def line_of(self, path: Sequence[str | int]) -> int:
+        """The line of the node at `path` inside the document."""
+
+
 @dataclass(frozen=True)
 class Violation:
     """What a rule's `check()` yields; the engine adds the rule, object, file and line."""
 
     path: Path
     message: str
-    #: Only for rules whose findings differ in severity (DRA008, DRA009).
+    #: Only for rules whose findings differ in severity from the rule's own.
     severity: Severity | None = None
+    #: Set when the finding depends on other objects of the input (another pod using the
+    #: same claim, a template that is or is not there): front ends that check one object
+    #: at a time leave these to a check of the whole set.
+    cross_object: bool = False
 
 
 class Resource:
@@ -39,7 +68,7 @@ class Resource:
     # Plain attributes: functools.cached_property takes a lock on every access (3.11),
     # and these are read for every rule on every object.
     def __init__(
-        self, obj: Mapping[str, Any], document: Document | None = None, prefix: Path = (), origin: str | None = None
+        self, obj: Mapping[str, Any], document: Location | None = None, prefix: Path = (), origin: str | None = None
     ) -> None:
         self.obj = obj
         self.document = document

@@ -3,28 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
-from dra_guard.config import Config
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Finding, InputError, json_pointer
-from dra_guard.loader import Document
+from dra_guard.config import NON_WAIVABLE, Config
+from dra_guard.context import Context, Location, Resource, Violation
+from dra_guard.findings import Finding, InputError, Report, json_pointer
 from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
 
 
-@dataclass
-class Report:
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    files: int = 0
-    objects: int = 0
+class LoadedDocument(Location, Protocol):
+    """A document from a loader stream: its location and the object read from it."""
+
+    @property
+    def obj(self) -> Any: ...
 
 
 def _expand(
-    obj: Mapping[str, Any], document: Document | None, errors: list[InputError], origin: str | None = None
+    obj: Mapping[str, Any], document: Location | None, errors: list[InputError], origin: str | None = None
 ) -> Iterator[Resource]:
     """The object itself, or each item of a `List` / `*List` with its `/items/N` prefix."""
     if not is_list_kind(obj):
@@ -68,6 +65,7 @@ def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
         origin=resource.origin,
+        cross_object=violation.cross_object,
     )
 
 
@@ -82,6 +80,10 @@ class Checker:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
         rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
+        # Each rule says whether it can be waived; the configuration may override them all.
+        configured = self.config.get(NON_WAIVABLE)
+        declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
+        self._non_waivable = declared if configured is None else configured
         self._per_object = [rule for rule in rules if not rule.cross_object]
         self._cross_object = [rule for rule in rules if rule.cross_object]
         self._by_kind: dict[tuple[bool, str], list[Rule]] = {}
@@ -108,7 +110,7 @@ class Checker:
     def add_error(self, error: InputError) -> None:
         self.report.errors.append(error)
 
-    def add_object(self, obj: object, document: Document | None = None, origin: str | None = None) -> None:
+    def add_object(self, obj: object, document: Location | None = None, origin: str | None = None) -> None:
         """A document's or caller's object: expanded if it is a List, an error if no mapping."""
         if not isinstance(obj, Mapping):
             where = f"document {document.index}" if document else "object"
@@ -141,7 +143,7 @@ class Checker:
             note = ""
             reason = _waiver(resource, rule.id)
             if reason:
-                if rule.id not in self.config.non_waivable:
+                if rule.id not in self._non_waivable:
                     continue
                 note = f" ({rule.id} cannot be waived)"
             elif reason == "":
@@ -155,7 +157,7 @@ class Checker:
         return self.report
 
 
-def check_stream(items: Iterable[Document | InputError], config: Config | None = None) -> Report:
+def check_stream(items: Iterable[LoadedDocument | InputError], config: Config | None = None) -> Report:
     """Check documents as a loader stream yields them, keeping its errors in order."""
     checker = Checker(config)
     for item in items:

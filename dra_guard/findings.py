@@ -1,8 +1,9 @@
-"""What the engine produces: findings about objects, and errors about unreadable input."""
+"""What the engine produces: findings about objects, errors about unreadable input, and the
+report that holds both."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 
@@ -50,6 +51,8 @@ class Finding:
     line: int | None = None
     #: Where an object without a file came from: a cdk8s construct path, a Pulumi URN.
     origin: str | None = None
+    #: The finding depends on other objects of the input, not on this object alone.
+    cross_object: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,16 @@ class InputError:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+
+@dataclass
+class Report:
+    """One check's outcome, in the order the renderers print it."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    files: int = 0
+    objects: int = 0
 
 
 def json_pointer(path: tuple[str | int, ...]) -> str:

@@ -9,16 +9,19 @@ holding strong references so an identity cannot be reused while cached.
 
 Only the dra-guard pack's own `__main__` installs this, so only our policies share the
 read-only proxies (none of them writes to props).  If the SDK's internals ever change
-shape, `install()` does nothing and the pack behaves exactly as the SDK alone would.
+shape, `install()` does nothing and the pack behaves exactly as the SDK alone would,
+only slower; `install_or_warn()` then says so on stderr (stdout is the Pulumi CLI's: its
+first line must be the port).  `python -m bench.pulumi_analyze` measures both ways.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TextIO
 
 import pulumi_policy.policy
 
@@ -64,3 +67,15 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy)
     setattr(sdk, _PATCHED, True)
     return True
+
+
+def install_or_warn(sdk: Any = pulumi_policy.policy, stderr: TextIO | None = None) -> bool:
+    """`install()`, with a warning on stderr when the SDK cannot be patched."""
+    if install(sdk):
+        return True
+    (stderr or sys.stderr).write(
+        "dra-guard policy pack: warning: pulumi_policy's Analyzer no longer has the shape "
+        "pulumi_dra.analyze_once patches; each resource is deserialized once per policy "
+        "(same results, slower)\n"
+    )
+    return False

@@ -1,19 +1,22 @@
 """The dra-guard rules as Pulumi policies (`pulumi_dra/policy/__main__.py` packs them).
 
-One ResourceValidationPolicy per rule, named `dra0NN-<rule-name>`, checks each
-Kubernetes resource on its own; `dra005-...-stack` and `dra009-...-stack` check the whole
-stack for what one resource cannot show (a claim used by several pods, templates that
-exist nowhere in the stack).  Props arrive as the SDK's read-only proxies with numbers as
-floats; an unknown value during preview is reported as advisory "cannot verify until
-apply", never as an error.
+One ResourceValidationPolicy per rule, named after it (`dra0NN-<rule-name>`), checks each
+Kubernetes resource on its own.  A rule that needs the whole object set (CROSS_OBJECT)
+also gets a StackValidationPolicy, `<policy name>-stack`: one check over the stack, of
+which it reports only the findings the engine marks as cross-object (a claim used by
+several pods, a template that exists nowhere in the stack), the ones no resource shows
+on its own.  Everything here is derived from the registry; nothing names a rule.
+
+Each policy's `--policy-pack-config` goes through dra-guard's one config parser
+(camelCase keys); a configuration it refuses is reported by that policy, with the same
+message as the CLI's, instead of checking.  Props are unwrapped by `pulumi_dra.props`;
+a value unknown during preview is reported as advisory "cannot verify until apply".
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -25,28 +28,26 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
     StackValidationPolicy,
-    proxy,
 )
 from pulumi_policy import Severity as PolicySeverity
-from pulumi_policy.proxy import UnknownValueError
 
-from dra_guard.config import DEFAULT_NON_WAIVABLE, Config
+from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
 from dra_guard.rules import RULES, Rule
+from pulumi_dra.props import CannotVerifyUntilApply, kubernetes_object
 
 PACK_NAME = "dra-guard"
+#: PulumiPolicy.yaml's description (a test keeps the file in step).
+PACK_DESCRIPTION = "Isolated sliced accelerators on Kubernetes DRA: the dra-guard rules, one policy per rule."
 CROSS_OBJECT_SUFFIX = "-stack"
 
-#: The same options for every policy (`--policy-pack-config`), defaults applied here too:
-#: the CLI fills defaults from the schema, but the SDK alone (and our tests) do not.
+#: The same options for every policy, from the registry: each option's camelCase key,
+#: except those that select rules (enforcement levels do that in Pulumi).  The CLI fills
+#: in these defaults; the SDK alone (and our tests) do not, and need not: an option that
+#: is not set reads as its default.
 CONFIG_SCHEMA = PolicyConfigSchema(
-    properties={
-        "adminNamespaces": {"type": "array", "items": {"type": "string"}, "default": []},
-        "nonAcceleratorClasses": {"type": "array", "items": {"type": "string"}, "default": []},
-        "extraLegacyResources": {"type": "array", "items": {"type": "string"}, "default": []},
-        "hmacKeyEnv": {"type": "string", "default": ""},
-    }
+    properties={option.camel_key: option.schema() for option in RULES.options.values() if not option.selects_rules}
 )
 
 
@@ -55,132 +56,11 @@ def default_enforcement(rule: Rule) -> EnforcementLevel:
     return EnforcementLevel.MANDATORY if rule.severity >= Severity.HIGH else EnforcementLevel.ADVISORY
 
 
-def kubernetes_api_version(resource_type: str) -> str | None:
-    """`kubernetes:apps/v1:Deployment` -> `apps/v1`; `kubernetes:core/v1:Pod` -> `v1`.
-
-    None for anything that is not a Kubernetes object type (providers, components such as
-    `kubernetes:yaml/v2:ConfigGroup` or `kubernetes:helm.sh/v4:Chart`, whose children are
-    validated one by one).
-    """
-    parts = resource_type.split(":")
-    if len(parts) != 3 or parts[0] != "kubernetes" or "/" not in parts[1]:
-        return None
-    group, _, version = parts[1].partition("/")
-    if group in ("yaml", "helm.sh", "kustomize"):
-        return None
-    return version if group == "core" else f"{group}/{version}"
-
-
-class CannotVerifyUntilApply(UnknownValueError):
-    """An unknown value: the SDK reports this as an advisory diagnostic, not a failure."""
-
-    def __init__(self, unknown: UnknownValueError) -> None:
-        super().__init__(unknown.unknown_type_sentinel, unknown.props)
-        self.message = f"cannot verify until apply: {super().__getattribute__('message')}"
-
-    def __str__(self) -> str:
-        return self.message
-
-
-_UNKNOWN_SENTINELS = frozenset(
-    getattr(proxy, name)
-    for name in dir(proxy)
-    if name.startswith("UNKNOWN_") and name.endswith("_VALUE") and isinstance(getattr(proxy, name), str)
-)
-# The SDK's proxy classes expose their target under "__target"; if they are ever renamed,
-# the generic Mapping/Sequence path below (checked reads) still gives the same result.
-_PROXY_CLASSES: tuple[type, ...] = tuple(
-    cls for cls in (getattr(proxy, "_DictProxy", None), getattr(proxy, "_ListProxy", None)) if isinstance(cls, type)
-)
-
-
-class _UnknownSeen(Exception):
-    """Raised by the fast walk; the slow walk then finds where, for the message."""
-
-
-def _plain(value: Any) -> Any:
-    """Proxies to plain dicts and lists; an unknown value raises UnknownValueError.
-
-    The SDK's proxies check every read; reading their targets and checking the leaves
-    here does the same job in one pass.  Paths are only worked out when an unknown is
-    actually there (rare, and only during preview).
-    """
-    try:
-        return _fast_plain(value)
-    except _UnknownSeen:
-        _checked_walk(value, [])
-        raise AssertionError("unknown value not found again") from None  # pragma: no cover
-
-
-def _fast_plain(value: Any) -> Any:
-    kind = type(value)
-    if kind in _PROXY_CLASSES:
-        value = value["__target"]
-        kind = type(value)
-    if kind is dict:
-        return {key: _fast_plain(item) for key, item in value.items()}
-    if kind is list:
-        return [_fast_plain(item) for item in value]
-    if kind is str:
-        if value in _UNKNOWN_SENTINELS:
-            raise _UnknownSeen
-        return value
-    if isinstance(value, Mapping):
-        return {key: _fast_plain(value[key]) for key in value}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_fast_plain(item) for item in value]
-    return value
-
-
-def _checked_walk(value: Any, path: list[str]) -> None:
-    """Reads everything through the SDK's own checks, which raise with the exact path."""
-    if isinstance(value, str) and value in _UNKNOWN_SENTINELS:
-        raise UnknownValueError(value, path)
-    if isinstance(value, Mapping):
-        for key in value:
-            _checked_walk(value[key], [*path, str(key)])
-    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        for index in range(len(value)):
-            _checked_walk(value[index], [*path, str(index)])
-
-
-def kubernetes_object(resource_type: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
-    api_version = kubernetes_api_version(resource_type)
-    if api_version is None:
-        return None
-    try:
-        obj = _plain(props)
-    except UnknownValueError as unknown:
-        raise CannotVerifyUntilApply(unknown) from None
-    obj.setdefault("apiVersion", api_version)
-    obj.setdefault("kind", resource_type.rsplit(":", 1)[1])
-    return dict(obj)
-
-
-def config_from_policy(values: Mapping[str, Any] | None, rule_ids: Iterable[str]) -> Config:
+def config_from_policy(values: Mapping[str, Any] | None, policy_name: str) -> Config:
+    """A policy's `--policy-pack-config` through the one config parser (ConfigError if bad)."""
     if not values:
-        return _default_config(frozenset(rule_ids))
-    return _config(values, rule_ids)
-
-
-@functools.lru_cache(maxsize=64)
-def _default_config(rule_ids: frozenset[str]) -> Config:
-    # The common case (no --policy-pack-config): build it once, not per resource and policy.
-    return _config({}, rule_ids)
-
-
-def _config(values: Mapping[str, Any], rule_ids: Iterable[str]) -> Config:
-    key_env = values.get("hmacKeyEnv") or None
-    key = os.environ.get(key_env) if key_env else None
-    return Config(
-        enable=frozenset(rule_ids),
-        non_waivable=DEFAULT_NON_WAIVABLE,
-        admin_namespaces=frozenset(values.get("adminNamespaces") or ()),
-        non_accelerator_classes=frozenset(values.get("nonAcceleratorClasses") or ()),
-        extra_legacy_resources=frozenset(values.get("extraLegacyResources") or ()),
-        hmac_key_env=key_env,
-        hmac_key=key.encode("utf-8") if key else None,
-    )
+        return Config()
+    return parse_policy_config(values, RULES, f"policy {policy_name}")
 
 
 def violation_text(finding: Finding) -> str:
@@ -188,12 +68,6 @@ def violation_text(finding: Finding) -> str:
         f"{finding.rule} [{finding.severity.label}] {finding.object} at {finding.path or '/'}: "
         f"{finding.message}. Fix: {finding.remediation}"
     )
-
-
-def _missing_key(config: Config) -> str | None:
-    if config.hmac_key_env and config.hmac_key is None:
-        return f"hmacKeyEnv names {config.hmac_key_env}, which is not set; isolation tags cannot be verified"
-    return None
 
 
 class _LastResource(threading.local):
@@ -208,51 +82,57 @@ class _LastResource(threading.local):
     props: Any = None
     config_values: Mapping[str, Any] | None = None
     findings: dict[str, list[Finding]] | None = None
-    unknown: CannotVerifyUntilApply | None = None
+    #: Why the rules could not run: a configuration the parser refused, or an unknown value.
+    problem: ConfigError | CannotVerifyUntilApply | None = None
 
 
 _last = _LastResource()
 
 
-def _findings_by_rule(args: ResourceValidationArgs) -> dict[str, list[Finding]] | None:
-    """Findings of every rule for this resource, or None when it is no Kubernetes object."""
+def _findings_by_rule(args: ResourceValidationArgs, policy_name: str) -> dict[str, list[Finding]] | None:
+    """Per-object findings of every rule for this resource; None when it is no Kubernetes object."""
     values = args.get_config() or None
     if _last.props is not args.props or _last.config_values != values:
-        _last.props, _last.config_values, _last.findings, _last.unknown = args.props, values, None, None
+        _last.props, _last.config_values, _last.findings, _last.problem = args.props, values, None, None
         try:
+            config = config_from_policy(values, policy_name)
             obj = kubernetes_object(args.resource_type, args.props)
-        except CannotVerifyUntilApply as unknown:
-            _last.unknown = unknown
+        except (ConfigError, CannotVerifyUntilApply) as problem:
+            _last.problem = problem
         else:
             if obj is not None:
-                config = config_from_policy(values, RULES)
                 report = check_objects([obj], config, origins=[args.urn], complete=False)
                 _last.findings = {rule_id: [] for rule_id in RULES}
                 for finding in report.findings:
-                    _last.findings[finding.rule].append(finding)
-    if _last.unknown is not None:
-        raise CannotVerifyUntilApply(_last.unknown)
+                    if not finding.cross_object:  # the stack policies report those
+                        _last.findings[finding.rule].append(finding)
+    if isinstance(_last.problem, ConfigError):
+        config_from_policy(values, policy_name)  # raises again, naming this policy
+    if isinstance(_last.problem, CannotVerifyUntilApply):
+        raise CannotVerifyUntilApply(_last.problem)  # a fresh one: the SDK reads its message
     return _last.findings
 
 
 def _resource_validator(rule: Rule) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-        findings = _findings_by_rule(args)
-        if findings is None:
+        try:
+            findings = _findings_by_rule(args, rule.slug)
+        except ConfigError as error:
+            report_violation(str(error), None)
             return
-        if rule.id == "DRA012":
-            problem = _missing_key(config_from_policy(args.get_config(), [rule.id]))
-            if problem is not None:
-                report_violation(problem, None)
-                return
-        for finding in findings[rule.id]:
+        for finding in (findings or {}).get(rule.id, ()):
             report_violation(violation_text(finding), None)
 
     return validate
 
 
-def _stack_validator(rule: Rule) -> Callable[[StackValidationArgs, ReportViolation], None]:
+def _stack_validator(rule: Rule, policy_name: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        try:
+            config = config_from_policy(args.get_config(), policy_name)
+        except ConfigError as error:
+            report_violation(str(error), None)
+            return
         objects, urns = [], []
         for resource in args.resources:
             try:
@@ -262,16 +142,11 @@ def _stack_validator(rule: Rule) -> Callable[[StackValidationArgs, ReportViolati
             if obj is not None:
                 objects.append(obj)
                 urns.append(resource.urn)
-        config = config_from_policy(args.get_config(), [rule.id])
-        whole = check_objects(objects, config, origins=urns, complete=True).findings
-        # Only what the per-resource pass cannot see: report each finding once.
-        seen_alone = {
-            (finding.origin, finding.path, finding.message)
-            for obj, urn in zip(objects, urns, strict=True)
-            for finding in check_objects([obj], config, origins=[urn], complete=False).findings
-        }
-        for finding in whole:
-            if (finding.origin, finding.path, finding.message) not in seen_alone:
+        # One run of this rule over the stack; the per-object findings are the resource
+        # policy's to report, so only what needed the other objects is reported here.
+        report = check_objects(objects, config.with_value(ENABLE, frozenset({rule.id})), origins=urns)
+        for finding in report.findings:
+            if finding.cross_object:
                 report_violation(violation_text(finding), finding.origin)
 
     return validate
@@ -293,11 +168,12 @@ def build_policies() -> list[Policy]:
             )
         )
         if rule.cross_object:
+            name = rule.slug + CROSS_OBJECT_SUFFIX
             policies.append(
                 StackValidationPolicy(
-                    name=rule.slug + CROSS_OBJECT_SUFFIX,
+                    name=name,
                     description=f"{rule.summary} (across the whole stack)",
-                    validate=_stack_validator(rule),
+                    validate=_stack_validator(rule, name),
                     **common,
                 )
             )

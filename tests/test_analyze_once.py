@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import threading
 from types import SimpleNamespace
 from typing import Any
 
-from pulumi_dra.analyze_once import install, memoize_last_call
+from pulumi_dra.analyze_once import install, install_or_warn, memoize_last_call
 
 
 def test_memoizes_only_the_very_same_arguments() -> None:
@@ -48,3 +49,11 @@ def test_patched_sdk_still_converts_messages() -> None:
     converted = sdk.json_format.MessageToDict(message)
     assert converted == {"count": 2.0, "name": "x"}
     assert sdk.json_format.MessageToDict(message) is converted
+
+
+def test_the_pack_warns_on_stderr_when_it_cannot_install() -> None:
+    stderr = io.StringIO()
+    assert install_or_warn(SimpleNamespace(), stderr) is False
+    assert stderr.getvalue().startswith("dra-guard policy pack: warning:") and "once per policy" in stderr.getvalue()
+    stderr = io.StringIO()
+    assert install_or_warn(stderr=stderr) is True and stderr.getvalue() == ""

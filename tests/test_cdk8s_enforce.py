@@ -15,8 +15,9 @@ from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
-from dra_guard.config import Config
-from tests.conftest import REPO_ROOT
+from dra_guard.config import ConfigError, parse_config
+from dra_guard.rules import RULES
+from testkit.paths import REPO_ROOT
 
 CDK8S = REPO_ROOT / "node_modules" / ".bin" / "cdk8s"
 # The environment running the tests (make test's .venv, or any other): its dra-guard and
@@ -76,7 +77,23 @@ def test_enforce_sees_objects_together_and_respects_fail_on() -> None:
 def test_enforce_with_hmac_key_from_config() -> None:
     chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
     IsolatedAcceleratorWorkload(chart, "signed", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), hmac_key="k")
-    assert enforce(chart, Config(hmac_key=b"k")).validate() == []
+    keyed = parse_config({"hmac-key-env": "KEY"}, RULES, "test", environ={"KEY": "k"})
+    assert enforce(chart, keyed).validate() == []
+
+
+def test_enforce_takes_options_as_the_config_file_writes_them() -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    _legacy_deployment(chart).add_json_patch(
+        JsonPatch.replace("/spec/template/spec/containers/0/resources/limits", {"example.com/gpu": 1})
+    )
+    assert enforce(chart).validate() == []
+    (message,) = enforce(chart, {"extra-legacy-resources": ["example.com/gpu"]}).validate()
+    assert message.startswith("DRA001 [critical] Deployment/ns/legacy")
+    # The CLI's message for the same mistake, naming where the configuration was given.
+    with pytest.raises(
+        ConfigError, match=r"^dra-guard config of c: extra-legacy-resources: must be a list of strings$"
+    ):
+        enforce(chart, {"extra-legacy-resources": "example.com/gpu"})
 
 
 def test_our_constructs_validate_themselves_after_edits() -> None:

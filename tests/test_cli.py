@@ -13,9 +13,10 @@ import pytest
 import yaml
 
 from dra_guard import __version__, isolated_workload
-from dra_guard.cli import rules_markdown
-from tests.conftest import REPO_ROOT
-from tests.rulecases import MIG
+from dra_guard.docs import explain_text, rules_markdown
+from dra_guard.rules import RULES, Rule
+from testkit.paths import REPO_ROOT
+from testkit.rulecases import MIG
 
 CORPUS = REPO_ROOT / "tests" / "corpus"
 GPU_POD = CORPUS / "legacy-device-plugin" / "gpu-pod.yaml"
@@ -94,7 +95,7 @@ def test_sarif_validates_against_the_official_schema(tmp_path: Path) -> None:
     schema = json.loads((Path(sarif_schema.__file__).parent / "sarif-2.1.0.json").read_text())
     jsonschema.Draft4Validator(schema).validate(document)
     run_ = document["runs"][0]
-    assert [rule["id"] for rule in run_["tool"]["driver"]["rules"]] == [f"DRA{n:03d}" for n in range(1, 13)]
+    assert [rule["id"] for rule in run_["tool"]["driver"]["rules"]] == list(RULES)
     assert len(run_["results"]) > 100
     for sarif_result in run_["results"]:
         location = sarif_result["locations"][0]["physicalLocation"]
@@ -178,15 +179,40 @@ def test_config_file_errors_and_options(tmp_path: Path) -> None:
 
 def test_rules_and_explain() -> None:
     listing = run("rules").stdout.splitlines()
-    assert len(listing) == 12 and listing[0].startswith("DRA001  legacy-extended-resource")
+    assert len(listing) == len(RULES) and listing[0].startswith("DRA001  legacy-extended-resource")
     explained = run("explain", "DRA007")
     assert explained.returncode == 0 and "temporal-sharing" in explained.stdout and "Fix:" in explained.stdout
     assert run("explain", "dra007").returncode == 0
-    assert run("explain", "DRA099").returncode == 2
+    assert run("explain", "temporal-sharing").stdout == explained.stdout
+    assert run("explain", "DRA999").returncode == 2
+
+
+@pytest.mark.parametrize("rule", RULES.values(), ids=list(RULES))
+def test_explain_shows_what_the_rule_module_declares(rule: Rule) -> None:
+    text = explain_text(rule)
+    assert text.startswith(f"{rule.id} {rule.name} ({rule.severity.label})")
+    assert ("Not waivable" in text) is not rule.waivable
+    for option in rule.options:
+        assert f"{option.key} (Pulumi: {option.camel_key})" in text and option.doc in text
+    for example in rule.examples:
+        assert example.title in text and all(where in text for where in example.findings)
 
 
 def test_docs_rules_md_is_generated_from_the_registry() -> None:
-    assert (REPO_ROOT / "docs" / "rules.md").read_text() == rules_markdown(), "stale: run `make docs`"
+    assert (REPO_ROOT / "docs" / "rules.md").read_text() == rules_markdown(RULES), "stale: run `make docs`"
+
+
+def test_docs_show_options_waivability_and_examples() -> None:
+    markdown = rules_markdown(RULES)
+    for option in RULES.options.values():
+        row = next(line for line in markdown.splitlines() if line.startswith(f"| `{option.key}` |"))
+        assert option.doc in row and (option.default_doc or json.dumps(option.type.to_json(option.default))) in row
+    for rule in RULES.values():
+        section = markdown.split(f"\n## {rule.slug}\n", 1)[1].split("\n## ", 1)[0]
+        assert ("**not waivable**" in section) is not rule.waivable
+        assert all(option.doc in section for option in rule.options)
+        for example in rule.examples:
+            assert example.title in section and all(f"`{where}`" in section for where in example.findings)
 
 
 def test_pre_commit_hook_definition_runs_the_cli() -> None:

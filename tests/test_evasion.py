@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from dra_guard.config import Config
 from dra_guard.engine import check_stream
 from dra_guard.loader import Source
-from tests.rulecases import findings, request_body, retag, rule_ids, template, workload
+from testkit.rulecases import config, findings, request_body, retag, rule_ids, template, workload
 
 LEGACY = {"nvidia.com/mig-1g.10gb": 1}
 
@@ -171,7 +170,7 @@ def test_non_waivable_rules_cannot_be_suppressed(rule: str) -> None:
     (finding,) = findings(retag(obj))
     assert finding.rule == rule and "cannot be waived" in finding.message
     # ...unless the configuration makes them waivable.
-    assert findings(obj, config=Config(non_waivable=frozenset())) == []
+    assert findings(obj, config=config({"non-waivable": []})) == []
 
 
 def test_suppressing_one_rule_leaves_the_others() -> None:
@@ -186,8 +185,8 @@ def test_disabled_and_enabled_rules() -> None:
     obj = copy.deepcopy(template())
     del request_body(obj)["count"]
     retag(obj)
-    assert rule_ids(obj, config=Config(disable=frozenset({"DRA008"}))) == set()
-    assert rule_ids(obj, config=Config(enable=frozenset({"DRA001"}))) == set()
+    assert rule_ids(obj, config=config({"disable": ["DRA008"]})) == set()
+    assert rule_ids(obj, config=config({"enable": ["DRA001"]})) == set()
 
 
 @pytest.mark.parametrize(

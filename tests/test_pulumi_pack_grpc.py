@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from dra_guard import isolation_tag
-from tests.pack_process import analyze, configure, info, running_pack, struct
-from tests.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
+from dra_guard.rules import RULES
+from pulumi_dra.policies import build_policies
+from testkit.pack_process import analyze, configure, info, running_pack, struct
+from testkit.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
 
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 ADVISORY = analyzer_pb2.EnforcementLevel.Value("ADVISORY")
@@ -28,11 +33,19 @@ def diagnostics(response: Any) -> list[tuple[str, int, str]]:
     return [(d.policyName, d.enforcementLevel, d.message) for d in response.diagnostics]
 
 
+def violations(response: Any) -> list[tuple[str, str]]:
+    """(policy, what it reported): the SDK puts the policy's description before the message."""
+    return [(d.policyName, d.message.removeprefix(d.description + "\n")) for d in response.diagnostics]
+
+
 def test_analyzer_info_lists_every_policy(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
     analyzer = info(pack)
     assert analyzer.name == "dra-guard" and analyzer.supportsConfig
     names = [policy.name for policy in analyzer.policies]
-    assert names[0] == "dra001-legacy-extended-resource" and len(names) == 14
+    assert names == [policy.name for policy in build_policies()]
+    assert names[0] == "dra001-legacy-extended-resource" and len(names) == len(RULES) + sum(
+        rule.cross_object for rule in RULES.values()
+    )
     levels = {policy.name: policy.enforcementLevel for policy in analyzer.policies}
     assert levels["dra004-sanitization-undeclared"] == MANDATORY
     assert levels["dra009-claim-wiring"] == ADVISORY
@@ -90,6 +103,38 @@ def test_configuration_over_grpc() -> None:
         assert [p for p, _, _ in diagnostics(analyze(stub, type_token(admin), admin))] == ["dra006-admin-access"]
         configure(stub, {"dra006-admin-access": {"adminNamespaces": ["ns"]}})
         assert diagnostics(analyze(stub, type_token(admin), admin)) == []
+
+
+def test_bad_configuration_gets_the_clis_message(tmp_path: Path) -> None:
+    """The pack refuses what the CLI refuses, in the same words (the key spelt as written)."""
+    (tmp_path / ".dra-guard.yaml").write_text("admin-namespaces: ns\n")
+    cli = subprocess.run(
+        [sys.executable, "-m", "dra_guard.cli", "check", "."], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert cli.returncode == 2
+    assert cli.stderr == "dra-guard: ./.dra-guard.yaml: admin-namespaces: must be a list of strings\n"
+    with running_pack() as stub:
+        configure(stub, {"dra006-admin-access": {"adminNamespaces": "ns"}})
+        results = violations(analyze(stub, "kubernetes:core/v1:Pod", legacy_pod()))
+    assert ("dra006-admin-access", "policy dra006-admin-access: adminNamespaces: must be a list of strings") in results
+    # The other policies, configured correctly (here: not at all), still check.
+    assert [policy for policy, _ in results] == ["dra001-legacy-extended-resource", "dra006-admin-access"]
+
+
+def test_a_missing_hmac_key_is_a_config_error_for_every_policy_configured_with_it() -> None:
+    template, _ = compliant_pair()
+    policies = [policy.name for policy in build_policies()]
+    with running_pack() as stub:
+        configure(stub, {name: {"hmacKeyEnv": "DRA_GUARD_TEST_UNSET_KEY"} for name in policies})
+        results = violations(analyze(stub, type_token(template), template))
+    assert results == [
+        (
+            rule.slug,
+            f"policy {rule.slug}: hmacKeyEnv names DRA_GUARD_TEST_UNSET_KEY, which is not set or empty; "
+            "isolation tags cannot be verified without the key",
+        )
+        for rule in RULES.values()
+    ]
 
 
 def test_analyze_stack_reports_shared_claims(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:

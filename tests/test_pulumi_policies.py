@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pulumi_policy import (
@@ -19,8 +20,11 @@ from pulumi_policy import (
 from pulumi_policy import Severity as PolicySeverity
 
 from dra_guard.catalog import RESOURCE_API_VERSIONS
-from pulumi_dra.policies import CannotVerifyUntilApply, build_policies, kubernetes_api_version
-from tests.pulumi_props import (
+from dra_guard.rules import RULES
+from pulumi_dra.policies import CONFIG_SCHEMA, PACK_DESCRIPTION, build_policies
+from pulumi_dra.props import CannotVerifyUntilApply, kubernetes_api_version
+from testkit.paths import REPO_ROOT
+from testkit.pulumi_props import (
     UNKNOWN,
     as_pulumi_props,
     claim_user,
@@ -58,11 +62,11 @@ def run_stack_policy(name: str, objects: list[dict[str, Any]]) -> list[tuple[str
 
 
 def test_one_policy_per_rule_named_after_it_with_severity_and_enforcement() -> None:
-    resource_policies = [p for p in POLICIES.values() if isinstance(p, ResourceValidationPolicy)]
-    assert [p.name for p in resource_policies][:2] == ["dra001-legacy-extended-resource", "dra002-profile-not-pinned"]
-    assert len(resource_policies) == 12
-    stack = sorted(p.name for p in POLICIES.values() if isinstance(p, StackValidationPolicy))
-    assert stack == ["dra005-shared-claim-stack", "dra009-claim-wiring-stack"]
+    resource_policies = [p.name for p in POLICIES.values() if isinstance(p, ResourceValidationPolicy)]
+    assert resource_policies == [rule.slug for rule in RULES.values()]
+    stack = [p.name for p in POLICIES.values() if isinstance(p, StackValidationPolicy)]
+    assert stack == [f"{rule.slug}-stack" for rule in RULES.values() if rule.cross_object]
+    assert {"dra005-shared-claim-stack", "dra009-claim-wiring-stack"} <= set(stack)
     assert POLICIES["dra001-legacy-extended-resource"].enforcement_level == EnforcementLevel.MANDATORY
     assert POLICIES["dra002-profile-not-pinned"].enforcement_level == EnforcementLevel.MANDATORY
     assert POLICIES["dra011-topology-unaligned"].enforcement_level == EnforcementLevel.ADVISORY
@@ -186,3 +190,23 @@ def test_policies_never_raise_on_arbitrary_props(resource_type: str, props: Any)
         args = ResourceValidationArgs(resource_type, as_pulumi_props(obj), "urn:x", "x", None, None, None)  # type: ignore[arg-type]
         with contextlib.suppress(CannotVerifyUntilApply):
             policy.validate(args, lambda message, urn=None: None)
+
+
+def test_bad_configuration_is_reported_by_the_policy_instead_of_checking() -> None:
+    (message,) = run_resource_policy("dra006-admin-access", legacy_pod(), {"adminNamespaces": "ns"})
+    assert message == "policy dra006-admin-access: adminNamespaces: must be a list of strings"
+    (message,) = run_resource_policy("dra001-legacy-extended-resource", legacy_pod(), {"enable": ["DRA001"]})
+    assert message.startswith("policy dra001-legacy-extended-resource: unknown option 'enable'; known options: ")
+
+
+def test_config_schema_lists_every_option_but_rule_selection() -> None:
+    expected = {option.camel_key for option in RULES.options.values() if not option.selects_rules}
+    assert set(CONFIG_SCHEMA.properties) == expected
+    assert {"adminNamespaces", "extraLegacyResources", "hmacKeyEnv", "nonAcceleratorClasses"} <= expected
+    assert CONFIG_SCHEMA.properties["adminNamespaces"]["default"] == []
+    assert "default" not in CONFIG_SCHEMA.properties["hmacKeyEnv"]  # the CLI must not fill in a bad name
+
+
+def test_pulumi_policy_yaml_describes_the_pack() -> None:
+    pack = yaml.safe_load((REPO_ROOT / "pulumi_dra" / "policy" / "PulumiPolicy.yaml").read_text())
+    assert pack["description"] == PACK_DESCRIPTION

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import kubernetes_validate
 
+#: pyproject.toml's [tool.ruff] line-length, which the generated module must respect.
+LINE_LENGTH = 120
 KUBERNETES_RELEASES = ("1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.35.0", "1.36.0", "1.37.0")
 API_VERSIONS = ("v1alpha3", "v1beta1", "v1beta2", "v1")
 # The DRA types whose fields DRA010 checks, by their OpenAPI definition names.
@@ -49,7 +51,27 @@ def fields_by_version() -> dict[str, dict[str, list[str]]]:
     }
 
 
+def _entry(type_name: str, fields: list[str]) -> list[str]:
+    """`"Type": frozenset([...]),` as `ruff format` lays it out: on one line, else the list on
+    a line of its own, else one field per line."""
+    names = [json.dumps(field) for field in fields]
+    line = f"        {json.dumps(type_name)}: frozenset([{', '.join(names)}]),"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    inner = f"            [{', '.join(names)}]"
+    if len(inner) <= LINE_LENGTH:
+        return [f"        {json.dumps(type_name)}: frozenset(", inner, "        ),"]
+    return [
+        f"        {json.dumps(type_name)}: frozenset(",
+        "            [",
+        *[f"                {name}," for name in names],
+        "            ]",
+        "        ),",
+    ]
+
+
 def render() -> str:
+    """The module text, already as `ruff format` and `ruff check` want it (a test checks)."""
     table = fields_by_version()
     lines = [
         '"""Fields each resource.k8s.io version has, per DRA type (generated; do not edit).',
@@ -62,9 +84,9 @@ def render() -> str:
         "FIELDS: dict[str, dict[str, frozenset[str]]] = {",
     ]
     for version in sorted(table):
-        lines.append(f"    {version!r}: {{")
+        lines.append(f"    {json.dumps(version)}: {{")
         for type_name, fields in table[version].items():
-            lines.append(f"        {type_name!r}: frozenset({fields!r}),")
+            lines += _entry(type_name, fields)
         lines.append("    },")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the CLI reads FORMATS to build its parser; keep that import light
-    from dra_guard.engine import Report
+from dra_guard.findings import Report  # light: the CLI reads FORMATS to build its parser
 
 # format -> (module, function); a format's module is imported only when it is used.
 _RENDERERS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dra_guard.engine import Report
+from dra_guard.findings import Report
 
 
 def report_dict(report: Report) -> dict[str, Any]:

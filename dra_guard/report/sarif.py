@@ -6,8 +6,7 @@ import json
 from typing import Any
 
 from dra_guard import __version__
-from dra_guard.engine import Report
-from dra_guard.findings import Severity
+from dra_guard.findings import Report, Severity
 from dra_guard.rules import RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from dra_guard.engine import Report
-from dra_guard.findings import Severity
+from dra_guard.findings import Report, Severity
 
 
 def _location(file: str | None, line: int | None) -> str:

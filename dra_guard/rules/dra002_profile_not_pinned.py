@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, get_path, items, text
+from dra_guard.rulekit import Example
 from dra_guard.selectors import Pin, analyse
 
 ID = "DRA002"
@@ -25,7 +26,87 @@ REMEDIATION = (
     "mig.nvidia.com (productName for gpu.nvidia.com, tpuGen for tpu.google.com, partitionProfile for gpu.amd.com)."
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+EXAMPLES = (
+    Example(
+        title="A MIG request without a selector: any profile will do",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+""",
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0/exactly",),
+    ),
+    Example(
+        title="A pin under || constrains nothing",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: slice, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: mig.nvidia.com
+        allocationMode: ExactCount
+        count: 1
+        selectors:
+        - cel: {expression: "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || true"}
+""",
+        findings=("ResourceClaim/slice#/spec/devices/requests/0/exactly",),
+    ),
+    Example(
+        title="A MIG profile selector on the whole-GPU class never matches",
+        manifests="""\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        deviceClassName: gpu.nvidia.com
+        allocationMode: ExactCount
+        count: 1
+        selectors:
+        - cel: {expression: "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}
+""",
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0",),
+    ),
+    Example(
+        title="One MIG profile pinned in a top-level conjunct",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: mig.nvidia.com
+          allocationMode: ExactCount
+          count: 1
+          selectors:
+          - cel:
+              expression: >-
+                device.driver == 'gpu.nvidia.com' &&
+                device.attributes['gpu.nvidia.com'].profile == '1g.10gb'
+""",
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

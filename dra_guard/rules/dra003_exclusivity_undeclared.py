@@ -8,6 +8,7 @@ from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.rulekit import Example
 
 ID = "DRA003"
 NAME = "exclusivity-undeclared"
@@ -21,7 +22,40 @@ RATIONALE = (
 )
 REMEDIATION = f'Add the annotation {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false" to the claim or template.'
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: slice
+  namespace: team-a
+  annotations: {%s}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+"""
+EXAMPLES = (
+    Example(
+        title="An exclusive request that does not say so",
+        manifests=_TEMPLATE % "",
+        findings=("ResourceClaimTemplate/slice#/metadata",),
+    ),
+    Example(
+        title="The annotation says the device may be shared",
+        manifests=_TEMPLATE % f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "true"',
+        findings=("ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1allow-multiple-allocations",),
+    ),
+    Example(
+        title="Exclusivity declared",
+        manifests=_TEMPLATE % f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false"',
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.rulekit import Example
 
 ID = "DRA004"
 NAME = "sanitization-undeclared"
@@ -23,7 +24,45 @@ RATIONALE = (
 )
 REMEDIATION = f"Add {SANITIZATION_ANNOTATION}: WipeOnDeallocate (or ZeroFillMemoryOnRelease) and re-tag the object."
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+#: A device that is not wiped leaks one tenant's memory to the next; no annotation excuses that.
+WAIVABLE = False
+OPTIONS = ()
+_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: slice
+  namespace: team-a
+  annotations: {%s}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+"""
+EXAMPLES = (
+    Example(
+        title="An accelerator claim with no sanitization policy",
+        manifests=_CLAIM % "",
+        findings=("ResourceClaim/slice#/metadata",),
+    ),
+    Example(
+        title="It cannot be waived: the ignore annotation is reported, not obeyed",
+        manifests=_CLAIM % f'{IGNORE_ANNOTATION_PREFIX}{ID}: "the driver wipes anyway"',
+        findings=("ResourceClaim/slice#/metadata",),
+    ),
+    Example(
+        title="An unknown policy name",
+        manifests=_CLAIM % f"{SANITIZATION_ANNOTATION}: Wipe",
+        findings=("ResourceClaim/slice#/metadata/annotations/dra-guard.io~1sanitization",),
+    ),
+    Example(
+        title="Wiped when the claim is deallocated",
+        manifests=_CLAIM % f"{SANITIZATION_ANNOTATION}: WipeOnDeallocate",
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import POD_SPEC_PATHS, Path, items, mapping, pod_claims, text
+from dra_guard.rulekit import Example
 
 ID = "DRA005"
 NAME = "shared-claim"
@@ -19,10 +20,82 @@ RATIONALE = (
 )
 REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one claim per pod."
 _GROUP_KINDS = ("PodGroup", "Workload")
-# Reads the indexes of the whole input set, so it runs after every object is in.
-CROSS_OBJECT = True
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset({*POD_SPEC_PATHS, *_GROUP_KINDS})
+# Reads the indexes of the whole input set, so it runs after every object is in.
+CROSS_OBJECT = True
+WAIVABLE = True
+OPTIONS = ()
+_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: team-a}
+spec:
+  containers:
+  - name: main
+    image: cuda
+    resources:
+      claims: [{name: gpu}]
+  resourceClaims:
+  - {name: gpu, resourceClaimName: shared-slice}
+"""
+EXAMPLES = (
+    Example(
+        title="A Deployment's pod template names one claim: every replica shares the device",
+        manifests="""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inference, namespace: team-a}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: inference}}
+  template:
+    metadata: {labels: {app: inference}}
+    spec:
+      containers:
+      - name: main
+        image: server
+        resources:
+          claims: [{name: gpu}]
+      resourceClaims:
+      - {name: gpu, resourceClaimName: shared-slice}
+""",
+        findings=("Deployment/inference#/spec/template/spec/resourceClaims/0/resourceClaimName",),
+    ),
+    Example(
+        title="Two pods name the same ResourceClaim",
+        manifests=f"{_POD % 'first'}---\n{_POD % 'second'}",
+        findings=(
+            "Pod/first#/spec/resourceClaims/0/resourceClaimName",
+            "Pod/second#/spec/resourceClaims/0/resourceClaimName",
+        ),
+    ),
+    Example(
+        title="One pod, one claim of its own",
+        manifests=_POD % "only",
+    ),
+    Example(
+        title="Each replica gets its own claim from a template",
+        manifests="""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inference, namespace: team-a}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: inference}}
+  template:
+    metadata: {labels: {app: inference}}
+    spec:
+      containers:
+      - name: main
+        image: server
+        resources:
+          claims: [{name: gpu}]
+      resourceClaims:
+      - {name: gpu, resourceClaimTemplateName: slice}
+""",
+    ),
+)
 
 
 def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:
@@ -63,4 +136,8 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         ]
         if others:
             names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
-            yield Violation((*path, "resourceClaimName"), f"ResourceClaim {claim_name!r} is also used by {names}")
+            yield Violation(
+                (*path, "resourceClaimName"),
+                f"ResourceClaim {claim_name!r} is also used by {names}",
+                cross_object=True,
+            )

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS
+from dra_guard.options import STRING_SET, Option
+from dra_guard.rulekit import Example
 
 ID = "DRA006"
 NAME = "admin-access"
@@ -22,12 +24,44 @@ REMEDIATION = (
     'dra-guard configuration (and labelled resource.kubernetes.io/admin-access: "true").'
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+#: Admin access reads other tenants' devices; only configuration may allow it, not an annotation.
+WAIVABLE = False
+ADMIN_NAMESPACES = Option(
+    key="admin-namespaces",
+    type=STRING_SET,
+    default=frozenset(),
+    doc="Namespaces where requests may use adminAccess (monitoring and maintenance agents).",
+)
+OPTIONS = (ADMIN_NAMESPACES,)
+_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: monitor, namespace: %s}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.nvidia.com, allocationMode: All, adminAccess: true}
+"""
+EXAMPLES = (
+    Example(
+        title="adminAccess in a tenant's namespace",
+        manifests=_CLAIM % "team-a",
+        findings=("ResourceClaim/monitor#/spec/devices/requests/0/exactly/adminAccess",),
+    ),
+    Example(
+        title="adminAccess in a namespace listed under admin-namespaces",
+        manifests=_CLAIM % "gpu-ops",
+        config={"admin-namespaces": ["gpu-ops"]},
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
     namespace = resource.namespace
-    if namespace in context.config.admin_namespaces:
+    if namespace in context.config.get(ADMIN_NAMESPACES):
         return
     for request in resource.requests:
         if request.body.get("adminAccess") is True:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, items, mapping, text
+from dra_guard.rulekit import Example
 
 ID = "DRA007"
 NAME = "temporal-sharing"
@@ -20,6 +21,58 @@ REMEDIATION = "Remove the sharing section; give each workload its own slice (a M
 _SHARING = {"timeslicing", "mps"}
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset({*CLAIM_KINDS, "DeviceClass"})
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+      config:
+      - requests: [gpu]
+        opaque:
+          driver: gpu.nvidia.com
+          parameters:
+            apiVersion: resource.nvidia.com/v1beta1
+            kind: MigDeviceConfig
+            sharing: {strategy: %s}
+"""
+EXAMPLES = (
+    Example(
+        title="MPS on a MIG slice",
+        manifests=_TEMPLATE % "MPS",
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/config/0/opaque/parameters/sharing/strategy",),
+    ),
+    Example(
+        title="A DeviceClass that time-slices every device it hands out",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: shared-gpu}
+spec:
+  selectors:
+  - cel: {expression: "device.driver == 'gpu.nvidia.com'"}
+  config:
+  - opaque:
+      driver: gpu.nvidia.com
+      parameters:
+        apiVersion: resource.nvidia.com/v1beta1
+        kind: GpuConfig
+        sharing: {strategy: TimeSlicing}
+""",
+        findings=("DeviceClass/shared-gpu#/spec/config/0/opaque/parameters/sharing/strategy",),
+    ),
+    Example(
+        title="A configuration that shares nothing",
+        manifests=_TEMPLATE % "None",
+    ),
+)
 
 
 def _configs(resource: Resource) -> Iterator[tuple[Path, object]]:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS
+from dra_guard.rulekit import Example
 
 ID = "DRA008"
 NAME = "nondeterministic-allocation"
@@ -19,7 +20,36 @@ RATIONALE = (
 )
 REMEDIATION = "Set allocationMode: ExactCount and count: <n> on every accelerator request."
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: slice, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: mig.nvidia.com, %s}
+"""
+EXAMPLES = (
+    Example(
+        title="allocationMode: All takes every matching device on the node (high)",
+        manifests=_CLAIM % "allocationMode: All",
+        findings=("ResourceClaim/slice#/spec/devices/requests/0/exactly/allocationMode",),
+    ),
+    Example(
+        title="The count is left to the API default (medium)",
+        manifests=_CLAIM % "allocationMode: ExactCount",
+        findings=("ResourceClaim/slice#/spec/devices/requests/0/exactly",),
+    ),
+    Example(
+        title="An explicit, exact count",
+        manifests=_CLAIM % "allocationMode: ExactCount, count: 1",
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -8,6 +8,7 @@ from typing import Any
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import POD_SPEC_PATHS, Path, containers, pod_claims, request_names, text
+from dra_guard.rulekit import Example
 
 ID = "DRA009"
 NAME = "claim-wiring"
@@ -23,10 +24,60 @@ REMEDIATION = (
     "Make every container's resources.claims[].name match a spec.resourceClaims[].name, use every pod claim, "
     "and check template and request names."
 )
-# Reads the indexes of the whole input set, so it runs after every object is in.
-CROSS_OBJECT = True
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(POD_SPEC_PATHS)
+# Reads the indexes of the whole input set, so it runs after every object is in.
+CROSS_OBJECT = True
+WAIVABLE = True
+OPTIONS = ()
+_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+"""
+_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: team-a}
+spec:
+  containers:
+  - name: main
+    image: cuda
+    resources:
+      claims: [%s]
+  resourceClaims:
+  - {name: accelerator, resourceClaimTemplateName: slice}
+"""
+EXAMPLES = (
+    Example(
+        title="A container claim that names no pod claim, and a pod claim no container uses",
+        manifests=f"{_TEMPLATE}---\n{_POD % '{name: gpu}'}",
+        findings=(
+            "Pod/trainer#/spec/containers/0/resources/claims/0/name",
+            "Pod/trainer#/spec/resourceClaims/0",
+        ),
+    ),
+    Example(
+        title="A request the template does not have",
+        manifests=f"{_TEMPLATE}---\n{_POD % '{name: accelerator, request: tpu}'}",
+        findings=("Pod/trainer#/spec/containers/0/resources/claims/0/request",),
+    ),
+    Example(
+        title="A template that is not among the checked objects (low: it may live elsewhere)",
+        manifests=_POD % "{name: accelerator}",
+        findings=("Pod/trainer#/spec/resourceClaims/0/resourceClaimTemplateName",),
+    ),
+    Example(
+        title="Container, pod claim and template fit together",
+        manifests=f"{_TEMPLATE}---\n{_POD % '{name: accelerator, request: gpu}'}",
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
@@ -67,6 +118,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 (*path, "resourceClaimTemplateName"),
                 f"ResourceClaimTemplate {template_name!r} is not among the checked objects",
                 severity=Severity.LOW,
+                cross_object=True,
             )
 
 
@@ -90,4 +142,5 @@ def _check_request(
         yield Violation(
             (*path, "request"),
             f"container {container!r} asks for request {request!r}, which {target.kind} {target.name!r} does not have",
+            cross_object=True,
         )

@@ -9,6 +9,7 @@ from dra_guard.context import Context, Resource, Violation
 from dra_guard.dra_fields import FIELDS
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, Path, is_dra_object, items, text
+from dra_guard.rulekit import Example
 
 ID = "DRA010"
 NAME = "invalid-dra-schema"
@@ -26,7 +27,61 @@ REMEDIATION = (
     'the dra-guard.io/allow-multiple-allocations: "false" annotation.'
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+EXAMPLES = (
+    Example(
+        title="The standard's own example: allowMultipleAllocations in a request",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: mig.nvidia.com
+          allocationMode: ExactCount
+          count: 1
+          allowMultipleAllocations: false
+""",
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0/exactly/allowMultipleAllocations",),
+    ),
+    Example(
+        title="Flat request fields under v1, which wraps them in `exactly`",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: slice, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - {name: gpu, deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+""",
+        findings=(
+            "ResourceClaim/slice#/spec/devices/requests/0",
+            "ResourceClaim/slice#/spec/devices/requests/0/allocationMode",
+            "ResourceClaim/slice#/spec/devices/requests/0/count",
+            "ResourceClaim/slice#/spec/devices/requests/0/deviceClassName",
+        ),
+    ),
+    Example(
+        title="The request shape of v1beta1",
+        manifests="""\
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: slice, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - {name: gpu, deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+""",
+    ),
+)
 
 
 def _unknown(value: object, allowed: frozenset[str], path: Path, what: str, version: str) -> Iterator[Violation]:

@@ -8,6 +8,7 @@ from dra_guard.catalog import PCIE_ROOT, topology_attribute_for
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, claim_devices, items, mapping, text
+from dra_guard.rulekit import Example
 
 ID = "DRA011"
 NAME = "topology-unaligned"
@@ -25,7 +26,33 @@ REMEDIATION = (
     "(gpu.nvidia.com/parentUUID for MIG slices of one GPU)."
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: pair, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 2}
+      constraints: [%s]
+"""
+EXAMPLES = (
+    Example(
+        title="Two MIG slices that may come from different GPUs",
+        manifests=_TEMPLATE % "",
+        findings=("ResourceClaimTemplate/pair#/spec/spec/devices",),
+    ),
+    Example(
+        title="Two slices of one parent GPU",
+        manifests=_TEMPLATE % "{requests: [gpu], matchAttribute: gpu.nvidia.com/parentUUID}",
+    ),
+)
 
 
 def _device_count(requests: list[DeviceRequestView]) -> int:

@@ -9,6 +9,8 @@ from dra_guard.catalog import ISOLATION_TAG_ANNOTATION
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.options import EnvSecret, Option, Secret
+from dra_guard.rulekit import Example
 from dra_guard.tags import HMAC_PREFIX, verify_isolation_tag
 
 ID = "DRA012"
@@ -26,7 +28,52 @@ REMEDIATION = (
 )
 _WELL_FORMED = re.compile(r"(sha256|hmac-sha256):[0-9a-f]{64}")
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = CLAIM_KINDS
+KINDS = frozenset(CLAIM_KINDS)
+CROSS_OBJECT = False
+WAIVABLE = True
+HMAC_KEY_ENV: Option[Secret | None] = Option(
+    key="hmac-key-env",
+    type=EnvSecret(needed_for="isolation tags cannot be verified without the key"),
+    default=None,
+    doc="The environment variable holding the HMAC key; tags must then be hmac-sha256 with that key. "
+    "Naming a variable that is not set is a configuration error.",
+    default_doc="none: plain sha256 tags verify",
+)
+OPTIONS = (HMAC_KEY_ENV,)
+_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: slice
+  namespace: %s
+  annotations:
+    dra-guard.io/sanitization: WipeOnDeallocate
+    dra-guard.io/isolation-tag: sha256:%s
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+"""
+# The tag of _TEMPLATE in namespace team-a, as dra_guard.isolation_tag() computes it.
+_TAG = "5dcdf9d6a91b19101c238f5dd681613d11aa90c3992275fdf604251607d2e6a5"
+EXAMPLES = (
+    Example(
+        title="An accelerator claim template without a tag",
+        manifests=(_TEMPLATE % ("team-a", _TAG)).replace(f"    {ISOLATION_TAG_ANNOTATION}: sha256:{_TAG}\n", ""),
+        findings=("ResourceClaimTemplate/slice#/metadata",),
+    ),
+    Example(
+        title="Moved to another namespace after it was tagged",
+        manifests=_TEMPLATE % ("team-b", _TAG),
+        findings=("ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1isolation-tag",),
+    ),
+    Example(
+        title="Tagged as built",
+        manifests=_TEMPLATE % ("team-a", _TAG),
+    ),
+)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
@@ -34,7 +81,8 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         return
     tag = annotations_of(resource.obj).get(ISOLATION_TAG_ANNOTATION)
     path = ("metadata", "annotations", ISOLATION_TAG_ANNOTATION)
-    key = context.config.hmac_key
+    secret = context.config.get(HMAC_KEY_ENV)
+    key = secret.value if secret is not None else None
     if tag is None:
         yield Violation(("metadata",), f"accelerator {resource.kind} has no {ISOLATION_TAG_ANNOTATION}")
     elif not isinstance(tag, str) or not _WELL_FORMED.fullmatch(tag):

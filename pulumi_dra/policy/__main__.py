@@ -6,8 +6,8 @@ here; the policies are in `pulumi_dra.policies`, importable by tests and other p
 
 from pulumi_policy import EnforcementLevel, PolicyPack
 
-from pulumi_dra.analyze_once import install
+from pulumi_dra.analyze_once import install_or_warn
 from pulumi_dra.policies import PACK_NAME, build_policies
 
-install()  # deserialize each resource once per request, not once per policy
+install_or_warn()  # deserialize each resource once per request, not once per policy
 PolicyPack(name=PACK_NAME, policies=build_policies(), enforcement_level=EnforcementLevel.ADVISORY)

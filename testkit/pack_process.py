@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ import grpc
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from tests.conftest import REPO_ROOT
+from testkit.paths import REPO_ROOT
 
 PACK_DIR = REPO_ROOT / "pulumi_dra" / "policy"
 # The engine address is passed as the CLI would; the pack never calls the engine here.
@@ -21,13 +21,17 @@ ENGINE_ADDRESS = "127.0.0.1:1"
 
 
 @contextmanager
-def running_pack(pack_dir: Path = PACK_DIR) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+def running_pack(
+    pack_dir: Path = PACK_DIR, env: Mapping[str, str] | None = None
+) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
+    """The pack as a process; `env` replaces the environment it inherits."""
     process = subprocess.Popen(
         [sys.executable, "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, str(pack_dir)],
         cwd=pack_dir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=dict(env) if env is not None else None,
     )
     try:
         assert process.stdout is not None

@@ -6,13 +6,23 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from dra_guard import AcceleratorSlice, claim_template, isolated_workload, isolation_tag
-from dra_guard.config import Config
+from dra_guard.catalog import RESOURCE_API_VERSIONS
+from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding
+from dra_guard.rules import RULES
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 MIG_PAIR = AcceleratorSlice.nvidia_mig("3g.40gb", count=2)
+#: Run a test for every resource.k8s.io version, and for a template and a claim.
+ALL_VERSIONS = pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
+
+
+def pod(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": spec}
 
 
 def template(
@@ -52,6 +62,11 @@ def retag(obj: dict[str, Any], key: str | None = None) -> dict[str, Any]:
     return obj
 
 
+def config(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:
+    """Options as .dra-guard.yaml writes them, through the one parser."""
+    return parse_config(values, RULES, "test config", environ=environ or {})
+
+
 def findings(*objects: Mapping[str, Any], config: Config | None = None) -> list[Finding]:
     report = check_objects(objects, config)
     assert not report.errors, report.errors
@@ -60,3 +75,6 @@ def findings(*objects: Mapping[str, Any], config: Config | None = None) -> list[
 
 def rule_ids(*objects: Mapping[str, Any], config: Config | None = None) -> set[str]:
     return {finding.rule for finding in findings(*objects, config=config)}
+
+
+CLAIM_MAKERS = pytest.mark.parametrize("make", [template, claim], ids=["template", "claim"])

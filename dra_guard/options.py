@@ -1,0 +1,174 @@
+"""Typed configuration options: one declaration gives the parser, its errors, schema and docs.
+
+A rule module declares the options only it reads (`OPTIONS = (Option(...),)`); options
+several rules share are declared in `dra_guard.config`.  An option's *type* owns what
+its values look like: how a configuration value is parsed (and the error when it cannot
+be), its JSON-schema fragment (the Pulumi pack's config schema) and how the docs name it.
+Rules read values through `Config.get(option)`, typed by the option.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T_co = TypeVar("T_co", covariant=True)
+T = TypeVar("T")
+
+_KEY = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RULE_ID = re.compile(r"DRA(\d{3})")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the source and the key."""
+
+
+@dataclass(frozen=True)
+class ParseContext:
+    """What parsing needs besides the value itself."""
+
+    #: The registry's rule IDs, in order (for options that name rules).
+    rule_ids: Sequence[str]
+    #: Where options that name an environment variable read it (os.environ by default).
+    environ: Mapping[str, str | bytes]
+
+
+class OptionType(ABC, Generic[T_co]):
+    """The kind of value an option takes."""
+
+    #: How the docs name the accepted values ("list of strings").
+    description: str
+
+    @abstractmethod
+    def parse(self, key: str, value: object, context: ParseContext) -> T_co:
+        """The parsed value; raises ConfigError with a message that starts with `key`."""
+
+    @abstractmethod
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON-schema fragment for a value as written in a configuration."""
+
+    def to_json(self, value: object) -> Any:
+        """A parsed value as it would be written in a configuration (docs, schema defaults)."""
+        return value
+
+
+class StringSet(OptionType[frozenset[str]]):
+    description = "list of strings"
+
+    def parse(self, key: str, value: object, context: ParseContext) -> frozenset[str]:
+        # A bare string is refused, not read as a list of its characters.
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            raise ConfigError(f"{key}: must be a list of strings")
+        return frozenset(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "string"}}
+
+    def to_json(self, value: object) -> Any:
+        return sorted(value) if isinstance(value, frozenset) else value
+
+
+class RuleIdSet(StringSet):
+    description = "list of rule IDs"
+
+    def parse(self, key: str, value: object, context: ParseContext) -> frozenset[str]:
+        names = super().parse(key, value, context)
+        unknown = sorted(name for name in names if name not in context.rule_ids)
+        if unknown:
+            raise ConfigError(f"{key}: unknown rule {', '.join(unknown)}; known rules are {_ranges(context.rule_ids)}")
+        return names
+
+
+def _ranges(rule_ids: Sequence[str]) -> str:
+    """Consecutive IDs as one range (`<first>-<last>`), the runs joined by commas."""
+    numbers = sorted(int(match.group(1)) for rule_id in rule_ids if (match := _RULE_ID.fullmatch(rule_id)))
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return ", ".join(f"DRA{run[0]:03d}" + (f"-DRA{run[-1]:03d}" if len(run) > 1 else "") for run in runs)
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value read from the environment (or handed over in memory); never printed."""
+
+    #: Where it came from, for messages: the environment variable's name.
+    variable: str
+    value: bytes = field(repr=False)
+
+
+class EnvSecret(OptionType[Secret | None]):
+    """The name of an environment variable whose value is a secret; parsing reads it.
+
+    A variable that is not set is a configuration error in every front end, so a
+    misconfigured key can never quietly mean "no key".
+    """
+
+    description = "environment variable name"
+
+    def __init__(self, needed_for: str) -> None:
+        #: What cannot work without the value, said in the error when it is missing.
+        self.needed_for = needed_for
+
+    def parse(self, key: str, value: object, context: ParseContext) -> Secret | None:
+        if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+            raise ConfigError(f"{key}: must be an environment variable name")
+        secret = context.environ.get(value)
+        if not secret:
+            raise ConfigError(f"{key} names {value}, which is not set or empty; {self.needed_for}")
+        return Secret(value, secret.encode("utf-8") if isinstance(secret, str) else secret)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string"}
+
+    def to_json(self, value: object) -> Any:
+        return value.variable if isinstance(value, Secret) else value
+
+
+@dataclass(frozen=True)
+class Option(Generic[T]):
+    """One configuration key: `Option(key="admin-namespaces", type=STRING_SET, default=frozenset(), doc=...)`."""
+
+    #: kebab-case, as written in .dra-guard.yaml and [tool.dra-guard].
+    key: str
+    type: OptionType[T]
+    default: T
+    doc: str
+    #: Shown in the docs instead of the default's value, when that says little (None).
+    default_doc: str | None = None
+    #: Chooses which rules run.  The Pulumi pack does not take these: it chooses with
+    #: each policy's enforcement level instead.
+    selects_rules: bool = False
+
+    def __post_init__(self) -> None:
+        if not _KEY.fullmatch(self.key):
+            raise ValueError(f"option key {self.key!r} is not kebab-case")
+        if not isinstance(self.type, OptionType):
+            raise TypeError(f"option {self.key}: type must be an OptionType, not {type(self.type).__name__}")
+
+    @property
+    def camel_key(self) -> str:
+        """The key in the Pulumi pack's config: `admin-namespaces` -> `adminNamespaces`."""
+        first, *rest = self.key.split("-")
+        return first + "".join(word.capitalize() for word in rest)
+
+    def parse(self, key: str, value: object, context: ParseContext) -> T:
+        return self.type.parse(key, value, context)
+
+    def schema(self) -> dict[str, Any]:
+        """The option's JSON schema, with its default when the default can be written."""
+        schema = {**self.type.json_schema(), "description": self.doc}
+        if self.default is not None:
+            schema["default"] = self.type.to_json(self.default)
+        return schema
+
+
+STRING_SET = StringSet()
+RULE_IDS = RuleIdSet()

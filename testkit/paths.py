@@ -1,0 +1,7 @@
+"""Where the repository is, for helpers that start processes in it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,49 @@
+"""DRA005 `shared-claim`: cases beyond its EXAMPLES, across resource.k8s.io versions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from testkit.rulecases import (
+    claim,
+    findings,
+    pod,
+    rule_ids,
+    workload,
+)
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "Job"])
+def test_dra005_controllers_must_not_name_a_claim(kind: str) -> None:
+    template_obj, workload_obj = workload(kind)
+    claims = workload_obj["spec"]["template"]["spec"]["resourceClaims"]
+    claims[0] = {"name": "accelerator", "resourceClaimName": "shared"}
+    assert rule_ids(template_obj, workload_obj, claim()) >= {"DRA005"}
+
+
+def test_dra005_claim_used_by_two_pods_and_by_one() -> None:
+    def user(name: str) -> dict[str, Any]:
+        obj = pod(
+            containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+            resourceClaims=[{"name": "gpu", "resourceClaimName": "slice"}],
+        )
+        obj["metadata"]["name"] = name
+        return obj
+
+    shared = findings(claim(), user("a"), user("b"))
+    assert [(f.rule, f.object.name) for f in shared] == [("DRA005", "a"), ("DRA005", "b")]
+    assert findings(claim(), user("a")) == []
+
+
+def test_dra005_pod_group_claims_are_shared() -> None:
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}]},
+    }
+    assert rule_ids(group) == {"DRA005"}
+    group["spec"]["resourceClaims"] = []
+    assert rule_ids(group) == set()

@@ -1,0 +1,53 @@
+"""dra_guard/dra_fields.py is what tools/gen_dra_fields.py generates from the official
+schemas today, and the generator's output passes `ruff check` and `ruff format` as is."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from testkit.paths import REPO_ROOT
+
+GENERATED = REPO_ROOT / "dra_guard" / "dra_fields.py"
+RUFF = Path(sys.executable).parent / "ruff"
+
+
+@pytest.fixture(scope="module")
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_dra_fields", REPO_ROOT / "tools" / "gen_dra_fields.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table_is_current(generator: ModuleType) -> None:
+    assert generator.render() == GENERATED.read_text(encoding="utf-8"), (
+        "stale: python tools/gen_dra_fields.py > dra_guard/dra_fields.py"
+    )
+
+
+@pytest.mark.parametrize("command", [["check", "--no-fix"], ["format", "--check"]])
+def test_generated_text_passes_ruff_as_generated(generator: ModuleType, command: list[str]) -> None:
+    result = subprocess.run(
+        [str(RUFF), *command, "--stdin-filename", str(GENERATED), "-"],
+        input=generator.render(),
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_long_entries_are_exploded_as_ruff_formats_them(generator: ModuleType) -> None:
+    assert generator._entry("T", ["a"]) == ['        "T": frozenset(["a"]),']
+    middle = generator._entry("T", [f"field{n}" for n in range(10)])
+    assert len(middle) == 3 and middle[1].startswith('            ["field0", ')
+    long_entry = generator._entry("T", [f"field{n}" for n in range(20)])
+    assert long_entry[0] == '        "T": frozenset(' and long_entry[2] == '                "field0",'

@@ -1,0 +1,27 @@
+"""The whole vendored corpus through `dra-guard check --format json`, byte for byte.
+
+tests/golden/corpus-check.json was written before the rule registry was restructured
+(`dra-guard check --format json tests/corpus/ > tests/golden/corpus-check.json`, run from
+the repository root); any change of a finding, message, line, path or remediation shows
+up here as a diff.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from dra_guard.cli import EXIT_FINDINGS, main
+from testkit.paths import REPO_ROOT
+
+GOLDEN = REPO_ROOT / "tests" / "golden" / "corpus-check.json"
+
+
+def test_corpus_report_is_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)  # the report names files as given on the command line
+    stdout, stderr = io.StringIO(), io.StringIO()
+    arguments = ["check", "--format", "json", "--config", "/dev/null", "tests/corpus/"]
+    assert main(arguments, stdout, stderr) == EXIT_FINDINGS
+    assert stderr.getvalue() == ""
+    assert stdout.getvalue() == GOLDEN.read_text(encoding="utf-8")

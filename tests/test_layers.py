@@ -1,0 +1,117 @@
+"""The shape of the code: front ends name no rule, and the layers import one way.
+
+Rule facts live in `dra_guard/rules/` only; everything else derives them from the
+registry, so a rule added there needs no edit anywhere else (tests/test_synthetic_rule.py
+shows it).  These checks read the source, so they cannot drift from it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testkit.paths import REPO_ROOT
+
+# A rule ID, or a rule module's name, in any case.
+RULE_REFERENCE = re.compile(r"dra0\d\d", re.IGNORECASE)
+#: Front ends and the plumbing between the registry and them.
+RULE_FREE = [
+    "constructs_dra",
+    "pulumi_dra",
+    "plugins/cdk8s-validation/index.js",
+    "plugins/cdk8s-validation/package.json",
+    "dra_guard/cli.py",
+    "dra_guard/config.py",
+    "dra_guard/docs.py",
+    "dra_guard/engine.py",
+    "dra_guard/options.py",
+    "dra_guard/report",
+    "dra_guard/rulekit.py",
+]
+#: Modules of the checking side, which must not import the building side.
+CHECKING_SIDE = [
+    "dra_guard/cli.py",
+    "dra_guard/config.py",
+    "dra_guard/context.py",
+    "dra_guard/docs.py",
+    "dra_guard/engine.py",
+    "dra_guard/findings.py",
+    "dra_guard/loader.py",
+    "dra_guard/manifest.py",
+    "dra_guard/options.py",
+    "dra_guard/rulekit.py",
+    "dra_guard/selectors.py",
+    "dra_guard/report",
+    "dra_guard/rules",
+]
+BUILDING_SIDE = ("dra_guard.builders", "dra_guard.spec")
+
+
+def files(paths: list[str]) -> Iterator[Path]:
+    for name in paths:
+        path = REPO_ROOT / name
+        if path.is_dir():
+            yield from sorted(file for file in path.rglob("*") if file.is_file() and "__pycache__" not in file.parts)
+        else:
+            yield path
+
+
+def imports(path: Path) -> set[str]:
+    """Every module `path` imports, at any level (function-level imports count too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize("path", list(files(RULE_FREE)), ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_no_rule_is_named_outside_the_rules(path: Path) -> None:
+    mentions = [
+        f"{number}: {line.strip()}"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if RULE_REFERENCE.search(line)
+    ]
+    assert mentions == [], "rule facts belong in dra_guard/rules/; derive them from the registry"
+
+
+def test_the_rule_reference_pattern_finds_what_it_must() -> None:
+    for text in ("DRA012", "dra012_isolation_tag", "from dra_guard.rules import dra005_shared_claim", "'dra001-x'"):
+        assert RULE_REFERENCE.search(text)
+    assert not RULE_REFERENCE.search("metavar='RULE'")
+
+
+@pytest.mark.parametrize("path", list(files(CHECKING_SIDE)), ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_checking_side_does_not_import_the_building_side(path: Path) -> None:
+    if path.suffix == ".py":
+        assert not [name for name in imports(path) if name.startswith(BUILDING_SIDE)]
+
+
+@pytest.mark.parametrize(
+    ("module", "forbidden"),
+    [
+        ("dra_guard/config.py", ("dra_guard.rules", "dra_guard.engine", "dra_guard.context")),
+        ("dra_guard/options.py", ("dra_guard.rules", "dra_guard.config", "dra_guard.engine")),
+        ("dra_guard/context.py", ("dra_guard.loader", "dra_guard.rules", "dra_guard.engine")),
+        ("dra_guard/rulekit.py", ("dra_guard.rules", "dra_guard.engine")),
+        ("dra_guard/findings.py", ("dra_guard.rules", "dra_guard.engine", "dra_guard.loader")),
+        ("dra_guard/report/text.py", ("dra_guard.engine",)),
+        ("dra_guard/report/json_report.py", ("dra_guard.engine",)),
+        ("dra_guard/report/sarif.py", ("dra_guard.engine",)),
+    ],
+)
+def test_layers_import_one_way(module: str, forbidden: tuple[str, ...]) -> None:
+    assert not [name for name in imports(REPO_ROOT / module) if name.startswith(forbidden)]
+
+
+@pytest.mark.parametrize("path", list(files(["bench", "testkit"])), ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_benchmarks_and_helpers_do_not_import_the_tests(path: Path) -> None:
+    if path.suffix == ".py":
+        assert not [name for name in imports(path) if name == "tests" or name.startswith("tests.")]
