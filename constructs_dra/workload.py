@@ -16,8 +16,7 @@ from dra_guard.builders import (
     isolated_workload,
     with_claim_template,
 )
-from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
-from dra_guard.manifest import POD_SPEC_PATHS
+from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION, POD_SPEC_PATHS
 from dra_guard.spec import AcceleratorSlice, EnvInput, PortsInput, ResourcesInput, name_from_id
 
 
