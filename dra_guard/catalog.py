@@ -48,6 +48,8 @@ ANNOTATION_PREFIX = "dra-guard.io/"
 SANITIZATION_ANNOTATION = ANNOTATION_PREFIX + "sanitization"
 ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION = ANNOTATION_PREFIX + "allow-multiple-allocations"
 TENANT_ANNOTATION = ANNOTATION_PREFIX + "tenant"
+#: The tenant as a workload label too, so NetworkPolicies and quotas can select on it.
+TENANT_LABEL = ANNOTATION_PREFIX + "tenant"
 ISOLATION_TAG_ANNOTATION = ANNOTATION_PREFIX + "isolation-tag"
 IGNORE_ANNOTATION_PREFIX = ANNOTATION_PREFIX + "ignore-"
 
