@@ -207,7 +207,8 @@ def _refuse_unknown_options(entry_point: str, options: Mapping[str, object], tak
         return
     noun = "an argument" if len(unknown) == 1 else "arguments"
     message = f"{', '.join(unknown)}: not {noun} of {entry_point}"
-    guesses = [match[0] for key in unknown if (match := difflib.get_close_matches(key, takes, n=1))]
+    # A high cutoff: typos only (`replica`, `tennant`), not `name` -> `namespace`.
+    guesses = [match[0] for key in unknown if (match := difflib.get_close_matches(key, takes, n=1, cutoff=0.75))]
     if guesses:
         message += f" (did you mean {', '.join(guesses)}?)"
     raise TypeError(f"{message}; it takes {', '.join(takes)}")
