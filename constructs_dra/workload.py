@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,16 +10,14 @@ from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from constructs import Construct
 
 from constructs_dra.enforce import validate_self
-from dra_guard.builders import (
-    POD_CLAIM_NAME,
-    claim_template,
-    claim_template_name,
-    isolated_workload,
-    with_claim_template,
-)
-from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
-from dra_guard.manifest import POD_SPEC_PATHS
-from dra_guard.spec import AcceleratorSlice, EnvInput, PortsInput, ResourcesInput, name_from_id
+from dra_guard.builders import POD_CLAIM_NAME, build_claim_template, build_isolated_workload, with_claim_template
+from dra_guard.catalog import POD_SPEC_PATHS
+from dra_guard.spec import ClaimOptions, ClaimSpec, WorkloadOptions, WorkloadSpec, claim_template_name, name_from_id
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 
 def _api_object(scope: Construct, construct_id: str, manifest: Mapping[str, Any]) -> ApiObject:
@@ -47,7 +46,9 @@ def _chart_namespace(scope: Construct, namespace: str | None) -> str | None:
 class IsolatedClaimTemplate(Construct):
     """A ResourceClaimTemplate for one exclusive, pinned, sanitized and tagged slice.
 
-    For workloads you build yourself; wire it in with :func:`use_claim_template`.
+    For workloads you build yourself; wire it in with :func:`use_claim_template`.  The
+    keyword arguments are those of :class:`dra_guard.ClaimSpec`: `name` defaults to one
+    derived from the construct id, `namespace` to the chart's.
     """
 
     def __init__(
@@ -55,33 +56,28 @@ class IsolatedClaimTemplate(Construct):
         scope: Construct,
         id: str,  # noqa: A002 - cdk8s' own parameter name
         *,
-        slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
         name: str | None = None,
         namespace: str | None = None,
-        tenant: str | None = None,
-        api_version: str = DEFAULT_RESOURCE_API_VERSION,
-        sanitization: str = DEFAULT_SANITIZATION,
-        hmac_key: str | bytes | None = None,
-        labels: Mapping[str, str] | None = None,
+        **options: Unpack[ClaimOptions],
     ) -> None:
-        super().__init__(scope, id)
-        self.manifest = claim_template(
+        # The spec first: a bad argument raises before this construct joins the tree.
+        spec = ClaimSpec.from_options(
+            "IsolatedClaimTemplate",
             name=name if name is not None else name_from_id(id),
-            slice=slice,
             namespace=_chart_namespace(scope, namespace),
-            tenant=tenant,
-            api_version=api_version,
-            sanitization=sanitization,
-            hmac_key=hmac_key,
-            labels=labels,
+            options=options,
+            takes=("name", "namespace"),
         )
+        super().__init__(scope, id)
+        self.spec = spec
+        self.manifest = build_claim_template(self.spec)
         self.api_object = _api_object(self, "Resource", self.manifest)
-        validate_self(self, hmac_key)
+        validate_self(self, self.spec.hmac_key)
 
     @property
     def name(self) -> str:
         """The template's `metadata.name`, for `resourceClaimTemplateName`."""
-        return str(self.manifest["metadata"]["name"])
+        return self.spec.name
 
 
 class IsolatedAcceleratorWorkload(Construct):
@@ -89,6 +85,8 @@ class IsolatedAcceleratorWorkload(Construct):
 
     Synthesizes one ResourceClaimTemplate and one Deployment, StatefulSet or Job, both
     named after the construct id and both compliant with the standard by construction.
+    The keyword arguments are those of :class:`dra_guard.WorkloadSpec`; the name comes
+    from the construct id and `namespace` defaults to the chart's.
     """
 
     def __init__(
@@ -96,55 +94,32 @@ class IsolatedAcceleratorWorkload(Construct):
         scope: Construct,
         id: str,  # noqa: A002 - cdk8s' own parameter name
         *,
-        image: str,
-        slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
         namespace: str | None = None,
-        tenant: str | None = None,
-        replicas: int = 1,
-        workload_kind: str = "Deployment",
-        api_version: str = DEFAULT_RESOURCE_API_VERSION,
-        sanitization: str = DEFAULT_SANITIZATION,
-        hmac_key: str | bytes | None = None,
-        container_name: str | None = None,
-        command: Sequence[str] | None = None,
-        args: Sequence[str] | None = None,
-        env: EnvInput | None = None,
-        ports: PortsInput | None = None,
-        labels: Mapping[str, str] | None = None,
-        resources: ResourcesInput | None = None,
+        **options: Unpack[WorkloadOptions],
     ) -> None:
-        super().__init__(scope, id)
-        self.manifests = isolated_workload(
-            name_from_id(id),
-            image=image,
-            slice=slice,
+        # The spec first: a bad argument raises before this construct joins the tree.
+        spec = WorkloadSpec.from_options(
+            "IsolatedAcceleratorWorkload",
+            name=name_from_id(id),
             namespace=_chart_namespace(scope, namespace),
-            tenant=tenant,
-            replicas=replicas,
-            workload_kind=workload_kind,
-            api_version=api_version,
-            sanitization=sanitization,
-            hmac_key=hmac_key,
-            container_name=container_name,
-            command=command,
-            args=args,
-            env=env,
-            ports=ports,
-            labels=labels,
-            resources=resources,
+            options=options,
+            takes=("namespace",),
         )
+        super().__init__(scope, id)
+        self.spec = spec
+        self.manifests = build_isolated_workload(self.spec)
         self.claim_template = _api_object(self, "ClaimTemplate", self.manifests.claim_template)
         self.workload = _api_object(self, "Workload", self.manifests.workload)
         self.workload.add_dependency(self.claim_template)
-        validate_self(self, hmac_key)
+        validate_self(self, self.spec.hmac_key)
 
     @property
     def name(self) -> str:
-        return str(self.manifests.workload["metadata"]["name"])
+        return self.spec.name
 
     @property
     def claim_template_name(self) -> str:
-        return claim_template_name(self.name)
+        return claim_template_name(self.spec.name)
 
 
 def use_claim_template(

@@ -14,8 +14,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "IsolatedWorkload": "dra_guard.builders",
+    "build_claim_template": "dra_guard.builders",
+    "build_isolated_workload": "dra_guard.builders",
+    "build_workload": "dra_guard.builders",
     "claim_template": "dra_guard.builders",
-    "claim_template_name": "dra_guard.builders",
     "isolated_workload": "dra_guard.builders",
     "selector_expression": "dra_guard.builders",
     "with_claim_template": "dra_guard.builders",
@@ -23,6 +25,11 @@ _EXPORTS = {
     "DEVICE_CLASSES": "dra_guard.catalog",
     "DeviceClass": "dra_guard.catalog",
     "AcceleratorSlice": "dra_guard.spec",
+    "ClaimOptions": "dra_guard.spec",
+    "ClaimSpec": "dra_guard.spec",
+    "WorkloadOptions": "dra_guard.spec",
+    "WorkloadSpec": "dra_guard.spec",
+    "claim_template_name": "dra_guard.spec",
     "isolation_tag": "dra_guard.tags",
     "verify_isolation_tag": "dra_guard.tags",
 }
@@ -30,15 +37,24 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from dra_guard.builders import (
         IsolatedWorkload,
+        build_claim_template,
+        build_isolated_workload,
+        build_workload,
         claim_template,
-        claim_template_name,
         isolated_workload,
         selector_expression,
         with_claim_template,
         workload,
     )
     from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
-    from dra_guard.spec import AcceleratorSlice
+    from dra_guard.spec import (
+        AcceleratorSlice,
+        ClaimOptions,
+        ClaimSpec,
+        WorkloadOptions,
+        WorkloadSpec,
+        claim_template_name,
+    )
     from dra_guard.tags import isolation_tag, verify_isolation_tag
 
 
@@ -58,9 +74,16 @@ def __dir__() -> list[str]:
 __all__ = [
     "DEVICE_CLASSES",
     "AcceleratorSlice",
+    "ClaimOptions",
+    "ClaimSpec",
     "DeviceClass",
     "IsolatedWorkload",
+    "WorkloadOptions",
+    "WorkloadSpec",
     "__version__",
+    "build_claim_template",
+    "build_isolated_workload",
+    "build_workload",
     "claim_template",
     "claim_template_name",
     "isolated_workload",

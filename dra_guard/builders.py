@@ -1,43 +1,48 @@
-"""Intent -> plain manifest dicts.  Pure functions: new dicts every call, no hidden state.
+"""Spec -> plain manifest dicts.  Pure functions: new dicts every call, no hidden state.
 
-The cdk8s construct and the Pulumi component both emit exactly what these return, so a
-rule or a shape is never re-implemented in a front end.
+`build_claim_template`, `build_workload` and `build_isolated_workload` take a validated
+spec (`dra_guard.spec`).  `claim_template`, `workload` and `isolated_workload` are their
+keyword forms for plain Python, with the same arguments as the cdk8s constructs and the
+Pulumi components, which emit exactly what the builders return: a rule or a shape is never
+re-implemented in a front end.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from dra_guard.catalog import (
     ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION,
     DEFAULT_RESOURCE_API_VERSION,
-    DEFAULT_SANITIZATION,
     FLAT_REQUEST_API_VERSIONS,
     ISOLATION_TAG_ANNOTATION,
     SANITIZATION_ANNOTATION,
     TENANT_ANNOTATION,
+    TENANT_LABEL,
 )
 from dra_guard.spec import (
     AcceleratorSlice,
-    EnvInput,
-    PortsInput,
-    ResourcesInput,
+    ClaimOptions,
+    ClaimSpec,
+    WorkloadOptions,
+    WorkloadSpec,
+    claim_template_name,
+)
+from dra_guard.tags import isolation_tag
+from dra_guard.validators import (
     plain_copy,
     require_api_version,
     require_dns_label,
     require_dns_subdomain,
-    require_env,
-    require_hmac_key,
-    require_labels,
-    require_ports,
-    require_positive_int,
-    require_resources,
-    require_sanitization,
     require_string_list,
-    require_workload_kind,
 )
-from dra_guard.tags import isolation_tag
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 #: Name of the device request inside every template we build.
 REQUEST_NAME = "slice"
@@ -53,11 +58,6 @@ class IsolatedWorkload(NamedTuple):
 
     claim_template: dict[str, Any]
     workload: dict[str, Any]
-
-
-def claim_template_name(workload_name: str) -> str:
-    """The template name derived from a workload name."""
-    return f"{workload_name}-accelerator"
 
 
 def cel_string_literal(value: str) -> str:
@@ -98,42 +98,26 @@ def claim_devices(accelerator: AcceleratorSlice, api_version: str = DEFAULT_RESO
     return devices
 
 
-def claim_template(
-    *,
-    name: str,
-    slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
-    namespace: str | None = None,
-    tenant: str | None = None,
-    api_version: str = DEFAULT_RESOURCE_API_VERSION,
-    sanitization: str = DEFAULT_SANITIZATION,
-    hmac_key: str | bytes | None = None,
-    labels: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+def build_claim_template(spec: ClaimSpec) -> dict[str, Any]:
     """A ResourceClaimTemplate for one exclusive, pinned, sanitized, tagged slice."""
-    if not isinstance(slice, AcceleratorSlice):
-        raise ValueError(f"slice: must be an AcceleratorSlice, got {type(slice).__name__}")
-    require_dns_subdomain("name", name)
-    require_api_version(api_version)
-    require_sanitization(sanitization)
-    require_hmac_key(hmac_key)
-    metadata: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        metadata["namespace"] = require_dns_label("namespace", namespace)
-    metadata["labels"] = dict(sorted({**MANAGED_BY_LABELS, **require_labels("labels", labels or {})}.items()))
+    metadata: dict[str, Any] = {"name": spec.name}
+    if spec.namespace is not None:
+        metadata["namespace"] = spec.namespace
+    metadata["labels"] = dict(sorted({**MANAGED_BY_LABELS, **(spec.labels or {})}.items()))
     annotations = {
-        SANITIZATION_ANNOTATION: sanitization,
+        SANITIZATION_ANNOTATION: spec.sanitization,
         ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION: "false",
     }
-    if tenant is not None:
-        annotations[TENANT_ANNOTATION] = require_dns_label("tenant", tenant)
+    if spec.tenant is not None:
+        annotations[TENANT_ANNOTATION] = spec.tenant
     metadata["annotations"] = annotations
     template = {
-        "apiVersion": api_version,
+        "apiVersion": spec.api_version,
         "kind": "ResourceClaimTemplate",
         "metadata": metadata,
-        "spec": {"spec": {"devices": claim_devices(slice, api_version)}},
+        "spec": {"spec": {"devices": claim_devices(spec.slice, spec.api_version)}},
     }
-    annotations[ISOLATION_TAG_ANNOTATION] = isolation_tag(template, hmac_key)
+    annotations[ISOLATION_TAG_ANNOTATION] = isolation_tag(template, spec.hmac_key)
     return template
 
 
@@ -170,116 +154,86 @@ def with_claim_template(
     return spec
 
 
-def workload(
-    *,
-    kind: str,
-    name: str,
-    image: str,
-    claim_template_name: str,
-    namespace: str | None = None,
-    replicas: int = 1,
-    container_name: str | None = None,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    env: EnvInput | None = None,
-    ports: PortsInput | None = None,
-    labels: Mapping[str, str] | None = None,
-    resources: ResourcesInput | None = None,
-) -> dict[str, Any]:
+def build_workload(spec: WorkloadSpec) -> dict[str, Any]:
     """A Deployment, StatefulSet or Job whose every pod gets its own claim from the template."""
-    require_workload_kind(kind)
-    require_dns_label("name", name)
-    require_positive_int("replicas", replicas)
-    if not isinstance(image, str) or not image.strip() or any(c.isspace() for c in image):
-        raise ValueError(f"image: must be a container image reference, got {image!r}")
     container: dict[str, Any] = {
-        "name": require_dns_label("container_name", container_name if container_name is not None else name),
-        "image": image,
+        "name": spec.container_name if spec.container_name is not None else spec.name,
+        "image": spec.image,
     }
-    if command is not None:
-        container["command"] = require_string_list("command", command)
-    if args is not None:
-        container["args"] = require_string_list("args", args)
-    if env is not None:
-        container["env"] = require_env(env)
-    if ports is not None:
-        container["ports"] = require_ports(ports)
-    container["resources"] = require_resources(resources or {})
+    # The spec holds read-only copies; the manifest gets plain ones of its own.
+    if spec.command is not None:
+        container["command"] = list(spec.command)
+    if spec.args is not None:
+        container["args"] = list(spec.args)
+    if spec.env is not None:
+        container["env"] = plain_copy(spec.env)
+    if spec.ports is not None:
+        container["ports"] = plain_copy(spec.ports)
+    container["resources"] = plain_copy(spec.resources or {})
 
-    selector = {"app.kubernetes.io/name": name}
-    all_labels = dict(sorted({**MANAGED_BY_LABELS, **require_labels("labels", labels or {}), **selector}.items()))
+    labels = dict(spec.labels or {})
+    if spec.tenant is not None:
+        # Tenant as a label too, so NetworkPolicies and quotas can select on it.
+        labels[TENANT_LABEL] = spec.tenant
+    selector = {"app.kubernetes.io/name": spec.name}
+    all_labels = dict(sorted({**MANAGED_BY_LABELS, **labels, **selector}.items()))
     pod_spec: dict[str, Any] = {"containers": [container]}
-    if kind == "Job":
+    if spec.workload_kind == "Job":
         # A Job's pods may not restart in place; Never keeps a failed pod for inspection.
         pod_spec["restartPolicy"] = "Never"
     pod_template = {
         "metadata": {"labels": dict(all_labels)},
-        "spec": with_claim_template(pod_spec, claim_template_name),
+        "spec": with_claim_template(pod_spec, claim_template_name(spec.name)),
     }
-    metadata: dict[str, Any] = {"name": name}
-    if namespace is not None:
-        metadata["namespace"] = require_dns_label("namespace", namespace)
+    metadata: dict[str, Any] = {"name": spec.name}
+    if spec.namespace is not None:
+        metadata["namespace"] = spec.namespace
     metadata["labels"] = dict(all_labels)
 
-    spec: dict[str, Any]
-    if kind == "Job":
-        spec = {"completions": replicas, "parallelism": replicas, "template": pod_template}
+    body: dict[str, Any]
+    if spec.workload_kind == "Job":
+        body = {"completions": spec.replicas, "parallelism": spec.replicas, "template": pod_template}
     else:
-        spec = {"replicas": replicas, "selector": {"matchLabels": selector}, "template": pod_template}
-        if kind == "StatefulSet":
+        body = {"replicas": spec.replicas, "selector": {"matchLabels": selector}, "template": pod_template}
+        if spec.workload_kind == "StatefulSet":
             # Required by the API before 1.35; names the governing headless Service.
-            spec = {"serviceName": name, **spec}
-    return {"apiVersion": _WORKLOAD_API_VERSIONS[kind], "kind": kind, "metadata": metadata, "spec": spec}
+            body = {"serviceName": spec.name, **body}
+    return {
+        "apiVersion": _WORKLOAD_API_VERSIONS[spec.workload_kind],
+        "kind": spec.workload_kind,
+        "metadata": metadata,
+        "spec": body,
+    }
+
+
+def build_isolated_workload(spec: WorkloadSpec) -> IsolatedWorkload:
+    """The claim template and the workload that uses it, named after `spec.name`."""
+    return IsolatedWorkload(build_claim_template(spec.claim), build_workload(spec))
+
+
+# --- Keyword forms, with the arguments of the cdk8s constructs and Pulumi components ----
+
+#: The parameters the keyword forms take besides the options.
+_IDENTITY = ("name", "namespace")
+
+
+def claim_template(*, name: str, namespace: str | None = None, **options: Unpack[ClaimOptions]) -> dict[str, Any]:
+    """`build_claim_template` for keyword arguments; see `ClaimSpec` for each of them."""
+    spec = ClaimSpec.from_options("claim_template", name=name, namespace=namespace, options=options, takes=_IDENTITY)
+    return build_claim_template(spec)
+
+
+def workload(name: str, *, namespace: str | None = None, **options: Unpack[WorkloadOptions]) -> dict[str, Any]:
+    """`build_workload` for keyword arguments; see `WorkloadSpec` for each of them."""
+    spec = WorkloadSpec.from_options("workload", name=name, namespace=namespace, options=options, takes=_IDENTITY)
+    return build_workload(spec)
 
 
 def isolated_workload(
-    name: str,
-    *,
-    image: str,
-    slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
-    namespace: str | None = None,
-    tenant: str | None = None,
-    replicas: int = 1,
-    workload_kind: str = "Deployment",
-    api_version: str = DEFAULT_RESOURCE_API_VERSION,
-    sanitization: str = DEFAULT_SANITIZATION,
-    hmac_key: str | bytes | None = None,
-    container_name: str | None = None,
-    command: Sequence[str] | None = None,
-    args: Sequence[str] | None = None,
-    env: EnvInput | None = None,
-    ports: PortsInput | None = None,
-    labels: Mapping[str, str] | None = None,
-    resources: ResourcesInput | None = None,
+    name: str, *, namespace: str | None = None, **options: Unpack[WorkloadOptions]
 ) -> IsolatedWorkload:
-    """The claim template and the workload that uses it, named after `name`."""
-    require_dns_label("name", name)
-    template = claim_template(
-        name=claim_template_name(name),
-        slice=slice,
-        namespace=namespace,
-        tenant=tenant,
-        api_version=api_version,
-        sanitization=sanitization,
-        hmac_key=hmac_key,
-        labels=labels,
+    """`build_isolated_workload` for keyword arguments; see `WorkloadSpec` for each of them."""
+    spec = WorkloadSpec.from_options(
+        "isolated_workload", name=name, namespace=namespace, options=options, takes=_IDENTITY
     )
-    if tenant is not None:
-        # Tenant as a label too, so NetworkPolicies and quotas can select on it.
-        labels = {**(labels or {}), "dra-guard.io/tenant": tenant}
-    pods = workload(
-        kind=workload_kind,
-        name=name,
-        namespace=namespace,
-        image=image,
-        claim_template_name=template["metadata"]["name"],
-        replicas=replicas,
-        container_name=container_name,
-        command=command,
-        args=args,
-        env=env,
-        ports=ports,
-        labels=labels,
-        resources=resources,
-    )
-    return IsolatedWorkload(template, pods)
+    return build_isolated_workload(spec)

@@ -1,4 +1,4 @@
-"""The vendor catalog and the annotation contract, as data (DESIGN §3, §4).
+"""The vendor catalog and the annotation contract (README.md, "Isolation tag"), as data.
 
 Everything here is a constant that rules, builders and front ends look up; nothing here
 decides anything.  Adding a vendor means adding one ``DeviceClass`` entry.
@@ -30,10 +30,26 @@ DEFAULT_SANITIZATION = SANITIZATION_POLICIES[0]
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
 
+#: Where the pod spec sits in each kind that has pods (CronJob two levels deeper).  The
+#: builders wire claims in here and the rules read pods from here: one table for both.
+POD_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "PodTemplate": ("template", "spec"),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "ReplicationController": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
 ANNOTATION_PREFIX = "dra-guard.io/"
 SANITIZATION_ANNOTATION = ANNOTATION_PREFIX + "sanitization"
 ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION = ANNOTATION_PREFIX + "allow-multiple-allocations"
 TENANT_ANNOTATION = ANNOTATION_PREFIX + "tenant"
+#: The tenant as a workload label too, so NetworkPolicies and quotas can select on it.
+TENANT_LABEL = ANNOTATION_PREFIX + "tenant"
 ISOLATION_TAG_ANNOTATION = ANNOTATION_PREFIX + "isolation-tag"
 IGNORE_ANNOTATION_PREFIX = ANNOTATION_PREFIX + "ignore-"
 

@@ -11,20 +11,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dra_guard import catalog
+
 Path = tuple[str | int, ...]
 
-# Where the pod spec sits in each workload kind (CronJob two levels deeper).
-POD_SPEC_PATHS: Mapping[str, Path] = {
-    "Pod": ("spec",),
-    "PodTemplate": ("template", "spec"),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "ReplicationController": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
+#: Where the pod spec sits in each kind that has pods.  The table lives in the catalog,
+#: shared with the builders; it is re-exported here for the rules.
+POD_SPEC_PATHS: Mapping[str, Path] = catalog.POD_SPEC_PATHS
+
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 RESOURCE_GROUP = "resource.k8s.io/"

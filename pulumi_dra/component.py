@@ -7,15 +7,20 @@ dicts, so Pulumi and cdk8s users deploy identical objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from dra_guard.builders import claim_template, isolated_workload
-from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION
-from dra_guard.spec import AcceleratorSlice, EnvInput, PortsInput, ResourcesInput, name_from_id
+from dra_guard.builders import build_claim_template, build_isolated_workload
+from dra_guard.spec import ClaimOptions, ClaimSpec, WorkloadOptions, WorkloadSpec, name_from_id
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 CLAIM_TEMPLATE_CLASSES: Mapping[str, type[pulumi.CustomResource]] = {
     "resource.k8s.io/v1": k8s.resource.v1.ResourceClaimTemplate,
@@ -38,7 +43,11 @@ def _child(
 
 
 class IsolatedClaimTemplate(pulumi.ComponentResource):
-    """A ResourceClaimTemplate for one exclusive, pinned, sanitized and tagged slice."""
+    """A ResourceClaimTemplate for one exclusive, pinned, sanitized and tagged slice.
+
+    The keyword arguments are those of :class:`dra_guard.ClaimSpec`; the template is named
+    after the Pulumi resource name, and `namespace` is required.
+    """
 
     template_name: pulumi.Output[str]
 
@@ -47,37 +56,33 @@ class IsolatedClaimTemplate(pulumi.ComponentResource):
         name: str,
         *,
         namespace: str,
-        slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
-        tenant: str | None = None,
-        api_version: str = DEFAULT_RESOURCE_API_VERSION,
-        sanitization: str = DEFAULT_SANITIZATION,
-        hmac_key: str | bytes | None = None,
-        labels: Mapping[str, str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
+        **options: Unpack[ClaimOptions],
     ) -> None:
-        super().__init__("dra-guard:index:IsolatedClaimTemplate", name, None, opts)
-        self.manifest = claim_template(
+        # The spec first: a bad argument raises before anything is registered.
+        spec = ClaimSpec.from_options(
+            "IsolatedClaimTemplate",
             name=name_from_id(name, "name"),
-            slice=slice,
             namespace=namespace,
-            tenant=tenant,
-            api_version=api_version,
-            sanitization=sanitization,
-            hmac_key=hmac_key,
-            labels=labels,
+            options=options,
+            takes=("namespace", "opts"),
         )
+        super().__init__("dra-guard:index:IsolatedClaimTemplate", name, None, opts)
+        self.spec = spec
+        self.manifest = build_claim_template(spec)
         self.claim_template = _child(
-            CLAIM_TEMPLATE_CLASSES[api_version], name, self.manifest, pulumi.ResourceOptions(parent=self)
+            CLAIM_TEMPLATE_CLASSES[spec.api_version], name, self.manifest, pulumi.ResourceOptions(parent=self)
         )
-        self.template_name = pulumi.Output.from_input(self.manifest["metadata"]["name"])
+        self.template_name = pulumi.Output.from_input(spec.name)
         self.register_outputs({"templateName": self.template_name})
 
 
 class IsolatedAcceleratorWorkload(pulumi.ComponentResource):
     """A Deployment, StatefulSet or Job whose every pod gets its own isolated slice.
 
-    Same arguments as the cdk8s construct, with `namespace` required (there is no chart
-    to inherit it from) and the Pulumi resource name in place of the construct id.
+    The keyword arguments are those of :class:`dra_guard.WorkloadSpec`, as for the cdk8s
+    construct, with `namespace` required (there is no chart to inherit it from), the
+    Pulumi resource name in place of the construct id, and Pulumi's `opts`.
     """
 
     template_name: pulumi.Output[str]
@@ -88,49 +93,28 @@ class IsolatedAcceleratorWorkload(pulumi.ComponentResource):
         name: str,
         *,
         namespace: str,
-        image: str,
-        slice: AcceleratorSlice,  # noqa: A002 - the public argument name used across front ends
-        tenant: str | None = None,
-        replicas: int = 1,
-        workload_kind: str = "Deployment",
-        api_version: str = DEFAULT_RESOURCE_API_VERSION,
-        sanitization: str = DEFAULT_SANITIZATION,
-        hmac_key: str | bytes | None = None,
-        container_name: str | None = None,
-        command: Sequence[str] | None = None,
-        args: Sequence[str] | None = None,
-        env: EnvInput | None = None,
-        ports: PortsInput | None = None,
-        labels: Mapping[str, str] | None = None,
-        resources: ResourcesInput | None = None,
         opts: pulumi.ResourceOptions | None = None,
+        **options: Unpack[WorkloadOptions],
     ) -> None:
-        super().__init__("dra-guard:index:IsolatedAcceleratorWorkload", name, None, opts)
-        self.manifests = isolated_workload(
-            name_from_id(name, "name"),
-            image=image,
-            slice=slice,
+        # The spec first: a bad argument raises before anything is registered.
+        spec = WorkloadSpec.from_options(
+            "IsolatedAcceleratorWorkload",
+            name=name_from_id(name, "name"),
             namespace=namespace,
-            tenant=tenant,
-            replicas=replicas,
-            workload_kind=workload_kind,
-            api_version=api_version,
-            sanitization=sanitization,
-            hmac_key=hmac_key,
-            container_name=container_name,
-            command=command,
-            args=args,
-            env=env,
-            ports=ports,
-            labels=labels,
-            resources=resources,
+            options=options,
+            takes=("namespace", "opts"),
         )
-        child = pulumi.ResourceOptions(parent=self)
+        super().__init__("dra-guard:index:IsolatedAcceleratorWorkload", name, None, opts)
+        self.spec = spec
+        self.manifests = build_isolated_workload(spec)
         self.claim_template = _child(
-            CLAIM_TEMPLATE_CLASSES[api_version], f"{name}-claim-template", self.manifests.claim_template, child
+            CLAIM_TEMPLATE_CLASSES[spec.api_version],
+            f"{name}-claim-template",
+            self.manifests.claim_template,
+            pulumi.ResourceOptions(parent=self),
         )
         self.workload = _child(
-            WORKLOAD_CLASSES[workload_kind],
+            WORKLOAD_CLASSES[spec.workload_kind],
             name,
             self.manifests.workload,
             pulumi.ResourceOptions(parent=self, depends_on=[self.claim_template]),

@@ -1,11 +1,14 @@
 """The Pulumi component under the official unit-test harness (pulumi.runtime mocks).
 
-What the component registers must be what the cdk8s construct synthesizes for the same
-arguments: one set of builders, three authoring paths (DESIGN §2).
+What the component registers must be what the cdk8s construct synthesizes and what the
+builders return for the same spec: one set of builders, three authoring paths (README.md,
+"Pulumi").
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Any
 
 import pulumi
@@ -15,8 +18,10 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 
 import constructs_dra
 import pulumi_dra
+from dra_guard import WorkloadSpec, build_isolated_workload
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from dra_guard.tags import normalise_numbers, verify_isolation_tag
+from tests.slices import VENDOR_SLICES
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -38,53 +43,69 @@ def mocks() -> RecordingMocks:
     return recording
 
 
+# Every option set, in both of its input forms where it has two (env, ports).
 ARGUMENTS: dict[str, Any] = {
     "image": "registry.example/llm:2",
     "tenant": "tenant-a",
     "replicas": 2,
+    "sanitization": "ZeroFillMemoryOnRelease",
+    "container_name": "server",
     "command": ["serve"],
-    "env": {"MODE": "prod"},
-    "ports": [8000],
+    "args": ["--port", "8000"],
+    "ports": [8000, {"containerPort": 9090, "name": "metrics"}],
     "labels": {"team": "ml"},
     "resources": {"requests": {"cpu": "1", "memory": "4Gi"}},
 }
+ENV_FORMS = [{"MODE": "prod"}, [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "t"}}}]]
+# One set of arguments per (api_version, kind), cycling through the vendors' slices, key
+# or no key, each env form: as a user writes them, for all three paths.
+CASES: list[dict[str, Any]] = [
+    dict(
+        ARGUMENTS,
+        namespace="tenant-a",
+        slice=dataclasses.replace(VENDOR_SLICES[index % len(VENDOR_SLICES)][1], count=1 + index % 3),
+        workload_kind=kind,
+        api_version=api_version,
+        hmac_key="k" if index % 2 else None,
+        env=ENV_FORMS[index % 2],
+    )
+    for index, (api_version, kind) in enumerate(itertools.product(RESOURCE_API_VERSIONS, WORKLOAD_KINDS))
+]
 
 
-@pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
-@pytest.mark.parametrize("kind", WORKLOAD_KINDS)
-def test_component_inputs_equal_cdk8s_synth(mocks: RecordingMocks, api_version: str, kind: str) -> None:
-    accelerator = pulumi_dra.AcceleratorSlice.nvidia_mig("3g.40gb", count=2)
-    arguments = dict(ARGUMENTS, slice=accelerator, workload_kind=kind, api_version=api_version)
-
+@pytest.mark.parametrize("arguments", CASES, ids=[f"{case['api_version']}-{case['workload_kind']}" for case in CASES])
+def test_three_authoring_paths_emit_identical_objects(mocks: RecordingMocks, arguments: dict[str, Any]) -> None:
     outputs: list[list[str]] = []
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> pulumi.Output[Any]:
-        component = pulumi_dra.IsolatedAcceleratorWorkload("inference", namespace="tenant-a", **arguments)
+        component = pulumi_dra.IsolatedAcceleratorWorkload("inference", **arguments)
         return pulumi.Output.all(component.template_name, component.workload_name, component.workload.urn).apply(
             outputs.append
         )
 
     program()
-    chart = Chart(Cdk8sTesting.app(), "chart", namespace="tenant-a")
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="elsewhere")  # the explicit namespace wins
     constructs_dra.IsolatedAcceleratorWorkload(chart, "inference", **arguments)
     synthesized = Cdk8sTesting.synth(chart)
+    spec = WorkloadSpec(name="inference", **arguments)
+    built = build_isolated_workload(spec)
 
     registered = [(typ, inputs) for typ, _, inputs in mocks.registered if typ.startswith("kubernetes:")]
-    group, version = api_version.split("/")
-    workload_group = "batch/v1" if kind == "Job" else "apps/v1"
+    group, version = spec.api_version.split("/")
+    workload_group = "batch/v1" if spec.workload_kind == "Job" else "apps/v1"
     assert [typ for typ, _ in registered] == [
         f"kubernetes:{group}/{version}:ResourceClaimTemplate",
-        f"kubernetes:{workload_group}:{kind}",
+        f"kubernetes:{workload_group}:{spec.workload_kind}",
     ]
-    assert [normalise_numbers(inputs) for _, inputs in registered] == synthesized
+    assert [normalise_numbers(inputs) for _, inputs in registered] == synthesized == list(built)
     assert mocks.registered[0][:2] == ("dra-guard:index:IsolatedAcceleratorWorkload", "inference")
     ((template_name, workload_name, workload_urn),) = outputs
     assert (template_name, workload_name) == ("inference-accelerator", "inference")
     # The workload is a child of the component, so `pulumi preview` groups them.
     assert "dra-guard:index:IsolatedAcceleratorWorkload$kubernetes:" in workload_urn
     # Numbers arrive as floats (count: 2.0) and the tag still verifies.
-    assert verify_isolation_tag(registered[0][1])
+    assert verify_isolation_tag(registered[0][1], spec.hmac_key)
 
 
 def test_claim_template_component_and_outputs(mocks: RecordingMocks) -> None:
@@ -102,14 +123,6 @@ def test_claim_template_component_and_outputs(mocks: RecordingMocks) -> None:
     (typ, _name, inputs) = next(entry for entry in mocks.registered if entry[0].startswith("kubernetes:"))
     assert typ == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
     assert inputs["metadata"]["namespace"] == "tenant-b" and verify_isolation_tag(inputs)
-
-
-def test_bad_arguments_fail_before_anything_registers(mocks: RecordingMocks) -> None:
-    with pytest.raises(ValueError, match=r"^replicas"):
-        pulumi_dra.IsolatedAcceleratorWorkload(
-            "x", namespace="ns", image="i", slice=pulumi_dra.AcceleratorSlice.nvidia_mig("1g.10gb"), replicas=0
-        )
-    assert not [entry for entry in mocks.registered if entry[0].startswith("kubernetes:")]
 
 
 def test_example_program_registers_compliant_resources(mocks: RecordingMocks) -> None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pulumi
 import pytest
+from cdk8s import Chart
+from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
 
+import constructs_dra
+import pulumi_dra
 from dra_guard import AcceleratorSlice, claim_template, isolated_workload, with_claim_template
 
 GOOD_SLICE = AcceleratorSlice.nvidia_mig("1g.10gb")
@@ -86,10 +92,61 @@ def test_workload_errors_name_the_field(overrides: dict[str, Any], field: str) -
         _workload(**overrides)
 
 
-def test_nothing_is_built_from_a_partly_valid_call() -> None:
-    # A pure function either returns both objects or raises; there is no half state.
-    with pytest.raises(ValueError):
-        _workload(replicas=0)
+class _RegisteredResources(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.types: list[str] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.types.append(args.typ)
+        return f"{args.name}-id", args.inputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return {}
+
+
+def _builders_leave_nothing(arguments: dict[str, Any]) -> Callable[[], list[object]]:
+    with pytest.raises(ValueError, match=r"^replicas"):
+        isolated_workload("app", namespace="tenant-a", **arguments)
+    return lambda: []
+
+
+def _cdk8s_leaves_nothing(arguments: dict[str, Any]) -> Callable[[], list[object]]:
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="tenant-a")
+    with pytest.raises(ValueError, match=r"^replicas"):
+        constructs_dra.IsolatedAcceleratorWorkload(chart, "app", **arguments)
+    # The id stays free: a corrected retry must not collide with a leftover construct.
+    constructs_dra.IsolatedAcceleratorWorkload(chart, "app", **dict(arguments, replicas=2))
+    return lambda: [child.node.id for child in chart.node.children if child.node.id != "app"]
+
+
+def _pulumi_leaves_nothing(arguments: dict[str, Any]) -> Callable[[], list[object]]:
+    mocks = _RegisteredResources()
+    pulumi.runtime.set_mocks(mocks, preview=False)
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def program() -> pulumi.Output[Any]:
+        # Inside a test program, so every registration has run when it returns.
+        with pytest.raises(ValueError, match=r"^replicas"):
+            pulumi_dra.IsolatedAcceleratorWorkload("app", namespace="tenant-a", **arguments)
+        return pulumi.Output.from_input(None)
+
+    program()
+    return lambda: list(mocks.types)
+
+
+@pytest.mark.parametrize("leaves_nothing", [_builders_leave_nothing, _cdk8s_leaves_nothing, _pulumi_leaves_nothing])
+def test_nothing_is_built_from_a_partly_valid_call(leaves_nothing: Callable[..., Callable[[], list[object]]]) -> None:
+    """No half state: every argument is valid but one, and nothing at all is left behind.
+
+    No builder output, no child construct in the chart (its id stays free), no Pulumi
+    resource registered (not even the component), and the caller's arguments untouched.
+    """
+    labels = {"team": "ml"}
+    env = {"MODE": "prod"}
+    arguments = {"image": "i", "slice": GOOD_SLICE, "tenant": "t", "labels": labels, "env": env, "replicas": 0}
+    leftovers = leaves_nothing(arguments)
+    assert leftovers() == []
+    assert labels == {"team": "ml"} and env == {"MODE": "prod"}
 
 
 def test_good_inputs_are_not_mutated_or_shared() -> None:

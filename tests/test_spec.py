@@ -1,0 +1,213 @@
+"""The workload spec is the one list of arguments: the keyword types, the entry points and
+the README follow it, and a spec, once made, stays valid."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import textwrap
+import typing
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cdk8s import Chart
+from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
+
+import constructs_dra
+import pulumi_dra
+from dra_guard import (
+    AcceleratorSlice,
+    ClaimOptions,
+    ClaimSpec,
+    WorkloadOptions,
+    WorkloadSpec,
+    build_isolated_workload,
+    claim_template,
+    isolated_workload,
+    workload,
+)
+from tests.conftest import REPO_ROOT
+
+MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
+# What the entry points take besides the options: where name and namespace come from.
+IDENTITY = {"name", "namespace"}
+
+
+@pytest.mark.parametrize(("options", "spec"), [(ClaimOptions, ClaimSpec), (WorkloadOptions, WorkloadSpec)])
+def test_keyword_types_list_every_spec_field_with_its_type(options: Any, spec: Any) -> None:
+    # mypy checks each key against the spec's constructor; this checks the other way round.
+    spec_fields = [field for field in dataclasses.fields(spec) if field.name not in IDENTITY]
+    spec_types = typing.get_type_hints(spec)
+    option_types = typing.get_type_hints(options)
+    assert list(option_types) == [field.name for field in spec_fields]
+    assert {name: spec_types[name] for name in option_types} == option_types
+    required = {field.name for field in spec_fields if field.default is dataclasses.MISSING}
+    assert options.__required_keys__ == required
+
+
+def _spec_default(field: dataclasses.Field[Any]) -> str:
+    """The default as Python source: `None`, `1`, `"Deployment"`."""
+    return f'"{field.default}"' if isinstance(field.default, str) else repr(field.default)
+
+
+def _default_cell(field: dataclasses.Field[Any]) -> str:
+    return "required" if field.default is dataclasses.MISSING else f"`{_spec_default(field)}`"
+
+
+def render_workload_arguments() -> str:
+    """The README's block for `IsolatedAcceleratorWorkload`, from `WorkloadSpec`."""
+    fields = [field for field in dataclasses.fields(WorkloadSpec) if field.name != "name"]
+    # Required ones first, as a reader expects; otherwise in the spec's order.
+    fields.sort(key=lambda field: field.default is not dataclasses.MISSING)
+    arguments = ", ".join(
+        field.name if field.default is dataclasses.MISSING else f"{field.name}={_spec_default(field)}"
+        for field in fields
+    )
+    signature = textwrap.fill(
+        f"IsolatedAcceleratorWorkload(scope, id, *, {arguments})", width=88, subsequent_indent="    "
+    )
+    rows = [f"| `{field.name}` | {_default_cell(field)} | {field.metadata['doc']} |" for field in fields]
+    return "\n".join(["```python", signature, "```", "", "| argument | default | meaning |", "|---|---|---|", *rows])
+
+
+README_BLOCK = re.compile(
+    r"<!-- workload-arguments: generated from dra_guard.WorkloadSpec by tests/test_spec.py -->\n"
+    r"(.*?)<!-- /workload-arguments -->",
+    re.DOTALL,
+)
+
+
+def test_readme_signature_is_the_specs() -> None:
+    readme_path = REPO_ROOT / "README.md"
+    readme = readme_path.read_text(encoding="utf-8")
+    match = README_BLOCK.search(readme)
+    assert match, "README.md lost its workload-arguments markers"
+    expected = render_workload_arguments() + "\n"
+    if os.environ.get("UPDATE_README") == "1":
+        readme_path.write_text(readme[: match.start(1)] + expected + readme[match.end(1) :], encoding="utf-8")
+        return
+    assert match.group(1) == expected, (
+        "README.md's IsolatedAcceleratorWorkload arguments differ from WorkloadSpec; "
+        "refresh them with UPDATE_README=1 pytest tests/test_spec.py"
+    )
+
+
+def test_readme_rows_and_signature_are_the_spec_fields() -> None:
+    # Read back from the README itself, independently of the renderer above.
+    match = README_BLOCK.search((REPO_ROOT / "README.md").read_text(encoding="utf-8"))
+    assert match
+    block = match.group(1)
+    rows = re.findall(r"^\| `(\w+)` \| (.+?) \| (.+) \|$", block, re.MULTILINE)
+    signature = re.search(r"IsolatedAcceleratorWorkload\(scope, id, \*, (.*?)\)\n", block, re.DOTALL)
+    assert signature
+    parameters = [part.strip() for part in signature.group(1).split(",")]
+    spec_fields = {field.name: field for field in dataclasses.fields(WorkloadSpec) if field.name != "name"}
+    assert sorted(name for name, _, _ in rows) == sorted(spec_fields)
+    for name, default, doc in rows:
+        field = spec_fields[name]
+        assert doc == field.metadata["doc"]
+        if field.default is dataclasses.MISSING:
+            assert default == "required" and name in parameters
+        else:
+            assert default.strip("`") == _spec_default(field) and f"{name}={_spec_default(field)}" in parameters
+    assert len(parameters) == len(spec_fields)
+
+
+def _cdk8s_workload(**arguments: Any) -> object:
+    return constructs_dra.IsolatedAcceleratorWorkload(Chart(Cdk8sTesting.app(), "c"), "w", **arguments)
+
+
+def _cdk8s_template(**arguments: Any) -> object:
+    return constructs_dra.IsolatedClaimTemplate(Chart(Cdk8sTesting.app(), "c"), "t", **arguments)
+
+
+ENTRY_POINTS: list[tuple[str, Callable[..., object], dict[str, Any]]] = [
+    ("isolated_workload", lambda **a: isolated_workload("w", **a), {"image": "i"}),
+    ("workload", lambda **a: workload("w", **a), {"image": "i"}),
+    ("claim_template", lambda **a: claim_template(name="t", **a), {}),
+    ("IsolatedAcceleratorWorkload", _cdk8s_workload, {"image": "i"}),
+    ("IsolatedClaimTemplate", _cdk8s_template, {}),
+    # The check runs before Pulumi is touched, so no mocks are needed for these two.
+    (
+        "IsolatedAcceleratorWorkload",
+        lambda **a: pulumi_dra.IsolatedAcceleratorWorkload("w", namespace="ns", **a),
+        {"image": "i"},
+    ),
+    ("IsolatedClaimTemplate", lambda **a: pulumi_dra.IsolatedClaimTemplate("t", namespace="ns", **a), {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "build", "required"),
+    ENTRY_POINTS,
+    ids=[
+        "builders-workload",
+        "builders-workload-only",
+        "builders-template",
+        "cdk8s",
+        "cdk8s-template",
+        "pulumi",
+        "pulumi-template",
+    ],
+)
+def test_unknown_keywords_are_refused_by_name(
+    entry_point: str, build: Callable[..., object], required: dict[str, Any]
+) -> None:
+    with pytest.raises(
+        TypeError, match=rf"^tennant: not an argument of {entry_point} \(did you mean tenant\?\); it takes "
+    ):
+        build(slice=MIG, tennant="a", **required)
+    with pytest.raises(
+        TypeError,
+        match=rf"^sanitisation, labls: not arguments of {entry_point} \(did you mean sanitization, labels\?\)",
+    ):
+        build(slice=MIG, sanitisation="WipeOnDeallocate", labls={}, **required)
+
+
+def test_the_cdk8s_workload_name_comes_from_the_id_only() -> None:
+    with pytest.raises(
+        TypeError, match=r"^name: not an argument of IsolatedAcceleratorWorkload; it takes namespace, slice"
+    ):
+        _cdk8s_workload(name="other", image="i", slice=MIG)
+
+
+def test_a_spec_cannot_be_edited_into_an_invalid_one() -> None:
+    spec = WorkloadSpec(
+        name="app", image="i", slice=MIG, labels={"team": "ml"}, env={"A": "1"}, ports=[80], command=["serve"]
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.replicas = 0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        spec.labels["team"] = "not valid!"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        spec.env[0]["value"] = "changed"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        spec.command.append("--debug")  # type: ignore[union-attr]
+    # replace() makes a new spec and validates it like any other.
+    with pytest.raises(ValueError, match=r"^replicas"):
+        dataclasses.replace(spec, replicas=0)
+    assert dataclasses.replace(spec, replicas=2).replicas == 2
+
+
+def test_a_spec_keeps_its_own_copies_and_hides_the_key() -> None:
+    labels = {"team": "ml"}
+    env = [{"name": "A", "value": "1"}]
+    spec = WorkloadSpec(name="app", image="i", slice=MIG, labels=labels, env=env, hmac_key="secret-key")
+    labels["team"] = "changed"
+    env[0]["value"] = "changed"
+    objects = build_isolated_workload(spec)
+    assert objects.workload["metadata"]["labels"]["team"] == "ml"
+    assert objects.workload["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+    # The manifests are plain dicts of their own: editing one leaves the spec as it was.
+    objects.workload["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] = "edited"
+    assert build_isolated_workload(spec) != objects
+    assert "secret-key" not in repr(spec) and "secret-key" not in repr(spec.claim)
+
+
+def test_the_claim_spec_of_a_workload_shares_its_fields() -> None:
+    spec = WorkloadSpec(name="app", namespace="ns", image="i", slice=MIG, tenant="t", hmac_key=b"k", labels={"a": "b"})
+    assert spec.claim == ClaimSpec(
+        name="app-accelerator", namespace="ns", slice=MIG, tenant="t", hmac_key=b"k", labels={"a": "b"}
+    )
