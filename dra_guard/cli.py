@@ -15,6 +15,7 @@ from typing import TextIO
 from dra_guard import __version__
 from dra_guard.report import FORMATS
 from dra_guard.rulekit import RuleModuleError
+from dra_guard.scaffold import TARGETS
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -56,6 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain = commands.add_parser("explain", help="explain one rule: its options, waivability and examples")
     explain.add_argument("rule", metavar="RULE", help="a rule ID (any case) or name, as `dra-guard rules` lists them")
+
+    init = commands.add_parser(
+        "init",
+        help="wire dra-guard into a project (cdk8s plugin, config, pre-commit, CI)",
+        description="Write only what is asked for; existing files are never overwritten.",
+    )
+    init.add_argument("targets", nargs="+", choices=TARGETS, metavar="TARGET", help=", ".join(TARGETS))
+    init.add_argument("--dir", default=".", help="the project directory (default: .)")
+    init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
+    init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
+    init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
     return parser
 
 
@@ -122,6 +134,21 @@ def run_explain(rule_name: str, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_CLEAN
 
 
+def run_init(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.scaffold import ScaffoldError
+    from dra_guard.scaffold import run_init as write_targets
+
+    results = write_targets(
+        arguments.targets, arguments.dir, repo=arguments.repo, rev=arguments.rev, install=arguments.install
+    )
+    for result in results:
+        if isinstance(result, ScaffoldError):
+            stderr.write(f"dra-guard: {result}\n")
+        else:
+            stdout.write(f"{result}\n")
+    return EXIT_ERROR if any(isinstance(result, ScaffoldError) for result in results) else EXIT_CLEAN
+
+
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -134,6 +161,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             return run_rules(arguments.format, stdout)
         if arguments.command == "explain":
             return run_explain(arguments.rule, stdout, stderr)
+        if arguments.command == "init":
+            return run_init(arguments, stdout, stderr)
     except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR

@@ -168,8 +168,8 @@ def _legacy_project(directory: Path) -> None:
     (directory / "app.py").write_text(LEGACY_APP)
     config = (REPO_ROOT / "cdk8s.yaml").read_text()
     config = config.replace("app: .venv/bin/python examples/cdk8s_app.py", f"app: {VENV_BIN / 'python'} app.py")
-    plugin = REPO_ROOT / "plugins" / "cdk8s-validation"
-    config = config.replace("package: ./plugins/cdk8s-validation", f"package: {plugin}")
+    plugin = REPO_ROOT / "dra_guard" / "cdk8s_plugin"
+    config = config.replace("package: ./dra_guard/cdk8s_plugin", f"package: {plugin}")
     (directory / "cdk8s.yaml").write_text(config)
 
 
@@ -184,6 +184,12 @@ def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> 
 
 def test_plugin_reports_a_missing_executable_instead_of_passing(tmp_path: Path) -> None:
     _legacy_project(tmp_path)
+    # Started through /bin/sh, the app's interpreter directory holds no dra-guard either.
+    (tmp_path / "run-app.sh").write_text(f'exec "{VENV_BIN / "python"}" app.py\n')
+    config = (tmp_path / "cdk8s.yaml").read_text()
+    (tmp_path / "cdk8s.yaml").write_text(
+        config.replace(f"app: {VENV_BIN / 'python'} app.py", "app: /bin/sh run-app.sh")
+    )
     result = _cdk8s_synth(
         tmp_path,
         "--output",

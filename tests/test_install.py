@@ -1,0 +1,85 @@
+"""The install story: a wheel built with `python -m build` works in a fresh virtualenv.
+
+Nothing here uses the development checkout at run time: `dra-guard`, `constructs_dra`
+and the cdk8s plugin all come from the installed wheel (dependencies from the package
+registry, as a user gets them).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT
+from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
+
+# What a source distribution needs; not the caches, virtualenvs and node_modules.
+_SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build", "*.egg-info", "__pycache__", ".*cache")
+
+
+def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("install")
+    source = root / "source"
+    shutil.copytree(REPO_ROOT, source, ignore=_SKIP)
+    built = _run(sys.executable, "-m", "build", "--wheel", "--outdir", root / "wheels", source)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (root / "wheels").glob("dra_guard-*-py3-none-any.whl")
+    environment = root / "venv"
+    venv.create(environment, with_pip=True)
+    installed = _run(environment / "bin" / "python", "-m", "pip", "install", "--quiet", f"{wheel}[cdk8s]")
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return environment
+
+
+def test_wheel_installs_the_cli_and_it_checks(fresh_venv: Path, tmp_path: Path) -> None:
+    legacy = REPO_ROOT / "tests" / "corpus" / "legacy-device-plugin" / "gpu-pod.yaml"
+    result = _run(fresh_venv / "bin" / "dra-guard", "check", legacy, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "DRA001 [critical]" in result.stdout
+
+
+def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) -> None:
+    probe = (
+        "import constructs_dra, dra_guard, dra_guard.scaffold as s; "
+        "print(dra_guard.__file__); print(s.cdk8s_plugin_dir())"
+    )
+    result = _run(fresh_venv / "bin" / "python", "-c", probe, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    package_file, plugin_dir = result.stdout.splitlines()
+    assert Path(package_file).is_relative_to(fresh_venv) and not Path(package_file).is_relative_to(REPO_ROOT)
+    assert (Path(plugin_dir) / "index.js").is_file() and (Path(plugin_dir) / "package.json").is_file()
+
+
+def test_wheel_plugin_wired_by_init_validates_a_cdk8s_app(fresh_venv: Path, tmp_path: Path) -> None:
+    """A user's own app and virtualenv: `dra-guard init cdk8s`, then `cdk8s synth`."""
+    python = fresh_venv / "bin" / "python"
+    for name, source in (("legacy", LEGACY_POD_APP), ("compliant", COMPLIANT_APP)):
+        app = cdk8s_app(tmp_path / name, source)
+        config = (app / "cdk8s.yaml").read_text().replace(f"{Path(sys.executable).parent / 'python'}", str(python))
+        (app / "cdk8s.yaml").write_text(config)
+        wired = _run(fresh_venv / "bin" / "dra-guard", "init", "cdk8s", cwd=app)
+        assert wired.returncode == 0, wired.stderr
+        (entry,) = yaml.safe_load((app / "cdk8s.yaml").read_text())["validations"]
+        assert Path(entry["package"]).is_relative_to(fresh_venv)
+    failed = synth(tmp_path / "legacy")
+    assert failed.returncode != 0 and "DRA001" in failed.stdout, failed.stdout + failed.stderr
+    passed = synth(tmp_path / "compliant")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+def test_readme_install_commands_name_no_registry_package() -> None:
+    """`pip install dra-guard` would fetch somebody else's package: the README never says it."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert "pip install dra-guard\n" not in readme and "pip install dra-guard`" not in readme
+    assert "pip install ." in readme and "python -m build" in readme
