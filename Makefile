@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-# cdk8s must never phone home or nag about Node 20 (see DESIGN §8).
+# cdk8s must never phone home (upgrade check) or nag about Node 20 (end-of-life banner).
 export CDK8S_CHECK_UPGRADE := false
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
@@ -33,6 +33,7 @@ demo: $(BIN)/.installed node_modules/.installed
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

@@ -126,21 +126,29 @@ def _create(path: str, text: str, note: str = "") -> Change:
     return Change(path, "created", note)
 
 
-STARTER_CONFIG = """\
-# dra-guard configuration (found by walking up from the checked paths; see the README).
-# Every option is optional; unknown keys are errors. `dra-guard rules` lists the rules.
+def starter_config() -> str:
+    """Every option of the registry, commented out, with its doc and default."""
+    import textwrap
 
-# disable: [DRA011]                  # or `enable: [...]` to run only some rules
-# admin-namespaces: [gpu-ops]        # where adminAccess (DRA006) is allowed
-# non-accelerator-classes: [nic.example.com]
-# extra-legacy-resources: [example.com/gpu]
-# hmac-key-env: DRA_GUARD_HMAC_KEY   # isolation tags must then be HMACs with this key
-# exclude: ["vendor/**"]             # paths a directory walk does not check
-"""
+    from dra_guard.rules import RULES
+
+    lines = [
+        "# dra-guard configuration, found by walking up from the checked paths (see the README).",
+        "# Every option is optional and shown with its default; unknown keys are errors.",
+        "# `dra-guard rules` lists the rules, `dra-guard explain <rule>` shows one with its options.",
+    ]
+    for option in RULES.options.values():
+        lines.append("")
+        lines += ["# " + line for line in textwrap.wrap(option.doc, 86, break_on_hyphens=False)]
+        if option.default_doc is not None:
+            lines.append(f"# {option.key}: ...            (default: {option.default_doc})")
+        else:
+            lines.append(f"# {option.key}: {json.dumps(option.type.to_json(option.default))}")
+    return "\n".join(lines) + "\n"
 
 
 def init_config(directory: str) -> Change:
-    return _create(os.path.join(directory, CONFIG_FILE), STARTER_CONFIG)
+    return _create(os.path.join(directory, CONFIG_FILE), starter_config())
 
 
 def _hook(repo: str | None, rev: str | None) -> dict[str, Any]:

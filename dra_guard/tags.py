@@ -1,4 +1,4 @@
-"""The isolation tag: a digest over what makes a claim isolated (DESIGN §4).
+"""The isolation tag: a digest over what makes a claim isolated (README, "Isolation tag").
 
 The tag covers kind, namespace, name, the device section, the sanitization policy and the
 tenant, so editing any of them without re-tagging is detected.  With a key it is an

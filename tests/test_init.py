@@ -185,3 +185,17 @@ def test_init_ci_without_install_uses_a_repository_variable(tmp_path: Path) -> N
     assert result.returncode == 0 and "DRA_GUARD_INSTALL" in result.stdout
     text = (tmp_path / ".github" / "workflows" / "dra-guard.yml").read_text()
     assert "${{ vars.DRA_GUARD_INSTALL }}" in text and "pip install dra-guard" not in text
+
+
+def test_starter_config_lists_every_option_and_its_defaults_parse() -> None:
+    from dra_guard.config import parse_config
+    from dra_guard.rules import RULES
+    from dra_guard.scaffold import starter_config
+
+    text = starter_config()
+    settings = [line[2:] for line in text.splitlines() if line.startswith("# ") and ": " in line]
+    keys = {line.split(":", 1)[0] for line in settings}
+    assert set(RULES.options) <= keys
+    with_defaults = "\n".join(line for line in settings if line.split(":", 1)[0] in RULES.options and "..." not in line)
+    config = parse_config(yaml.safe_load(with_defaults), RULES, "starter", environ={})
+    assert set(config.values) == {key for key in RULES.options if RULES.options[key].default_doc is None}

@@ -1,4 +1,4 @@
-"""The isolation tag of DESIGN §4: known vectors, HMAC, float counts and tamper detection."""
+"""The isolation tag (README, "Isolation tag"): known vectors, HMAC, float counts and tamper detection."""
 
 from __future__ import annotations
 
