@@ -7,8 +7,9 @@ engine never raises on arbitrary documents.  Paths are tuples for `json_pointer(
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dra_guard import catalog
@@ -53,6 +54,21 @@ def get_path(obj: object, path: Path) -> Any:
 
 def text(value: object) -> str:
     return value if isinstance(value, str) else ""
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value for a message, shortened; never raises.
+
+    An integer of thousands of digits has no str() (Python refuses beyond 4,300 digits),
+    and a document can hold one; it is described instead.
+    """
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    try:
+        written = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} too large to print"
+    return written if len(written) <= limit else written[: limit - 3] + "..."
 
 
 def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -144,30 +160,99 @@ def claim_devices(obj: Mapping[str, Any]) -> tuple[Path, Mapping[str, Any]] | No
     return path, mapping(get_path(obj, path))
 
 
+#: The allocation modes the API server accepts; it defaults an empty mode to ExactCount.
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+ALLOCATION_MODES = (EXACT_COUNT, ALL)
+#: Counts are int64 in every resource.k8s.io version.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def count_value(value: object) -> int | None:
+    """The int64 a written `count` decodes to (0 for absent or null), or None if it cannot.
+
+    An integral float counts (`2.0`: Pulumi delivers every number as a float, and kubectl
+    writes a YAML float with no fraction as a JSON integer); NaN, infinities, fractions,
+    strings, booleans and integers beyond int64 make the API server refuse the object.
+    """
+    if value is None:
+        return 0
+    if type(value) is int:
+        return value if INT64_MIN <= value <= INT64_MAX else None
+    if type(value) is float and math.isfinite(value) and value.is_integer() and INT64_MIN <= value < 2.0**63:
+        return int(value)
+    return None
+
+
 @dataclass(frozen=True)
 class DeviceRequestView:
-    """One request that allocates devices: flat, `exactly`, or a `firstAvailable` entry."""
+    """One request that allocates devices: flat, `exactly`, or a `firstAvailable` entry.
+
+    `body` is the request as the API server stores it: an absent or null
+    `allocationMode` is ExactCount, and an ExactCount request's absent, null or 0 `count`
+    is 1 (`SetDefaults_ExactDeviceRequest` / `SetDefaults_DeviceSubRequest` /
+    `SetDefaults_DeviceRequest` in kubernetes `pkg/apis/resource/<version>/defaults.go`:
+    `count` is an int64, so 0 and absent are the same value).  `raw` is what was written,
+    for rules about explicitness.  Values the API server refuses stay as written in both.
+    """
 
     #: Path of the mapping that holds deviceClassName, selectors, count, ...
     path: Path
     #: Name of the top-level request (what claims and constraints refer to).
     request_name: str
-    body: Mapping[str, Any]
+    #: The request as written.
+    raw: Mapping[str, Any]
     #: "flat" (v1alpha3/v1beta1), "exactly" (v1beta2/v1) or "firstAvailable".
     shape: str
+    #: The request with the API server's defaults applied.
+    body: Mapping[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "body", _with_defaults(self.raw))
 
     @property
     def device_class(self) -> str:
         return text(self.body.get("deviceClassName"))
 
     @property
+    def allocation_mode(self) -> object:
+        """ "ExactCount", "All", or the refused value as written."""
+        return self.body["allocationMode"]
+
+    @property
+    def count(self) -> int | None:
+        """Devices an ExactCount request takes; None for All and for a count the API server refuses."""
+        if self.allocation_mode != EXACT_COUNT:
+            return None
+        stored = count_value(self.body.get("count"))
+        return stored if stored is not None and stored > 0 else None
+
+    @property
     def qualified_name(self) -> str:
         if self.shape == "firstAvailable":
-            return f"{self.request_name}/{text(self.body.get('name'))}"
+            return f"{self.request_name}/{text(self.raw.get('name'))}"
         return self.request_name
 
 
+def _with_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    mode = raw.get("allocationMode")
+    defaults: dict[str, Any] = {}
+    if mode is None or mode == "":
+        mode = defaults["allocationMode"] = EXACT_COUNT
+    if mode == EXACT_COUNT and count_value(raw.get("count")) == 0:
+        defaults["count"] = 1
+    return {**raw, **defaults} if defaults else raw
+
+
 def device_requests(obj: Mapping[str, Any]) -> Iterator[DeviceRequestView]:
+    """Every request that allocates devices, as the API server reads the request list.
+
+    A request is its `firstAvailable` entries when that list is non-empty; otherwise it is
+    the request itself (flat, v1alpha3/v1beta1) or its `exactly` (v1beta2/v1): an empty or
+    null `firstAvailable` is unset (Go decodes both to a nil slice), and so is a null
+    `exactly`.  A request that sets both is refused by the API server (the invalid-dra-schema rule says so);
+    both are analysed here, so that the one the user meant cannot hide the other.
+    """
     located = claim_devices(obj)
     if located is None:
         return
@@ -177,14 +262,21 @@ def device_requests(obj: Mapping[str, Any]) -> Iterator[DeviceRequestView]:
             continue
         path: Path = (*devices_path, "requests", index)
         name = text(request.get("name"))
-        if "exactly" in request:
-            yield DeviceRequestView((*path, "exactly"), name, mapping(request.get("exactly")), "exactly")
-        elif "firstAvailable" in request:
-            for sub_index, sub_request in enumerate(items(request.get("firstAvailable"))):
-                if isinstance(sub_request, Mapping):
-                    yield DeviceRequestView((*path, "firstAvailable", sub_index), name, sub_request, "firstAvailable")
-        else:
+        alternatives = items(request.get("firstAvailable"))
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping):
+            yield DeviceRequestView((*path, "exactly"), name, exactly, "exactly")
+        elif ("exactly" not in request and not alternatives) or _names_a_class(request):
             yield DeviceRequestView(path, name, request, "flat")
+        for sub_index, sub_request in enumerate(alternatives):
+            if isinstance(sub_request, Mapping):
+                yield DeviceRequestView((*path, "firstAvailable", sub_index), name, sub_request, "firstAvailable")
+
+
+def _names_a_class(request: Mapping[str, Any]) -> bool:
+    """A flat request's deviceClassName: then v1alpha3/v1beta1 read it as a request even
+    next to `firstAvailable` or `exactly: null` (which the API server then refuses)."""
+    return bool(text(request.get("deviceClassName")))
 
 
 def request_names(obj: Mapping[str, Any]) -> set[str]:
@@ -328,9 +420,7 @@ def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
             yield devices_path, f"must be a mapping, not {type(devices).__name__}"
         yield from _field_problems(devices, devices_path, _DEVICES_FIELDS)
         for request in device_requests(obj):
-            selectors = request.body.get("selectors")
+            # A refused `count` or `allocationMode` is a finding (invalid-dra-schema), not an input error.
+            selectors = request.raw.get("selectors")
             if selectors is not None and not isinstance(selectors, list):
                 yield (*request.path, "selectors"), "must be a list"
-            count = request.body.get("count")
-            if count is not None and (isinstance(count, bool) or not isinstance(count, (int, float))):
-                yield (*request.path, "count"), f"must be a number, not {type(count).__name__}"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.manifest import ALL, CLAIM_KINDS, EXACT_COUNT, annotations_of
 from dra_guard.rulekit import Example
 
 ID = "DRA003"
@@ -59,21 +59,18 @@ EXAMPLES = (
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    exact = [
-        request
-        for request in context.accelerator_requests(resource)
-        if request.body.get("allocationMode", "ExactCount") == "ExactCount"
-    ]
+    # As stored: an absent or null mode is ExactCount.  A mode the API server refuses
+    # counts too, so a misspelt mode cannot switch the rule off.
+    exact = [request for request in context.accelerator_requests(resource) if request.allocation_mode != ALL]
     if not exact:
         return
     value = annotations_of(resource.obj).get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
     if value == "false":
         return
+    first = exact[0]
+    label = f"{'ExactCount request' if first.allocation_mode == EXACT_COUNT else 'request'} {first.qualified_name!r}"
     if value is None:
-        yield Violation(
-            ("metadata",),
-            f"ExactCount request {exact[0].qualified_name!r} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation",
-        )
+        yield Violation(("metadata",), f"{label} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation")
     else:
         yield Violation(
             ("metadata", "annotations", ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION),
