@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -62,6 +62,21 @@ class Violation:
     cross_object: bool = False
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A finding that depends on objects the input may hold further on.
+
+    The engine keeps it, with its line and waiver worked out while the object is at hand,
+    and calls `resolve` once after the last object: the finding's message, or None when
+    the other objects clear it.  `resolve` must hold only small facts (names, the
+    context), never the resource or its object: every pending finding lives until the end.
+    """
+
+    path: Path
+    resolve: Callable[[], str | None]
+    severity: Severity | None = None
+
+
 class Resource:
     """One Kubernetes object from the input (a `List` contributes one per item)."""
 
@@ -76,6 +91,8 @@ class Resource:
         self.origin = origin
         #: Where the object sits inside its document (`("items", 3)` for List items).
         self.prefix = prefix
+        #: Position in the input (1-based), set by the engine: tells objects apart after they are gone.
+        self.serial = 0
         meta = metadata(obj)
         self.kind = text(obj.get("kind"))
         self.namespace = text(meta.get("namespace"))
@@ -121,30 +138,62 @@ class Resource:
         return "\\" in source or any(needle in source for needle in needles)
 
 
+@dataclass(frozen=True)
+class ClaimFacts:
+    """What other objects' rules need of a ResourceClaim or ResourceClaimTemplate."""
+
+    kind: str
+    namespace: str
+    name: str
+    #: The names a container claim's `request` may use (`request_names`).
+    request_names: frozenset[str]
+
+
+def same_namespace(first: str, second: str) -> bool:
+    """Whether two objects may be in one namespace.
+
+    An object without a namespace lands in the namespace the input is applied to
+    (`kubectl -n`, the context's default): one namespace, the same for every object of
+    the input, which may be any namespace, so it matches every namespace.
+    """
+    return first == second or not first or not second
+
+
 class _NamedIndex:
-    """Objects by (namespace, name), falling back to the name alone when a side has no namespace."""
+    """Claims or templates by name, looked up by (namespace, name)."""
 
     def __init__(self) -> None:
-        self._by_name: dict[str, list[Resource]] = defaultdict(list)
+        self._by_name: dict[str, list[ClaimFacts]] = defaultdict(list)
 
-    def add(self, resource: Resource) -> None:
-        self._by_name[resource.name].append(resource)
+    def add(self, facts: ClaimFacts) -> None:
+        self._by_name[facts.name].append(facts)
 
-    def find(self, namespace: str, name: str) -> Resource | None:
+    def find(self, namespace: str, name: str) -> ClaimFacts | None:
         candidates = self._by_name.get(name, [])
-        for resource in candidates:
-            if resource.namespace == namespace:
-                return resource
+        for facts in candidates:
+            if facts.namespace == namespace:
+                return facts
         # Manifests often leave the namespace to `kubectl -n`; then a unique name match will do.
-        loose = [resource for resource in candidates if not resource.namespace or not namespace]
+        loose = [facts for facts in candidates if not facts.namespace or not namespace]
         return loose[0] if len(loose) == 1 else None
 
 
-class Context:
-    """The configuration, and indexes over every resource of one check.
+@dataclass(frozen=True)
+class ClaimUser:
+    """A Pod that names a ResourceClaim."""
 
-    The indexes fill as resources are added; only rules marked CROSS_OBJECT read them,
-    and those run after the last resource.
+    serial: int
+    namespace: str
+    name: str
+
+
+class Context:
+    """The configuration, and what rules need to know about the rest of the input.
+
+    Rules run on each object as it arrives; what depends on other objects is a `Pending`
+    finding, resolved from these indexes after the last object.  The indexes keep small
+    facts only (names, request names), never objects, so memory does not grow with the
+    size of the input's objects.
     """
 
     def __init__(self, config: Config, complete: bool = True) -> None:
@@ -154,25 +203,35 @@ class Context:
         self.complete = complete
         self._templates = _NamedIndex()
         self._claims = _NamedIndex()
-        #: Pods (kind Pod) by the (namespace, name) of the ResourceClaim they reference.
-        self.claim_users: dict[tuple[str, str], list[Resource]] = defaultdict(list)
+        #: Pods (kind Pod) by the name of the ResourceClaim they name.
+        self._claim_users: dict[str, list[ClaimUser]] = defaultdict(list)
 
     def add(self, resource: Resource) -> None:
-        if resource.kind == "ResourceClaimTemplate":
-            self._templates.add(resource)
-        elif resource.kind == "ResourceClaim":
-            self._claims.add(resource)
+        if resource.kind in CLAIM_KINDS:
+            names = frozenset(
+                name for request in resource.requests for name in (request.request_name, request.qualified_name)
+            )
+            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names)
+            (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
         elif resource.kind == "Pod" and resource.pod is not None:
             for _, claim in pod_claims(resource.pod):
                 claim_name = claim.get("resourceClaimName")
                 if isinstance(claim_name, str):
-                    self.claim_users[(resource.namespace, claim_name)].append(resource)
+                    self._claim_users[claim_name].append(ClaimUser(resource.serial, resource.namespace, resource.name))
 
-    def find_template(self, namespace: str, name: str) -> Resource | None:
+    def find_template(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._templates.find(namespace, name)
 
-    def find_claim(self, namespace: str, name: str) -> Resource | None:
+    def find_claim(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._claims.find(namespace, name)
+
+    def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:
+        """Pods besides the one at `serial` that name this claim and may share its namespace."""
+        return [
+            user
+            for user in self._claim_users.get(claim_name, ())
+            if user.serial != serial and same_namespace(user.namespace, namespace)
+        ]
 
     def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
         if resource.kind not in CLAIM_KINDS:

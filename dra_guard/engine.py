@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
 from dra_guard.config import NON_WAIVABLE, Config
-from dra_guard.context import Context, Location, Resource, Violation
+from dra_guard.context import Context, Location, Pending, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
 from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
@@ -53,45 +54,56 @@ def _waiver(resource: Resource, rule_id: str) -> str | None:
     return found
 
 
-def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "") -> Finding:
+def _finding(rule: Rule, resource: Resource, violation: Violation | Pending, message: str) -> Finding:
     path = (*resource.prefix, *violation.path)
     return Finding(
         rule=rule.id,
         severity=violation.severity or rule.severity,
-        message=violation.message + note,
+        message=message,
         object=resource.ref,
         path=json_pointer(path),
         remediation=rule.remediation,
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
         origin=resource.origin,
-        cross_object=violation.cross_object,
+        cross_object=isinstance(violation, Pending) or violation.cross_object,
     )
 
 
-class Checker:
-    """Runs the rules as resources arrive; cross-object rules run in `finish()`.
+@dataclass(frozen=True)
+class _Deferred:
+    """A pending finding, everything but its message decided while its object was at hand."""
 
-    Per-object findings are made while the resource's document still has its node tree,
-    so their lines cost nothing; only cross-object findings may need a late lookup.
+    finding: Finding
+    resolve: Callable[[], str | None]
+    note: str
+
+
+class Checker:
+    """Runs every rule on each resource as it arrives, then resolves pending findings.
+
+    Findings are made while the resource's document still has its node tree, so their
+    lines cost nothing.  Nothing of a resource is kept once it is checked: what other
+    objects' rules need goes into the context's indexes, and a finding that depends on
+    objects still to come (`Pending`) waits, as a finding without its message, for
+    `finish()`.  Memory therefore does not grow with the size of the objects checked.
     """
 
     def __init__(self, config: Config | None = None, complete: bool = True) -> None:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
-        rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
+        self._rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
         # Each rule says whether it can be waived; the configuration may override them all.
         configured = self.config.get(NON_WAIVABLE)
         declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
         self._non_waivable = declared if configured is None else configured
-        self._per_object = [rule for rule in rules if not rule.cross_object]
-        self._cross_object = [rule for rule in rules if rule.cross_object]
-        self._by_kind: dict[tuple[bool, str], list[Rule]] = {}
-        self._resources: list[Resource] = []
+        self._by_kind: dict[str, list[Rule]] = {}
+        self._deferred: list[_Deferred] = []
         self.report = Report()
 
     def add(self, resource: Resource) -> None:
         self.report.objects += 1
+        resource.serial = self.report.objects
         for path, problem in shape_problems(resource.obj):
             document = resource.document
             if path or resource.prefix:
@@ -103,9 +115,8 @@ class Checker:
                     document.file if document else str(resource.ref), resource.line_of(path), f"{where} {problem}"
                 )
             )
-        self._run(self._in_scope(False, resource.kind), resource)
         self.context.add(resource)
-        self._resources.append(resource)
+        self._run(self._in_scope(resource.kind), resource)
 
     def add_error(self, error: InputError) -> None:
         self.report.errors.append(error)
@@ -128,11 +139,10 @@ class Checker:
         for error in errors:
             self.add_error(error)
 
-    def _in_scope(self, cross_object: bool, kind: str) -> list[Rule]:
-        rules = self._by_kind.get((cross_object, kind))
+    def _in_scope(self, kind: str) -> list[Rule]:
+        rules = self._by_kind.get(kind)
         if rules is None:
-            candidates = self._cross_object if cross_object else self._per_object
-            rules = self._by_kind[(cross_object, kind)] = [rule for rule in candidates if rule.applies_to(kind)]
+            rules = self._by_kind[kind] = [rule for rule in self._rules if rule.applies_to(kind)]
         return rules
 
     def _run(self, rules: list[Rule], resource: Resource) -> None:
@@ -148,11 +158,18 @@ class Checker:
                 note = f" ({rule.id} cannot be waived)"
             elif reason == "":
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
-            self.report.findings.extend(_finding(rule, resource, violation, note) for violation in violations)
+            for violation in violations:
+                if isinstance(violation, Pending):
+                    self._deferred.append(_Deferred(_finding(rule, resource, violation, ""), violation.resolve, note))
+                else:
+                    self.report.findings.append(_finding(rule, resource, violation, violation.message + note))
 
     def finish(self) -> Report:
-        for resource in self._resources:
-            self._run(self._in_scope(True, resource.kind), resource)
+        for deferred in self._deferred:
+            message = deferred.resolve()
+            if message is not None:
+                self.report.findings.append(replace(deferred.finding, message=message + deferred.note))
+        self._deferred.clear()
         self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import POD_SPEC_PATHS, Path, items, mapping, pod_claims, text
 from dra_guard.rulekit import Example
@@ -22,7 +22,7 @@ REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one clai
 _GROUP_KINDS = ("PodGroup", "Workload")
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset({*POD_SPEC_PATHS, *_GROUP_KINDS})
-# Reads the indexes of the whole input set, so it runs after every object is in.
+# Whether another pod names the same claim depends on the whole input set.
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
@@ -112,7 +112,7 @@ def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:
                 )
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     if resource.kind in _GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
         for path, name in _group_claims(resource):
             yield Violation(path, f"{resource.kind} claim {name!r} is shared by every pod of the group")
@@ -131,13 +131,16 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 "which every pod it creates would share",
             )
             continue
-        others = [
-            user for user in context.claim_users.get((resource.namespace, claim_name), []) if user is not resource
-        ]
-        if others:
-            names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
-            yield Violation(
-                (*path, "resourceClaimName"),
-                f"ResourceClaim {claim_name!r} is also used by {names}",
-                cross_object=True,
-            )
+        shared = _shared_with(context, claim_name, resource.namespace, resource.serial)
+        yield Pending((*path, "resourceClaimName"), shared)
+
+
+def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> Callable[[], str | None]:
+    def resolve() -> str | None:
+        others = context.other_claim_users(claim_name, namespace, serial)
+        if not others:
+            return None
+        names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
+        return f"ResourceClaim {claim_name!r} is also used by {names}"
+
+    return resolve

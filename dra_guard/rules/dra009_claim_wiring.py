@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import POD_SPEC_PATHS, Path, containers, pod_claims, request_names, text
+from dra_guard.manifest import POD_SPEC_PATHS, containers, pod_claims, text
 from dra_guard.rulekit import Example
 
 ID = "DRA009"
@@ -26,7 +26,7 @@ REMEDIATION = (
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(POD_SPEC_PATHS)
-# Reads the indexes of the whole input set, so it runs after every object is in.
+# Whether a template or request exists depends on the whole input set.
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
@@ -80,7 +80,7 @@ EXAMPLES = (
 )
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     pod = resource.pod
     if pod is None:
         return
@@ -97,50 +97,46 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 continue
             request = claim.get("request")
             if isinstance(request, str) and context.complete:
-                yield from _check_request(
-                    resource=resource,
-                    context=context,
-                    container=container.name,
-                    pod_claim=declared[name][1],
-                    request=request,
-                    path=path,
+                yield Pending(
+                    (*path, "request"),
+                    _unknown_request(context, resource.namespace, container.name, declared[name][1], request),
                 )
     for name, (path, claim) in declared.items():
         if name not in used:
             yield Violation(path, f"pod claim {name!r} is used by no container")
         template_name = claim.get("resourceClaimTemplateName")
-        if (
-            context.complete
-            and isinstance(template_name, str)
-            and context.find_template(resource.namespace, template_name) is None
-        ):
-            yield Violation(
+        if context.complete and isinstance(template_name, str):
+            yield Pending(
                 (*path, "resourceClaimTemplateName"),
-                f"ResourceClaimTemplate {template_name!r} is not among the checked objects",
+                _missing_template(context, resource.namespace, template_name),
                 severity=Severity.LOW,
-                cross_object=True,
             )
 
 
-def _check_request(
-    *,
-    resource: Resource,
-    context: Context,
-    container: str,
-    pod_claim: Mapping[str, Any],
-    request: str,
-    path: Path,
-) -> Iterator[Violation]:
+def _missing_template(context: Context, namespace: str, template_name: str) -> Callable[[], str | None]:
+    def resolve() -> str | None:
+        if context.find_template(namespace, template_name) is not None:
+            return None
+        return f"ResourceClaimTemplate {template_name!r} is not among the checked objects"
+
+    return resolve
+
+
+def _unknown_request(
+    context: Context, namespace: str, container: str, pod_claim: Mapping[str, Any], request: str
+) -> Callable[[], str | None]:
     template_name = pod_claim.get("resourceClaimTemplateName")
     claim_name = pod_claim.get("resourceClaimName")
-    target = None
-    if isinstance(template_name, str):
-        target = context.find_template(resource.namespace, template_name)
-    elif isinstance(claim_name, str):
-        target = context.find_claim(resource.namespace, claim_name)
-    if target is not None and request not in request_names(target.obj):
-        yield Violation(
-            (*path, "request"),
-            f"container {container!r} asks for request {request!r}, which {target.kind} {target.name!r} does not have",
-            cross_object=True,
-        )
+
+    def resolve() -> str | None:
+        target = None
+        if isinstance(template_name, str):
+            target = context.find_template(namespace, template_name)
+        elif isinstance(claim_name, str):
+            target = context.find_claim(namespace, claim_name)
+        if target is None or request in target.request_names:
+            return None
+        owner = f"{target.kind} {target.name!r}"
+        return f"container {container!r} asks for request {request!r}, which {owner} does not have"
+
+    return resolve
