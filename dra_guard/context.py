@@ -13,13 +13,11 @@ from dra_guard.manifest import (
     CLAIM_KINDS,
     DeviceRequestView,
     Path,
-    PodSpecView,
     device_requests,
     metadata,
-    pod_claims,
-    pod_spec,
     text,
 )
+from dra_guard.pod_templates import PodSpecView, pod_specs
 
 
 class Location(Protocol):
@@ -97,7 +95,7 @@ class Resource:
         self.kind = text(obj.get("kind"))
         self.namespace = text(meta.get("namespace"))
         self.name = text(meta.get("name"))
-        self._pod: PodSpecView | bool | None = False
+        self._pods: tuple[PodSpecView, ...] | None = None
         self._requests: list[DeviceRequestView] | None = None
         #: Filled by Context.accelerator_requests (it depends on the configuration).
         self.accelerator_requests: list[DeviceRequestView] | None = None
@@ -107,10 +105,19 @@ class Resource:
         return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name)
 
     @property
-    def pod(self) -> PodSpecView | None:
-        if self._pod is False:
-            self._pod = pod_spec(self.obj)
-        return self._pod  # type: ignore[return-value]
+    def pods(self) -> tuple[PodSpecView, ...]:
+        """Every pod spec of the object (see `dra_guard.pod_templates`)."""
+        if self._pods is None:
+            self._pods = pod_specs(self.obj)
+        return self._pods
+
+    def pod_at(self, path: Path) -> PodSpecView | None:
+        """The innermost pod spec whose path `path` is in."""
+        found = None
+        for pod in self.pods:
+            if path[: len(pod.path)] == pod.path and (found is None or len(pod.path) > len(found.path)):
+                found = pod
+        return found
 
     @property
     def requests(self) -> list[DeviceRequestView]:
@@ -213,11 +220,13 @@ class Context:
             )
             facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names)
             (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
-        elif resource.kind == "Pod" and resource.pod is not None:
-            for _, claim in pod_claims(resource.pod):
-                claim_name = claim.get("resourceClaimName")
-                if isinstance(claim_name, str):
-                    self._claim_users[claim_name].append(ClaimUser(resource.serial, resource.namespace, resource.name))
+        elif resource.kind == "Pod":
+            for pod in resource.pods:
+                for _, claim in pod.claims:
+                    claim_name = claim.get("resourceClaimName")
+                    if isinstance(claim_name, str):
+                        user = ClaimUser(resource.serial, resource.namespace, resource.name)
+                        self._claim_users[claim_name].append(user)
 
     def find_template(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._templates.find(namespace, name)

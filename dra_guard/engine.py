@@ -10,7 +10,7 @@ from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
 from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Pending, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
-from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
+from dra_guard.manifest import Path, is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
 
 
@@ -37,13 +37,14 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
-def _waiver(resource: Resource, rule_id: str) -> str | None:
-    """The `ignore-<rule>` annotation on the object or its pod template: its reason, "" when
-    it gives none (which waives nothing), None when there is no such annotation."""
+def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
+    """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in:
+    its reason, "" when it gives none (which waives nothing), None when there is none."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
-    if resource.pod is not None:
-        sources.append(mapping(resource.pod.template_metadata.get("annotations")))
+    pod = resource.pod_at(path) if resource.pods else None
+    if pod is not None:
+        sources.append(mapping(pod.template_metadata.get("annotations")))
     found: str | None = None
     for annotation_map in sources:
         if key in annotation_map:
@@ -150,15 +151,15 @@ class Checker:
             violations = list(rule.check(resource, self.context))
             if not violations:
                 continue
-            note = ""
-            reason = _waiver(resource, rule.id)
-            if reason:
-                if rule.id not in self._non_waivable:
-                    continue
-                note = f" ({rule.id} cannot be waived)"
-            elif reason == "":
-                note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             for violation in violations:
+                note = ""
+                reason = _waiver(resource, rule.id, violation.path)
+                if reason:
+                    if rule.id not in self._non_waivable:
+                        continue
+                    note = f" ({rule.id} cannot be waived)"
+                elif reason == "":
+                    note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
                 if isinstance(violation, Pending):
                     self._deferred.append(_Deferred(_finding(rule, resource, violation, ""), violation.resolve, note))
                 else:

@@ -93,28 +93,6 @@ def is_dra_object(obj: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class PodSpecView:
-    path: Path
-    spec: Mapping[str, Any]
-    #: Metadata of the pod (Pod) or of the pod template (controllers).
-    template_metadata: Mapping[str, Any]
-    #: True when the spec is a template that stamps out many pods.
-    is_template: bool
-
-
-def pod_spec(obj: Mapping[str, Any]) -> PodSpecView | None:
-    kind = obj.get("kind")
-    path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
-    if path is None:
-        return None
-    spec = get_path(obj, path)
-    if not isinstance(spec, Mapping):
-        return None
-    template_metadata = metadata(obj) if kind == "Pod" else mapping(get_path(obj, (*path[:-1], "metadata")))
-    return PodSpecView(path, spec, template_metadata, is_template=kind != "Pod")
-
-
-@dataclass(frozen=True)
 class ContainerView:
     path: Path
     container: Mapping[str, Any]
@@ -128,19 +106,6 @@ class ContainerView:
         for index, claim in enumerate(items(resources.get("claims"))):
             if isinstance(claim, Mapping):
                 yield (*self.path, "resources", "claims", index), claim
-
-
-def containers(view: PodSpecView) -> Iterator[ContainerView]:
-    for list_name in CONTAINER_LISTS:
-        for index, container in enumerate(items(view.spec.get(list_name))):
-            if isinstance(container, Mapping):
-                yield ContainerView((*view.path, list_name, index), container)
-
-
-def pod_claims(view: PodSpecView) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    for index, claim in enumerate(items(view.spec.get("resourceClaims"))):
-        if isinstance(claim, Mapping):
-            yield (*view.path, "resourceClaims", index), claim
 
 
 # --- claims and device requests -----------------------------------------------------

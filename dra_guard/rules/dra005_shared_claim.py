@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import POD_SPEC_PATHS, Path, items, mapping, pod_claims, text
+from dra_guard.manifest import Path, items, mapping, text
 from dra_guard.rulekit import Example
 
 ID = "DRA005"
@@ -16,12 +16,16 @@ SUMMARY = "Each pod must get its own claim from a template; a claim shared betwe
 RATIONALE = (
     "A ResourceClaim named by resourceClaimName is one allocation: every pod that names it runs on the same "
     "devices, so tenants (or replicas) see each other's memory. In a controller's pod template it is shared "
-    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group."
+    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group. Pod "
+    "templates are found in built-in workloads, in JobSet, LeaderWorkerSet, the Kubeflow jobs and training "
+    "runtimes, Ray, Argo Workflows and KServe, and in any other kind with a pod-spec-shaped mapping. Pods are "
+    "compared across namespaces as they would land: a pod without a namespace goes to the namespace the "
+    "input is applied to, which may be any other pod's."
 )
 REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one claim per pod."
 _GROUP_KINDS = ("PodGroup", "Workload")
-#: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = frozenset({*POD_SPEC_PATHS, *_GROUP_KINDS})
+#: Every kind: workload CRDs, and kinds nobody told us about, have pod templates too.
+KINDS = None
 # Whether another pod names the same claim depends on the whole input set.
 CROSS_OBJECT = True
 WAIVABLE = True
@@ -117,22 +121,23 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
         for path, name in _group_claims(resource):
             yield Violation(path, f"{resource.kind} claim {name!r} is shared by every pod of the group")
         return
-    pod = resource.pod
-    if pod is None:
-        return
-    for path, claim in pod_claims(pod):
-        claim_name = claim.get("resourceClaimName")
-        if not isinstance(claim_name, str):
-            continue
-        if pod.is_template:
-            yield Violation(
-                (*path, "resourceClaimName"),
-                f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
-                "which every pod it creates would share",
-            )
-            continue
-        shared = _shared_with(context, claim_name, resource.namespace, resource.serial)
-        yield Pending((*path, "resourceClaimName"), shared)
+    # Several pod specs may share one claim list (an Argo workflow's): report it once.
+    reported: set[Path] = set()
+    for pod in resource.pods:
+        for path, claim in pod.claims:
+            claim_name = claim.get("resourceClaimName")
+            if not isinstance(claim_name, str) or path in reported:
+                continue
+            reported.add(path)
+            if pod.is_template:
+                yield Violation(
+                    (*path, "resourceClaimName"),
+                    f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
+                    "which every pod it creates would share",
+                )
+                continue
+            shared = _shared_with(context, claim_name, resource.namespace, resource.serial)
+            yield Pending((*path, "resourceClaimName"), shared)
 
 
 def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> Callable[[], str | None]:

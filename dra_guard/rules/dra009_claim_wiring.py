@@ -7,7 +7,8 @@ from typing import Any
 
 from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import POD_SPEC_PATHS, containers, pod_claims, text
+from dra_guard.manifest import Path, text
+from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
 
 ID = "DRA009"
@@ -24,8 +25,8 @@ REMEDIATION = (
     "Make every container's resources.claims[].name match a spec.resourceClaims[].name, use every pod claim, "
     "and check template and request names."
 )
-#: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = frozenset(POD_SPEC_PATHS)
+#: Every kind: workload CRDs, and kinds nobody told us about, have pod templates too.
+KINDS = None
 # Whether a template or request exists depends on the whole input set.
 CROSS_OBJECT = True
 WAIVABLE = True
@@ -81,19 +82,29 @@ EXAMPLES = (
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
-    pod = resource.pod
-    if pod is None:
-        return
-    declared = {text(claim.get("name")): (path, claim) for path, claim in pod_claims(pod)}
+    # Pods of several templates may share one claim list (an Argo workflow's): a finding
+    # about a claim itself is made once.
+    looked_up: set[Path] = set()
+    for pod in resource.pods:
+        yield from _wiring(resource, context, pod, looked_up)
+
+
+def _wiring(
+    resource: Resource, context: Context, pod: PodSpecView, looked_up: set[Path]
+) -> Iterator[Violation | Pending]:
+    declared = {text(claim.get("name")): (path, claim) for path, claim in pod.claims}
     used: set[str] = set()
-    for container in containers(pod):
+    for container in pod.containers:
         for path, claim in container.claims():
             name = text(claim.get("name"))
             used.add(name)
             if name not in declared:
-                yield Violation(
-                    (*path, "name"), f"container {container.name!r} uses claim {name!r}, which the pod does not declare"
-                )
+                # A pod that gets claims from elsewhere (a KServe runtime) may declare it there.
+                if pod.complete:
+                    yield Violation(
+                        (*path, "name"),
+                        f"container {container.name!r}{pod.where} uses claim {name!r}, which the pod does not declare",
+                    )
                 continue
             request = claim.get("request")
             if isinstance(request, str) and context.complete:
@@ -102,10 +113,11 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                     _unknown_request(context, resource.namespace, container.name, declared[name][1], request),
                 )
     for name, (path, claim) in declared.items():
-        if name not in used:
-            yield Violation(path, f"pod claim {name!r} is used by no container")
+        if name not in used and pod.complete:
+            yield Violation(path, f"pod claim {name!r} is used by no container{pod.where}")
         template_name = claim.get("resourceClaimTemplateName")
-        if context.complete and isinstance(template_name, str):
+        if context.complete and isinstance(template_name, str) and path not in looked_up:
+            looked_up.add(path)
             yield Pending(
                 (*path, "resourceClaimTemplateName"),
                 _missing_template(context, resource.namespace, template_name),
