@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar, cast
 import yaml
 
 from dra_guard.catalog import DEVICE_CLASSES, PCIE_ROOT, DeviceClass
-from dra_guard.options import RULE_IDS, STRING_SET, ConfigError, Option, OptionType, ParseContext
+from dra_guard.options import RULE_IDS, STRING_SET, ConfigError, Option, OptionType, ParseContext, StringMap
 
 __all__ = [
     "CONFIG_FILE_NAMES",
@@ -116,7 +116,22 @@ EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
     "(`<driver domain>/<attribute>`) and, optionally, the attribute that aligns devices "
     "(default resource.kubernetes.io/pcieRoot).",
 )
-CORE_OPTIONS: tuple[Option[Any], ...] = (ENABLE, DISABLE, NON_WAIVABLE, NON_ACCELERATOR_CLASSES, EXTRA_CLASSES)
+EXTENDED_RESOURCE_CLASSES: Option[Mapping[str, str]] = Option(
+    key="extended-resource-classes",
+    type=StringMap("mapping of extended resource name to device class name"),
+    default=MappingProxyType({}),
+    doc="Extended resources your cluster's DeviceClasses map with spec.extendedResourceName, each to its class "
+    "(e.g. example.com/gpu: gpu.nvidia.com): a request for the name is DRA's implicit claim on the class, and "
+    "is reported like nvidia.com/gpu. DeviceClasses among the checked objects are read too.",
+)
+CORE_OPTIONS: tuple[Option[Any], ...] = (
+    ENABLE,
+    DISABLE,
+    NON_WAIVABLE,
+    NON_ACCELERATOR_CLASSES,
+    EXTRA_CLASSES,
+    EXTENDED_RESOURCE_CLASSES,
+)
 
 
 class OptionCatalog(Protocol):
@@ -152,6 +167,10 @@ class Config:
 
     def device_class(self, name: str) -> DeviceClass | None:
         return self.get(EXTRA_CLASSES).get(name) or DEVICE_CLASSES.get(name)
+
+    def extended_resource_class(self, name: str) -> str | None:
+        """The device class the configuration maps the extended resource `name` to."""
+        return self.get(EXTENDED_RESOURCE_CLASSES).get(name)
 
     def is_accelerator(self, device_class: str) -> bool:
         # Fail closed: a class nobody told us about is an accelerator.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -14,6 +14,8 @@ from dra_guard.manifest import (
     DeviceRequestView,
     Path,
     device_requests,
+    is_dra_object,
+    mapping,
     metadata,
     text,
 )
@@ -33,14 +35,6 @@ class Location(Protocol):
     @property
     def line(self) -> int:
         """1-based line where the document starts."""
-
-    @property
-    def text(self) -> str | None:
-        """The whole file's text, when it is kept (see `span`)."""
-
-    @property
-    def span(self) -> tuple[int, int]:
-        """The document's [start, end) slice of `text`."""
 
     def line_of(self, path: Sequence[str | int]) -> int:
         """The line of the node at `path` inside the document."""
@@ -130,20 +124,6 @@ class Resource:
             return None
         return self.document.line_of((*self.prefix, *path))
 
-    def source_may_contain(self, needles: Iterable[str]) -> bool:
-        """False only when the object's source text provably spells none of `needles`.
-
-        Sound because a YAML/JSON string can differ from its source text only through
-        backslash escapes or line folding (which inserts spaces), and aliases are local
-        to their document; so no backslash and no needle in the text means no string
-        of the object equals or starts with a needle.  Objects without text: True.
-        """
-        document = self.document
-        if document is None or document.text is None:
-            return True
-        source = document.text[document.span[0] : document.span[1]]
-        return "\\" in source or any(needle in source for needle in needles)
-
 
 @dataclass(frozen=True)
 class ClaimFacts:
@@ -212,6 +192,8 @@ class Context:
         self._claims = _NamedIndex()
         #: Pods (kind Pod) by the name of the ResourceClaim they name.
         self._claim_users: dict[str, list[ClaimUser]] = defaultdict(list)
+        #: Extended resource names the input's DeviceClasses map (spec.extendedResourceName).
+        self._extended_resources: dict[str, list[str]] = defaultdict(list)
 
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:
@@ -220,6 +202,10 @@ class Context:
             )
             facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names)
             (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
+        elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
+            mapped = mapping(resource.obj.get("spec")).get("extendedResourceName")
+            if isinstance(mapped, str) and mapped:
+                self._extended_resources[mapped].append(resource.name)
         elif resource.kind == "Pod":
             for pod in resource.pods:
                 for _, claim in pod.claims:
@@ -233,6 +219,11 @@ class Context:
 
     def find_claim(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._claims.find(namespace, name)
+
+    def extended_resource_classes(self, name: str) -> list[str]:
+        """Device classes that map the extended resource `name`: configured, then in the input."""
+        configured = self.config.extended_resource_class(name)
+        return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
 
     def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:
         """Pods besides the one at `serial` that name this claim and may share its namespace."""

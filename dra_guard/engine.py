@@ -28,6 +28,19 @@ def _expand(
     if not is_list_kind(obj):
         yield Resource(obj, document, (), origin)
         return
+    nested = next(
+        (index for index, item in enumerate(items(obj.get("items"))) if isinstance(item, Mapping) and "items" in item),
+        None,
+    )
+    if nested is not None:
+        # kubectl refuses the whole List ("... is not a list: no Items field in this
+        # object", cli-runtime FlattenListVisitor): none of it would be applied.
+        file = document.file if document else "<object>"
+        line = document.line_of(("items", nested)) if document else None
+        errors.append(
+            InputError(file, line, f"List item {nested} is itself a List: kubectl refuses a List inside a List")
+        )
+        return
     for index, item in enumerate(items(obj.get("items"))):
         if isinstance(item, Mapping):
             yield Resource(item, document, ("items", index), origin)

@@ -28,6 +28,12 @@ try:  # libyaml's parser when PyYAML was built with it, the pure-Python one othe
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
+
+def yaml_loader() -> Any:
+    """The PyYAML loader documents are read with (for YAML embedded in their strings)."""
+    return _Loader
+
+
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
 STDIN = "-"

@@ -253,57 +253,6 @@ def request_names(obj: Mapping[str, Any]) -> set[str]:
     return names
 
 
-# --- legacy resources ---------------------------------------------------------------
-
-
-def _resource_sections(obj: object, track_paths: bool) -> Iterator[tuple[Any, str, Mapping[str, Any]]]:
-    """(link to the enclosing mapping, "limits"|"requests", quantities) at any depth.
-
-    Walks the whole object so CRDs (JobSet, RayCluster, PyTorchJob, LeaderWorkerSet, ...)
-    cannot hide a request behind a path we do not know.  Iterative, so a deeply nested
-    document cannot exhaust the stack.  Paths are linked (parent, key) pairs, built only
-    when `track_paths`, because this walk visits every node of every object.
-    """
-    stack: list[tuple[Any, Any]] = [(obj, None)]
-    while stack:
-        current, link = stack.pop()
-        if type(current) is dict or isinstance(current, Mapping):
-            for key, value in current.items():
-                if key == "resources" and isinstance(value, Mapping):
-                    for section in ("limits", "requests"):
-                        quantities = value.get(section)
-                        if isinstance(quantities, Mapping):
-                            yield link, section, quantities
-                if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
-                    stack.append((value, (link, str(key)) if track_paths else None))
-        else:
-            for index, value in enumerate(current):
-                if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
-                    stack.append((value, (link, index) if track_paths else None))
-
-
-def resource_quantities(obj: object) -> Iterator[tuple[Path, str]]:
-    """Every key of every `resources.limits` / `resources.requests` mapping, with its path."""
-    for link, section, quantities in _resource_sections(obj, track_paths=True):
-        for name in quantities:
-            if isinstance(name, str):
-                yield (*_unlink(link), "resources", section, name), name
-
-
-def resource_names(obj: object) -> Iterator[str]:
-    """The same keys without paths: answers "is there a legacy name?" for less."""
-    for _, _, quantities in _resource_sections(obj, track_paths=False):
-        yield from (name for name in quantities if isinstance(name, str))
-
-
-def _unlink(link: Any) -> Path:
-    parts: list[str | int] = []
-    while link is not None:
-        link, part = link
-        parts.append(part)
-    return tuple(reversed(parts))
-
-
 # --- wrong types --------------------------------------------------------------------
 
 # (field, the type documents usually hold, the type that is acceptable, description);

@@ -183,9 +183,11 @@ ARGO_WORKFLOW_SPECS: Mapping[str, Path] = {
 KSERVE_GROUP = "serving.kserve.io"
 
 
-def api_group(obj: Mapping[str, Any]) -> str:
-    version = text(obj.get("apiVersion"))
-    return version.rpartition("/")[0]
+def api_group(obj: Mapping[str, Any]) -> str | None:
+    """The group of the object's apiVersion ("" for core); None without an apiVersion, which
+    then counts as a group we do not know (the object is an input error anyway)."""
+    version = obj.get("apiVersion")
+    return version.rpartition("/")[0] if isinstance(version, str) else None
 
 
 def pod_specs(obj: Mapping[str, Any]) -> tuple[PodSpecView, ...]:
@@ -195,6 +197,8 @@ def pod_specs(obj: Mapping[str, Any]) -> tuple[PodSpecView, ...]:
     if group in BUILTIN_GROUPS:
         path = POD_SPEC_PATHS.get(kind)
         return () if path is None else tuple(_builtin(obj, kind, path))
+    if group is None:
+        return tuple(_search(obj))
     known = CRD_POD_TEMPLATES.get((group, kind))
     if known is not None:
         return tuple(_at_patterns(obj, known))
