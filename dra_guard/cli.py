@@ -7,8 +7,11 @@ Heavy modules (the rules' CEL parser) load only when a command needs them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -71,12 +74,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (lone surrogates from a JSON string or a file
+    name of another locale) as escapes, so that no report fails to be written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def _write(text: str, output: str | None, stdout: TextIO) -> None:
     if output is None:
-        stdout.write(text)
+        stdout.write(printable(text))
         return
-    with open(output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    # Atomically: a reader of the file (CI uploading SARIF) sees the whole report or the
+    # previous file, never half of one, whatever happens to this process.
+    directory = os.path.dirname(os.path.abspath(output))
+    handle, temporary = tempfile.mkstemp(prefix=".dra-guard-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(printable(text))
+        if os.path.exists(output):
+            os.chmod(temporary, os.stat(output).st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, output)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -101,13 +130,18 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     report.files = source.files
     try:
         _write(renderer(arguments.format)(report), arguments.output, stdout)
+    except BrokenPipeError:
+        if arguments.output is None:
+            raise  # stdout's reader went away: main() says nothing more
+        stderr.write(f"dra-guard: cannot write {arguments.output}: broken pipe\n")
+        return EXIT_ERROR
     except OSError as write_error:
         stderr.write(f"dra-guard: cannot write {arguments.output}: {write_error.strerror or write_error}\n")
         return EXIT_ERROR
     if arguments.output is not None or arguments.format != "text":
         # Machine formats go to stdout or a file; people still need to see input errors.
         for input_error in report.errors:
-            stderr.write(f"{input_error}\n")
+            stderr.write(printable(f"{input_error}\n"))
     if report.errors:
         return EXIT_ERROR
     threshold = Severity.parse(arguments.fail_on)
@@ -166,8 +200,19 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader went away (`dra-guard rules | head`): nothing left to say, and nobody
+        # to say it to.  Point stdout at /dev/null so that the exit flush is quiet too.
+        _silence(stdout)
+        return EXIT_CLEAN if arguments.command != "check" else EXIT_ERROR
     parser.print_help(stdout)
     return EXIT_ERROR
+
+
+def _silence(stream: TextIO) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m dra_guard.cli`

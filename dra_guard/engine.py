@@ -84,6 +84,31 @@ def _finding(rule: Rule, resource: Resource, violation: Violation | Pending, mes
     )
 
 
+def _describe(error: BaseException) -> str:
+    try:
+        text = str(error)
+    except Exception:  # even printing it fails (an integer of thousands of digits)
+        text = ""
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
+def _failure(resource: Resource, what: str, error: Exception, rule_id: str | None = None) -> InputError:
+    """An exception while checking `resource`, as an input error naming the object and file."""
+    document = resource.document
+    where = document.file if document else (resource.origin or "<object>")
+    try:
+        line = resource.line_of(())
+    except Exception:
+        line = None
+    where_in = f" at {json_pointer(resource.prefix)}" if resource.prefix else ""
+    return InputError(
+        where,
+        line,
+        f"{what} {resource.ref}{where_in}: {_describe(error)}; the other rules and objects were checked",
+        rule_id,
+    )
+
+
 @dataclass(frozen=True)
 class _Deferred:
     """A pending finding, everything but its message decided while its object was at hand."""
@@ -118,6 +143,18 @@ class Checker:
     def add(self, resource: Resource) -> None:
         self.report.objects += 1
         resource.serial = self.report.objects
+        try:
+            self._read(resource)
+        except Exception as error:  # a shape nobody foresaw: say so, and check the rest
+            self.add_error(_failure(resource, "dra-guard could not read", error))
+            return
+        for rule in self._in_scope(resource.kind):
+            try:
+                self._run(rule, resource)
+            except Exception as error:
+                self.add_error(_failure(resource, f"rule {rule.id} failed on", error, rule.id))
+
+    def _read(self, resource: Resource) -> None:
         for path, problem in shape_problems(resource.obj):
             document = resource.document
             if path or resource.prefix:
@@ -130,7 +167,6 @@ class Checker:
                 )
             )
         self.context.add(resource)
-        self._run(self._in_scope(resource.kind), resource)
 
     def add_error(self, error: InputError) -> None:
         self.report.errors.append(error)
@@ -159,28 +195,39 @@ class Checker:
             rules = self._by_kind[kind] = [rule for rule in self._rules if rule.applies_to(kind)]
         return rules
 
-    def _run(self, rules: list[Rule], resource: Resource) -> None:
-        for rule in rules:
-            violations = list(rule.check(resource, self.context))
-            if not violations:
-                continue
-            for violation in violations:
-                note = ""
-                reason = _waiver(resource, rule.id, violation.path)
-                if reason:
-                    if rule.id not in self._non_waivable:
-                        continue
-                    note = f" ({rule.id} cannot be waived)"
-                elif reason == "":
-                    note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
-                if isinstance(violation, Pending):
-                    self._deferred.append(_Deferred(_finding(rule, resource, violation, ""), violation.resolve, note))
-                else:
-                    self.report.findings.append(_finding(rule, resource, violation, violation.message + note))
+    def _run(self, rule: Rule, resource: Resource) -> None:
+        violations = list(rule.check(resource, self.context))
+        for violation in violations:
+            note = ""
+            reason = _waiver(resource, rule.id, violation.path)
+            if reason:
+                if rule.id not in self._non_waivable:
+                    continue
+                note = f" ({rule.id} cannot be waived)"
+            elif reason == "":
+                note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
+            if isinstance(violation, Pending):
+                self._deferred.append(_Deferred(_finding(rule, resource, violation, ""), violation.resolve, note))
+            else:
+                self.report.findings.append(_finding(rule, resource, violation, violation.message + note))
 
     def finish(self) -> Report:
         for deferred in self._deferred:
-            message = deferred.resolve()
+            finding = deferred.finding
+            try:
+                message = deferred.resolve()
+            except Exception as error:
+                where = f"{finding.file}" if finding.file else (finding.origin or str(finding.object))
+                self.add_error(
+                    InputError(
+                        where,
+                        finding.line,
+                        f"rule {finding.rule} failed on {finding.object} at {finding.path or '/'}: {_describe(error)}; "
+                        "the other rules and objects were checked",
+                        finding.rule,
+                    )
+                )
+                continue
             if message is not None:
                 self.report.findings.append(replace(deferred.finding, message=message + deferred.note))
         self._deferred.clear()
@@ -194,8 +241,13 @@ def check_stream(items: Iterable[LoadedDocument | InputError], config: Config | 
     for item in items:
         if isinstance(item, InputError):
             checker.add_error(item)
-        else:
+            continue
+        try:
             checker.add_object(item.obj, item)
+        except Exception as error:  # each resource is protected; this is the List expansion
+            checker.add_error(
+                InputError(item.file, item.line, f"dra-guard could not check document {item.index}: {_describe(error)}")
+            )
     return checker.finish()
 
 

@@ -62,6 +62,8 @@ class InputError:
     file: str
     line: int | None
     message: str
+    #: The rule that failed, when the error is a rule's exception rather than the input's.
+    rule: str | None = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"

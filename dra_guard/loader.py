@@ -129,18 +129,32 @@ class Source:
         yield from errors
         for path in files:
             self.files += 1
+            name = STDIN_NAME if path == STDIN else display_name(path)
             try:
                 if path == STDIN:
                     data = (self._stdin or sys.stdin.buffer).read()
-                    name = STDIN_NAME
                 else:
                     with open(path, "rb") as handle:
                         data = handle.read()
-                    name = path
             except OSError as error:
-                yield InputError(path, None, f"cannot read: {error.strerror or error}")
+                yield InputError(name, None, f"cannot read: {error.strerror or error}")
                 continue
-            yield from iter_bytes(data, name)
+            try:
+                yield from iter_bytes(data, name)
+            except Exception as error:  # a reading nobody foresaw: report it, read the other files
+                yield InputError(
+                    name, None, f"dra-guard could not read this file ({type(error).__name__}); not checked"
+                )
+
+
+def display_name(path: str) -> str:
+    """A path as reports show it: bytes that are not UTF-8 (a file name from another
+    locale) as \\xNN escapes, so that every report can be written."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
@@ -157,10 +171,10 @@ def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
         elif glob.has_magic(raw):
             matches = sorted(match for match in glob.glob(raw, recursive=True) if os.path.isfile(match))
             if not matches:
-                errors.append(InputError(raw, None, "no file matches this pattern"))
+                errors.append(InputError(display_name(raw), None, "no file matches this pattern"))
             files.extend(matches)
         else:
-            errors.append(InputError(raw, None, "no such file or directory"))
+            errors.append(InputError(display_name(raw), None, "no such file or directory"))
     # A file named twice (or stdin, which can be read once) is checked once.
     return list(dict.fromkeys(files)), errors
 

@@ -33,7 +33,7 @@ from pulumi_policy import Severity as PolicySeverity
 
 from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config
 from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Finding, ObjectRef, Severity
 from dra_guard.rules import RULES, Rule
 from pulumi_dra.props import CannotVerifyUntilApply, kubernetes_object
 
@@ -106,11 +106,25 @@ def _findings_by_rule(args: ResourceValidationArgs, policy_name: str) -> dict[st
                 for finding in report.findings:
                     if not finding.cross_object:  # the stack policies report those
                         _last.findings[finding.rule].append(finding)
+                for error in report.errors:
+                    if error.rule in _last.findings:  # a rule failed: that is no pass
+                        _last.findings[error.rule].append(_not_checked(RULES[error.rule], error.message))
     if isinstance(_last.problem, ConfigError):
         config_from_policy(values, policy_name)  # raises again, naming this policy
     if isinstance(_last.problem, CannotVerifyUntilApply):
         raise CannotVerifyUntilApply(_last.problem)  # a fresh one: the SDK reads its message
     return _last.findings
+
+
+def _not_checked(rule: Rule, message: str) -> Finding:
+    return Finding(
+        rule=rule.id,
+        severity=rule.severity,
+        message=f"could not be checked: {message}",
+        object=ObjectRef("", "", "", ""),
+        path="",
+        remediation=rule.remediation,
+    )
 
 
 def _resource_validator(rule: Rule) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
@@ -148,6 +162,9 @@ def _stack_validator(rule: Rule, policy_name: str) -> Callable[[StackValidationA
         for finding in report.findings:
             if finding.cross_object:
                 report_violation(violation_text(finding), finding.origin)
+        for failure in report.errors:
+            if failure.rule == rule.id:
+                report_violation(violation_text(_not_checked(rule, failure.message)), None)
 
     return validate
 
