@@ -88,6 +88,11 @@ def _write(text: str, output: str | None, stdout: TextIO) -> None:
     if output is None:
         stdout.write(printable(text))
         return
+    if os.path.exists(output) and not os.path.isfile(output):
+        # /dev/null, a FIFO, a terminal: nothing to replace, and no folder to write beside.
+        with open(output, "w", encoding="utf-8") as stream:
+            stream.write(printable(text))
+        return
     # Atomically: a reader of the file (CI uploading SARIF) sees the whole report or the
     # previous file, never half of one, whatever happens to this process.
     directory = os.path.dirname(os.path.abspath(output))

@@ -154,6 +154,8 @@ def test_the_output_file_is_replaced_whole(project: Path) -> None:
     assert json.loads(report.read_text())["summary"]["findings"] == 1
     assert report.stat().st_mode & 0o777 == 0o640
     assert sorted(path.name for path in project.iterdir()) == ["legacy.yaml", "report.json"]
+    devnull = run("check", "-o", os.devnull, "legacy.yaml", cwd=project)
+    assert devnull.returncode == 1 and devnull.stderr == b""
     missing = run("check", "-o", "no/such/dir/report.json", "legacy.yaml", cwd=project)
     assert missing.returncode == 2 and b"cannot write" in missing.stderr and b"Traceback" not in missing.stderr
 
