@@ -11,8 +11,7 @@ import contextlib
 import gc
 import os
 import sys
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from dra_guard import __version__
@@ -84,22 +83,36 @@ def printable(text: str) -> str:
     return text
 
 
-def _write(text: str, output: str | None, stdout: TextIO) -> None:
+class _Printable:
+    """Writes to `stream`, escaping what UTF-8 cannot encode (see `printable`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+
+def _write(write: Callable[[_Printable], None], output: str | None, stdout: TextIO) -> None:
+    """Stream a report to stdout or to `output`, piece by piece (a large report is never
+    one string)."""
     if output is None:
-        stdout.write(printable(text))
+        write(_Printable(stdout))
         return
     if os.path.exists(output) and not os.path.isfile(output):
         # /dev/null, a FIFO, a terminal: nothing to replace, and no folder to write beside.
         with open(output, "w", encoding="utf-8") as stream:
-            stream.write(printable(text))
+            write(_Printable(stream))
         return
     # Atomically: a reader of the file (CI uploading SARIF) sees the whole report or the
     # previous file, never half of one, whatever happens to this process.
+    import tempfile  # only here: it costs start-up time every run would pay
+
     directory = os.path.dirname(os.path.abspath(output))
     handle, temporary = tempfile.mkstemp(prefix=".dra-guard-", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(printable(text))
+            write(_Printable(stream))
         if os.path.exists(output):
             os.chmod(temporary, os.stat(output).st_mode & 0o777)
         else:
@@ -118,7 +131,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.engine import check_stream
     from dra_guard.findings import Severity
     from dra_guard.loader import Source
-    from dra_guard.report import renderer
+    from dra_guard.report import writer
     from dra_guard.rules import RULES
 
     try:
@@ -134,7 +147,8 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     report = check_stream(source, config)
     report.files = source.files
     try:
-        _write(renderer(arguments.format)(report), arguments.output, stdout)
+        write = writer(arguments.format)
+        _write(lambda out: write(report, out), arguments.output, stdout)
     except BrokenPipeError:
         if arguments.output is None:
             raise  # stdout's reader went away: main() says nothing more

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,13 +60,16 @@ class Pending:
     """A finding that depends on objects the input may hold further on.
 
     The engine keeps it, with its line and waiver worked out while the object is at hand,
-    and calls `resolve` once after the last object: the finding's message, or None when
-    the other objects clear it.  `resolve` must hold only small facts (names, the
-    context), never the resource or its object: every pending finding lives until the end.
+    and calls `resolve(*args)` once after the last object: the finding's message, or None
+    when the other objects clear it.  `resolve` and `args` must hold only small facts
+    (names, the context), never the resource or its object: every pending finding lives
+    until the end.  (A module-level function with `args` is smaller than a closure, for
+    findings kept once per object.)
     """
 
     path: Path
-    resolve: Callable[[], str | None]
+    resolve: Callable[..., str | None]
+    args: tuple[Any, ...] = ()
     severity: Severity | None = None
 
 
@@ -86,8 +90,9 @@ class Resource:
         #: Position in the input (1-based), set by the engine: tells objects apart after they are gone.
         self.serial = 0
         meta = metadata(obj)
-        self.kind = text(obj.get("kind"))
-        self.namespace = text(meta.get("namespace"))
+        # Interned: kinds and namespaces repeat, and findings and facts keep them to the end.
+        self.kind = sys.intern(text(obj.get("kind")))
+        self.namespace = sys.intern(text(meta.get("namespace")))
         self.name = text(meta.get("name"))
         self._pods: tuple[PodSpecView, ...] | None = None
         self._requests: list[DeviceRequestView] | None = None
@@ -96,7 +101,7 @@ class Resource:
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name)
+        return ObjectRef(sys.intern(text(self.obj.get("apiVersion"))), self.kind, self.namespace, self.name)
 
     @property
     def pods(self) -> tuple[PodSpecView, ...]:
@@ -125,15 +130,16 @@ class Resource:
         return self.document.line_of((*self.prefix, *path))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClaimFacts:
     """What other objects' rules need of a ResourceClaim or ResourceClaimTemplate."""
 
     kind: str
     namespace: str
     name: str
-    #: The names a container claim's `request` may use (`request_names`).
-    request_names: frozenset[str]
+    #: The names a container claim's `request` may use (requests and `request/sub-request`):
+    #: a tuple, smaller than a set for the one or two names a claim usually has.
+    request_names: tuple[str, ...]
 
 
 def same_namespace(first: str, second: str) -> bool:
@@ -147,16 +153,34 @@ def same_namespace(first: str, second: str) -> bool:
 
 
 class _NamedIndex:
-    """Claims or templates by name, looked up by (namespace, name)."""
+    """Claims or templates by name, looked up by (namespace, name).
+
+    A name usually has one object: it maps to that object's facts, and to a list only
+    when several share it (a tenth of the memory of a list for every name).
+    """
 
     def __init__(self) -> None:
-        self._by_name: dict[str, list[ClaimFacts]] = defaultdict(list)
+        self._by_name: dict[str, ClaimFacts | list[ClaimFacts]] = {}
 
     def add(self, facts: ClaimFacts) -> None:
-        self._by_name[facts.name].append(facts)
+        present = self._by_name.get(facts.name)
+        if present is None:
+            self._by_name[facts.name] = facts
+        elif isinstance(present, list):
+            present.append(facts)
+        else:
+            self._by_name[facts.name] = [present, facts]
+
+    def _named(self, name: str) -> list[ClaimFacts]:
+        present = self._by_name.get(name)
+        return [] if present is None else present if isinstance(present, list) else [present]
+
+    def exact(self, namespace: str, name: str) -> ClaimFacts | None:
+        """The object of this namespace and name; once there, later objects do not change it."""
+        return next((facts for facts in self._named(name) if facts.namespace == namespace), None)
 
     def find(self, namespace: str, name: str) -> ClaimFacts | None:
-        candidates = self._by_name.get(name, [])
+        candidates = self._named(name)
         for facts in candidates:
             if facts.namespace == namespace:
                 return facts
@@ -165,7 +189,7 @@ class _NamedIndex:
         return loose[0] if len(loose) == 1 else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClaimUser:
     """A Pod that names a ResourceClaim."""
 
@@ -190,16 +214,21 @@ class Context:
         self.complete = complete
         self._templates = _NamedIndex()
         self._claims = _NamedIndex()
+        self._request_names: dict[tuple[str, ...], tuple[str, ...]] = {}
         #: Pods (kind Pod) by the name of the ResourceClaim they name.
-        self._claim_users: dict[str, list[ClaimUser]] = defaultdict(list)
+        self._claim_users: dict[str, ClaimUser | list[ClaimUser]] = {}
         #: Extended resource names the input's DeviceClasses map (spec.extendedResourceName).
         self._extended_resources: dict[str, list[str]] = defaultdict(list)
 
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:
-            names = frozenset(
-                name for request in resource.requests for name in (request.request_name, request.qualified_name)
+            names = tuple(
+                dict.fromkeys(
+                    name for request in resource.requests for name in (request.request_name, request.qualified_name)
+                )
             )
+            # Claims mostly repeat a few request names: share one tuple per set of names.
+            names = self._request_names.setdefault(names, names)
             facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names)
             (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
         elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
@@ -211,14 +240,29 @@ class Context:
                 for _, claim in pod.claims:
                     claim_name = claim.get("resourceClaimName")
                     if isinstance(claim_name, str):
-                        user = ClaimUser(resource.serial, resource.namespace, resource.name)
-                        self._claim_users[claim_name].append(user)
+                        self._add_claim_user(claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
+
+    def _add_claim_user(self, claim_name: str, user: ClaimUser) -> None:
+        present = self._claim_users.get(claim_name)
+        if present is None:
+            self._claim_users[claim_name] = user
+        elif isinstance(present, list):
+            present.append(user)
+        else:
+            self._claim_users[claim_name] = [present, user]
 
     def find_template(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._templates.find(namespace, name)
 
     def find_claim(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._claims.find(namespace, name)
+
+    def settled_template(self, namespace: str, name: str) -> ClaimFacts | None:
+        """The template `find_template` will return whatever objects follow, if it is known now."""
+        return self._templates.exact(namespace, name)
+
+    def settled_claim(self, namespace: str, name: str) -> ClaimFacts | None:
+        return self._claims.exact(namespace, name)
 
     def extended_resource_classes(self, name: str) -> list[str]:
         """Device classes that map the extended resource `name`: configured, then in the input."""
@@ -227,11 +271,9 @@ class Context:
 
     def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:
         """Pods besides the one at `serial` that name this claim and may share its namespace."""
-        return [
-            user
-            for user in self._claim_users.get(claim_name, ())
-            if user.serial != serial and same_namespace(user.namespace, namespace)
-        ]
+        present = self._claim_users.get(claim_name)
+        users = [] if present is None else present if isinstance(present, list) else [present]
+        return [user for user in users if user.serial != serial and same_namespace(user.namespace, namespace)]
 
     def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
         if resource.kind not in CLAIM_KINDS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -70,12 +71,14 @@ def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
 
 def _finding(rule: Rule, resource: Resource, violation: Violation | Pending, message: str) -> Finding:
     path = (*resource.prefix, *violation.path)
+    # Interned: the same message and path recur across many objects (every CronJob asking
+    # for nvidia.com/gpu), and the report keeps every finding to the end.
     return Finding(
         rule=rule.id,
         severity=violation.severity or rule.severity,
-        message=message,
+        message=sys.intern(message),
         object=resource.ref,
-        path=json_pointer(path),
+        path=sys.intern(json_pointer(path)),
         remediation=rule.remediation,
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
@@ -109,12 +112,13 @@ def _failure(resource: Resource, what: str, error: Exception, rule_id: str | Non
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Deferred:
     """A pending finding, everything but its message decided while its object was at hand."""
 
     finding: Finding
-    resolve: Callable[[], str | None]
+    resolve: Callable[..., str | None]
+    args: tuple[Any, ...]
     note: str
 
 
@@ -207,7 +211,8 @@ class Checker:
             elif reason == "":
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             if isinstance(violation, Pending):
-                self._deferred.append(_Deferred(_finding(rule, resource, violation, ""), violation.resolve, note))
+                finding = _finding(rule, resource, violation, "")
+                self._deferred.append(_Deferred(finding, violation.resolve, violation.args, note))
             else:
                 self.report.findings.append(_finding(rule, resource, violation, violation.message + note))
 
@@ -215,7 +220,7 @@ class Checker:
         for deferred in self._deferred:
             finding = deferred.finding
             try:
-                message = deferred.resolve()
+                message = deferred.resolve(*deferred.args)
             except Exception as error:
                 where = f"{finding.file}" if finding.file else (finding.origin or str(finding.object))
                 self.add_error(
@@ -229,7 +234,7 @@ class Checker:
                 )
                 continue
             if message is not None:
-                self.report.findings.append(replace(deferred.finding, message=message + deferred.note))
+                self.report.findings.append(replace(deferred.finding, message=sys.intern(message + deferred.note)))
         self._deferred.clear()
         self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report

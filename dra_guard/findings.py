@@ -27,7 +27,8 @@ class Severity(IntEnum):
             raise ValueError(f"unknown severity {text!r}; use one of {', '.join(s.label for s in cls)}") from None
 
 
-@dataclass(frozen=True)
+# Slots: a report of many findings, and the facts behind pending ones, stay small.
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     api_version: str
     kind: str
@@ -38,7 +39,7 @@ class ObjectRef:
         return f"{self.kind or '?'}/{self.namespace or '-'}/{self.name or '-'}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     rule: str
     severity: Severity
@@ -55,7 +56,7 @@ class Finding:
     cross_object: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InputError:
     """Input that could not be read or understood; it makes the CLI exit 2."""
 

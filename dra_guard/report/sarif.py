@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from dra_guard import __version__
-from dra_guard.findings import Report, Severity
+from dra_guard.findings import Finding, Report, Severity
+from dra_guard.report.json_report import write_items
 from dra_guard.rules import RULES
+
+if TYPE_CHECKING:
+    from dra_guard.report import Output
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning", Severity.LOW: "note"}
@@ -42,31 +47,30 @@ def _uri(file: str | None) -> str:
     return file.replace("\\", "/").removeprefix("./")
 
 
-def render_sarif(report: Report) -> str:
-    rule_index = {rule_id: index for index, rule_id in enumerate(RULES)}
-    results = []
-    for finding in report.findings:
-        results.append(
+def _result(finding: Finding, rule_index: Mapping[str, int]) -> dict[str, Any]:
+    return {
+        "ruleId": finding.rule,
+        "ruleIndex": rule_index[finding.rule],
+        "level": _LEVELS[finding.severity],
+        "message": {"text": f"{finding.object}: {finding.message}. Fix: {finding.remediation}"},
+        "locations": [
             {
-                "ruleId": finding.rule,
-                "ruleIndex": rule_index[finding.rule],
-                "level": _LEVELS[finding.severity],
-                "message": {"text": f"{finding.object}: {finding.message}. Fix: {finding.remediation}"},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(finding.file)},
-                            "region": {"startLine": finding.line or 1},
-                        },
-                        "logicalLocations": [
-                            {"name": str(finding.object), "fullyQualifiedName": f"{finding.object}{finding.path}"}
-                        ],
-                    }
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _uri(finding.file)},
+                    "region": {"startLine": finding.line or 1},
+                },
+                "logicalLocations": [
+                    {"name": str(finding.object), "fullyQualifiedName": f"{finding.object}{finding.path}"}
                 ],
-                "partialFingerprints": {"draGuard/v1": f"{finding.rule}:{finding.object}:{finding.path}"},
-                "properties": {"severity": finding.severity.label, "path": finding.path},
             }
-        )
+        ],
+        "partialFingerprints": {"draGuard/v1": f"{finding.rule}:{finding.object}:{finding.path}"},
+        "properties": {"severity": finding.severity.label, "path": finding.path},
+    }
+
+
+def write_sarif(report: Report, out: Output) -> None:
+    rule_index = {rule_id: index for index, rule_id in enumerate(RULES)}
     notifications = [
         {
             "level": "error",
@@ -97,8 +101,12 @@ def render_sarif(report: Report) -> str:
                 "invocations": [
                     {"executionSuccessful": not report.errors, "toolExecutionNotifications": notifications}
                 ],
-                "results": results,
+                "results": [],
             }
         ],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # Everything but the results at once; the results one by one where the empty list is.
+    head, _, tail = json.dumps(document, indent=2, ensure_ascii=False).rpartition('"results": []')
+    out.write(head + '"results": ')
+    write_items(out, (_result(finding, rule_index) for finding in report.findings), 6)
+    out.write(tail + "\n")

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from dra_guard.findings import Report, Severity
+
+if TYPE_CHECKING:
+    from dra_guard.report import Output
 
 
 def _location(file: str | None, line: int | None) -> str:
     return f"{file or '<object>'}:{line or 0}"
 
 
-def render_text(report: Report) -> str:
-    lines = [
-        f"{error.file}:{error.line}: error: {error.message}" if error.line else f"{error.file}: error: {error.message}"
-        for error in report.errors
-    ]
+def write_text(report: Report, out: Output) -> None:
+    for error in report.errors:
+        out.write(
+            f"{error.file}:{error.line}: error: {error.message}\n"
+            if error.line
+            else f"{error.file}: error: {error.message}\n"
+        )
     for finding in report.findings:
-        lines.append(
+        out.write(
             f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
-            f"{finding.object}: {finding.message}"
+            f"{finding.object}: {finding.message}\n"
         )
     counts = Counter(finding.severity for finding in report.findings)
     by_severity = ", ".join(f"{counts[s]} {s.label}" for s in sorted(Severity, reverse=True) if counts[s])
@@ -31,5 +37,4 @@ def render_text(report: Report) -> str:
     )
     if report.errors:
         summary += f"; {len(report.errors)} input error{'s' * (len(report.errors) != 1)}"
-    lines.append(summary)
-    return "\n".join(lines) + "\n"
+    out.write(summary + "\n")

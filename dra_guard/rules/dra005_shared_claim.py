@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
@@ -136,16 +136,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                     "which every pod it creates would share",
                 )
                 continue
-            shared = _shared_with(context, claim_name, resource.namespace, resource.serial)
-            yield Pending((*path, "resourceClaimName"), shared)
+            # A function and its arguments, not a closure: one is kept per pod until the end.
+            shared = (context, claim_name, resource.namespace, resource.serial)
+            yield Pending((*path, "resourceClaimName"), _shared_with, shared)
 
 
-def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> Callable[[], str | None]:
-    def resolve() -> str | None:
-        others = context.other_claim_users(claim_name, namespace, serial)
-        if not others:
-            return None
-        names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
-        return f"ResourceClaim {claim_name!r} is also used by {names}"
-
-    return resolve
+def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> str | None:
+    others = context.other_claim_users(claim_name, namespace, serial)
+    if not others:
+        return None
+    names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
+    return f"ResourceClaim {claim_name!r} is also used by {names}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from dra_guard.context import Context, Pending, Resource, Violation
+from dra_guard.context import ClaimFacts, Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import Path, text
 from dra_guard.pod_templates import PodSpecView
@@ -108,30 +108,43 @@ def _wiring(
                 continue
             request = claim.get("request")
             if isinstance(request, str) and context.complete:
-                yield Pending(
-                    (*path, "request"),
-                    _unknown_request(context, resource.namespace, container.name, declared[name][1], request),
-                )
+                unknown = _unknown_request(context, resource.namespace, container.name, declared[name][1], request)
+                # Decided now when the target is already known: nothing to keep until the end.
+                if _target(context, resource.namespace, declared[name][1], settled=True) is None:
+                    yield Pending((*path, "request"), unknown)
+                elif (message := unknown()) is not None:
+                    yield Violation((*path, "request"), message, cross_object=True)
     for name, (path, claim) in declared.items():
         if name not in used and pod.complete:
             yield Violation(path, f"pod claim {name!r} is used by no container{pod.where}")
         template_name = claim.get("resourceClaimTemplateName")
         if context.complete and isinstance(template_name, str) and path not in looked_up:
             looked_up.add(path)
+            if context.settled_template(resource.namespace, template_name) is not None:
+                continue  # already among the checked objects: no finding, nothing to keep
             yield Pending(
                 (*path, "resourceClaimTemplateName"),
-                _missing_template(context, resource.namespace, template_name),
+                _missing_template,
+                (context, resource.namespace, template_name),
                 severity=Severity.LOW,
             )
 
 
-def _missing_template(context: Context, namespace: str, template_name: str) -> Callable[[], str | None]:
-    def resolve() -> str | None:
-        if context.find_template(namespace, template_name) is not None:
-            return None
-        return f"ResourceClaimTemplate {template_name!r} is not among the checked objects"
+def _target(context: Context, namespace: str, pod_claim: Mapping[str, Any], *, settled: bool) -> ClaimFacts | None:
+    """The template or claim a pod claim names (`settled`: only if no later object can change it)."""
+    template_name = pod_claim.get("resourceClaimTemplateName")
+    claim_name = pod_claim.get("resourceClaimName")
+    if isinstance(template_name, str):
+        return (context.settled_template if settled else context.find_template)(namespace, template_name)
+    if isinstance(claim_name, str):
+        return (context.settled_claim if settled else context.find_claim)(namespace, claim_name)
+    return None
 
-    return resolve
+
+def _missing_template(context: Context, namespace: str, template_name: str) -> str | None:
+    if context.find_template(namespace, template_name) is not None:
+        return None
+    return f"ResourceClaimTemplate {template_name!r} is not among the checked objects"
 
 
 def _unknown_request(
@@ -139,13 +152,10 @@ def _unknown_request(
 ) -> Callable[[], str | None]:
     template_name = pod_claim.get("resourceClaimTemplateName")
     claim_name = pod_claim.get("resourceClaimName")
+    wanted = {"resourceClaimTemplateName": template_name, "resourceClaimName": claim_name}
 
     def resolve() -> str | None:
-        target = None
-        if isinstance(template_name, str):
-            target = context.find_template(namespace, template_name)
-        elif isinstance(claim_name, str):
-            target = context.find_claim(namespace, claim_name)
+        target = _target(context, namespace, wanted, settled=False)
         if target is None or request in target.request_names:
             return None
         owner = f"{target.kind} {target.name!r}"
