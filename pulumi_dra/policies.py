@@ -31,7 +31,7 @@ from pulumi_policy import (
 )
 from pulumi_policy import Severity as PolicySeverity
 
-from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config
+from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config, policy_option
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
 from dra_guard.rules import RULES, Rule
@@ -47,7 +47,7 @@ CROSS_OBJECT_SUFFIX = "-stack"
 #: in these defaults; the SDK alone (and our tests) do not, and need not: an option that
 #: is not set reads as its default.
 CONFIG_SCHEMA = PolicyConfigSchema(
-    properties={option.camel_key: option.schema() for option in RULES.options.values() if not option.selects_rules}
+    properties={option.camel_key: option.schema() for option in RULES.options.values() if policy_option(option)}
 )
 
 
