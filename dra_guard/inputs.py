@@ -11,6 +11,8 @@
   chart, nothing fetched) and the output checked, each object attributed to the
   template named by its `# Source:` comment; without helm, or when rendering fails,
   the chart is listed as not checked.
+* An object with neither `metadata.name` nor `metadata.generateName` is an input error
+  (kubectl refuses it: "resource name may not be empty"); it is still checked.
 * A file that fails to load and contains `{{` gets a hint to render it first.
 """
 
@@ -32,7 +34,7 @@ from dra_guard.walk import STDIN, Selection
 
 #: How long one `helm template` may take.
 HELM_TIMEOUT_SECONDS = 120
-_HELM_SOURCE = re.compile(r"^# Source: (.+?)\s*$")
+_HELM_SOURCE = re.compile(r"^# Source: (.*?)\s*$")
 _MANIFEST_KEYS = frozenset({"apiversion", "kind"})
 # Bytes that let a key's text differ from its value: escapes, binary and verbatim tags, %TAG.
 _KEY_DISGUISES = (b"\\", b"!!binary", b"tag:yaml.org,2002:binary", b"!<", b"%tag")
@@ -196,6 +198,28 @@ class Inputs:
                     yield RenderedDocument(template, item.index, item.obj, item.text, item.span)
 
 
+def _nameless(document: Document) -> Iterator[InputError]:
+    """An error for each object of the document that has no name and no generateName."""
+    obj = document.obj
+    if not isinstance(obj, dict) or not _has_manifest_key(obj):
+        return
+    items = obj.get("items")
+    objects: list[tuple[tuple[str | int, ...], dict[str, Any]]]
+    if isinstance(items, list):  # a List: its items are the objects (the List needs no name)
+        objects = [(("items", index), item) for index, item in enumerate(items) if isinstance(item, dict)]
+    else:
+        objects = [((), obj)]
+    for path, item in objects:
+        metadata = item.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if not metadata.get("name") and not metadata.get("generateName"):
+            line = document.line_of(path) if path else document.line
+            where = f"document {document.index}" + (f" item {path[1]}" if path else "")
+            yield InputError(
+                document.file, line, f"{where} has no metadata.name and no metadata.generateName (kubectl refuses it)"
+            )
+
+
 def _with_hint(items: Iterator[Any], data: bytes) -> Iterator[Any]:
     """A load error in a file with `{{ ... }}` in it says how to render it first."""
     templated = b"{{" in data
@@ -204,22 +228,24 @@ def _with_hint(items: Iterator[Any], data: bytes) -> Iterator[Any]:
             yield InputError(item.file, item.line, f"{item.message}; it looks like a Helm template: {render_hint()}")
         else:
             yield item
+            if isinstance(item, Document):
+                yield from _nameless(item)
 
 
 def _sources(output: str) -> Iterator[tuple[str, str]]:
     """(template, rendered text) for each `# Source:` section of `helm template` output."""
     source: str | None = None
     lines: list[str] = []
-    for line in output.splitlines(keepends=True):
+    for line in [*output.splitlines(keepends=True), "# Source: "]:
         match = _HELM_SOURCE.match(line)
         if match:
+            while lines and lines[-1].strip() == "---":  # the separator before the next section
+                lines.pop()
             if source is not None:
                 yield source, "".join(lines)
             source, lines = match.group(1), []
         elif source is not None:
             lines.append(line)
-    if source is not None:
-        yield source, "".join(lines)
 
 
 def _template_path(chart: str, source: str) -> str:
