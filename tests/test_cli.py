@@ -250,3 +250,22 @@ def test_a_yaml_file_that_is_no_manifest_gets_one_clear_error(tmp_path: Path) ->
         f"{values}:1: error: document 1 is not a Kubernetes object (it has no apiVersion and no kind)",
         "0 findings in 1 object from 1 file; 1 input error",
     ]
+
+
+def test_objects_with_generate_name_are_labelled_with_it(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {generateName: train-, namespace: ml}\nspec:\n"
+        "  rayClusterSpec:\n    headGroupSpec:\n      template:\n        spec:\n          containers:\n"
+        "            - {name: head, image: ray, resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    )
+    result = run("check", "job.yaml", cwd=tmp_path)
+    assert " RayJob/ml/train-: requests legacy accelerator resource 'nvidia.com/gpu'" in result.stdout
+    assert "?/-/-" not in result.stdout
+    (finding,) = json.loads(run("check", "--format", "json", "job.yaml", cwd=tmp_path).stdout)["findings"]
+    assert finding["object"] == {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "namespace": "ml",
+        "name": "",
+        "generateName": "train-",
+    }

@@ -91,7 +91,12 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         if text(constraint.get("matchAttribute")) in acceptable and (not covered or names <= covered):
             return
     wanted = " or ".join(sorted(acceptable))
+    # allocationMode: All takes every matching device: how many is not known before allocation.
+    if any(request.body.get("allocationMode") == "All" for request in accelerator):
+        devices = "an unknown number of accelerator devices (allocationMode: All takes every matching one)"
+    else:
+        devices = f"{total} accelerator devices"
     yield Violation(
         devices_path,
-        f"{total} accelerator devices ({', '.join(sorted(names))}) with no constraint matching {wanted} across them",
+        f"{devices} ({', '.join(sorted(names))}) with no constraint matching {wanted} across them",
     )

@@ -33,3 +33,21 @@ def test_dra011_parent_uuid_does_not_align_other_classes() -> None:
     obj = template(accelerator=AcceleratorSlice.google_tpu("v6e", 2))
     devices(obj)["constraints"][0]["matchAttribute"] = "gpu.nvidia.com/parentUUID"
     assert rule_ids(retag(obj)) == {"DRA011"}
+
+
+def test_dra011_all_mode_says_the_count_is_unknown() -> None:
+    from dra_guard.engine import check_objects
+
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "every-gpu", "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]
+            }
+        },
+    }
+    (finding,) = [f for f in check_objects([claim]).findings if f.rule == "DRA011"]
+    assert finding.message.startswith("an unknown number of accelerator devices (allocationMode: All")
+    assert "2 devices" not in finding.message and "2 accelerator" not in finding.message
