@@ -93,10 +93,10 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     wanted = " or ".join(sorted(acceptable))
     # allocationMode: All takes every matching device: how many is not known before allocation.
     if any(request.body.get("allocationMode") == "All" for request in accelerator):
-        devices = "an unknown number of accelerator devices (allocationMode: All takes every matching one)"
+        how_many = "an unknown number of accelerator devices (allocationMode: All takes every matching one)"
     else:
-        devices = f"{total} accelerator devices"
+        how_many = f"{total} accelerator devices"
     yield Violation(
         devices_path,
-        f"{devices} ({', '.join(sorted(names))}) with no constraint matching {wanted} across them",
+        f"{how_many} ({', '.join(sorted(names))}) with no constraint matching {wanted} across them",
     )
