@@ -69,4 +69,5 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             yield Violation(
                 (*request.path, "adminAccess"),
                 f"request {request.qualified_name!r} asks for adminAccess in {where}, which is not an admin namespace",
+                evidence=(("metadata", "namespace"),),
             )
