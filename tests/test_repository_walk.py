@@ -348,3 +348,33 @@ def test_a_chart_helm_cannot_render_is_listed_as_not_checked(repo: Path, tmp_pat
         "(inference/templates/deployment.yaml): image is required"
     ) in result.stdout.splitlines()
     assert check("--fail-on-unchecked", ".", cwd=repo, env=env).returncode == 2
+
+
+def _readme_ci_commands() -> list[list[str]]:
+    """The `dra-guard check` commands of the README's CI snippet, as written."""
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("### In CI", 1)[1]
+    snippet = section.split("```yaml", 1)[1].split("```", 1)[0]
+    steps = yaml.safe_load(snippet)
+    commands = [shlex.split(step["run"]) for step in steps if step.get("run", "").startswith("dra-guard check")]
+    assert commands, "the README's CI snippet runs dra-guard check"
+    return commands
+
+
+def test_the_readme_ci_snippet_works_on_the_fixture_repository(repo: Path) -> None:
+    for command in _readme_ci_commands():
+        result = check(*command[2:], cwd=repo)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "not checked" in result.stderr  # the chart, said on stderr next to a machine format
+        if "--output" in command or "-o" in command:
+            flag = "--output" if "--output" in command else "-o"
+            sarif = json.loads((repo / command[command.index(flag) + 1]).read_text())
+            results = sarif["runs"][0]["results"]
+            failing = [r for r in results if "suppressions" not in r]
+            assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in failing] == [BAD]
+            assert [r["suppressions"][0]["justification"] for r in results if "suppressions" in r] == [
+                "burn-in before the DRA driver is installed, see OPS-142"
+            ]
+    (repo / BAD).unlink()
+    for command in _readme_ci_commands():
+        assert check(*command[2:], cwd=repo).returncode == 0
