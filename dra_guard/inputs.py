@@ -21,8 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +166,9 @@ class Inputs:
             self.skipped.append(path)
 
     def _chart(self, chart: str) -> Iterator[Any]:
+        import shutil  # only charts need these: they stay out of the CLI's start-up
+        import subprocess
+
         helm = shutil.which("helm") if self._helm is None else self._helm
         if not helm:
             self.unchecked.append(Unchecked(chart, f"helm is not on PATH; {render_hint(chart)}"))
