@@ -17,7 +17,8 @@ from testkit.rulecases import (
 
 @pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "Job"])
 def test_dra005_controllers_must_not_name_a_claim(kind: str) -> None:
-    template_obj, workload_obj = workload(kind)
+    objects = workload(kind)
+    template_obj, workload_obj = objects.claim_template, objects.workload
     claims = workload_obj["spec"]["template"]["spec"]["resourceClaims"]
     claims[0] = {"name": "accelerator", "resourceClaimName": "shared"}
     assert rule_ids(template_obj, workload_obj, claim()) >= {"DRA005"}
