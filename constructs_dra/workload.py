@@ -89,8 +89,11 @@ class IsolatedClaimTemplate(Construct):
 class IsolatedAcceleratorWorkload(Construct):
     """A workload whose every pod gets its own isolated accelerator slice.
 
-    Synthesizes one ResourceClaimTemplate and one Deployment, StatefulSet or Job, both
-    named after the construct id and both compliant with the standard by construction.
+    Synthesizes one ResourceClaimTemplate and one Deployment, StatefulSet (with its
+    headless Service) or Job, named after the construct id and compliant with the standard
+    by construction, for the Kubernetes release `kubernetes_version` names.  What locality a
+    slice of several devices gets depends on its driver: README.md, "What locality a claim
+    for several devices gets".
     The keyword arguments are those of :class:`dra_guard.WorkloadSpec`; the name comes
     from the construct id and `namespace` defaults to the chart's.
     """
