@@ -97,13 +97,28 @@ def enforce(
     return validation
 
 
-def validate_self(construct: Construct, hmac_key: str | bytes | None = None) -> None:
+def validate_self(
+    construct: Construct,
+    hmac_key: str | bytes | None = None,
+    *,
+    kubernetes_version: str | None = None,
+    consumable_capacity: bool | None = None,
+) -> None:
     """Attach the rules to one of our constructs, over its own objects.
 
     They are compliant when built; this catches later edits (`add_json_patch`, ...).
-    The construct's own key verifies its tags.
+    The construct's own key verifies its tags, and its objects are checked for the
+    Kubernetes release they were built for.
     """
-    values, environ = ({"hmac-key-env": _OWN_KEY_VARIABLE}, {_OWN_KEY_VARIABLE: hmac_key}) if hmac_key else ({}, {})
+    values: dict[str, Any] = {}
+    environ: dict[str, str | bytes] = {}
+    if hmac_key:
+        values["hmac-key-env"] = _OWN_KEY_VARIABLE
+        environ[_OWN_KEY_VARIABLE] = hmac_key
+    if kubernetes_version is not None:
+        values["kubernetes-version"] = kubernetes_version
+    if consumable_capacity is not None:
+        values["consumable-capacity"] = consumable_capacity
     config = parse_config(values, RULES, f"construct {construct.node.path}", environ=environ)
     setattr(construct, SELF_VALIDATING_ATTRIBUTE, True)
     construct.node.add_validation(DraGuardValidation(construct, config))
