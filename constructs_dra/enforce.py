@@ -134,36 +134,53 @@ class _SelfValidation:
     """One of our constructs' objects, checked with the configuration that applies to it.
 
     Resolved when cdk8s validates (at synth), not when the construct is built, so an
-    `enforce()` called after the construct still applies.
+    `enforce()` called after the construct still applies.  The user's configuration
+    wins for every option it sets; the construct's own facts (its key, the release and
+    capacity it was built for) fill in the rest.
     """
 
-    def __init__(self, construct: Construct, hmac_key: str | bytes | None) -> None:
+    def __init__(self, construct: Construct, values: Mapping[str, Any], environ: Mapping[str, str | bytes]) -> None:
         self._construct = construct
-        self._hmac_key = hmac_key
+        self._values = values
+        self._environ = environ
 
     def _config(self, enforcing: DraGuardValidation | None) -> tuple[Config, Severity]:
         user = enforcing.config if enforcing is not None else Config()
-        if not self._hmac_key or _HMAC_KEY_OPTION in user.values:
-            return user, enforcing.fail_on if enforcing is not None else Severity.LOW
-        own = parse_config(
-            {_HMAC_KEY_OPTION: _OWN_KEY_VARIABLE},
-            RULES,
-            f"construct {self._construct.node.path}",
-            environ={_OWN_KEY_VARIABLE: self._hmac_key},
-        )
-        merged = Config({**user.values, **own.values}, user.source or own.source)
-        return merged, enforcing.fail_on if enforcing is not None else Severity.LOW
+        fail_on = enforcing.fail_on if enforcing is not None else Severity.LOW
+        own_values = {key: value for key, value in self._values.items() if key not in user.values}
+        if not own_values:
+            return user, fail_on
+        own = parse_config(own_values, RULES, f"construct {self._construct.node.path}", environ=self._environ)
+        return Config({**own.values, **user.values}, user.source or own.source), fail_on
 
     def validate(self) -> list[str]:
         config, fail_on = self._config(_enforcing(self._construct))
         return DraGuardValidation(self._construct, config, fail_on).validate()
 
 
-def validate_self(construct: Construct, hmac_key: str | bytes | None = None) -> None:
+def validate_self(
+    construct: Construct,
+    hmac_key: str | bytes | None = None,
+    *,
+    kubernetes_version: str | None = None,
+    consumable_capacity: bool | None = None,
+) -> None:
     """Attach the rules to one of our constructs, over its own objects.
 
     They are compliant when built; this catches later edits (`add_json_patch`, ...),
     with the configuration of the nearest `enforce()` above the construct, if any.
+    The construct's own key verifies its tags, and its objects are checked for the
+    Kubernetes release they were built for, where that configuration says nothing else.
     """
+    values: dict[str, Any] = {}
+    environ: dict[str, str | bytes] = {}
+    if hmac_key:
+        values[_HMAC_KEY_OPTION] = _OWN_KEY_VARIABLE
+        environ[_OWN_KEY_VARIABLE] = hmac_key
+    if kubernetes_version is not None:
+        values["kubernetes-version"] = kubernetes_version
+    if consumable_capacity is not None:
+        values["consumable-capacity"] = consumable_capacity
+    parse_config(values, RULES, f"construct {construct.node.path}", environ=environ)  # a bad value fails now
     setattr(construct, SELF_VALIDATING_ATTRIBUTE, True)
-    construct.node.add_validation(_SelfValidation(construct, hmac_key))
+    construct.node.add_validation(_SelfValidation(construct, values, environ))

@@ -18,8 +18,32 @@ from typing import Any, Protocol, TypeVar, cast
 
 import yaml
 
-from dra_guard.catalog import DEVICE_CLASSES, PCIE_ROOT, DeviceClass
-from dra_guard.options import RULE_IDS, STRING_LIST, STRING_SET, ConfigError, Option, OptionType, ParseContext
+from dra_guard.catalog import (
+    ATTRIBUTE_DOMAIN_MAX_LENGTH,
+    ATTRIBUTE_NAME_PATTERN,
+    DEFAULT_KUBERNETES_VERSION,
+    DEVICE_CLASSES,
+    KUBERNETES_RELEASES,
+    KUBERNETES_VERSIONS,
+    DeviceClass,
+    KubernetesRelease,
+    TopologyAttribute,
+    exclusivity_guard_compiles,
+)
+from dra_guard.catalog import (
+    NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES,
+)
+from dra_guard.options import (
+    OPTIONAL_FLAG,
+    RULE_IDS,
+    STRING_LIST,
+    STRING_SET,
+    ConfigError,
+    OneOf,
+    Option,
+    OptionType,
+    ParseContext,
+)
 from dra_guard.walk import repository_root
 
 __all__ = [
@@ -55,13 +79,17 @@ class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
             unknown = sorted(set(spec) - set(self._KEYS))
             if unknown:
                 raise ConfigError(f"{key}.{name}: unknown key {', '.join(unknown)}")
-            domain, slash, attribute = spec["pin-attribute"].partition("/")
-            if not slash or not domain or not attribute:
-                raise ConfigError(f"{key}.{name}.pin-attribute: must be qualified as '<driver domain>/<attribute>'")
-            topology = spec.get("topology-attribute", PCIE_ROOT)
-            if not isinstance(topology, str) or "/" not in topology:
-                raise ConfigError(f"{key}.{name}.topology-attribute: must be a qualified attribute name")
-            classes[str(name)] = DeviceClass(str(name), domain, attribute, topology)
+            domain, attribute = _qualified(f"{key}.{name}.pin-attribute", spec["pin-attribute"])
+            topology = spec.get("topology-attribute")
+            if topology is None:
+                classes[str(name)] = DeviceClass(str(name), domain, attribute)
+                continue
+            _qualified(f"{key}.{name}.topology-attribute", topology)
+            # Declared by the user: every device of this class publishes it, so it is asked for.
+            aligned_on = TopologyAttribute(topology, "always", "declared in the configuration")
+            classes[str(name)] = DeviceClass(
+                str(name), domain, attribute, topology=(aligned_on,), default_alignment=topology
+            )
         return MappingProxyType(classes)
 
     def json_schema(self) -> dict[str, Any]:
@@ -79,10 +107,24 @@ class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
     def to_json(self, value: object) -> Any:
         if not isinstance(value, Mapping):
             return value
-        return {
-            name: {"pin-attribute": item.qualified_pin_attribute, "topology-attribute": item.topology_attribute}
-            for name, item in sorted(value.items())
-        }
+        written: dict[str, dict[str, str]] = {}
+        for name, item in sorted(value.items()):
+            written[name] = {"pin-attribute": item.qualified_pin_attribute}
+            if item.default_alignment is not None:
+                written[name]["topology-attribute"] = item.default_alignment
+        return written
+
+
+def _qualified(key: str, value: object) -> tuple[str, str]:
+    """`<domain>/<name>` as the DRA API allows it in an attribute name, split."""
+    domain, slash, name = value.partition("/") if isinstance(value, str) else ("", "", "")
+    if not slash or not domain or not name:
+        raise ConfigError(f"{key}: must be qualified as '<driver domain>/<attribute>'")
+    if len(domain) > ATTRIBUTE_DOMAIN_MAX_LENGTH:
+        raise ConfigError(f"{key}: the domain {domain!r} is longer than {ATTRIBUTE_DOMAIN_MAX_LENGTH} characters")
+    if not ATTRIBUTE_NAME_PATTERN.fullmatch(name):
+        raise ConfigError(f"{key}: {name!r} is not a DRA attribute name (a C identifier, at most 32 characters)")
+    return domain, name
 
 
 # --- the options several rules share (each rule module declares its own) -------------
@@ -108,15 +150,34 @@ NON_ACCELERATOR_CLASSES = Option(
     type=STRING_SET,
     default=frozenset(),
     doc="Device classes that are not accelerators (NICs, ...): their requests are not checked. "
-    "Every other class counts as an accelerator, including classes dra-guard does not know.",
+    f"Added to those dra-guard knows ({', '.join(sorted(KNOWN_NON_ACCELERATOR_CLASSES))}). "
+    "Every other class counts as an accelerator, including classes dra-guard does not know (fail closed).",
 )
 EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
     key="extra-classes",
     type=DeviceClassMap(),
     default=MappingProxyType({}),
     doc="Device classes dra-guard does not know, with the attribute that pins a profile "
-    "(`<driver domain>/<attribute>`) and, optionally, the attribute that aligns devices "
-    "(default resource.kubernetes.io/pcieRoot).",
+    "(`<driver domain>/<attribute>`) and, optionally, an attribute every device of the class publishes "
+    "that several devices of one claim must share (a matchAttribute on it is then required; "
+    "without one, no alignment is asked for).",
+)
+KUBERNETES_VERSION = Option(
+    key="kubernetes-version",
+    type=OneOf(KUBERNETES_VERSIONS, "Kubernetes minor version"),
+    default=DEFAULT_KUBERNETES_VERSION,
+    doc="The Kubernetes release the manifests are for: which resource.k8s.io versions, fields and CEL "
+    "variables exist, whether the exclusivity guard `device.allowMultipleAllocations == false` is required, "
+    "and which namespace label allows adminAccess.",
+)
+CONSUMABLE_CAPACITY = Option(
+    key="consumable-capacity",
+    type=OPTIONAL_FLAG,
+    default=None,
+    doc="Whether the cluster runs the DRAConsumableCapacity feature gate; unset follows the release's "
+    "default (off in 1.34 and 1.35, on from 1.36). Set true on 1.34/1.35 clusters that turn it on: "
+    "the exclusivity guard then compiles there and is required.",
+    default_doc="the release's default",
 )
 EXCLUDE: Option[tuple[str, ...]] = Option(
     key="exclude",
@@ -134,6 +195,8 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     NON_WAIVABLE,
     NON_ACCELERATOR_CLASSES,
     EXTRA_CLASSES,
+    KUBERNETES_VERSION,
+    CONSUMABLE_CAPACITY,
     EXCLUDE,
 )
 
@@ -174,7 +237,19 @@ class Config:
 
     def is_accelerator(self, device_class: str) -> bool:
         # Fail closed: a class nobody told us about is an accelerator.
-        return device_class not in self.get(NON_ACCELERATOR_CLASSES)
+        return device_class not in KNOWN_NON_ACCELERATOR_CLASSES and device_class not in self.get(
+            NON_ACCELERATOR_CLASSES
+        )
+
+    @property
+    def kubernetes_release(self) -> KubernetesRelease:
+        """The target release (`kubernetes-version`)."""
+        return KUBERNETES_RELEASES[self.get(KUBERNETES_VERSION)]
+
+    @property
+    def exclusivity_guard_compiles(self) -> bool:
+        """Whether the target's CEL environment has `device.allowMultipleAllocations`."""
+        return exclusivity_guard_compiles(self.kubernetes_release, self.get(CONSUMABLE_CAPACITY))
 
 
 def parse_config(
@@ -211,6 +286,11 @@ def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, contex
             parsed[option.key] = option.parse(key, value, context)
         except ConfigError as error:
             raise ConfigError(f"{source}: {error}") from None
+    version = parsed.get(KUBERNETES_VERSION.key, KUBERNETES_VERSION.default)
+    if parsed.get(CONSUMABLE_CAPACITY.key) is True and not KUBERNETES_RELEASES[str(version)].consumable_capacity_exists:
+        raise ConfigError(
+            f"{source}: consumable-capacity: Kubernetes {version} has no DRAConsumableCapacity gate (it came in 1.34)"
+        )
     return Config(parsed, source)
 
 

@@ -190,6 +190,40 @@ class Option(Generic[T]):
         return schema
 
 
+class OneOf(OptionType[str]):
+    """One string of a fixed list; YAML and TOML numbers such as `1.36` are read as their text."""
+
+    def __init__(self, choices: Sequence[str], what: str) -> None:
+        self.choices = tuple(choices)
+        self.description = what
+
+    def parse(self, key: str, value: object, context: ParseContext) -> str:
+        # An unquoted `1.36` arrives as a float; `1.30` would arrive as 1.3, so a number is
+        # accepted only when its shortest text is one of the choices.
+        text = repr(value) if isinstance(value, float) else value
+        if not isinstance(text, str) or text not in self.choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(self.choices)}; got {value!r}")
+        return text
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.choices)}
+
+
+class OptionalFlag(OptionType[bool | None]):
+    """true, false, or unset (None: the documented default applies)."""
+
+    description = "true or false"
+
+    def parse(self, key: str, value: object, context: ParseContext) -> bool | None:
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+        return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+
 STRING_SET = StringSet()
 STRING_LIST = StringList()
 RULE_IDS = RuleIdSet()
+OPTIONAL_FLAG = OptionalFlag()

@@ -40,6 +40,7 @@ from testkit.pulumi_props import (
     type_token,
     unsanitized_template,
 )
+from testkit.targets import target_for
 
 POLICIES = {policy.name: policy for policy in build_policies()}
 
@@ -101,10 +102,12 @@ def test_type_tokens(token: str, expected: str | None) -> None:
 
 @pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
 def test_compliant_objects_with_float_numbers_pass_every_policy(api_version: str) -> None:
+    # Each policy checks for the release the objects were built for (v1alpha3: 1.33).
+    target = {"kubernetesVersion": target_for(api_version)}
     for obj in compliant_pair(api_version):
         for name, policy in POLICIES.items():
             if isinstance(policy, ResourceValidationPolicy):
-                assert run_resource_policy(name, obj) == [], (name, obj["kind"])
+                assert run_resource_policy(name, obj, target) == [], (name, obj["kind"])
 
 
 def test_violations_name_rule_object_and_fix() -> None:
