@@ -36,6 +36,7 @@ from dra_guard.catalog import (
 from dra_guard.options import (
     OPTIONAL_FLAG,
     RULE_IDS,
+    STRING_LIST,
     STRING_SET,
     ConfigError,
     OneOf,
@@ -43,10 +44,12 @@ from dra_guard.options import (
     OptionType,
     ParseContext,
 )
+from dra_guard.walk import repository_root
 
 __all__ = [
     "CONFIG_FILE_NAMES",
     "CORE_OPTIONS",
+    "EXCLUDE",
     "Config",
     "ConfigError",
     "OptionCatalog",
@@ -176,6 +179,16 @@ CONSUMABLE_CAPACITY = Option(
     "the exclusivity guard then compiles there and is required.",
     default_doc="the release's default",
 )
+EXCLUDE: Option[tuple[str, ...]] = Option(
+    key="exclude",
+    type=STRING_LIST,
+    default=(),
+    doc="Paths `dra-guard check` leaves out of directory walks, as .gitignore patterns relative to "
+    "the configuration file's directory (`charts/legacy/`, `*.generated.yaml`). Files named on the "
+    "command line are still checked.",
+    default_doc="nothing",
+    selects_files=True,
+)
 CORE_OPTIONS: tuple[Option[Any], ...] = (
     ENABLE,
     DISABLE,
@@ -184,6 +197,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     EXTRA_CLASSES,
     KUBERNETES_VERSION,
     CONSUMABLE_CAPACITY,
+    EXCLUDE,
 )
 
 
@@ -249,9 +263,15 @@ def parse_config(
 def parse_policy_config(
     values: object, catalog: OptionCatalog, source: str, *, environ: Mapping[str, str | bytes] = os.environ
 ) -> Config:
-    """A Pulumi policy's config: camelCase keys, and no rule selection (enforcement levels do that)."""
-    spelt = {option.camel_key: option for option in catalog.options.values() if not option.selects_rules}
+    """A Pulumi policy's config: camelCase keys, no rule selection (enforcement levels do
+    that) and no file selection (the pack reads no files)."""
+    spelt = {option.camel_key: option for option in catalog.options.values() if policy_option(option)}
     return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
+
+
+def policy_option(option: Option[Any]) -> bool:
+    """Whether the Pulumi pack takes this option."""
+    return not option.selects_rules and not option.selects_files
 
 
 def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, context: ParseContext) -> Config:
@@ -301,17 +321,48 @@ def load_config_file(
     return parse_config(document or {}, catalog, str(file), environ=environ)
 
 
+def find_config_file(start: str | os.PathLike[str]) -> str | None:
+    """The configuration that applies to `start`, found as ruff finds its own.
+
+    From `start` (a file's folder, or a folder) up to the root of the git repository it
+    is in (the filesystem root outside one), the first folder with a `.dra-guard.yaml`,
+    `.dra-guard.yml` or a `pyproject.toml` that has a `[tool.dra-guard]` table wins.
+    """
+    directory = os.path.abspath(start)
+    while not os.path.isdir(directory):  # a file, a glob or a path that does not exist
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    root = repository_root(directory)
+    while True:
+        for name in CONFIG_FILE_NAMES:
+            candidate = os.path.join(directory, name)
+            if not os.path.isfile(candidate):
+                continue
+            if name == "pyproject.toml":
+                with open(candidate, encoding="utf-8", errors="replace") as handle:
+                    if "[tool.dra-guard" not in handle.read():
+                        continue
+            return _as_given(candidate)
+        parent = os.path.dirname(directory)
+        if directory in (root, parent):
+            return None
+        directory = parent
+
+
+def _as_given(path: str) -> str:
+    """`./.dra-guard.yaml` under the working directory (as messages have always named it),
+    the absolute path elsewhere."""
+    relative = os.path.relpath(path)
+    if relative.startswith(os.pardir):
+        return path
+    return os.path.join(os.curdir, relative)
+
+
 def discover_config(
-    directory: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
+    start: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
 ) -> Config:
-    """The first of .dra-guard.yaml / pyproject.toml (with a [tool.dra-guard] table) here."""
-    for name in CONFIG_FILE_NAMES:
-        candidate = os.path.join(directory, name)
-        if not os.path.isfile(candidate):
-            continue
-        if name == "pyproject.toml":
-            with open(candidate, encoding="utf-8", errors="replace") as handle:
-                if "[tool.dra-guard" not in handle.read():
-                    continue
-        return load_config_file(candidate, catalog, environ=environ)
-    return Config()
+    """The configuration `find_config_file(start)` finds, or the defaults."""
+    found = find_config_file(start)
+    return load_config_file(found, catalog, environ=environ) if found is not None else Config()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
@@ -36,9 +37,20 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
+# Characters that print as nothing although Unicode files them as letters or symbols.
+_BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def visible(reason: str) -> bool:
+    """Whether a waiver's reason shows anything: a letter, digit, mark of punctuation or
+    symbol.  Spaces, zero-width and other format characters, controls and combining marks
+    alone are a reason nobody can read, so they waive nothing."""
+    return any(unicodedata.category(character)[0] in "LNPS" and character not in _BLANK_LOOKING for character in reason)
+
+
 def _waiver(resource: Resource, rule_id: str) -> str | None:
     """The `ignore-<rule>` annotation on the object or its pod template: its reason, "" when
-    it gives none (which waives nothing), None when there is no such annotation."""
+    it gives none that can be read (which waives nothing), None when there is no such annotation."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
     if resource.pod is not None:
@@ -47,14 +59,17 @@ def _waiver(resource: Resource, rule_id: str) -> str | None:
     for annotation_map in sources:
         if key in annotation_map:
             reason = annotation_map[key]
-            if isinstance(reason, str) and reason.strip():
+            if isinstance(reason, str) and visible(reason):
                 return reason.strip()
             found = ""
     return found
 
 
-def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "") -> Finding:
+def _finding(
+    rule: Rule, resource: Resource, violation: Violation, note: str = "", waiver: str | None = None
+) -> Finding:
     path = (*resource.prefix, *violation.path)
+    evidence = violation.evidence
     return Finding(
         rule=rule.id,
         severity=violation.severity or rule.severity,
@@ -66,6 +81,8 @@ def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "
         line=resource.line_of(violation.path),
         origin=resource.origin,
         cross_object=violation.cross_object,
+        waiver=waiver,
+        evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
     )
 
 
@@ -144,6 +161,8 @@ class Checker:
             reason = _waiver(resource, rule.id)
             if reason:
                 if rule.id not in self._non_waivable:
+                    waived = (_finding(rule, resource, violation, waiver=reason) for violation in violations)
+                    self.report.waived.extend(waived)
                     continue
                 note = f" ({rule.id} cannot be waived)"
             elif reason == "":
@@ -153,7 +172,8 @@ class Checker:
     def finish(self) -> Report:
         for resource in self._resources:
             self._run(self._in_scope(True, resource.kind), resource)
-        self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
+        for findings in (self.report.findings, self.report.waived):
+            findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
 
 

@@ -72,6 +72,23 @@ class StringSet(OptionType[frozenset[str]]):
         return sorted(value) if isinstance(value, frozenset) else value
 
 
+class StringList(OptionType[tuple[str, ...]]):
+    """Strings whose order matters (exclude patterns: a later `!pattern` re-includes)."""
+
+    description = "list of strings"
+
+    def parse(self, key: str, value: object, context: ParseContext) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            raise ConfigError(f"{key}: must be a list of strings")
+        return tuple(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "string"}}
+
+    def to_json(self, value: object) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+
 class RuleIdSet(StringSet):
     description = "list of rule IDs"
 
@@ -146,6 +163,9 @@ class Option(Generic[T]):
     #: Chooses which rules run.  The Pulumi pack does not take these: it chooses with
     #: each policy's enforcement level instead.
     selects_rules: bool = False
+    #: Chooses which files the CLI reads.  Only the CLI takes these: enforce() and the
+    #: Pulumi pack check objects, not files.
+    selects_files: bool = False
 
     def __post_init__(self) -> None:
         if not _KEY.fullmatch(self.key):
@@ -204,5 +224,6 @@ class OptionalFlag(OptionType[bool | None]):
 
 
 STRING_SET = StringSet()
+STRING_LIST = StringList()
 RULE_IDS = RuleIdSet()
 OPTIONAL_FLAG = OptionalFlag()

@@ -75,7 +75,9 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     if value is None:
         yield Violation(("metadata",), f"accelerator {resource.kind} declares no {SANITIZATION_ANNOTATION} ({allowed})")
     else:
+        # Rests on the value, and on the device classes that make this an accelerator claim.
         yield Violation(
             ("metadata", "annotations", SANITIZATION_ANNOTATION),
             f"{SANITIZATION_ANNOTATION} is {value!r}; it must be {allowed}",
+            evidence=tuple((*request.path, "deviceClassName") for request in context.accelerator_requests(resource)),
         )

@@ -73,4 +73,5 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 (*request.path, "adminAccess"),
                 f"request {request.qualified_name!r} asks for adminAccess in {where}, which is not an admin namespace "
                 f"(on Kubernetes {release.version} the namespace also needs the label {label})",
+                evidence=(("metadata", "namespace"),),
             )

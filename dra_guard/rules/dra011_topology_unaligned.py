@@ -113,9 +113,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             continue
         others = sorted(acceptable - {known.default_alignment})
         wanted = known.default_alignment + (f" (or {', '.join(others)})" if others else "")
+        # allocationMode: All takes every matching device: how many is not known before allocation.
+        if any(request.body.get("allocationMode") == "All" for requests in by_request.values() for request in requests):
+            how_many = f"an unknown number of {class_name} devices (allocationMode: All takes every matching one)"
+        else:
+            how_many = f"{total} {class_name} devices"
         yield Violation(
             devices_path,
-            f"{total} {class_name} devices ({', '.join(sorted(names))}) with no matchAttribute on {wanted} across them",
+            f"{how_many} ({', '.join(sorted(names))}) with no matchAttribute on {wanted} across them",
         )
 
 

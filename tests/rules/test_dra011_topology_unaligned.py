@@ -77,3 +77,21 @@ def test_dra011_extra_classes_topology_attribute_is_honoured() -> None:
     assert finding.rule == "DRA011" and "fpga.example.org/board" in finding.message
     devices(obj)["constraints"] = [{"matchAttribute": "fpga.example.org/board"}]
     assert rule_ids(retag(obj), config=declared) == set()
+
+
+def test_dra011_all_mode_says_the_count_is_unknown() -> None:
+    from dra_guard.engine import check_objects
+
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "every-gpu", "namespace": "team-a"},
+        "spec": {
+            "devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com", "allocationMode": "All"}}]
+            }
+        },
+    }
+    (finding,) = [f for f in check_objects([claim]).findings if f.rule == "DRA011"]
+    assert finding.message.startswith("an unknown number of mig.nvidia.com devices (allocationMode: All")
+    assert "2 mig.nvidia.com devices" not in finding.message
