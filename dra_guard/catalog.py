@@ -52,6 +52,29 @@ TENANT_ANNOTATION = ANNOTATION_PREFIX + "tenant"
 TENANT_LABEL = ANNOTATION_PREFIX + "tenant"
 ISOLATION_TAG_ANNOTATION = ANNOTATION_PREFIX + "isolation-tag"
 IGNORE_ANNOTATION_PREFIX = ANNOTATION_PREFIX + "ignore-"
+#: Code points that show nothing (Unicode 14 categories Zs, Zl, Zp, Cc, Cf: spaces,
+#: controls, zero-width and format characters). A waiver reason made only of these gives no
+#: reason, so it waives nothing; the engine and the admission policies test these ranges.
+INVISIBLE_RANGES = (
+    (0x0, 0x20), (0x7F, 0xA0), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD),
+    (0x70F, 0x70F), (0x890, 0x891), (0x8E2, 0x8E2), (0x1680, 0x1680), (0x180E, 0x180E),
+    (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x2064), (0x2066, 0x206F), (0x3000, 0x3000),
+    (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)  # fmt: skip
+#: The same test as an RE2 character class (CEL's `matches`), for the admission policies.
+VISIBLE_CHARACTER_RE2 = (
+    "[^"
+    + "".join(f"\\x{{{low:X}}}" + (f"-\\x{{{high:X}}}" if high != low else "") for low, high in INVISIBLE_RANGES)
+    + "]"
+)
+
+
+def has_visible_character(text: str) -> bool:
+    """Whether `text` shows anything (see INVISIBLE_RANGES)."""
+    return any(not any(low <= ord(character) <= high for low, high in INVISIBLE_RANGES) for character in text)
+
 
 # MIG profile names as NVIDIA's driver publishes them in the `profile` attribute:
 # <compute slices>g.<memory>gb, optionally with a media-engine / graphics suffix

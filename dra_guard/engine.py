@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
@@ -47,7 +47,8 @@ def _waiver(resource: Resource, rule_id: str) -> str | None:
     for annotation_map in sources:
         if key in annotation_map:
             reason = annotation_map[key]
-            if isinstance(reason, str) and reason.strip():
+            # A reason that shows nothing (blanks, a zero-width space) gives no reason.
+            if isinstance(reason, str) and has_visible_character(reason):
                 return reason.strip()
             found = ""
     return found
