@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any, TextIO
 
 ENFORCEMENT_CHOICES = ("Deny", "Warn", "Audit")
-_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
-_LABEL = re.compile(r"([^=\s]+)=([^=\s]*)")
 EXIT_CLEAN, EXIT_ERROR = 0, 2
 
 
@@ -29,54 +26,117 @@ def add_admission_policy_parser(commands: Any) -> None:
     parser.add_argument("--config", metavar="FILE", help="a .dra-guard.yaml or pyproject.toml (default: discovered)")
     parser.add_argument("--webhook", metavar="URL", help="also emit a ValidatingWebhookConfiguration for this URL")
     parser.add_argument("--ca-bundle", metavar="FILE", help="PEM CA certificate of the webhook's serving certificate")
+    deploy = parser.add_argument_group(
+        "the webhook in the cluster",
+        "With --deploy-webhook, also print the objects that run `dra-guard webhook` in the cluster "
+        "(ServiceAccount, RBAC, ConfigMap, Service, Deployment, PodDisruptionBudget) and its "
+        "ValidatingWebhookConfiguration, the same objects as the AdmissionGuard constructs.",
+    )
+    deploy.add_argument("--deploy-webhook", action="store_true", help="also print the in-cluster webhook")
+    deploy.add_argument(
+        "--webhook-image", metavar="IMAGE", help="an image with dra-guard[webhook] installed (none is published)"
+    )
+    deploy.add_argument("--webhook-namespace", metavar="NS", help="an existing namespace to run the webhook in")
+    deploy.add_argument("--tls-secret", metavar="NAME", help="kubernetes.io/tls Secret with the serving certificate")
+    deploy.add_argument("--hmac-key-secret", metavar="NAME", help="Secret whose 'hmac-key' is the tag key")
+    deploy.add_argument("--webhook-replicas", type=int, default=2, metavar="N", help="webhook pods (default 2)")
 
 
-def _version(text: str) -> tuple[int, int]:
-    match = _VERSION.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"--kubernetes-version: {text!r} is not a version such as 1.36")
-    return int(match.group(1)), int(match.group(2))
+#: The CLI's flag for each argument of AdmissionGuardSpec / WebhookDeployment, so a
+#: validation message names what the user typed.
+FLAGS = {
+    "enforcement": "--enforcement",
+    "kubernetes_version": "--kubernetes-version",
+    "admin_namespace_label": "--admin-namespace-label",
+    "name_prefix": "--name",
+    "image": "--webhook-image",
+    "namespace": "--webhook-namespace",
+    "tls_secret": "--tls-secret",
+    "hmac_key_secret": "--hmac-key-secret",
+    "webhook.hmac_key_secret": "--hmac-key-secret",
+    "replicas": "--webhook-replicas",
+    "ca_bundle": "--ca-bundle",
+}
+#: What --deploy-webhook needs, by destination.
+_DEPLOY_REQUIRED = ("webhook_image", "webhook_namespace", "tls_secret", "ca_bundle")
+_DEPLOY_ONLY = ("webhook_image", "webhook_namespace", "tls_secret", "hmac_key_secret")
 
 
-def _label(text: str | None) -> tuple[str, str] | None:
-    if text is None:
+def _flagged(message: str) -> str:
+    """`image: must be ...` -> `--webhook-image: must be ...`."""
+    argument, colon, rest = message.partition(": ")
+    return f"{FLAGS[argument]}: {rest}" if colon and argument in FLAGS else message
+
+
+def _flag(destination: str) -> str:
+    return "--" + destination.replace("_", "-")
+
+
+def _deploy_arguments_problem(arguments: argparse.Namespace) -> str | None:
+    if arguments.deploy_webhook:
+        if arguments.webhook is not None:
+            return "--webhook URL and --deploy-webhook both say where the webhook is; use one"
+        missing = [_flag(name) for name in _DEPLOY_REQUIRED if getattr(arguments, name) is None]
+        if missing:
+            return f"--deploy-webhook needs {', '.join(missing)}"
         return None
-    match = _LABEL.fullmatch(text)
-    if match is None:
-        raise ValueError(f"--admin-namespace-label: {text!r} is not KEY=VALUE")
-    return match.group(1), match.group(2)
+    stray = [_flag(name) for name in _DEPLOY_ONLY if getattr(arguments, name) is not None]
+    if stray:
+        return f"{', '.join(stray)}: only used with --deploy-webhook"
+    if arguments.webhook is not None and arguments.ca_bundle is None:
+        return "--webhook needs --ca-bundle (the CA that signed the webhook's certificate)"
+    if arguments.webhook is None and arguments.ca_bundle is not None:
+        return "--ca-bundle is only used with --webhook or --deploy-webhook"
+    return None
 
 
 def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import yaml
 
-    from dra_guard.admission.policy import admission_objects, webhook_configuration
-    from dra_guard.celkit import AdmissionTarget
+    from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment, admission_guard_objects
+    from dra_guard.admission.policy import webhook_configuration
     from dra_guard.config import ConfigError, discover_config, load_config_file
     from dra_guard.rules import RULES
 
     try:
-        version = _version(arguments.kubernetes_version)
-        label = _label(arguments.admin_namespace_label)
+        problem = _deploy_arguments_problem(arguments)
+        if problem is not None:
+            raise ValueError(problem)
         config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
         ca_bundle = None
-        if arguments.webhook is not None:
-            if arguments.ca_bundle is None:
-                raise ValueError("--webhook needs --ca-bundle (the CA that signed the webhook's certificate)")
+        if arguments.ca_bundle is not None:
             with open(arguments.ca_bundle, "rb") as handle:
                 ca_bundle = handle.read()
-        elif arguments.ca_bundle is not None:
-            raise ValueError("--ca-bundle is only used with --webhook")
-    except (ValueError, ConfigError) as error:
+        webhook = None
+        if arguments.deploy_webhook and ca_bundle is not None:
+            webhook = WebhookDeployment(
+                image=arguments.webhook_image,
+                namespace=arguments.webhook_namespace,
+                tls_secret=arguments.tls_secret,
+                ca_bundle=ca_bundle,
+                hmac_key_secret=arguments.hmac_key_secret,
+                replicas=arguments.webhook_replicas,
+            )
+        spec = AdmissionGuardSpec(
+            enforcement=arguments.enforcement,
+            kubernetes_version=arguments.kubernetes_version,
+            admin_namespace_label=arguments.admin_namespace_label,
+            name_prefix=arguments.name,
+            config=config,
+            webhook=webhook,
+        )
+    except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
+    except ValueError as error:
+        stderr.write(f"dra-guard: {_flagged(str(error))}\n")
         return EXIT_ERROR
     except OSError as error:
         stderr.write(f"dra-guard: cannot read {arguments.ca_bundle}: {error.strerror or error}\n")
         return EXIT_ERROR
-    target = AdmissionTarget(config, version, label)
-    objects = admission_objects(RULES, target, enforcement=arguments.enforcement, prefix=arguments.name)
+    objects = admission_guard_objects(spec, RULES)
     if arguments.webhook is not None and ca_bundle is not None:
-        objects.append(webhook_configuration({"url": arguments.webhook}, ca_bundle, prefix=arguments.name))
+        objects.append(webhook_configuration({"url": arguments.webhook}, ca_bundle, prefix=spec.name_prefix))
     stdout.write(yaml.safe_dump_all(objects, sort_keys=False, width=120, allow_unicode=True))
     return EXIT_CLEAN
 
