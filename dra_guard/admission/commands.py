@@ -49,6 +49,8 @@ FLAGS = {
     "kubernetes_version": "--kubernetes-version",
     "admin_namespace_label": "--admin-namespace-label",
     "name_prefix": "--name",
+    "config": "--config",
+    "webhook": "--deploy-webhook",
     "image": "--webhook-image",
     "namespace": "--webhook-namespace",
     "tls_secret": "--tls-secret",
