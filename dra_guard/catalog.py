@@ -64,6 +64,23 @@ TENANT_ANNOTATION = ANNOTATION_PREFIX + "tenant"
 TENANT_LABEL = ANNOTATION_PREFIX + "tenant"
 ISOLATION_TAG_ANNOTATION = ANNOTATION_PREFIX + "isolation-tag"
 IGNORE_ANNOTATION_PREFIX = ANNOTATION_PREFIX + "ignore-"
+#: Characters that print as nothing although Unicode files them as letters (Hangul fillers)
+#: or symbols (the blank Braille pattern).
+BLANK_LOOKING = "\u115f\u1160\u3164\uffa0\u2800"
+#: A visible character as an RE2 class (CEL's `matches`): a letter, digit, punctuation mark
+#: or symbol that is not blank-looking. The admission policies and `has_visible_character`
+#: decide alike.
+VISIBLE_CHARACTER_RE2 = "[\\p{N}\\p{P}]|[^\\P{L}\\x{115F}\\x{1160}\\x{3164}\\x{FFA0}]|[^\\P{S}\\x{2800}]"
+
+
+def has_visible_character(text: str) -> bool:
+    """Whether `text` shows anything: a letter, digit, punctuation mark or symbol. Spaces,
+    zero-width and other format characters, controls and combining marks alone are a
+    waiver reason nobody can read, so they waive nothing."""
+    import unicodedata
+
+    return any(unicodedata.category(character)[0] in "LNPS" and character not in BLANK_LOOKING for character in text)
+
 
 #: The exclusivity guard: a selector term that makes the scheduler itself refuse devices
 #: published with `allowMultipleAllocations: true` (consumable capacity, KEP-5075).  The DRA

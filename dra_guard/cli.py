@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from dra_guard import __version__
+from dra_guard.admission.commands import add_admission_policy_parser, add_webhook_parser
 from dra_guard.report import FORMATS
 from dra_guard.rulekit import RuleModuleError
 from dra_guard.scaffold import TARGETS
@@ -97,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
     init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
     init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
+
+    add_admission_policy_parser(commands)
+    add_webhook_parser(commands)
     return parser
 
 
@@ -230,6 +234,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             return run_explain(arguments.rule, stdout, stderr)
         if arguments.command == "init":
             return run_init(arguments, stdout, stderr)
+        if arguments.command == "admission-policy":
+            from dra_guard.admission.commands import run_admission_policy
+
+            return run_admission_policy(arguments, stdout, stderr)
+        if arguments.command == "webhook":
+            from dra_guard.admission.commands import run_webhook
+
+            return run_webhook(arguments, stdout, stderr)
     except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
@@ -37,17 +36,6 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
-# Characters that print as nothing although Unicode files them as letters or symbols.
-_BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def visible(reason: str) -> bool:
-    """Whether a waiver's reason shows anything: a letter, digit, mark of punctuation or
-    symbol.  Spaces, zero-width and other format characters, controls and combining marks
-    alone are a reason nobody can read, so they waive nothing."""
-    return any(unicodedata.category(character)[0] in "LNPS" and character not in _BLANK_LOOKING for character in reason)
-
-
 def _waiver(resource: Resource, rule_id: str) -> str | None:
     """The `ignore-<rule>` annotation on the object or its pod template: its reason, "" when
     it gives none that can be read (which waives nothing), None when there is no such annotation."""
@@ -59,7 +47,8 @@ def _waiver(resource: Resource, rule_id: str) -> str | None:
     for annotation_map in sources:
         if key in annotation_map:
             reason = annotation_map[key]
-            if isinstance(reason, str) and visible(reason):
+            # A reason that shows nothing (blanks, a zero-width space) gives no reason.
+            if isinstance(reason, str) and has_visible_character(reason):
                 return reason.strip()
             found = ""
     return found
