@@ -34,10 +34,11 @@ class Location(Protocol):
         """1-based position of the document in its file."""
 
     @property
-    def line(self) -> int:
-        """1-based line where the document starts."""
+    def line(self) -> int | None:
+        """1-based line where the document starts (None: no line means anything, as in
+        the output of `helm template`)."""
 
-    def line_of(self, path: Sequence[str | int]) -> int:
+    def line_of(self, path: Sequence[str | int]) -> int | None:
         """The line of the node at `path` inside the document."""
 
 
@@ -53,6 +54,11 @@ class Violation:
     #: same claim, a template that is or is not there): front ends that check one object
     #: at a time leave these to a check of the whole set.
     cross_object: bool = False
+    #: What else in the object the finding rests on, besides the value at `path`: ()
+    #: for nothing else, None (the default) for anything in the object.  Front ends that
+    #: see objects with parts unknown (Pulumi during preview, patches) keep a finding
+    #: only when neither its path nor its evidence touches an unknown part.
+    evidence: tuple[Path, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,8 @@ class Pending:
     resolve: Callable[..., str | None]
     args: tuple[Any, ...] = ()
     severity: Severity | None = None
+    #: As for a Violation: what else in the object the finding rests on (None: anything).
+    evidence: tuple[Path, ...] | None = None
 
 
 class Resource:
@@ -101,7 +109,9 @@ class Resource:
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef(sys.intern(text(self.obj.get("apiVersion"))), self.kind, self.namespace, self.name)
+        generate_name = "" if self.name else text(metadata(self.obj).get("generateName"))
+        api_version = sys.intern(text(self.obj.get("apiVersion")))
+        return ObjectRef(api_version, self.kind, self.namespace, self.name, generate_name)
 
     @property
     def pods(self) -> tuple[PodSpecView, ...]:
@@ -140,6 +150,8 @@ class ClaimFacts:
     #: The names a container claim's `request` may use (requests and `request/sub-request`):
     #: a tuple, smaller than a set for the one or two names a claim usually has.
     request_names: tuple[str, ...]
+    #: It has requests, and none of them is for an accelerator (a NIC, a CPU profile).
+    no_accelerator: bool
 
 
 def same_namespace(first: str, second: str) -> bool:
@@ -229,7 +241,8 @@ class Context:
             )
             # Claims mostly repeat a few request names: share one tuple per set of names.
             names = self._request_names.setdefault(names, names)
-            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names)
+            no_accelerator = bool(resource.requests) and not self.accelerator_requests(resource)
+            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, no_accelerator)
             (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
         elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
             mapped = mapping(resource.obj.get("spec")).get("extendedResourceName")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Pending, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
@@ -53,7 +53,8 @@ def _expand(
 
 def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
     """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in:
-    its reason, "" when it gives none (which waives nothing), None when there is none."""
+    its reason, "" when it gives none that can be read (which waives nothing), None when
+    there is no such annotation."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
     pod = resource.pod_at(path) if resource.pods else None
@@ -63,14 +64,18 @@ def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
     for annotation_map in sources:
         if key in annotation_map:
             reason = annotation_map[key]
-            if isinstance(reason, str) and reason.strip():
+            # A reason that shows nothing (blanks, a zero-width space) gives no reason.
+            if isinstance(reason, str) and has_visible_character(reason):
                 return reason.strip()
             found = ""
     return found
 
 
-def _finding(rule: Rule, resource: Resource, violation: Violation | Pending, message: str) -> Finding:
+def _finding(
+    rule: Rule, resource: Resource, violation: Violation | Pending, message: str, waiver: str | None = None
+) -> Finding:
     path = (*resource.prefix, *violation.path)
+    evidence = violation.evidence
     # Interned: the same message and path recur across many objects (every CronJob asking
     # for nvidia.com/gpu), and the report keeps every finding to the end.
     return Finding(
@@ -84,6 +89,8 @@ def _finding(rule: Rule, resource: Resource, violation: Violation | Pending, mes
         line=resource.line_of(violation.path),
         origin=resource.origin,
         cross_object=isinstance(violation, Pending) or violation.cross_object,
+        waiver=waiver,
+        evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
     )
 
 
@@ -203,18 +210,21 @@ class Checker:
         violations = list(rule.check(resource, self.context))
         for violation in violations:
             note = ""
+            waiver = None
             reason = _waiver(resource, rule.id, violation.path)
             if reason:
                 if rule.id not in self._non_waivable:
-                    continue
-                note = f" ({rule.id} cannot be waived)"
+                    waiver = reason  # reported as waived, with its reason, not as a finding
+                else:
+                    note = f" ({rule.id} cannot be waived)"
             elif reason == "":
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             if isinstance(violation, Pending):
-                finding = _finding(rule, resource, violation, "")
+                finding = _finding(rule, resource, violation, "", waiver)
                 self._deferred.append(_Deferred(finding, violation.resolve, violation.args, note))
             else:
-                self.report.findings.append(_finding(rule, resource, violation, violation.message + note))
+                finding = _finding(rule, resource, violation, violation.message + note, waiver)
+                (self.report.findings if waiver is None else self.report.waived).append(finding)
 
     def finish(self) -> Report:
         for deferred in self._deferred:
@@ -234,9 +244,11 @@ class Checker:
                 )
                 continue
             if message is not None:
-                self.report.findings.append(replace(deferred.finding, message=sys.intern(message + deferred.note)))
+                resolved = replace(finding, message=sys.intern(message + deferred.note))
+                (self.report.findings if finding.waiver is None else self.report.waived).append(resolved)
         self._deferred.clear()
-        self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
+        for findings in (self.report.findings, self.report.waived):
+            findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
 
 

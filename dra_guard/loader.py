@@ -10,7 +10,6 @@ one, and every other file, still load.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
@@ -22,6 +21,7 @@ from typing import Any, BinaryIO
 import yaml
 
 from dra_guard.findings import InputError
+from dra_guard.walk import STDIN, Ignores, select
 
 try:  # libyaml's parser when PyYAML was built with it, the pure-Python one otherwise
     _Loader: Any = yaml.CSafeLoader
@@ -34,9 +34,6 @@ def yaml_loader() -> Any:
     return _Loader
 
 
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
-STDIN = "-"
 STDIN_NAME = "<stdin>"
 #: Most nodes one document may expand to through aliases (a "billion laughs" bound).
 MAX_EXPANDED_NODES = 250_000
@@ -139,12 +136,7 @@ class Source:
             except OSError as error:
                 yield InputError(name, None, f"cannot read: {error.strerror or error}")
                 continue
-            try:
-                yield from iter_bytes(data, name)
-            except Exception as error:  # a reading nobody foresaw: report it, read the other files
-                yield InputError(
-                    name, None, f"dra-guard could not read this file ({type(error).__name__}); not checked"
-                )
+            yield from iter_bytes(data, name)
 
 
 def display_name(path: str) -> str:
@@ -158,44 +150,14 @@ def display_name(path: str) -> str:
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
-    """Concrete files in a stable order: directories recursively, globs expanded, `-` kept."""
-    files: list[str] = []
-    errors: list[InputError] = []
-    for raw in paths:
-        if raw == STDIN:
-            files.append(STDIN)
-        elif os.path.isdir(raw):
-            files.extend(_manifests_under(raw))
-        elif os.path.exists(raw):
-            files.append(raw)
-        elif glob.has_magic(raw):
-            matches = sorted(match for match in glob.glob(raw, recursive=True) if os.path.isfile(match))
-            if not matches:
-                errors.append(InputError(display_name(raw), None, "no file matches this pattern"))
-            files.extend(matches)
-        else:
-            errors.append(InputError(display_name(raw), None, "no such file or directory"))
-    # A file named twice (or stdin, which can be read once) is checked once.
-    return list(dict.fromkeys(files)), errors
+    """Concrete files in a stable order: directories walked, globs expanded, `-` kept.
 
-
-def _manifests_under(directory: str) -> list[str]:
-    """Manifest files below `directory`, not descending into tool and VCS folders.
-
-    `.git`, `.venv`, `node_modules`, `__pycache__`, `site-packages` and other hidden
-    folders hold thousands of YAML/JSON files that are not manifests; name them
-    explicitly (as a path or glob) to check them anyway.
+    Discovery is `dra_guard.walk`'s (excludes, `.gitignore`, Helm charts); this raw
+    reader takes every file it selects and leaves Helm charts out, since their templates
+    are not manifests (`dra_guard.inputs` renders them and skips non-manifests).
     """
-    # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
-    found: list[str] = []
-    for root, folders, names in os.walk(directory):
-        folders[:] = [folder for folder in folders if not _skipped_folder(folder)]
-        found.extend(os.path.join(root, name) for name in names if name.lower().endswith(MANIFEST_SUFFIXES))
-    return sorted(path for path in found if os.path.isfile(path))
-
-
-def _skipped_folder(name: str) -> bool:
-    return name.startswith(".") or name in SKIPPED_FOLDERS
+    selection = select(paths, ignores=Ignores(gitignore=False))
+    return [candidate.path for candidate in selection.files], selection.errors
 
 
 def load_paths(paths: Iterable[str], stdin: BinaryIO | None = None) -> LoadResult:
@@ -225,6 +187,17 @@ def _decode(data: bytes, name: str) -> tuple[str | None, InputError | None]:
 
 
 def iter_bytes(data: bytes, name: str) -> Iterator[Document | InputError]:
+    """The documents of one file's bytes; an error, never an exception, for what cannot be
+    read (what comes before it is still yielded, and the caller goes on with other files)."""
+    name = display_name(name)
+    try:
+        yield from _iter_file(data, name)
+    except Exception as error:  # a reading nobody foresaw
+        problem = type(error).__name__
+        yield InputError(name, None, f"dra-guard could not read this file ({problem}); not checked")
+
+
+def _iter_file(data: bytes, name: str) -> Iterator[Document | InputError]:
     text, error = _decode(data, name)
     if text is None:
         if error is not None:

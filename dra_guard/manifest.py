@@ -244,15 +244,6 @@ def _names_a_class(request: Mapping[str, Any]) -> bool:
     return bool(text(request.get("deviceClassName")))
 
 
-def request_names(obj: Mapping[str, Any]) -> set[str]:
-    """Names a container claim's `request` may use: requests and `request/sub-request`."""
-    names: set[str] = set()
-    for request in device_requests(obj):
-        names.add(request.request_name)
-        names.add(request.qualified_name)
-    return names
-
-
 # --- wrong types --------------------------------------------------------------------
 
 # (field, the type documents usually hold, the type that is acceptable, description);

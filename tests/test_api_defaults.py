@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, FLAT_REQUEST_API_VERSIONS
+from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD, FLAT_REQUEST_API_VERSIONS
 from dra_guard.findings import Finding, Severity
 from testkit.rulecases import ALL_VERSIONS, CLAIM_MAKERS, claim, devices, findings, request_body, retag
 
@@ -28,9 +28,13 @@ def judged(obj: dict[str, Any]) -> list[tuple[str, str, Severity, str]]:
 
 
 def unguarded(make: Any, api_version: str) -> dict[str, Any]:
-    """A claim whose exclusivity is not declared, so that DRA003 depends on the mode."""
+    """A claim whose exclusivity is neither declared nor guarded in its selector, so that
+    DRA003 depends on the mode (it asks ExactCount requests for the guard)."""
     obj = make(api_version)
     del obj["metadata"]["annotations"][ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION]
+    for selector in request_body(obj)["selectors"]:
+        expression = selector["cel"]["expression"]
+        selector["cel"]["expression"] = expression.replace(f" && {EXCLUSIVITY_GUARD}", "")
     return obj
 
 

@@ -1,12 +1,10 @@
-"""The JSON report: {"findings": [...], "errors": [...], "summary": {...}}.
-
-Written finding by finding, with exactly the text `json.dumps(..., indent=2)` would give
-for the whole report.
-"""
+"""The JSON report: {"findings", "waived", "errors", "skipped", "unchecked", "summary"}."""
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from dra_guard.findings import Finding, Report
@@ -15,21 +13,53 @@ if TYPE_CHECKING:
     from dra_guard.report import Output
 
 
-def finding_dict(finding: Finding) -> dict[str, Any]:
-    return {
+def _finding_dict(finding: Finding) -> dict[str, Any]:
+    obj = {
+        "apiVersion": finding.object.api_version,
+        "kind": finding.object.kind,
+        "namespace": finding.object.namespace,
+        "name": finding.object.name,
+    }
+    if finding.object.generate_name:
+        obj["generateName"] = finding.object.generate_name
+    entry: dict[str, Any] = {
         "rule": finding.rule,
         "severity": finding.severity.label,
         "message": finding.message,
         "file": finding.file,
         "line": finding.line,
-        "object": {
-            "apiVersion": finding.object.api_version,
-            "kind": finding.object.kind,
-            "namespace": finding.object.namespace,
-            "name": finding.object.name,
-        },
+        "object": obj,
         "path": finding.path,
         "remediation": finding.remediation,
+    }
+    if finding.waiver is not None:
+        entry["waiver"] = finding.waiver
+    return entry
+
+
+def _tail(report: Report) -> dict[str, Any]:
+    """Everything after the findings: small, whatever the size of the input."""
+    return {
+        "errors": [{"file": error.file, "line": error.line, "message": error.message} for error in report.errors],
+        "skipped": list(report.skipped),
+        "unchecked": [{"path": item.path, "reason": item.reason} for item in report.unchecked],
+        "summary": {
+            "files": report.files,
+            "objects": report.objects,
+            "findings": len(report.findings),
+            "waived": len(report.waived),
+            "errors": len(report.errors),
+            "skipped": len(report.skipped),
+            "unchecked": len(report.unchecked),
+        },
+    }
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    return {
+        "findings": [_finding_dict(finding) for finding in report.findings],
+        "waived": [_finding_dict(finding) for finding in report.waived],
+        **_tail(report),
     }
 
 
@@ -38,8 +68,8 @@ def _dumps(value: Any, indent: int) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + " " * indent)
 
 
-def write_items(out: Output, items: Any, indent: int) -> None:
-    """A JSON array, one item at a time, as `_dumps(list(items), indent)` would write it."""
+def write_items(out: Output, items: Iterable[Any], indent: int) -> None:
+    """A JSON array, one item at a time, exactly as `_dumps(list(items), indent)` writes it."""
     written = False
     for item in items:
         out.write(("," if written else "[") + "\n" + " " * (indent + 2) + _dumps(item, indent + 2))
@@ -48,14 +78,18 @@ def write_items(out: Output, items: Any, indent: int) -> None:
 
 
 def write_json(report: Report, out: Output) -> None:
+    """`report_dict(report)` exactly as `json.dumps(..., indent=2)` writes it, one finding at
+    a time: a report of many findings is never one string, nor one list of dicts."""
     out.write('{\n  "findings": ')
-    write_items(out, (finding_dict(finding) for finding in report.findings), 2)
-    errors = [{"file": error.file, "line": error.line, "message": error.message} for error in report.errors]
-    out.write(',\n  "errors": ' + _dumps(errors, 2))
-    summary = {
-        "files": report.files,
-        "objects": report.objects,
-        "findings": len(report.findings),
-        "errors": len(report.errors),
-    }
-    out.write(',\n  "summary": ' + _dumps(summary, 2) + "\n}\n")
+    write_items(out, map(_finding_dict, report.findings), 2)
+    out.write(',\n  "waived": ')
+    write_items(out, map(_finding_dict, report.waived), 2)
+    for key, value in _tail(report).items():
+        out.write(f',\n  "{key}": ' + _dumps(value, 2))
+    out.write("\n}\n")
+
+
+def render_json(report: Report) -> str:
+    buffer = io.StringIO()
+    write_json(report, buffer)
+    return buffer.getvalue()

@@ -196,6 +196,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 asked.path,
                 f"cannot verify what this requests: {asked.why}; a legacy accelerator request could hide there",
                 severity=Severity.MEDIUM,
+                evidence=(),
             )
             continue
         name, path = asked.name, asked.path
@@ -205,22 +206,20 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 or is_legacy_resource(name, extra)
                 or name.startswith(ACCELERATOR_DEVICE_DOMAINS)
             ):
-                yield Violation(
-                    path, f"passes the device-plugin accelerator {name!r} through to the VM ({asked.section})"
-                )
+                message = f"passes the device-plugin accelerator {name!r} through to the VM ({asked.section})"
+                yield Violation(path, message, evidence=())
             continue
         where = _where(asked)
         if is_legacy_resource(name, extra):
-            yield Violation(path, f"{where}legacy accelerator resource {name!r}{_how(asked)}")
+            # A finding rests on the resource name at its path alone (evidence=()).
+            yield Violation(path, f"{where}legacy accelerator resource {name!r}{_how(asked)}", evidence=())
         elif _implicit_claim(name, context):
             how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
-            yield Violation(
-                path, f"{where}{name!r}{how}, DRA's implicit extended-resource claim, which pins no profile"
-            )
+            yield Violation(path, f"{where}{name!r}{how}, {IMPLICIT_CLAIM}", evidence=())
         elif "/" in name:
             # Any other qualified name may be one a DeviceClass maps, here or further on.
             how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
-            yield Pending(path, _mapped(context, name, where, how))
+            yield Pending(path, _mapped(context, name, where, how), evidence=())
 
 
 def _where(asked: Asked) -> str:

@@ -129,21 +129,40 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             if not isinstance(claim_name, str) or path in reported:
                 continue
             reported.add(path)
+            namespace = resource.namespace
             if pod.is_template:
-                yield Violation(
-                    (*path, "resourceClaimName"),
+                message = (
                     f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
-                    "which every pod it creates would share",
+                    "which every pod it creates would share"
                 )
+                known = context.settled_claim(namespace, claim_name)
+                if known is None:  # the claim may come further on, and ask for no accelerator
+                    yield Pending(
+                        (*path, "resourceClaimName"), _unless_no_accelerator, (context, namespace, claim_name, message)
+                    )
+                elif not known.no_accelerator:
+                    yield Violation((*path, "resourceClaimName"), message)
                 continue
             # A function and its arguments, not a closure: one is kept per pod until the end.
-            shared = (context, claim_name, resource.namespace, resource.serial)
+            shared = (context, claim_name, namespace, resource.serial)
             yield Pending((*path, "resourceClaimName"), _shared_with, shared)
 
 
 def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> str | None:
     others = context.other_claim_users(claim_name, namespace, serial)
-    if not others:
+    if not others or _claims_no_accelerator(context, namespace, claim_name):
         return None
     names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
     return f"ResourceClaim {claim_name!r} is also used by {names}"
+
+
+def _unless_no_accelerator(context: Context, namespace: str, claim_name: str, message: str) -> str | None:
+    return None if _claims_no_accelerator(context, namespace, claim_name) else message
+
+
+def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
+    """The claim is in the input and asks only for non-accelerator devices (a NIC, a CPU
+    profile, an IMEX channel): sharing it is none of this rule's business.  A claim that is
+    not in the input counts as an accelerator claim (fail closed)."""
+    claim = context.find_claim(namespace, name)
+    return claim is not None and claim.no_accelerator
