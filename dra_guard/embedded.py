@@ -20,14 +20,19 @@ class Unreadable(ValueError):
     """Embedded text that cannot be read; the message says why."""
 
 
-def read_embedded(text: str) -> Any:
-    """The value of one YAML (or JSON) document in `text`."""
+def read_embedded_documents(text: str) -> list[Any]:
+    """The values of the (non-empty) YAML or JSON documents in `text`."""
     try:
-        documents = [document for document in yaml.load_all(text, Loader=yaml_loader()) if document is not None]
+        return [document for document in yaml.load_all(text, Loader=yaml_loader()) if document is not None]
     except yaml.YAMLError as error:
         raise Unreadable(_placeholder_note(text) or f"invalid YAML ({_problem(error)})") from None
     except (ValueError, RecursionError) as error:  # e.g. an integer of thousands of digits
-        raise Unreadable(str(error) or type(error).__name__) from None
+        raise Unreadable(str(error)[:200] or type(error).__name__) from None
+
+
+def read_embedded(text: str) -> Any:
+    """The value of the one YAML (or JSON) document in `text` (None when it is empty)."""
+    documents = read_embedded_documents(text)
     if len(documents) > 1:
         raise Unreadable("it holds more than one YAML document")
     return documents[0] if documents else None

@@ -24,6 +24,7 @@ from typing import Any
 
 from dra_guard.embedded import Unreadable, read_embedded
 from dra_guard.findings import json_pointer
+from dra_guard.kustomize import is_kustomization, patches
 from dra_guard.manifest import Path, items, mapping, text
 from dra_guard.pod_templates import ARGO_GROUP, BUILTIN_GROUPS, PodSpecView, api_group
 
@@ -46,8 +47,10 @@ class Asked:
     name: str
     #: "limits" / "requests", a LimitRange field, or a KubeVirt device list.
     section: str
-    #: For a name inside a string: the JSON pointer to it inside the parsed text.
+    #: For a name inside a string or a file: the JSON pointer to it inside what was read,
+    #: and what holds it ("podSpecPatch", "the patch file kustomize/gpu.yaml").
     inner: str = ""
+    holder: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,14 @@ class Unverifiable:
     why: str
 
 
-def asked_resources(obj: Mapping[str, Any], pods: tuple[PodSpecView, ...]) -> Iterator[Asked | Unverifiable]:
+def asked_resources(
+    obj: Mapping[str, Any], pods: tuple[PodSpecView, ...], source: str | None = None
+) -> Iterator[Asked | Unverifiable]:
+    """What the object asks for; `source` is its file, where a kustomization's patch files are."""
     group = api_group(obj)
+    if is_kustomization(obj):
+        yield from _kustomization(obj, source)
+        return
     if group in BUILTIN_GROUPS:
         if obj.get("kind") == "LimitRange":
             yield from _limit_range(obj)
@@ -151,6 +160,56 @@ def _embedded(path: Path, source: str) -> Iterator[Asked | Unverifiable]:
         return
     for found in _anywhere(value, (), argo=True, kubevirt=False):
         if isinstance(found, Asked):
-            yield Asked(path, found.name, found.section, json_pointer(found.path))
+            yield Asked(path, found.name, found.section, json_pointer(found.path), str(path[-1]))
         else:
             yield Unverifiable(path, f"{path[-1]}, at {json_pointer(found.path)}: {found.why}")
+
+
+# --- kustomizations -----------------------------------------------------------------
+
+
+def _kustomization(obj: Mapping[str, Any], source: str | None) -> Iterator[Asked | Unverifiable]:
+    for patch in patches(obj, source):
+        holder = f"the patch file {patch.file}" if patch.file else "the inline patch"
+        if isinstance(patch.documents, Unreadable):
+            yield Unverifiable(patch.path, f"{holder} cannot be read ({patch.documents})")
+            continue
+        several = len(patch.documents) > 1
+        for number, document in enumerate(patch.documents, 1):
+            for path, name, section in _in_patch(document):
+                inner = json_pointer(path) + (f" of document {number}" if several else "")
+                yield Asked(patch.path, name, section, inner, holder)
+
+
+def _in_patch(document: Any) -> Iterator[tuple[Path, str, str]]:
+    """(path in the patch, name, section) for each resource name a patch writes."""
+    if isinstance(document, list):  # JSON 6902 operations
+        for index, operation in enumerate(document):
+            yield from _in_operation(index, mapping(operation))
+        return
+    for found in _anywhere(document, (), argo=False, kubevirt=False):
+        if isinstance(found, Asked):
+            yield found.path, found.name, found.section
+
+
+def _in_operation(index: int, operation: Mapping[str, Any]) -> Iterator[tuple[Path, str, str]]:
+    """A JSON 6902 operation names a resource in its `path` (…/limits/nvidia.com~1gpu), in
+    the keys of its `value` when the path ends at limits or requests, or anywhere in a
+    `value` that holds ResourceRequirements."""
+    target = operation.get("path")
+    tokens = (
+        [token.replace("~1", "/").replace("~0", "~") for token in target.split("/")[1:]]
+        if isinstance(target, str)
+        else []
+    )
+    for position, token in enumerate(tokens[:-1]):
+        if token in REQUIREMENT_SECTIONS:
+            yield (index, "path"), tokens[position + 1], token
+    value = operation.get("value")
+    if tokens and tokens[-1] in REQUIREMENT_SECTIONS and isinstance(value, Mapping):
+        for name in value:
+            if isinstance(name, str):
+                yield (index, "value", name), name, tokens[-1]
+    for found in _anywhere(value, (index, "value"), argo=False, kubevirt=False):
+        if isinstance(found, Asked):
+            yield found.path, found.name, found.section

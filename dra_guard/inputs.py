@@ -202,7 +202,7 @@ class Inputs:
 def _nameless(document: Document) -> Iterator[InputError]:
     """An error for each object of the document that has no name and no generateName."""
     obj = document.obj
-    if not isinstance(obj, dict) or not _has_manifest_key(obj):
+    if not isinstance(obj, dict) or not _has_manifest_key(obj) or _kustomize_kind(obj):
         return
     items = obj.get("items")
     objects: list[tuple[tuple[str | int, ...], dict[str, Any]]]
@@ -219,6 +219,12 @@ def _nameless(document: Document) -> Iterator[InputError]:
             yield InputError(
                 document.file, line, f"{where} has no metadata.name and no metadata.generateName (kubectl refuses it)"
             )
+
+
+def _kustomize_kind(obj: dict[str, Any]) -> bool:
+    """Kustomizations and Components are built by kustomize, never sent: they need no name."""
+    api_version = obj.get("apiVersion")
+    return isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/")
 
 
 def _with_hint(items: Iterator[Any], data: bytes) -> Iterator[Any]:

@@ -35,6 +35,9 @@ def yaml_loader() -> Any:
 
 
 STDIN_NAME = "<stdin>"
+#: The names kustomize reads a kustomization from (kustomize `api/konfig/general.go`).
+KUSTOMIZATION_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+KUSTOMIZATION_API_VERSION = "kustomize.config.k8s.io/v1beta1"
 #: Most nodes one document may expand to through aliases (a "billion laughs" bound).
 MAX_EXPANDED_NODES = 250_000
 # An alias (`*name`); a document without one cannot expand.  Found as `*` followed by a
@@ -139,6 +142,19 @@ class Source:
             yield from iter_bytes(data, name)
 
 
+def is_kustomization_file(name: str) -> bool:
+    return os.path.basename(name) in KUSTOMIZATION_FILE_NAMES
+
+
+def as_kustomization(obj: Any) -> Any:
+    """A kustomization file's document as kustomize reads it: without apiVersion and kind,
+    it is a Kustomization all the same (kustomize `FixKustomization` fills them in), and
+    it is checked as one (its patches can ask for accelerators), not refused as no object."""
+    if isinstance(obj, dict) and "apiVersion" not in obj and "kind" not in obj:
+        return {"apiVersion": KUSTOMIZATION_API_VERSION, "kind": "Kustomization", **obj}
+    return obj
+
+
 def display_name(path: str) -> str:
     """A path as reports show it: bytes that are not UTF-8 (a file name from another
     locale) as \\xNN escapes, so that every report can be written."""
@@ -190,8 +206,12 @@ def iter_bytes(data: bytes, name: str) -> Iterator[Document | InputError]:
     """The documents of one file's bytes; an error, never an exception, for what cannot be
     read (what comes before it is still yielded, and the caller goes on with other files)."""
     name = display_name(name)
+    kustomization = is_kustomization_file(name)
     try:
-        yield from _iter_file(data, name)
+        for item in _iter_file(data, name):
+            if kustomization and isinstance(item, Document):
+                item.obj = as_kustomization(item.obj)
+            yield item
     except Exception as error:  # a reading nobody foresaw
         problem = type(error).__name__
         yield InputError(name, None, f"dra-guard could not read this file ({problem}); not checked")

@@ -190,7 +190,10 @@ ACCELERATOR_DEVICE_DOMAINS = ("nvidia.com/", "amd.com/", "habana.ai/", "gpu.inte
 
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     extra = context.config.get(EXTRA_LEGACY_RESOURCES)
-    for asked in asked_resources(resource.obj, resource.pods):
+    file = resource.document.file if resource.document else None
+    # A kustomization's patch files are named relative to it; stdin has no folder.
+    source = file if file is not None and file != "<stdin>" else None
+    for asked in asked_resources(resource.obj, resource.pods, source):
         if isinstance(asked, Unverifiable):
             yield Violation(
                 asked.path,
@@ -225,7 +228,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
 def _where(asked: Asked) -> str:
     """How the finding's message starts: who asks."""
     if asked.inner:
-        return f"{asked.path[-1]} requests (at {asked.inner} inside it) "
+        return f"{asked.holder} requests (at {asked.inner} inside it) "
     if asked.section in REQUIREMENT_SECTIONS:
         return "requests "
     return f"LimitRange {asked.section} names "
