@@ -1,0 +1,232 @@
+"""Manifest files read the way `kubectl apply -f` reads them.
+
+kubectl does not parse a file as one YAML stream.  It cuts the file into documents line
+by line (framing.py), converts each document to JSON with sigs.k8s.io/yaml on go-yaml v2
+-- YAML 1.1 booleans, merge keys applied in order, !!binary decoded, keys made strings
+(parser.py, resolve.py, construct.py) -- or reads a JSON stream when the file starts
+with `{` (json_stream.py), and then sends the objects of each document, the items of
+any object with an `items` list (objects.py).  `read` yields exactly those objects, or
+an `InputError` (file, line, why) where kubectl refuses the input or where dra-guard
+cannot be sure what kubectl would send.  When kubectl stops reading a file (every
+YAML-level error), so does `read`; documents before that point are still yielded.
+
+Each module names the upstream files and commits its rules come from: kubectl v1.32
+builds on kubernetes/apimachinery v0.32.4, kubernetes/cli-runtime v0.32.4 and
+kubernetes-sigs/yaml v1.4.0 (whose goyaml.v2 is go-yaml/yaml v2.4.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from dra_guard.findings import InputError
+from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode, node_line
+from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
+from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
+from dra_guard.kubectl_yaml.parser import PLAIN, parse
+
+__all__ = ["SentObject", "document_root", "read", "source_line"]
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+#: Line breaks libyaml counts besides LF; with them, lines are counted by LF only.
+_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+
+
+@dataclass
+class SentObject:
+    """One object kubectl would send, and where its source is."""
+
+    obj: dict[str, Any]
+    #: 1-based number of its document in the file.
+    index: int
+    #: 1-based line of the object.
+    line: int
+    #: The text the document was parsed from, and the document's [start, end) in it.
+    text: str
+    span: tuple[int, int]
+    #: 1-based line of text[span[0]].
+    first_line: int
+    #: Where the object sits in its document: () or ("items", n).
+    within: Path
+    #: The document's node tree (None for JSON).
+    root: Any
+    #: False when the object holds strings its source text does not spell (decoded
+    #: !!binary), so text searches over the source prove nothing.
+    source_spells_strings: bool = True
+
+
+def document_root(text: str, span: tuple[int, int]) -> Any:
+    """The node tree of the document text[span] (JSON read as YAML), or None."""
+    parsed = parse(text[span[0] : span[1]])
+    return parsed.documents[0] if parsed.documents else None
+
+
+def source_line(text: str, span: tuple[int, int], first_line: int, path: Path, root: Any = None) -> int | None:
+    """1-based line of the deepest node on `path` in the document text[span], or None."""
+    if root is None:
+        root = document_root(text, span)
+        if root is None:
+            return None
+    return _line(text[span[0] : span[1]], first_line, root, node_line(root, path))
+
+
+def _line(body: str, first_line: int, root: Any, line: int) -> int:
+    if any(char in body for char in _OTHER_BREAKS):
+        # libyaml counted CR, NEL, LS and PS as line breaks too; count LF up to the node.
+        return first_line + body.count("\n", 0, _index_on_line(body, line))
+    return first_line + line
+
+
+def _index_on_line(body: str, libyaml_line: int) -> int:
+    position = 0
+    for _ in range(libyaml_line):
+        candidates = [body.find(char, position) for char in ("\n", *_OTHER_BREAKS)]
+        found = [index for index in candidates if index >= 0]
+        if not found:
+            break
+        position = min(found) + 1
+        if body[position - 1 : position + 1] == "\r\n":
+            position += 1
+    return position
+
+
+def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
+    """The objects `kubectl apply -f` would send for a file's bytes, or why not."""
+    if data.startswith(_UTF16_BOMS):
+        yield InputError(name, 1, "UTF-16 text: kubectl cuts files into documents byte by byte; save it as UTF-8")
+        return
+    if b"\x00" in data[:8192]:
+        yield InputError(name, None, "binary file, not a YAML or JSON manifest")
+        return
+    json_stream = is_json_stream(data)
+    try:
+        text = data.decode("utf-8")
+        bad_offset = None
+    except UnicodeDecodeError as error:
+        # kubectl reads the documents before the one with the bad byte; so do we (up
+        # to the last whole line: a bad byte on a `---` line makes it a bad separator).
+        bad_offset = error.start
+        text = data[: error.start].decode("utf-8")
+        text = text[: text.rfind("\n") + 1]
+    if json_stream:
+        if bad_offset is None:
+            yield from _read_json(text, name)
+    else:
+        yield from _read_yaml(text, name, complete=bad_offset is None)
+    if bad_offset is not None:
+        line = data[:bad_offset].count(b"\n") + 1
+        yield InputError(name, line, f"not UTF-8 text (byte 0x{data[bad_offset]:02x} at offset {bad_offset})")
+
+
+def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | InputError]:
+    text = kubectl_lines(text)
+    chunks = list(yaml_chunks(text))
+    if not complete and chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
+        chunks.pop()  # it runs on into the line with the bad byte, which the caller reports
+    for index, chunk in enumerate(chunks, 1):
+        if isinstance(chunk, BadSeparator):
+            yield InputError(
+                name,
+                chunk.line,
+                f"a line starting with '---' followed by {chunk.rest!r}: kubectl rejects this document separator "
+                "and stops reading the file here",
+            )
+            return
+        body = text[chunk.start : chunk.end]
+        parsed = parse(body)
+        if not parsed.documents:
+            if parsed.error is not None:
+                line = None if parsed.error.line is None else chunk.first_line + parsed.error.line
+                yield InputError(name, line, f"invalid YAML: {parsed.error.message}")
+                return
+            continue
+        root = parsed.documents[0]
+        root_line = _line(body, chunk.first_line, root, root.start_mark.line)
+        if parsed.error is not None or any(not _is_null(document) for document in parsed.documents[1:]):
+            yield InputError(
+                name,
+                root_line,
+                f"document {index} holds more than one YAML document (a '...' line, or a bare CR before '---'); "
+                "kubectl would send only the first, so none is checked",
+            )
+            continue
+        try:
+            value, binary = decode(root)
+        except ExcessiveAliasing:
+            yield InputError(
+                name,
+                root_line,
+                f"document {index} expands to more than kubectl allows through YAML aliases "
+                "(go-yaml: excessive aliasing; an alias bomb?); not checked",
+            )
+            return
+        except Refusal as refusal:
+            line = root_line if refusal.line is None else chunk.first_line + refusal.line
+            yield InputError(name, line, f"document {index}: {refusal.message}")
+            if refusal.kubectl_stops:
+                return
+            continue
+        if value is None:
+            continue
+        problem = document_problem(value, index)
+        if problem is not None:
+            path, message = problem
+            yield InputError(name, _line(body, chunk.first_line, root, node_line(root, path)), message)
+            continue
+        for item in objects(value, index):
+            path = item.path if isinstance(item, Rejected) else item.within
+            line = _line(body, chunk.first_line, root, node_line(root, path))
+            if isinstance(item, Rejected):
+                yield InputError(name, line, item.message)
+            else:
+                yield SentObject(
+                    item.obj,
+                    index,
+                    line,
+                    text,
+                    (chunk.start, chunk.end),
+                    chunk.first_line,
+                    item.within,
+                    root,
+                    not binary,
+                )
+
+
+def _is_null(root: Any) -> bool:
+    return root is None or (getattr(root, "tag", None) is PLAIN and root.value in _NULLS)
+
+
+def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
+    from dra_guard.kubectl_yaml.json_stream import json_values, normalize
+
+    index = 0
+    try:
+        for value in json_values(text):
+            index += 1
+            if value.refusal is not None:
+                yield InputError(name, value.line, f"document {index}: {value.refusal}; not checked")
+                continue
+            if value.value is None:
+                continue
+            problem = document_problem(value.value, index)
+            if problem is not None:
+                path, message = problem
+                line = source_line(text, (value.start, value.end), value.line, path) or value.line
+                yield InputError(name, line, message)
+                continue
+            document = normalize(value.value) if value.floats else value.value
+            for item in objects(document, index):
+                path = item.path if isinstance(item, Rejected) else item.within
+                line = (source_line(text, (value.start, value.end), value.line, path) if path else None) or value.line
+                if isinstance(item, Rejected):
+                    yield InputError(name, line, item.message)
+                else:
+                    yield SentObject(
+                        item.obj, index, line, text, (value.start, value.end), value.line, item.within, None
+                    )
+    except Refusal as refusal:
+        yield InputError(name, None if refusal.line is None else refusal.line + 1, refusal.message)

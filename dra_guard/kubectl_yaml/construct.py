@@ -1,0 +1,354 @@
+"""A parsed YAML document -> the JSON value kubectl sends, by go-yaml v2's and sigs.k8s.io/yaml's rules.
+
+From kubernetes-sigs/yaml v1.4.0 (commit c3772b51db126345efe2dfe4ff8dac83b8141684):
+
+`goyaml.v2/decode.go` (go-yaml v2.4.0 decoding into interface{}):
+* Mappings decode into one map, entry by entry in source order; a later entry with an
+  equal key replaces the earlier one (duplicate keys: last wins).
+* A merge key (`<<`, plain or tagged !!merge, not quoted) merges its value into the map
+  *where it is written*: a merged key overrides an explicit key written before the
+  merge, and an explicit key after it overrides the merged one.  The value must be a
+  mapping, an alias of one, or a sequence of those; a sequence is merged last to first,
+  so its first mapping wins.
+* An alias decodes its anchor's node again; an alias met again while it is being
+  expanded fails ("anchor 'x' value contains itself").
+* Excessive aliasing fails: every decode step counts, steps under an alias count as
+  aliased, and once there are more than 100 aliased of more than 1,000 steps, the
+  aliased share may not exceed 99% (up to 400,000 steps, falling to 10% at 4,000,000).
+* A mapping or sequence used as a key fails ("invalid map key").
+* Only the first document of the text is decoded (`yaml.go` `unmarshal`).
+
+`yaml.go` (YAML to JSON):
+* Keys become strings: int -> decimal, bool -> "true"/"false", float -> 32-bit `%g`
+  (".inf", ".nan"); null and uint64 keys fail ("unsupported map key").
+* The result goes through Go's json.Marshal: NaN and infinities fail, invalid UTF-8
+  (from !!binary) becomes U+FFFD byte by byte, floats are written shortest-first, as
+  integers when integral and below 1e21.
+
+kubernetes/apimachinery v0.32.4 (commit 59e9003f02d6f0c8fff53719a7a0604ec82ee9a9),
+`pkg/apis/meta/v1/unstructured/helpers.go` then reads that JSON back with
+`pkg/util/json` (sigs.k8s.io/json, ints preserved): an integral number that fits int64 is
+an integer, anything else a float64 -- which is what kubectl sends on.  So a float
+here is `go_json_number`: 1.0 and 1e3 are sent as the integers 1 and 1000, and 2**64-1
+as 18446744073709552000.
+
+dra-guard refuses (kubectl would not) float keys, keys that collide once made strings
+(Go's map order decides which survives), non-UTF-8 !!binary keys, and documents nested
+deeper than Python's recursion allows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.parser import NON_SPECIFIC, PLAIN, QUOTED, AliasRef
+from dra_guard.kubectl_yaml.resolve import MERGE, Uint64, resolve_plain, resolve_tagged
+
+_ALIAS_RANGE_LOW = 400_000
+_ALIAS_RANGE_HIGH = 4_000_000
+
+
+def _allowed_alias_ratio(decodes: int) -> float:
+    if decodes <= _ALIAS_RANGE_LOW:
+        return 0.99
+    if decodes >= _ALIAS_RANGE_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * ((decodes - _ALIAS_RANGE_LOW) / float(_ALIAS_RANGE_HIGH - _ALIAS_RANGE_LOW))
+
+
+class ExcessiveAliasing(Refusal):
+    def __init__(self) -> None:
+        super().__init__("document contains excessive aliasing")
+
+
+def go_json_number(value: float) -> int | float:
+    """A float64 as kubectl sends it (json.Marshal, then read back with ints preserved)."""
+    if math.isnan(value) or math.isinf(value):
+        raise Refusal(f"json: unsupported value: {value!r} (JSON has no NaN or infinity)")
+    if value.is_integer() and abs(value) < 1e21:
+        if abs(value) < 2**53:
+            return int(value)
+        from decimal import Decimal
+
+        # Go writes the shortest digits that round-trip, then zeros: 1.8446744073709552e19
+        # is sent as 18446744073709552000, not 18446744073709551616.
+        return int(Decimal(repr(value)))
+    return value
+
+
+def go_string(data: bytes) -> str:
+    """Bytes as the Go string json.Marshal writes: each invalid UTF-8 byte becomes U+FFFD."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        out: list[str] = []
+        position = 0
+        while position < len(data):
+            try:
+                out.append(data[position:].decode("utf-8"))
+                break
+            except UnicodeDecodeError as error:
+                out.append(data[position : position + error.start].decode("utf-8"))
+                out.append("\ufffd")
+                position += error.start + 1
+        return "".join(out)
+
+
+def _is_merge_key(node: Any) -> bool:
+    """decode.go `isMerge`: `<<` written plain (or with `!`), or tagged !!merge."""
+    return (
+        node.__class__ is ScalarNode
+        and node.value == "<<"
+        and (node.tag is PLAIN or node.tag is NON_SPECIFIC or node.tag == MERGE)
+    )
+
+
+class Decoder:
+    """One document's decode, counting steps the way go-yaml does."""
+
+    __slots__ = ("aliased", "binary", "decodes", "depth", "expanding")
+
+    def __init__(self) -> None:
+        self.decodes = 1  # the document node itself
+        self.aliased = 0
+        self.depth = 0
+        self.expanding: set[int] = set()
+        #: True once a !!binary scalar was decoded: the object then holds text that its
+        #: source does not spell.
+        self.binary = False
+
+    def _step(self) -> None:
+        """decode.go `unmarshal`'s bookkeeping, checked at every step as go-yaml does."""
+        self.decodes += 1
+        if self.depth:
+            self.aliased += 1
+        if (
+            self.aliased > 100
+            and self.decodes > 1000
+            and self.aliased / self.decodes > _allowed_alias_ratio(self.decodes)
+        ):
+            raise ExcessiveAliasing
+
+    def _enter(self, alias: AliasRef) -> None:
+        key = id(alias)
+        if key in self.expanding:
+            raise Refusal(f"anchor value contains itself (alias on line {alias.start_mark.line + 1})")
+        self.expanding.add(key)
+        self.depth += 1
+
+    def _leave(self, alias: AliasRef) -> None:
+        self.depth -= 1
+        self.expanding.discard(id(alias))
+
+    def value(self, node: Any) -> Any:
+        """decode.go `unmarshal` into interface{}, then the JSON value it becomes."""
+        self._step()
+        cls = node.__class__
+        if cls is ScalarNode:
+            return self._scalar(node)
+        if cls is MappingNode:
+            target: dict[Any, Any] = {}
+            if self._fill(node, target):
+                return _string_keys(target)
+            return target
+        if cls is SequenceNode:
+            return [self.value(child) for child in node.value]
+        self._enter(node)
+        try:
+            return self.value(node.target)
+        finally:
+            self._leave(node)
+
+    def _scalar(self, node: Any) -> Any:
+        tag = node.tag
+        if tag is PLAIN:
+            resolved = resolve_plain(node.value)
+        elif tag is QUOTED or tag is NON_SPECIFIC:
+            return node.value
+        else:
+            resolved = resolve_tagged(tag, node.value)
+        cls = resolved.__class__
+        if cls is str or cls is int or cls is bool or resolved is None:
+            return resolved
+        if cls is float:
+            return go_json_number(resolved)
+        if cls is Uint64:
+            return go_json_number(float(resolved))
+        self.binary = True
+        return go_string(resolved)
+
+    def _fill(self, node: Any, target: dict[Any, Any]) -> bool:
+        """Decode a mapping's entries into `target`; True if some key is not a string yet."""
+        typed = False
+        for key_node, value_node in node.value:
+            if _is_merge_key(key_node):
+                typed = self._merge(value_node, target) or typed
+                continue
+            key = self._key(key_node)
+            target[key] = self.value(value_node)
+            typed = typed or key.__class__ is not str
+        return typed
+
+    def _merge(self, node: Any, target: dict[Any, Any]) -> bool:
+        cls = node.__class__
+        if cls is SequenceNode:
+            typed = False
+            for child in reversed(node.value):
+                _require_mapping(child)
+                typed = self._merge_one(child, target) or typed
+            return typed
+        _require_mapping(node)
+        return self._merge_one(node, target)
+
+    def _merge_one(self, node: Any, target: dict[Any, Any]) -> bool:
+        self._step()
+        if node.__class__ is AliasRef:
+            self._enter(node)
+            try:
+                return self._merge_one(node.target, target)
+            finally:
+                self._leave(node)
+        return self._fill(node, target)
+
+    def _key(self, node: Any) -> Any:
+        """A mapping key as go-yaml holds it: str, or (type, value) for other scalars."""
+        self._step()
+        cls = node.__class__
+        if cls is ScalarNode:
+            tag = node.tag
+            if tag is PLAIN:
+                resolved = resolve_plain(node.value)
+            elif tag is QUOTED or tag is NON_SPECIFIC:
+                return node.value
+            else:
+                resolved = resolve_tagged(tag, node.value)
+            kind = resolved.__class__
+            if kind is str:
+                return resolved
+            if kind is bool or kind is int:
+                return (kind, resolved)
+            if resolved is None:
+                raise Refusal("unsupported map key of type: <nil> (a null key)")
+            if kind is Uint64:
+                raise Refusal(f"unsupported map key of type: uint64 ({resolved})")
+            if kind is float:
+                raise Refusal(
+                    f"the mapping key {node.value!r} is a number kubectl rewrites as a 32-bit float; quote it",
+                    kubectl_stops=False,
+                )
+            self.binary = True
+            try:
+                return resolved.decode("utf-8")
+            except UnicodeDecodeError:
+                raise Refusal("a !!binary mapping key that is not UTF-8 text", kubectl_stops=False) from None
+        if cls is AliasRef:
+            self._enter(node)
+            try:
+                return self._key(node.target)
+            finally:
+                self._leave(node)
+        raise Refusal("invalid map key: a mapping or sequence used as a key")
+
+
+def _require_mapping(node: Any) -> None:
+    target = node.target if node.__class__ is AliasRef else node
+    if target.__class__ is not MappingNode:
+        raise Refusal("map merge requires map or sequence of maps as the value")
+
+
+def _key_string(key: Any) -> str:
+    if key.__class__ is str:
+        return key
+    kind, value = key
+    if kind is bool:
+        return "true" if value else "false"
+    return str(value)
+
+
+def _string_keys(target: dict[Any, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in target.items():
+        text = _key_string(key)
+        if text in result:
+            raise Refusal(
+                f"the mapping has two keys that both become {text!r} in JSON (Go's map order decides which is sent)",
+                kubectl_stops=False,
+            )
+        result[text] = value
+    return result
+
+
+def decode(root: Any) -> tuple[Any, bool]:
+    """(the document's JSON value, whether it decoded !!binary) or Refusal."""
+    decoder = Decoder()
+    try:
+        value = decoder.value(root)
+    except RecursionError:
+        raise Refusal("document nested too deeply to check", kubectl_stops=False) from None
+    return value, decoder.binary
+
+
+# --- line lookups ---------------------------------------------------------------------
+
+
+def _deref(node: Any) -> Any:
+    seen = 0
+    while node.__class__ is AliasRef and seen < 64:
+        node, seen = node.target, seen + 1
+    return node
+
+
+def _plain_key_string(node: Any) -> str | None:
+    """The JSON key a key node becomes, or None when it is not a simple scalar key."""
+    node = _deref(node)
+    if node.__class__ is not ScalarNode:
+        return None
+    try:
+        key = Decoder()._key(node)
+    except Refusal:
+        return None
+    return _key_string(key)
+
+
+def _entry(node: Any, part: str, depth: int = 0) -> tuple[Any, Any] | None:
+    """The (key node, value node) that decides `part` of a mapping, merges included."""
+    found: tuple[Any, Any] | None = None
+    for key_node, value_node in node.value:
+        if _is_merge_key(key_node):
+            if depth > 32:
+                continue
+            sources = value_node.value[::-1] if value_node.__class__ is SequenceNode else [value_node]
+            for written in sources:
+                source = _deref(written)
+                if source.__class__ is MappingNode:
+                    merged = _entry(source, part, depth + 1)
+                    if merged is not None:
+                        found = merged
+        elif _plain_key_string(key_node) == part:
+            found = (key_node, value_node)
+    return found
+
+
+def node_line(root: Any, path: Sequence[str | int]) -> int:
+    """0-based line of the deepest node on `path` (the key's line for mapping entries)."""
+    node = _deref(root)
+    line: int = node.start_mark.line
+    for part in path:
+        if node.__class__ is MappingNode:
+            entry = _entry(node, str(part))
+            if entry is None:
+                break
+            line = entry[0].start_mark.line
+            node = _deref(entry[1])
+        elif node.__class__ is SequenceNode and isinstance(part, int) and 0 <= part < len(node.value):
+            child = node.value[part]
+            line = child.start_mark.line
+            node = _deref(child)
+        else:
+            break
+    return line
