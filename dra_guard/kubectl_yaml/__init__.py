@@ -218,7 +218,7 @@ def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
                 line = source_line(text, (value.start, value.end), value.line, path) or value.line
                 yield InputError(name, line, message)
                 continue
-            document = normalize(value.value) if value.floats else value.value
+            document = normalize(value.value) if value.special else value.value
             for item in objects(document, index):
                 path = item.path if isinstance(item, Rejected) else item.within
                 line = (source_line(text, (value.start, value.end), value.line, path) if path else None) or value.line

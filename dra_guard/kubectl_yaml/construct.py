@@ -32,7 +32,7 @@ an integer, anything else a float64 -- which is what kubectl sends on.  So a flo
 here is `go_json_number`: 1.0 and 1e3 are sent as the integers 1 and 1000, and 2**64-1
 as 18446744073709552000.
 
-dra-guard refuses (kubectl would not) float keys, keys that collide once made strings
+dra-guard refuses (kubectl would not) keys that collide once made strings
 (Go's map order decides which survives), non-UTF-8 !!binary keys, and documents nested
 deeper than Python's recursion allows.
 """
@@ -61,6 +61,11 @@ def _allowed_alias_ratio(decodes: int) -> float:
     return 0.99 - 0.89 * ((decodes - _ALIAS_RANGE_LOW) / float(_ALIAS_RANGE_HIGH - _ALIAS_RANGE_LOW))
 
 
+class _NonFinite(float):
+    """A NaN or infinite value: json.Marshal fails on it -- if it is still there at the end
+    (a later duplicate key or merge may replace it)."""
+
+
 class ExcessiveAliasing(Refusal):
     def __init__(self) -> None:
         super().__init__("document contains excessive aliasing")
@@ -78,7 +83,7 @@ def go_json_number(value: float) -> int | float:
         # Go writes the shortest digits that round-trip, then zeros: 1.8446744073709552e19
         # is sent as 18446744073709552000, not 18446744073709551616.
         return int(Decimal(repr(value)))
-    return value
+    return float(value)  # a plain float, whatever float subclass came in
 
 
 def go_string(data: bytes) -> str:
@@ -99,6 +104,52 @@ def go_string(data: bytes) -> str:
         return "".join(out)
 
 
+def _float32(value: float) -> float:
+    import struct
+
+    try:
+        return float(struct.unpack("f", struct.pack("f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _shortest_float32_digits(value: float) -> tuple[str, int]:
+    """(digits, decimal point) of the shortest decimal that reads back as this float32."""
+    from decimal import ROUND_HALF_EVEN, Context, Decimal
+
+    exact = Decimal(value)
+    for precision in range(1, 10):
+        nearest = Context(prec=precision, rounding=ROUND_HALF_EVEN).plus(exact)
+        unit = Decimal(1).scaleb(nearest.adjusted() - precision + 1)
+        candidates = sorted((nearest, nearest - unit, nearest + unit), key=lambda candidate: abs(candidate - exact))
+        for candidate in candidates:
+            if candidate and _float32(float(candidate)) == value:
+                _, digit_tuple, exponent = candidate.normalize().as_tuple()
+                digits = "".join(map(str, digit_tuple))
+                return digits, len(digits) + int(exponent)
+    raise AssertionError("a float32 has at most 9 significant digits")  # pragma: no cover
+
+
+def go_float32_key(value: float) -> str:
+    """sigs.k8s.io/yaml's key for a float: strconv.FormatFloat(v, 'g', -1, 32), Inf/NaN spelt YAML-style."""
+    single = _float32(value)
+    if math.isnan(single):
+        return ".nan"
+    if math.isinf(single):
+        return ".inf" if single > 0 else "-.inf"
+    sign = "-" if math.copysign(1.0, single) < 0 else ""
+    if single == 0:
+        return sign + "0"
+    digits, point = _shortest_float32_digits(abs(single))
+    exponent = point - 1
+    if exponent < -4 or exponent >= 6:  # %e, as 'g' does with the shortest digits
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+    whole = digits[:point].ljust(point, "0") if point > 0 else "0"
+    fraction = ("0" * -point + digits) if point < 0 else digits[point:]
+    return sign + whole + ("." + fraction if fraction else "")
+
+
 def _is_merge_key(node: Any) -> bool:
     """decode.go `isMerge`: `<<` written plain (or with `!`), or tagged !!merge."""
     return (
@@ -111,7 +162,7 @@ def _is_merge_key(node: Any) -> bool:
 class Decoder:
     """One document's decode, counting steps the way go-yaml does."""
 
-    __slots__ = ("aliased", "binary", "decodes", "depth", "expanding")
+    __slots__ = ("aliased", "binary", "decodes", "depth", "expanding", "nonfinite")
 
     def __init__(self) -> None:
         self.decodes = 1  # the document node itself
@@ -121,6 +172,8 @@ class Decoder:
         #: True once a !!binary scalar was decoded: the object then holds text that its
         #: source does not spell.
         self.binary = False
+        #: True once a NaN or infinity was decoded (see _NonFinite).
+        self.nonfinite = False
 
     def _step(self) -> None:
         """decode.go `unmarshal`'s bookkeeping, checked at every step as go-yaml does."""
@@ -176,6 +229,9 @@ class Decoder:
         if cls is str or cls is int or cls is bool or resolved is None:
             return resolved
         if cls is float:
+            if math.isnan(resolved) or math.isinf(resolved):
+                self.nonfinite = True
+                return _NonFinite(resolved)
             return go_json_number(resolved)
         if cls is Uint64:
             return go_json_number(float(resolved))
@@ -232,15 +288,13 @@ class Decoder:
                 return resolved
             if kind is bool or kind is int:
                 return (kind, resolved)
+            if kind is float:
+                # NaN is never equal to NaN: two .nan keys are two map entries in Go.
+                return (kind, resolved, object()) if math.isnan(resolved) else (kind, resolved)
             if resolved is None:
                 raise Refusal("unsupported map key of type: <nil> (a null key)")
             if kind is Uint64:
                 raise Refusal(f"unsupported map key of type: uint64 ({resolved})")
-            if kind is float:
-                raise Refusal(
-                    f"the mapping key {node.value!r} is a number kubectl rewrites as a 32-bit float; quote it",
-                    kubectl_stops=False,
-                )
             self.binary = True
             try:
                 return resolved.decode("utf-8")
@@ -264,9 +318,11 @@ def _require_mapping(node: Any) -> None:
 def _key_string(key: Any) -> str:
     if key.__class__ is str:
         return key
-    kind, value = key
+    kind, value = key[0], key[1]
     if kind is bool:
         return "true" if value else "false"
+    if kind is float:
+        return go_float32_key(value)
     return str(value)
 
 
@@ -288,9 +344,23 @@ def decode(root: Any) -> tuple[Any, bool]:
     decoder = Decoder()
     try:
         value = decoder.value(root)
+        if decoder.nonfinite:
+            _refuse_nonfinite(value)
     except RecursionError:
         raise Refusal("document nested too deeply to check", kubectl_stops=False) from None
     return value, decoder.binary
+
+
+def _refuse_nonfinite(value: Any) -> None:
+    cls = value.__class__
+    if cls is _NonFinite:
+        raise Refusal(f"json: unsupported value: {value!r} (JSON has no NaN or infinity)")
+    if cls is dict:
+        for item in value.values():
+            _refuse_nonfinite(item)
+    elif cls is list:
+        for item in value:
+            _refuse_nonfinite(item)
 
 
 # --- line lookups ---------------------------------------------------------------------

@@ -9,8 +9,9 @@ integer, every other number is a float64 (one that overflows is an error for tha
 object only), duplicate keys keep the last value, and `\\ud800`-style lone surrogates
 become U+FFFD.  `null` values are skipped (cli-runtime `pkg/resource/visitor.go`).
 
-dra-guard refuses (kubectl would not) JSON objects with duplicate keys: the typed
-metadata check kubectl runs sees every duplicate, the map only the last.
+Duplicate keys matter twice: the object keeps the last value, while the typed check of
+apiVersion, kind and metadata (objects.py) sees every one; objects with duplicates keep
+their pairs for it (`Pairs`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_INT_DIGITS = 4000
 
 
+class Pairs(dict[str, Any]):
+    """A JSON object with a duplicate key: the last value wins, `pairs` keeps them all."""
+
+    pairs: list[tuple[str, Any]]
+
+
 class JSONFloat(float):
     """A number written with a fraction or exponent, or too large for int64 (a float64 in Go)."""
 
@@ -45,8 +52,8 @@ class JSONValue:
     line: int
     #: Why kubectl or dra-guard refuses this value (kubectl goes on with the next).
     refusal: str | None = None
-    #: Whether the value holds JSONFloat numbers (see `normalize`).
-    floats: bool = False
+    #: Whether the value holds JSONFloat numbers or Pairs (see `normalize`).
+    special: bool = False
 
 
 class _NotJSON(Exception):
@@ -57,7 +64,7 @@ class _State:
     def __init__(self) -> None:
         self.floats = False
         self.bad_number: str | None = None
-        self.duplicate: str | None = None
+        self.duplicates = False
 
 
 def _decoder(state: _State) -> json.JSONDecoder:
@@ -87,9 +94,10 @@ def _decoder(state: _State) -> json.JSONDecoder:
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(items)
-        if len(result) != len(items) and state.duplicate is None:
-            seen: set[str] = set()
-            state.duplicate = next(key for key, _ in items if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        if len(result) != len(items):
+            state.duplicates = True
+            result = Pairs(result)
+            result.pairs = items
         return result
 
     return json.JSONDecoder(
@@ -111,11 +119,9 @@ def json_values(text: str) -> Iterator[JSONValue]:
             raise Refusal(f"invalid JSON: {error} is not a JSON value", line=line - 1) from None
         except RecursionError:
             raise Refusal("JSON nested too deeply to check", kubectl_stops=False, line=line - 1) from None
-        item = JSONValue(value, position, end, line, floats=state.floats)
+        item = JSONValue(value, position, end, line, special=state.floats or state.duplicates)
         if state.bad_number is not None:
             item.refusal = f"the number {state.bad_number} does not fit a 64-bit float"
-        elif state.duplicate is not None:
-            item.refusal = f"the key {state.duplicate!r} appears twice in one JSON object"
         elif _SURROGATE_ESCAPE.search(text, position, end):
             try:
                 item.value = _replace_surrogates(value)
@@ -127,11 +133,11 @@ def json_values(text: str) -> Iterator[JSONValue]:
 
 
 def normalize(value: Any) -> Any:
-    """Numbers as kubectl sends them (see construct.go_json_number)."""
+    """Numbers as kubectl sends them (see construct.go_json_number), plain dicts."""
     cls = value.__class__
     if cls is JSONFloat:
         return go_json_number(value)
-    if cls is dict:
+    if cls is dict or cls is Pairs:
         return {key: normalize(item) for key, item in value.items()}
     if cls is list:
         return [normalize(item) for item in value]
@@ -142,7 +148,7 @@ def _replace_surrogates(value: Any) -> Any:
     cls = value.__class__
     if cls is str:
         return _SURROGATE.sub("\ufffd", value)
-    if cls is dict:
+    if cls is dict or cls is Pairs:
         result: dict[str, Any] = {}
         for written, item in value.items():
             key = _SURROGATE.sub("\ufffd", written)

@@ -80,14 +80,14 @@ def _kind_problem(obj: dict[str, Any], what: str) -> str | None:
 def document_problem(value: Any, index: int) -> tuple[Path, str] | None:
     """Why kubectl refuses this whole document, or None (it sends something, or nothing)."""
     what = f"document {index}"
-    if type(value) is not dict:
+    if not isinstance(value, dict):
         return (), f"{what} is a {type(value).__name__}, not a Kubernetes object"
     if "items" in value:
         items = value["items"]
         if items is not None and type(items) is not list:
             return ("items",), f"{what}: items must be a list, not {type(items).__name__}"
         for position, item in enumerate(items or ()):
-            if item is not None and type(item) is not dict:
+            if item is not None and not isinstance(item, dict):
                 return ("items", position), f"{what}: list item {position} is a {type(item).__name__}, not an object"
     problem = _kind_problem(value, what)
     if problem:
@@ -155,7 +155,7 @@ def _is_rfc3339(text: str) -> bool:
 
 
 def _shown(value: Any) -> str:
-    if type(value) is dict:
+    if isinstance(value, dict):
         return "a mapping"
     if type(value) is list:
         return "a list"
@@ -218,6 +218,12 @@ _OBJECT_META: dict[str, Any] = {
 }
 
 
+def _entries(mapping: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every key and value, duplicates too (a JSON object's `pairs`)."""
+    pairs = getattr(mapping, "pairs", None)
+    return pairs if pairs is not None else list(mapping.items())
+
+
 def _problems(value: Any, kind: Any, path: Path) -> Iterator[tuple[Path, str]]:
     if value is None:
         return
@@ -226,17 +232,17 @@ def _problems(value: Any, kind: Any, path: Path) -> Iterator[tuple[Path, str]]:
         if problem:
             yield path, problem
     elif isinstance(kind, dict):
-        if type(value) is not dict:
+        if not isinstance(value, dict):
             yield path, f"must be a mapping, not {_shown(value)}"
             return
-        for key, item in value.items():
+        for key, item in _entries(value):
             if key in kind:
                 yield from _problems(item, kind[key], (*path, key))
     elif kind[0] == "map":
-        if type(value) is not dict:
+        if not isinstance(value, dict):
             yield path, f"must be a mapping, not {_shown(value)}"
             return
-        for key, item in value.items():
+        for key, item in _entries(value):
             yield from _problems(item, kind[1], (*path, key))
     else:
         if type(value) is not list:
@@ -246,7 +252,8 @@ def _problems(value: Any, kind: Any, path: Path) -> Iterator[tuple[Path, str]]:
             yield from _problems(item, kind[1], (*path, position))
 
 
+_TYPE_AND_OBJECT_META = {"apiVersion": "string", "kind": "string", "metadata": _OBJECT_META}
+
+
 def _metadata_problems(obj: dict[str, Any]) -> Iterator[tuple[Path, str]]:
-    for key in ("apiVersion", "kind"):
-        yield from _problems(obj.get(key), "string", (key,))
-    yield from _problems(obj.get("metadata"), _OBJECT_META, ("metadata",))
+    yield from _problems(obj, _TYPE_AND_OBJECT_META, ())

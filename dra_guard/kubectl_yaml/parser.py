@@ -98,7 +98,14 @@ class _Loader(_Base):  # type: ignore[misc]
 
 def parse(text: str) -> Parsed:
     """The documents of `text` (see the module docstring for the contract)."""
-    if _ALIAS_CANDIDATE.search(text) or ("!" in text and _TAG_CANDIDATE.search(text)) or _DIRECTIVE.search(text):
+    if (
+        _ALIAS_CANDIDATE.search(text)
+        or ("!" in text and _TAG_CANDIDATE.search(text))
+        or _DIRECTIVE.search(text)
+        # Where libyaml reads on and go-yaml stops: `?` in a flow plain scalar, `\/`.
+        or ("?" in text and ("[" in text or "{" in text))
+        or "\\/" in text
+    ):
         return _parse_events(text)
     documents: list[Any] = []
     loader = _Loader(text)
