@@ -189,6 +189,12 @@ CASES = [
         refused="both become '1'",
         kubectl="sends",
     ),
+    Case(
+        "a-doubt-does-not-hide-a-kubectl-error-that-stops-the-file",
+        CM + 'data: {1: a, "1": b, c: .inf}\n---\n' + CM,
+        refused="NaN or infinity",
+        kubectl="fails",
+    ),
     # --- tags ---------------------------------------------------------------------------
     Case(
         "binary-values-and-keys-are-decoded",
@@ -262,6 +268,12 @@ CASES = [
         kubectl="sends",
     ),
     Case(
+        "document-end-marker-after-a-broken-document-stops-the-file",
+        CM + "data: {a: .nan}\n...\nkind: Secret\n---\n" + CM,
+        refused="NaN or infinity",
+        kubectl="fails",
+    ),
+    Case(
         "a-bare-cr-before-dashes-is-refused",
         (CM + "\r---\r" + CM).encode(),
         refused="more than one YAML document",
@@ -289,7 +301,18 @@ CASES = [
         refused="not UTF-8",
         kubectl="sends",  # go-yaml v2 lets the byte through as U+FFFD
     ),
-    Case("utf16-is-refused", "\ufeff".encode("utf-16-le") + CM.encode("utf-16-le"), refused="UTF-16", kubectl="sends"),
+    Case(
+        "utf16-with-a-byte-order-mark",
+        "\ufeff".encode("utf-16-le") + (CM + "---\n" + CM).encode("utf-16-le"),
+        [cm(), cm()],
+    ),
+    Case("utf16-big-endian", "\ufeff".encode("utf-16-be") + CM.encode("utf-16-be"), [cm()]),
+    Case(
+        "json-after-a-utf8-byte-order-mark",
+        b'\xef\xbb\xbf{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "generation": 1.0}}',
+        refused="64-bit integer",
+        kubectl="fails",
+    ),
     # --- lists -------------------------------------------------------------------------
     Case(
         "items-of-any-kind-are-sent-instead-of-the-object",

@@ -30,7 +30,8 @@ from dra_guard.kubectl_yaml.parser import PLAIN, parse
 
 __all__ = ["SentObject", "document_root", "read", "source_line"]
 
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 #: Line breaks libyaml counts besides LF; with them, lines are counted by LF only.
 _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
@@ -94,10 +95,26 @@ def _index_on_line(body: str, libyaml_line: int) -> int:
     return position
 
 
+def _without_bom(data: bytes) -> tuple[bytes, int, str | None]:
+    """kubectl's `unicode.BOMOverride` (cli-runtime `visitor.go` FileVisitor): a UTF-8
+    byte order mark is dropped, UTF-16 (by its mark) becomes UTF-8; (bytes, bytes
+    dropped from the front, why the text is refused)."""
+    if data.startswith(_UTF8_BOM):
+        return data[3:], 3, None
+    encoding = _UTF16_BOMS.get(data[:2])
+    if encoding is None:
+        return data, 0, None
+    try:
+        return data[2:].decode(encoding).encode("utf-8"), 0, None
+    except UnicodeDecodeError:
+        return b"", 0, f"not valid {encoding.upper()} text"
+
+
 def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
     """The objects `kubectl apply -f` would send for a file's bytes, or why not."""
-    if data.startswith(_UTF16_BOMS):
-        yield InputError(name, 1, "UTF-16 text: kubectl cuts files into documents byte by byte; save it as UTF-8")
+    data, dropped, problem = _without_bom(data)
+    if problem is not None:
+        yield InputError(name, 1, problem)
         return
     if b"\x00" in data[:8192]:
         yield InputError(name, None, "binary file, not a YAML or JSON manifest")
@@ -118,8 +135,10 @@ def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
     else:
         yield from _read_yaml(text, name, complete=bad_offset is None)
     if bad_offset is not None:
+        # kubectl would send U+FFFD in place of the byte; a manifest like that is refused.
         line = data[:bad_offset].count(b"\n") + 1
-        yield InputError(name, line, f"not UTF-8 text (byte 0x{data[bad_offset]:02x} at offset {bad_offset})")
+        offset = bad_offset + dropped
+        yield InputError(name, line, f"not UTF-8 text (byte 0x{data[bad_offset]:02x} at offset {offset})")
 
 
 def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | InputError]:
@@ -146,14 +165,6 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
             continue
         root = parsed.documents[0]
         root_line = _line(body, chunk.first_line, root, root.start_mark.line)
-        if parsed.error is not None or any(not _is_null(document) for document in parsed.documents[1:]):
-            yield InputError(
-                name,
-                root_line,
-                f"document {index} holds more than one YAML document (a '...' line, or a bare CR before '---'); "
-                "kubectl would send only the first, so none is checked",
-            )
-            continue
         try:
             value, binary = decode(root)
         except ExcessiveAliasing:
@@ -169,6 +180,16 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
             yield InputError(name, line, f"document {index}: {refusal.message}")
             if refusal.kubectl_stops:
                 return
+            continue
+        if parsed.error is not None or any(not _is_null(document) for document in parsed.documents[1:]):
+            # go-yaml decodes only the first document of the text it is given (and has
+            # just been seen not to fail on it): kubectl would silently drop the rest.
+            yield InputError(
+                name,
+                root_line,
+                f"document {index} holds more than one YAML document (a '...' line, or a bare CR before '---'); "
+                "kubectl would send only the first, so none is checked",
+            )
             continue
         if value is None:
             continue

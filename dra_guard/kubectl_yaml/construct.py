@@ -34,7 +34,8 @@ as 18446744073709552000.
 
 dra-guard refuses (kubectl would not) keys that collide once made strings
 (Go's map order decides which survives), non-UTF-8 !!binary keys, and documents nested
-deeper than Python's recursion allows.
+deeper than Python's recursion allows; it stops reading the file where it cannot tell
+whether kubectl would (too deep, or a NaN under a colliding key).
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def _is_merge_key(node: Any) -> bool:
 class Decoder:
     """One document's decode, counting steps the way go-yaml does."""
 
-    __slots__ = ("aliased", "binary", "decodes", "depth", "expanding", "nonfinite")
+    __slots__ = ("aliased", "binary", "decodes", "depth", "doubt", "expanding", "losers", "nonfinite")
 
     def __init__(self) -> None:
         self.decodes = 1  # the document node itself
@@ -174,6 +175,10 @@ class Decoder:
         self.binary = False
         #: True once a NaN or infinity was decoded (see _NonFinite).
         self.nonfinite = False
+        #: Why kubectl's result is not certain, though it goes on past this document.
+        self.doubt: str | None = None
+        #: Values dropped for a colliding key (Go might have kept them instead).
+        self.losers: list[Any] = []
 
     def _step(self) -> None:
         """decode.go `unmarshal`'s bookkeeping, checked at every step as go-yaml does."""
@@ -207,7 +212,7 @@ class Decoder:
         if cls is MappingNode:
             target: dict[Any, Any] = {}
             if self._fill(node, target):
-                return _string_keys(target)
+                return self._string_keys(target)
             return target
         if cls is SequenceNode:
             return [self.value(child) for child in node.value]
@@ -216,6 +221,19 @@ class Decoder:
             return self.value(node.target)
         finally:
             self._leave(node)
+
+    def _string_keys(self, target: dict[Any, Any]) -> dict[str, Any]:
+        """sigs.k8s.io/yaml's string keys; two keys that become one string are a doubt."""
+        result: dict[str, Any] = {}
+        for key, value in target.items():
+            text = _key_string(key)
+            if text in result:
+                self.doubt = self.doubt or (
+                    f"the mapping has two keys that both become {text!r} in JSON (Go's map order decides which is sent)"
+                )
+                self.losers.append(result[text])
+            result[text] = value
+        return result
 
     def _scalar(self, node: Any) -> Any:
         tag = node.tag
@@ -299,7 +317,10 @@ class Decoder:
             try:
                 return resolved.decode("utf-8")
             except UnicodeDecodeError:
-                raise Refusal("a !!binary mapping key that is not UTF-8 text", kubectl_stops=False) from None
+                # Go keeps the raw bytes as the map key (distinct from any text key) and
+                # json.Marshal then writes U+FFFD: which of two such keys wins is Go's.
+                self.doubt = self.doubt or "a !!binary mapping key that is not UTF-8 text"
+                return ("binary", go_string(resolved))
         if cls is AliasRef:
             self._enter(node)
             try:
@@ -319,6 +340,8 @@ def _key_string(key: Any) -> str:
     if key.__class__ is str:
         return key
     kind, value = key[0], key[1]
+    if kind == "binary":
+        return str(value)
     if kind is bool:
         return "true" if value else "false"
     if kind is float:
@@ -326,29 +349,35 @@ def _key_string(key: Any) -> str:
     return str(value)
 
 
-def _string_keys(target: dict[Any, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in target.items():
-        text = _key_string(key)
-        if text in result:
-            raise Refusal(
-                f"the mapping has two keys that both become {text!r} in JSON (Go's map order decides which is sent)",
-                kubectl_stops=False,
-            )
-        result[text] = value
-    return result
-
-
 def decode(root: Any) -> tuple[Any, bool]:
-    """(the document's JSON value, whether it decoded !!binary) or Refusal."""
+    """(the document's JSON value, whether it decoded !!binary) or Refusal.
+
+    A refusal that kubectl would not make (`kubectl_stops=False`) comes only once the
+    whole document is decoded and kubectl is known to go on past it.
+    """
     decoder = Decoder()
     try:
         value = decoder.value(root)
         if decoder.nonfinite:
             _refuse_nonfinite(value)
+            if any(_has_nonfinite(loser) for loser in decoder.losers):
+                raise Refusal(
+                    "a NaN or infinity under one of two keys that become the same string: whether kubectl "
+                    "stops here is left to Go's map order"
+                )
     except RecursionError:
-        raise Refusal("document nested too deeply to check", kubectl_stops=False) from None
+        raise Refusal("document nested too deeply to check; not checked beyond this point") from None
+    if decoder.doubt is not None:
+        raise Refusal(decoder.doubt, kubectl_stops=False)
     return value, decoder.binary
+
+
+def _has_nonfinite(value: Any) -> bool:
+    try:
+        _refuse_nonfinite(value)
+    except Refusal:
+        return True
+    return False
 
 
 def _refuse_nonfinite(value: Any) -> None:

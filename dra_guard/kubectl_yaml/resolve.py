@@ -204,9 +204,10 @@ def resolve_tagged(tag: str, text: str) -> Any:
     if tag not in _RESOLVABLE or tag == STR:
         return text
     if tag == TIMESTAMP:
-        # Valid only if Go's time.Parse accepts one of four layouts; rare enough in
-        # manifests not to mirror time.Parse.  kubectl would keep the text.
-        raise Refusal(f"explicit !!timestamp tag on {text!r}; not checked", kubectl_stops=False)
+        # Valid only if Go's time.Parse accepts one of four layouts (else kubectl stops
+        # reading the file); rare enough in manifests not to mirror time.Parse, so the
+        # reader stops here too.  kubectl would send the text.
+        raise Refusal(f"explicit !!timestamp tag on {text!r}; not checked beyond this point")
     resolved_tag, value = _resolve(text, tag)
     if resolved_tag == tag:
         return value
