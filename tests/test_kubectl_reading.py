@@ -80,6 +80,13 @@ def test_lines_after_kubectl_only_separators_and_with_crlf() -> None:
     assert crlf[1].line_of(("metadata", "name")) == 7
 
 
+def test_lines_count_line_feeds_even_where_libyaml_sees_more_breaks() -> None:
+    """A bare CR, NEL, LS or PS breaks a line for libyaml, not for editors or kubectl."""
+    text = 'apiVersion: v1\rkind: List\nmetadata: {name: "a\u2028b"}\r\nitems:\n- apiVersion: v1\n  kind: Pod\n'
+    (item,), errors = read(text + "  metadata:\r\n    name: x\n")
+    assert errors == [] and (item.line, item.line_of(("metadata", "name"))) == (4, 7)
+
+
 def test_json_documents_have_lines_too() -> None:
     text = '{"apiVersion": "v1", "kind": "Pod",\n "metadata": {\n  "name": "p"}}\n{"apiVersion": "v1",\n "kind": "Pod"}'
     first, second = read(text, "m.json")[0]

@@ -17,6 +17,8 @@ kubernetes-sigs/yaml v1.4.0 (whose goyaml.v2 is go-yaml/yaml v2.4.0).
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +37,8 @@ _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 #: Line breaks libyaml counts besides LF; with them, lines are counted by LF only.
 _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
+_LIBYAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+_LINE_FEED = re.compile("\n")
 
 
 @dataclass
@@ -72,27 +76,28 @@ def source_line(text: str, span: tuple[int, int], first_line: int, path: Path, r
         root = document_root(text, span)
         if root is None:
             return None
-    return _line(text[span[0] : span[1]], first_line, root, node_line(root, path))
+    return _Lines(text[span[0] : span[1]], first_line).of(node_line(root, path))
 
 
-def _line(body: str, first_line: int, root: Any, line: int) -> int:
-    if any(char in body for char in _OTHER_BREAKS):
-        # libyaml counted CR, NEL, LS and PS as line breaks too; count LF up to the node.
-        return first_line + body.count("\n", 0, _index_on_line(body, line))
-    return first_line + line
+class _Lines:
+    """File lines of the lines libyaml counts in one document's text."""
 
+    def __init__(self, body: str, first_line: int) -> None:
+        self._first_line = first_line
+        # libyaml also breaks lines at CR, NEL, LS and PS; with any of them, lines are
+        # counted by LF, as editors and kubectl's line reader count them.
+        self._break_ends: list[int] | None = None
+        if any(char in body for char in _OTHER_BREAKS):
+            self._break_ends = [match.end() for match in _LIBYAML_BREAK.finditer(body)]
+            self._line_feeds = [match.start() for match in _LINE_FEED.finditer(body)]
 
-def _index_on_line(body: str, libyaml_line: int) -> int:
-    position = 0
-    for _ in range(libyaml_line):
-        candidates = [body.find(char, position) for char in ("\n", *_OTHER_BREAKS)]
-        found = [index for index in candidates if index >= 0]
-        if not found:
-            break
-        position = min(found) + 1
-        if body[position - 1 : position + 1] == "\r\n":
-            position += 1
-    return position
+    def of(self, libyaml_line: int) -> int:
+        if self._break_ends is None:
+            return self._first_line + libyaml_line
+        if libyaml_line <= 0 or not self._break_ends:
+            return self._first_line
+        position = self._break_ends[min(libyaml_line, len(self._break_ends)) - 1]
+        return self._first_line + bisect.bisect_left(self._line_feeds, position)
 
 
 def _without_bom(data: bytes) -> tuple[bytes, int, str | None]:
@@ -164,7 +169,8 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
                 return
             continue
         root = parsed.documents[0]
-        root_line = _line(body, chunk.first_line, root, root.start_mark.line)
+        lines = _Lines(body, chunk.first_line)
+        root_line = lines.of(root.start_mark.line)
         try:
             value, binary = decode(root)
         except ExcessiveAliasing:
@@ -196,11 +202,11 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
         problem = document_problem(value, index)
         if problem is not None:
             path, message = problem
-            yield InputError(name, _line(body, chunk.first_line, root, node_line(root, path)), message)
+            yield InputError(name, lines.of(node_line(root, path)), message)
             continue
         for item in objects(value, index):
             path = item.path if isinstance(item, Rejected) else item.within
-            line = _line(body, chunk.first_line, root, node_line(root, path))
+            line = lines.of(node_line(root, path))
             if isinstance(item, Rejected):
                 yield InputError(name, line, item.message)
             else:
@@ -221,6 +227,25 @@ def _is_null(root: Any) -> bool:
     return root is None or (getattr(root, "tag", None) is PLAIN and root.value in _NULLS)
 
 
+class _JSONLines:
+    """Lines in a JSON value, which is read again as YAML once, and only if a line is wanted."""
+
+    def __init__(self, text: str, span: tuple[int, int], first_line: int) -> None:
+        self._text, self._span, self._first_line = text, span, first_line
+        self._root: Any = None
+        self._lines: _Lines | None = None
+
+    def of(self, path: Path) -> int:
+        if not path:
+            return self._first_line
+        if self._lines is None:
+            self._lines = _Lines(self._text[self._span[0] : self._span[1]], self._first_line)
+            self._root = document_root(self._text, self._span)
+        if self._root is None:
+            return self._first_line
+        return self._lines.of(node_line(self._root, path))
+
+
 def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
     from dra_guard.kubectl_yaml.json_stream import json_values, normalize
 
@@ -233,16 +258,16 @@ def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
                 continue
             if value.value is None:
                 continue
+            lines = _JSONLines(text, (value.start, value.end), value.line)
             problem = document_problem(value.value, index)
             if problem is not None:
                 path, message = problem
-                line = source_line(text, (value.start, value.end), value.line, path) or value.line
-                yield InputError(name, line, message)
+                yield InputError(name, lines.of(path), message)
                 continue
             document = normalize(value.value) if value.special else value.value
             for item in objects(document, index):
                 path = item.path if isinstance(item, Rejected) else item.within
-                line = (source_line(text, (value.start, value.end), value.line, path) if path else None) or value.line
+                line = lines.of(path)
                 if isinstance(item, Rejected):
                     yield InputError(name, line, item.message)
                 else:
