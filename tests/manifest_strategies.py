@@ -322,8 +322,54 @@ def json_file(draw: st.DrawFn) -> bytes:
     return (lead + separator.join(values) + "\n").encode()
 
 
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_LEAVES = st.one_of(
+    _TEXT,
+    st.sampled_from(WORDS + PLAIN_SPELLINGS),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+)
+_VALUES = st.recursive(
+    _LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3), max_leaves=12
+)
+
+
+@st.composite
+def emitted_yaml_file(draw: st.DrawFn) -> bytes:
+    """Objects written by PyYAML's emitter in every style it has: block and flow, all
+    scalar styles, canonical form (explicit tags, `? ` keys), narrow widths (folded
+    lines), `...` document ends, escapes for unprintable characters."""
+    import yaml
+
+    documents = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": draw(st.sampled_from(WORDS))},
+            "data": draw(_VALUES),
+        }
+        for _ in range(draw(st.integers(1, 2)))
+    ]
+    text = yaml.safe_dump_all(
+        documents,
+        default_flow_style=draw(st.sampled_from([False, True, None])),
+        default_style=draw(st.sampled_from([None, None, '"', "'", "|", ">"])),
+        canonical=draw(st.integers(0, 4)) == 0,
+        width=draw(st.sampled_from([20, 80, 1000])),
+        allow_unicode=draw(st.booleans()),
+        explicit_start=draw(st.booleans()),
+        explicit_end=draw(st.integers(0, 3)) == 0,
+        indent=draw(st.sampled_from([2, 4])),
+    )
+    if text.startswith("{") and draw(st.integers(0, 3)):
+        text = "# a flow mapping, not JSON\n" + text  # or kubectl reads a JSON stream
+    return text.encode()
+
+
 def manifest_file() -> st.SearchStrategy[bytes]:
-    return st.one_of(yaml_file(), yaml_file(), yaml_file(), json_file())
+    return st.one_of(yaml_file(), yaml_file(), yaml_file(), json_file(), emitted_yaml_file())
 
 
 def example_texts() -> list[Any]:  # pragma: no cover - a debugging aid

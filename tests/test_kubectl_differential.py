@@ -21,9 +21,9 @@ from tests.kubectl_cases import CASES
 from tests.kubectl_oracle import KubectlRead, is_subsequence, kubectl_version, read_many, same_objects
 from tests.manifest_strategies import manifest_file
 
-#: Files per kubectl batch, and batches: about 20 s on two cores.
+#: Files per kubectl batch, and batches: about 25 s on two busy cores.
 FILES_PER_EXAMPLE = 12
-EXAMPLES = 30
+EXAMPLES = 40
 
 
 def _verdict(data: bytes, name: str, kubectl: KubectlRead) -> str:
