@@ -56,6 +56,14 @@ def claim(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+ALIASED = [f"x{number}" for number in range(400)]
+
+
+def aliased(copies: int) -> str:
+    """400 scalars under an anchor, then `copies` aliases of them: go-yaml allows 135."""
+    return CM + f"a: &a [{', '.join(ALIASED)}]\nb: [{', '.join(['*a'] * copies)}]\n"
+
+
 CLAIM = (
     "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: gpu}\n"
     "spec:\n  devices:\n    requests:\n    - name: gpu\n      exactly:\n"
@@ -241,6 +249,8 @@ CASES = [
         refused="excessive aliasing",
         kubectl="fails",
     ),
+    Case("aliasing-just-within-go-yamls-limit", aliased(135), [cm(a=ALIASED, b=[ALIASED] * 135)]),
+    Case("aliasing-just-beyond-go-yamls-limit", aliased(136), refused="excessive aliasing", kubectl="fails"),
     # --- documents ---------------------------------------------------------------------
     Case(
         "dash-dash-dash-hash-line-splits-documents",

@@ -195,7 +195,7 @@ class Decoder:
     def _enter(self, alias: AliasRef) -> None:
         key = id(alias)
         if key in self.expanding:
-            raise Refusal(f"anchor value contains itself (alias on line {alias.start_mark.line + 1})")
+            raise Refusal("anchor value contains itself", line=alias.start_mark.line)
         self.expanding.add(key)
         self.depth += 1
 
