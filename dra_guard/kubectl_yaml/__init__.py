@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from dra_guard.findings import InputError
@@ -41,27 +40,41 @@ _LIBYAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 _LINE_FEED = re.compile("\n")
 
 
-@dataclass
 class SentObject:
     """One object kubectl would send, and where its source is."""
 
-    obj: dict[str, Any]
-    #: 1-based number of its document in the file.
-    index: int
-    #: 1-based line of the object.
-    line: int
-    #: The text the document was parsed from, and the document's [start, end) in it.
-    text: str
-    span: tuple[int, int]
-    #: 1-based line of text[span[0]].
-    first_line: int
-    #: Where the object sits in its document: () or ("items", n).
-    within: Path
-    #: The document's node tree (None for JSON).
-    root: Any
-    #: False when the object holds strings its source text does not spell (decoded
-    #: !!binary), so text searches over the source prove nothing.
-    source_spells_strings: bool = True
+    __slots__ = ("first_line", "index", "line", "obj", "root", "source_spells_strings", "span", "text", "within")
+
+    def __init__(
+        self,
+        obj: dict[str, Any],
+        index: int,
+        line: int,
+        *,
+        text: str,
+        span: tuple[int, int],
+        first_line: int,
+        within: Path,
+        root: Any,
+        source_spells_strings: bool = True,
+    ) -> None:
+        self.obj = obj
+        #: 1-based number of its document in the file.
+        self.index = index
+        #: 1-based line of the object.
+        self.line = line
+        #: The text the document was parsed from, and the document's [start, end) in it.
+        self.text = text
+        self.span = span
+        #: 1-based line of text[span[0]].
+        self.first_line = first_line
+        #: Where the object sits in its document: () or ("items", n).
+        self.within = within
+        #: The document's node tree (None for JSON).
+        self.root = root
+        #: False when the object holds strings its source text does not spell (decoded
+        #: !!binary), so text searches over the source prove nothing.
+        self.source_spells_strings = source_spells_strings
 
 
 def document_root(text: str, span: tuple[int, int]) -> Any:
@@ -214,12 +227,12 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
                     item.obj,
                     index,
                     line,
-                    text,
-                    (chunk.start, chunk.end),
-                    chunk.first_line,
-                    item.within,
-                    root,
-                    not binary,
+                    text=text,
+                    span=(chunk.start, chunk.end),
+                    first_line=chunk.first_line,
+                    within=item.within,
+                    root=root,
+                    source_spells_strings=not binary,
                 )
 
 
@@ -272,7 +285,14 @@ def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
                     yield InputError(name, line, item.message)
                 else:
                     yield SentObject(
-                        item.obj, index, line, text, (value.start, value.end), value.line, item.within, None
+                        item.obj,
+                        index,
+                        line,
+                        text=text,
+                        span=(value.start, value.end),
+                        first_line=value.line,
+                        within=item.within,
+                        root=None,
                     )
     except Refusal as refusal:
         yield InputError(name, None if refusal.line is None else refusal.line + 1, refusal.message)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 #: Go's unicode.IsSpace (Python's str.isspace() also takes U+001C..U+001F).
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
@@ -39,22 +38,30 @@ def kubectl_lines(text: str) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: these modules load on every `dra-guard check`, and
+# building a dataclass costs more at import than all of their use.
+
+
 class Chunk:
     """One document's text, `text[start:end]`, as YAMLReader returns it."""
 
-    start: int
-    end: int
-    #: 1-based line of `start` in the file.
-    first_line: int
+    __slots__ = ("end", "first_line", "start")
+
+    def __init__(self, start: int, end: int, first_line: int) -> None:
+        self.start = start
+        self.end = end
+        #: 1-based line of `start` in the file.
+        self.first_line = first_line
 
 
-@dataclass(frozen=True)
 class BadSeparator:
     """A `---` line kubectl rejects; it stops reading the file there."""
 
-    line: int
-    rest: str
+    __slots__ = ("line", "rest")
+
+    def __init__(self, line: int, rest: str) -> None:
+        self.line = line
+        self.rest = rest
 
 
 def yaml_chunks(text: str) -> Iterator[Chunk | BadSeparator]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from dra_guard.kubectl_yaml.resolve import INT64_MAX
@@ -32,18 +31,22 @@ from dra_guard.kubectl_yaml.resolve import INT64_MAX
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
 class Sent:
-    obj: dict[str, Any]
-    #: Where the object sits in its document: () or ("items", n).
-    within: Path = ()
+    __slots__ = ("obj", "within")
+
+    def __init__(self, obj: dict[str, Any], within: Path = ()) -> None:
+        self.obj = obj
+        #: Where the object sits in its document: () or ("items", n).
+        self.within = within
 
 
-@dataclass(frozen=True)
 class Rejected:
-    message: str
-    #: The path the message is about, for its line.
-    path: Path = ()
+    __slots__ = ("message", "path")
+
+    def __init__(self, message: str, path: Path = ()) -> None:
+        self.message = message
+        #: The path the message is about, for its line.
+        self.path = path
 
 
 def _string(obj: dict[str, Any], key: str) -> str:

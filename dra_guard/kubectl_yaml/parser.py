@@ -34,7 +34,6 @@ than 1,000 levels (go-yaml allows 10,000); such documents are refused here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -63,13 +62,15 @@ _BLANKS = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
-@dataclass
 class AliasRef:
     """An alias where it is written (`*name`), and the node its anchor names."""
 
-    target: Node
-    start_mark: Any
-    end_mark: Any = field(default=None, repr=False)
+    __slots__ = ("end_mark", "start_mark", "target")
+
+    def __init__(self, target: Node, start_mark: Any, end_mark: Any = None) -> None:
+        self.target = target
+        self.start_mark = start_mark
+        self.end_mark = end_mark
 
 
 class ParseError(Exception):
@@ -80,11 +81,13 @@ class ParseError(Exception):
         self.line = line
 
 
-@dataclass
 class Parsed:
-    documents: list[Any]
-    #: Why parsing stopped before the end of the text, if it did.
-    error: ParseError | None = None
+    __slots__ = ("documents", "error")
+
+    def __init__(self, documents: list[Any], error: ParseError | None = None) -> None:
+        self.documents = documents
+        #: Why parsing stopped before the end of the text, if it did.
+        self.error = error
 
 
 class _Loader(_Base):  # type: ignore[misc]
