@@ -172,3 +172,38 @@ def test_damaged_manifests_never_raise(data: bytes, position: int, insert: bytes
     _only_documents_and_errors(list(iter_bytes(data, "m.yaml")))
     position %= len(data) + 1
     _only_documents_and_errors(list(iter_bytes(data[:position] + insert + data[position + 1 :], "m.yaml")))
+
+
+POD_WITH_GPU_KEY = (
+    "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: t}\nspec:\n  containers:\n  - name: c\n"
+    "    image: i\n    resources:\n      limits:\n"
+)
+ADMIN_CLAIM = (
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: gpu, namespace: t}\nspec:\n"
+    "  devices:\n    requests:\n    - name: gpu\n      exactly:\n        deviceClassName: gpu.nvidia.com\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        (POD_WITH_GPU_KEY + "        ? !!binary bnZpZGlhLmNvbS9ncHU=\n        : 1\n", "DRA001"),
+        (ADMIN_CLAIM + "        adminAccess: y\n", "DRA006"),
+        (ADMIN_CLAIM + "        adminAccess: false\n        <<: {adminAccess: true}\n", "DRA006"),
+        (CM + "---#: |\n" + POD_WITH_GPU_KEY + "        nvidia.com/gpu: 1\n", "DRA001"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: wrapper}\nitems:\n- "
+            + POD_WITH_GPU_KEY.replace("\n", "\n  ")
+            + "        nvidia.com/gpu: 1\n",
+            "DRA001",
+        ),
+    ],
+    ids=["binary-key", "admin-access-y", "merge-after-explicit-key", "dash-dash-dash-hash", "items-of-a-configmap"],
+)
+def test_what_kubectl_would_apply_is_what_the_rules_see(text: str, rule: str) -> None:
+    """The rules see what kubectl applies (with PyYAML's reading the first three went unreported)."""
+    from dra_guard.engine import check_stream
+
+    report = check_stream(iter_bytes(text.encode(), "attack.yaml"))
+    assert report.errors == []
+    assert rule in {finding.rule for finding in report.findings}
