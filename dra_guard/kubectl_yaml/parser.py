@@ -101,6 +101,10 @@ class _Loader(_Base):  # type: ignore[misc]
 
 def parse(text: str) -> Parsed:
     """The documents of `text` (see the module docstring for the contract)."""
+    if text.startswith("\ufeff"):
+        # A byte order mark opening the text is skipped by both parsers; dropping it here
+        # keeps marks and `text` in step (lines do not move).
+        text = text[1:]
     if (
         _ALIAS_CANDIDATE.search(text)
         or ("!" in text and _TAG_CANDIDATE.search(text))
