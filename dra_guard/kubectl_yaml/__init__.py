@@ -3,9 +3,10 @@
 kubectl does not parse a file as one YAML stream.  It cuts the file into documents line
 by line (framing.py), converts each document to JSON with sigs.k8s.io/yaml on go-yaml v2
 -- YAML 1.1 booleans, merge keys applied in order, !!binary decoded, keys made strings
-(parser.py, resolve.py, construct.py) -- or reads a JSON stream when the file starts
-with `{` (json_stream.py), and then sends the objects of each document, the items of
-any object with an `items` list (objects.py).  `read` yields exactly those objects, or
+(parser.py parses, resolve.py and construct.py apply go-yaml's rules, gojson.py Go's
+JSON encoding) -- or reads a JSON stream when the file starts with `{`
+(json_stream.py), and then sends the objects of each document, the items of any object
+with an `items` list (objects.py).  lines.py finds the line of a path in an object.  `read` yields exactly those objects, or
 an `InputError` (file, line, why) where kubectl refuses the input or where dra-guard
 cannot be sure what kubectl would send.  When kubectl stops reading a file (every
 YAML-level error), so does `read`; documents before that point are still yielded.
@@ -17,15 +18,14 @@ kubernetes-sigs/yaml v1.4.0 (whose goyaml.v2 is go-yaml/yaml v2.4.0).
 
 from __future__ import annotations
 
-import bisect
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from dra_guard.findings import InputError
-from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode, node_line
+from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
 from dra_guard.kubectl_yaml.errors import Refusal
 from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
+from dra_guard.kubectl_yaml.lines import FileLines, node_line
 from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
 from dra_guard.kubectl_yaml.parser import PLAIN, parse
 
@@ -34,10 +34,6 @@ __all__ = ["SentObject", "document_root", "read", "source_line"]
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
-#: Line breaks libyaml counts besides LF; with them, lines are counted by LF only.
-_OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
-_LIBYAML_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
-_LINE_FEED = re.compile("\n")
 
 
 class SentObject:
@@ -89,28 +85,7 @@ def source_line(text: str, span: tuple[int, int], first_line: int, path: Path, r
         root = document_root(text, span)
         if root is None:
             return None
-    return _Lines(text[span[0] : span[1]], first_line).of(node_line(root, path))
-
-
-class _Lines:
-    """File lines of the lines libyaml counts in one document's text."""
-
-    def __init__(self, body: str, first_line: int) -> None:
-        self._first_line = first_line
-        # libyaml also breaks lines at CR, NEL, LS and PS; with any of them, lines are
-        # counted by LF, as editors and kubectl's line reader count them.
-        self._break_ends: list[int] | None = None
-        if any(char in body for char in _OTHER_BREAKS):
-            self._break_ends = [match.end() for match in _LIBYAML_BREAK.finditer(body)]
-            self._line_feeds = [match.start() for match in _LINE_FEED.finditer(body)]
-
-    def of(self, libyaml_line: int) -> int:
-        if self._break_ends is None:
-            return self._first_line + libyaml_line
-        if libyaml_line <= 0 or not self._break_ends:
-            return self._first_line
-        position = self._break_ends[min(libyaml_line, len(self._break_ends)) - 1]
-        return self._first_line + bisect.bisect_left(self._line_feeds, position)
+    return FileLines(text[span[0] : span[1]], first_line).of(node_line(root, path))
 
 
 def _without_bom(data: bytes) -> tuple[bytes, int, str | None]:
@@ -182,7 +157,7 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
                 return
             continue
         root = parsed.documents[0]
-        lines = _Lines(body, chunk.first_line)
+        lines = FileLines(body, chunk.first_line)
         root_line = lines.of(root.start_mark.line)
         try:
             value, binary = decode(root)
@@ -246,13 +221,13 @@ class _JSONLines:
     def __init__(self, text: str, span: tuple[int, int], first_line: int) -> None:
         self._text, self._span, self._first_line = text, span, first_line
         self._root: Any = None
-        self._lines: _Lines | None = None
+        self._lines: FileLines | None = None
 
     def of(self, path: Path) -> int:
         if not path:
             return self._first_line
         if self._lines is None:
-            self._lines = _Lines(self._text[self._span[0] : self._span[1]], self._first_line)
+            self._lines = FileLines(self._text[self._span[0] : self._span[1]], self._first_line)
             self._root = document_root(self._text, self._span)
         if self._root is None:
             return self._first_line

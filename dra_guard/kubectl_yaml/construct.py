@@ -25,12 +25,8 @@ From kubernetes-sigs/yaml v1.4.0 (commit c3772b51db126345efe2dfe4ff8dac83b814168
   (from !!binary) becomes U+FFFD byte by byte, floats are written shortest-first, as
   integers when integral and below 1e21.
 
-kubernetes/apimachinery v0.32.4 (commit 59e9003f02d6f0c8fff53719a7a0604ec82ee9a9),
-`pkg/apis/meta/v1/unstructured/helpers.go` then reads that JSON back with
-`pkg/util/json` (sigs.k8s.io/json, ints preserved): an integral number that fits int64 is
-an integer, anything else a float64 -- which is what kubectl sends on.  So a float
-here is `go_json_number`: 1.0 and 1e3 are sent as the integers 1 and 1000, and 2**64-1
-as 18446744073709552000.
+kubectl then reads that JSON back and sends it on; gojson.py says what numbers and
+strings become on the way.
 
 dra-guard refuses (kubectl would not) keys that collide once made strings
 (Go's map order decides which survives), non-UTF-8 !!binary keys, and documents nested
@@ -41,12 +37,12 @@ whether kubectl would (too deep, or a NaN under a colliding key).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.gojson import go_float32_key, go_json_number, go_string
 from dra_guard.kubectl_yaml.parser import NON_SPECIFIC, PLAIN, QUOTED, AliasRef
 from dra_guard.kubectl_yaml.resolve import MERGE, Uint64, resolve_plain, resolve_tagged
 
@@ -72,86 +68,7 @@ class ExcessiveAliasing(Refusal):
         super().__init__("document contains excessive aliasing")
 
 
-def go_json_number(value: float) -> int | float:
-    """A float64 as kubectl sends it (json.Marshal, then read back with ints preserved)."""
-    if math.isnan(value) or math.isinf(value):
-        raise Refusal(f"json: unsupported value: {value!r} (JSON has no NaN or infinity)")
-    if value.is_integer() and abs(value) < 1e21:
-        if abs(value) < 2**53:
-            return int(value)
-        from decimal import Decimal
-
-        # Go writes the shortest digits that round-trip, then zeros: 1.8446744073709552e19
-        # is sent as 18446744073709552000, not 18446744073709551616.
-        return int(Decimal(repr(value)))
-    return float(value)  # a plain float, whatever float subclass came in
-
-
-def go_string(data: bytes) -> str:
-    """Bytes as the Go string json.Marshal writes: each invalid UTF-8 byte becomes U+FFFD."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        out: list[str] = []
-        position = 0
-        while position < len(data):
-            try:
-                out.append(data[position:].decode("utf-8"))
-                break
-            except UnicodeDecodeError as error:
-                out.append(data[position : position + error.start].decode("utf-8"))
-                out.append("\ufffd")
-                position += error.start + 1
-        return "".join(out)
-
-
-def _float32(value: float) -> float:
-    import struct
-
-    try:
-        return float(struct.unpack("f", struct.pack("f", value))[0])
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
-def _shortest_float32_digits(value: float) -> tuple[str, int]:
-    """(digits, decimal point) of the shortest decimal that reads back as this float32."""
-    from decimal import ROUND_HALF_EVEN, Context, Decimal
-
-    exact = Decimal(value)
-    for precision in range(1, 10):
-        nearest = Context(prec=precision, rounding=ROUND_HALF_EVEN).plus(exact)
-        unit = Decimal(1).scaleb(nearest.adjusted() - precision + 1)
-        candidates = sorted((nearest, nearest - unit, nearest + unit), key=lambda candidate: abs(candidate - exact))
-        for candidate in candidates:
-            if candidate and _float32(float(candidate)) == value:
-                _, digit_tuple, exponent = candidate.normalize().as_tuple()
-                digits = "".join(map(str, digit_tuple))
-                return digits, len(digits) + int(exponent)
-    raise AssertionError("a float32 has at most 9 significant digits")  # pragma: no cover
-
-
-def go_float32_key(value: float) -> str:
-    """sigs.k8s.io/yaml's key for a float: strconv.FormatFloat(v, 'g', -1, 32), Inf/NaN spelt YAML-style."""
-    single = _float32(value)
-    if math.isnan(single):
-        return ".nan"
-    if math.isinf(single):
-        return ".inf" if single > 0 else "-.inf"
-    sign = "-" if math.copysign(1.0, single) < 0 else ""
-    if single == 0:
-        return sign + "0"
-    digits, point = _shortest_float32_digits(abs(single))
-    exponent = point - 1
-    if exponent < -4 or exponent >= 6:  # %e, as 'g' does with the shortest digits
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
-    whole = digits[:point].ljust(point, "0") if point > 0 else "0"
-    fraction = ("0" * -point + digits) if point < 0 else digits[point:]
-    return sign + whole + ("." + fraction if fraction else "")
-
-
-def _is_merge_key(node: Any) -> bool:
+def is_merge_key(node: Any) -> bool:
     """decode.go `isMerge`: `<<` written plain (or with `!`), or tagged !!merge."""
     return (
         node.__class__ is ScalarNode
@@ -226,7 +143,7 @@ class Decoder:
         """sigs.k8s.io/yaml's string keys; two keys that become one string are a doubt."""
         result: dict[str, Any] = {}
         for key, value in target.items():
-            text = _key_string(key)
+            text = key_string(key)
             if text in result:
                 self.doubt = self.doubt or (
                     f"the mapping has two keys that both become {text!r} in JSON (Go's map order decides which is sent)"
@@ -260,7 +177,7 @@ class Decoder:
         """Decode a mapping's entries into `target`; True if some key is not a string yet."""
         typed = False
         for key_node, value_node in node.value:
-            if _is_merge_key(key_node):
+            if is_merge_key(key_node):
                 typed = self._merge(value_node, target) or typed
                 continue
             key = self._key(key_node)
@@ -336,7 +253,7 @@ def _require_mapping(node: Any) -> None:
         raise Refusal("map merge requires map or sequence of maps as the value")
 
 
-def _key_string(key: Any) -> str:
+def key_string(key: Any) -> str:
     if key.__class__ is str:
         return key
     kind, value = key[0], key[1]
@@ -392,62 +309,6 @@ def _refuse_nonfinite(value: Any) -> None:
             _refuse_nonfinite(item)
 
 
-# --- line lookups ---------------------------------------------------------------------
-
-
-def _deref(node: Any) -> Any:
-    seen = 0
-    while node.__class__ is AliasRef and seen < 64:
-        node, seen = node.target, seen + 1
-    return node
-
-
-def _plain_key_string(node: Any) -> str | None:
-    """The JSON key a key node becomes, or None when it is not a simple scalar key."""
-    node = _deref(node)
-    if node.__class__ is not ScalarNode:
-        return None
-    try:
-        key = Decoder()._key(node)
-    except Refusal:
-        return None
-    return _key_string(key)
-
-
-def _entry(node: Any, part: str, depth: int = 0) -> tuple[Any, Any] | None:
-    """The (key node, value node) that decides `part` of a mapping, merges included."""
-    found: tuple[Any, Any] | None = None
-    for key_node, value_node in node.value:
-        if _is_merge_key(key_node):
-            if depth > 32:
-                continue
-            sources = value_node.value[::-1] if value_node.__class__ is SequenceNode else [value_node]
-            for written in sources:
-                source = _deref(written)
-                if source.__class__ is MappingNode:
-                    merged = _entry(source, part, depth + 1)
-                    if merged is not None:
-                        found = merged
-        elif _plain_key_string(key_node) == part:
-            found = (key_node, value_node)
-    return found
-
-
-def node_line(root: Any, path: Sequence[str | int]) -> int:
-    """0-based line of the deepest node on `path` (the key's line for mapping entries)."""
-    node = _deref(root)
-    line: int = node.start_mark.line
-    for part in path:
-        if node.__class__ is MappingNode:
-            entry = _entry(node, str(part))
-            if entry is None:
-                break
-            line = entry[0].start_mark.line
-            node = _deref(entry[1])
-        elif node.__class__ is SequenceNode and isinstance(part, int) and 0 <= part < len(node.value):
-            child = node.value[part]
-            line = child.start_mark.line
-            node = _deref(child)
-        else:
-            break
-    return line
+def mapping_key(node: Any) -> Any:
+    """A key node as go-yaml holds it (str, or (type, value)), or Refusal."""
+    return Decoder()._key(node)

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.kubectl_yaml.construct import go_json_number
 from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.gojson import go_json_number
 from dra_guard.kubectl_yaml.resolve import INT64_MAX
 
 _BLANKS = re.compile(r"[ \t\r\n]*")
@@ -133,7 +133,7 @@ def json_values(text: str) -> Iterator[JSONValue]:
 
 
 def normalize(value: Any) -> Any:
-    """Numbers as kubectl sends them (see construct.go_json_number), plain dicts."""
+    """Numbers as kubectl sends them (see gojson.go_json_number), plain dicts."""
     cls = value.__class__
     if cls is JSONFloat:
         return go_json_number(value)
