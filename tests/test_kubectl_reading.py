@@ -140,6 +140,20 @@ def test_a_billion_laughs_in_a_merge_is_refused() -> None:
     assert time.perf_counter() - started < 5
 
 
+@pytest.mark.parametrize("depth", [300, 600, 990, 5000])
+@pytest.mark.parametrize("leaf", ["1", "1.0", '"\\ud800"', "1e400"])
+def test_deep_nesting_is_refused_not_raised(depth: int, leaf: str) -> None:
+    for text, name in [
+        ('{"kind": "Pod", "a": ' + "[" * depth + leaf + "]" * depth + "}", "deep.json"),
+        ("kind: Pod\na: " + "[" * depth + leaf + "]" * depth + "\n", "deep.yaml"),
+        (
+            "kind: Pod\na:\n" + "".join(" " * level + "- x:\n" for level in range(0, min(depth, 990) * 2, 2)),
+            "deep.yaml",
+        ),
+    ]:
+        _only_documents_and_errors(list(iter_bytes(text.encode(), name)))
+
+
 def _only_documents_and_errors(items: list[Any]) -> None:
     for item in items:
         assert isinstance(item, (Document, InputError)), item

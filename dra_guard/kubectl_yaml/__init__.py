@@ -6,10 +6,12 @@ by line (framing.py), converts each document to JSON with sigs.k8s.io/yaml on go
 (parser.py parses, resolve.py and construct.py apply go-yaml's rules, gojson.py Go's
 JSON encoding) -- or reads a JSON stream when the file starts with `{`
 (json_stream.py), and then sends the objects of each document, the items of any object
-with an `items` list (objects.py).  lines.py finds the line of a path in an object.  `read` yields exactly those objects, or
-an `InputError` (file, line, why) where kubectl refuses the input or where dra-guard
-cannot be sure what kubectl would send.  When kubectl stops reading a file (every
-YAML-level error), so does `read`; documents before that point are still yielded.
+with an `items` list (objects.py).  lines.py finds the line of a path in an object.
+
+`read` yields exactly those objects, or an `InputError` (file, line, why) where kubectl
+refuses the input or where dra-guard cannot be sure what kubectl would send.  When
+kubectl stops reading a file (every YAML-level error), so does `read`; documents before
+that point are still yielded.
 
 Each module names the upstream files and commits its rules come from: kubectl v1.32
 builds on kubernetes/apimachinery v0.32.4, kubernetes/cli-runtime v0.32.4 and
@@ -252,7 +254,14 @@ def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
                 path, message = problem
                 yield InputError(name, lines.of(path), message)
                 continue
-            document = normalize(value.value) if value.special else value.value
+            try:
+                document = normalize(value.value) if value.special else value.value
+            except Refusal as refusal:
+                yield InputError(name, value.line, f"document {index}: {refusal.message}")
+                continue
+            except RecursionError:
+                yield InputError(name, value.line, f"document {index}: JSON nested too deeply to check")
+                continue
             for item in objects(document, index):
                 path = item.path if isinstance(item, Rejected) else item.within
                 line = lines.of(path)

@@ -127,6 +127,8 @@ def json_values(text: str) -> Iterator[JSONValue]:
                 item.value = _replace_surrogates(value)
             except Refusal as refusal:
                 item.refusal = refusal.message
+            except RecursionError:
+                item.refusal = "JSON nested too deeply to check"
         yield item
         position = _BLANKS.match(text, end).end()  # type: ignore[union-attr]
         line += text.count("\n", item.start, position)
