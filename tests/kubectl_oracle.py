@@ -27,7 +27,9 @@ from typing import Any
 import pytest
 
 MARKER = "dra-guard-oracle-marker"
-NO_OBJECTS = "error: no objects passed to patch"
+#: The reading commands: an empty merge patch, and (to cross-check it) a probe label.
+PATCH = ("patch", "--local", "--type", "merge", "-p", "{}", "-o", "json")
+LABEL = ("label", "--local", "-o", "json", "dra-guard-probe=x")
 
 
 @dataclass
@@ -55,8 +57,8 @@ def kubectl_version() -> str:
     return str(json.loads(result.stdout)["clientVersion"]["gitVersion"])
 
 
-def _command(files: Sequence[Path]) -> list[str]:
-    command = [kubectl(), "patch", "--local", "--type", "merge", "-p", "{}", "-o", "json"]
+def _command(files: Sequence[Path], verb: Sequence[str]) -> list[str]:
+    command = [kubectl(), *verb]
     for path in files:
         command += ["-f", str(path)]
     return command
@@ -75,14 +77,14 @@ def _objects(stdout: str) -> list[Any]:
         objects.append(value)
 
 
-def _run(files: Sequence[Path]) -> tuple[list[Any], str, int]:
-    result = subprocess.run(_command(files), capture_output=True, text=True, timeout=120, check=False)
+def _run(files: Sequence[Path], verb: Sequence[str] = PATCH) -> tuple[list[Any], str, int]:
+    result = subprocess.run(_command(files, verb), capture_output=True, text=True, timeout=120, check=False)
     return _objects(result.stdout), result.stderr.strip(), result.returncode
 
 
-def read_one(path: Path) -> KubectlRead:
-    objects, stderr, code = _run([path])
-    if code != 0 and stderr == NO_OBJECTS:
+def read_one(path: Path, verb: Sequence[str] = PATCH) -> KubectlRead:
+    objects, stderr, code = _run([path], verb)
+    if code != 0 and stderr == f"error: no objects passed to {verb[0]}":
         return KubectlRead([], False, "")
     return KubectlRead(objects, code != 0, stderr)
 
@@ -97,7 +99,7 @@ def _is_marker(obj: Any) -> bool:
     return isinstance(obj, dict) and str(obj.get("metadata", {}).get("name", "")).startswith(MARKER)
 
 
-def read_many(paths: Sequence[Path], scratch: Path) -> list[KubectlRead]:
+def read_many(paths: Sequence[Path], scratch: Path, verb: Sequence[str] = PATCH) -> list[KubectlRead]:
     """kubectl's reading of each file, in as few kubectl processes as errors allow."""
     scratch.mkdir(parents=True, exist_ok=True)
     markers = [_marker(scratch, number) for number in range(len(paths) + 1)]
@@ -105,13 +107,13 @@ def read_many(paths: Sequence[Path], scratch: Path) -> list[KubectlRead]:
 
     def batch(first: int, last: int) -> None:
         if last - first == 1:
-            results[first] = read_one(paths[first])
+            results[first] = read_one(paths[first], verb)
             return
         files: list[Path] = []
         for number in range(first, last):
             files += [markers[number], paths[number]]
         files.append(markers[last])
-        objects, stderr, code = _run(files)
+        objects, stderr, code = _run(files, verb)
         messages: dict[int, list[str]] = {}
         for line in filter(None, stderr.splitlines()):
             named = [number for number in range(first, last) if str(paths[number]) in line]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from dra_guard.findings import InputError
 from dra_guard.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
-from tests.kubectl_oracle import KubectlRead, is_subsequence, kubectl_version, read_many, same_objects
+from tests.kubectl_oracle import LABEL, KubectlRead, is_subsequence, kubectl_version, read_many, same_objects
 from tests.manifest_strategies import manifest_file
 
 #: Files per kubectl batch, and batches: about 25 s on two busy cores.
@@ -66,6 +67,32 @@ def test_hand_written_cases_match_kubectl(tmp_path: Path) -> None:
         if verdict != expected:
             wrong.append(f"{case.id}: {verdict} (expected {expected}; kubectl: {kubectl.message or 'no error'})")
     assert wrong == [], "\n".join(wrong)
+
+
+def _without_labels(obj: Any) -> Any:
+    """The object without its labels (`kubectl label` adds one, maybe to new maps)."""
+    copy = dict(obj)
+    if isinstance(copy.get("metadata"), dict):
+        copy["metadata"] = {key: value for key, value in copy["metadata"].items() if key != "labels"}
+        if not copy["metadata"]:
+            del copy["metadata"]
+    return copy
+
+
+def test_the_oracle_changes_nothing_kubectl_label_would_not(tmp_path: Path) -> None:
+    """`patch --local` with `{}` prints what `label --local` does, but for the label."""
+    cases = [case for case in CASES if case.kubectl == "same" and case.sent]
+    paths = []
+    for case in cases:
+        path = tmp_path / case.name
+        path.write_bytes(case.data)
+        paths.append(path)
+    labelled = read_many(paths, tmp_path / "label", LABEL)
+    for case, read in zip(cases, labelled, strict=True):
+        assert not read.failed, (case.id, read.message)
+        assert all(obj["metadata"]["labels"]["dra-guard-probe"] == "x" for obj in read.objects), case.id
+        expected = [_without_labels(obj) for obj in case.sent]
+        assert same_objects([_without_labels(obj) for obj in read.objects], expected), case.id
 
 
 def test_generated_manifests_match_kubectl(tmp_path: Path) -> None:
