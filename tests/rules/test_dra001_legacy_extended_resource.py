@@ -214,3 +214,10 @@ def test_dra001_a_list_inside_a_list_is_refused_as_kubectl_refuses_it() -> None:
     assert report.findings == []
     (error,) = report.errors
     assert "List inside a List" in error.message
+
+
+def test_dra001_pod_spec_patches_are_read_as_kubectl_reads_yaml() -> None:
+    """The same reader as files: a !!binary key is the name it encodes (PyYAML: bytes)."""
+    patch = "containers:\n- name: main\n  resources:\n    limits:\n      ? !!binary bnZpZGlhLmNvbS9ncHU=\n      : 1\n"
+    (finding,) = findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
+    assert "'nvidia.com/gpu'" in finding.message and finding.severity == Severity.CRITICAL
