@@ -104,31 +104,50 @@ def _limit_range(obj: Mapping[str, Any]) -> Iterator[Asked]:
 
 def _anywhere(value: object, base: Path, *, argo: bool, kubevirt: bool) -> Iterator[Asked | Unverifiable]:
     """Every ResourceRequirements-shaped mapping below `value` (and, for Argo and KubeVirt,
-    their own ways to ask), in document order.  Iterative: a deeply nested document
-    cannot exhaust the stack."""
-    stack: list[tuple[Any, Path]] = [(value, base)]
+    their own ways to ask), in document order.
+
+    Iterative, so a deeply nested document cannot exhaust the stack.  It visits every
+    node of the object: a node's path is a (parent link, key) pair, made into a tuple
+    only for a mapping that can ask for something, and only scalars' containers are
+    pushed, so the walk allocates little (what it leaves behind fragments the heap).
+    """
+    stack: list[tuple[Any, Any]] = [(value, None)]
     while stack:
-        current, path = stack.pop()
-        children: list[tuple[Any, Path]] = []
-        if isinstance(current, Mapping):
-            for section in REQUIREMENT_SECTIONS:
-                quantities = current.get(section)
-                if isinstance(quantities, Mapping):
-                    for name in quantities:
-                        if not isinstance(name, str):
-                            continue
-                        if argo and "{{" in name:
-                            yield Unverifiable((*path, section, name), f"the resource name {name!r} is a placeholder")
-                        else:
-                            yield Asked((*path, section, name), name, section)
-            if kubevirt:
-                yield from _kubevirt_devices(current, path)
-            if argo:
-                yield from _argo_strings(current, path)
-            children = [(item, (*path, str(key))) for key, item in current.items()]
+        current, link = stack.pop()
+        if type(current) is dict or isinstance(current, Mapping):
+            if argo or kubevirt or "limits" in current or "requests" in current:
+                path = (*base, *_unlink(link))
+                for section in REQUIREMENT_SECTIONS:
+                    quantities = current.get(section)
+                    if isinstance(quantities, Mapping):
+                        for name in quantities:
+                            if not isinstance(name, str):
+                                continue
+                            if argo and "{{" in name:
+                                why = f"the resource name {name!r} is a placeholder"
+                                yield Unverifiable((*path, section, name), why)
+                            else:
+                                yield Asked((*path, section, name), name, section)
+                if kubevirt:
+                    yield from _kubevirt_devices(current, path)
+                if argo:
+                    yield from _argo_strings(current, path)
+            for key, item in reversed(list(current.items())):
+                if type(item) in (dict, list) or isinstance(item, (Mapping, list, tuple)):
+                    stack.append((item, (link, str(key))))
         elif isinstance(current, (list, tuple)):
-            children = [(item, (*path, index)) for index, item in enumerate(current)]
-        stack.extend(reversed(children))
+            for index in range(len(current) - 1, -1, -1):
+                item = current[index]
+                if type(item) in (dict, list) or isinstance(item, (Mapping, list, tuple)):
+                    stack.append((item, (link, index)))
+
+
+def _unlink(link: Any) -> Path:
+    parts: list[str | int] = []
+    while link is not None:
+        link, part = link
+        parts.append(part)
+    return tuple(reversed(parts))
 
 
 def _kubevirt_devices(current: Mapping[str, Any], path: Path) -> Iterator[Asked]:

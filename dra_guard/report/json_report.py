@@ -64,8 +64,28 @@ def report_dict(report: Report) -> dict[str, Any]:
 
 
 def _dumps(value: Any, indent: int) -> str:
-    """`value` as it appears nested `indent` spaces deep in an indent=2 document."""
-    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + " " * indent)
+    """`value` exactly as `json.dumps(..., indent=2, ensure_ascii=False)` writes it nested
+    `indent` spaces deep.
+
+    Built here rather than by json.dumps with an indent: that runs the pure-Python encoder,
+    whose nested closures are reference cycles, and one call per finding leaves thousands of
+    cycles for the (rarely run, in the CLI) collector -- megabytes for a large report.
+    Scalars go through json.dumps without an indent: the C encoder, no cycles.
+    """
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = "\n" + " " * (indent + 2)
+        entries = (
+            f"{json.dumps(str(key), ensure_ascii=False)}: {_dumps(item, indent + 2)}" for key, item in value.items()
+        )
+        return "{" + inner + ("," + inner).join(entries) + "\n" + " " * indent + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner = "\n" + " " * (indent + 2)
+        return "[" + inner + ("," + inner).join(_dumps(item, indent + 2) for item in value) + "\n" + " " * indent + "]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def write_items(out: Output, items: Iterable[Any], indent: int) -> None:
