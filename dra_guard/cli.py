@@ -1,4 +1,4 @@
-"""The `dra-guard` command: check, rules, explain.
+"""The `dra-guard` command: check, rules, explain, init, migrate.
 
 Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage errors or unreadable input.
 Heavy modules (the rules' CEL parser) load only when a command needs them.
@@ -68,6 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
     init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
     init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
+
+    from dra_guard.migrate.arguments import add_arguments
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="rewrite device-plugin requests (nvidia.com/gpu, ...) as DRA claim templates",
+        description="Rewrite device-plugin requests as compliant DRA claim templates and wired pods. "
+        "Inputs are only changed with --in-place; exit 2 when anything could not be migrated.",
+    )
+    add_arguments(migrate)
     return parser
 
 
@@ -163,6 +173,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             return run_explain(arguments.rule, stdout, stderr)
         if arguments.command == "init":
             return run_init(arguments, stdout, stderr)
+        if arguments.command == "migrate":
+            from dra_guard.migrate.command import run_migrate
+
+            return run_migrate(arguments, stdout, stderr)
     except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR

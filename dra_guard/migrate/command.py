@@ -1,0 +1,225 @@
+"""`dra-guard migrate`: the thin file layer around `migrate_file`.
+
+Inputs are never written to unless `--in-place`, which keeps `<file>.bak` and replaces each
+changed file atomically.  `-o OUT` writes a file, or a directory mirroring the inputs;
+without either the migrated YAML goes to stdout.  `--dry-run` prints a unified diff and
+writes nothing.  Exit 0 when everything was migrated, 2 when any object or file was
+refused (the rest is still migrated and written) or the command was used wrongly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any, BinaryIO, TextIO
+
+from dra_guard.catalog import DEVICE_CLASSES
+from dra_guard.findings import InputError
+from dra_guard.migrate.migration import FileMigration, migrate_file, scan_templates
+from dra_guard.migrate.plan import TemplateNames
+from dra_guard.migrate.settings import MigrationSettings
+
+EXIT_CLEAN = 0
+EXIT_ERROR = 2
+STDIN_OUTPUT_NAME = "stdin.yaml"
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out; nothing is written."""
+
+
+def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> MigrationSettings:
+    """The settings for the command line and the dra-guard configuration `check` would use."""
+    from dra_guard.config import ConfigError, discover_config, load_config_file
+    from dra_guard.rules import RULES
+
+    try:
+        config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+
+    def option(key: str) -> Any:
+        declared = RULES.options.get(key)
+        return config.get(declared) if declared is not None else None
+
+    extra_classes = option("extra-classes") or {}
+    pins: dict[str, str] = {}
+    for spelled in arguments.pin:
+        device_class, equals, value = spelled.partition("=")
+        if not equals or not value:
+            raise UsageError(f"--pin {spelled}: expected CLASS=VALUE, e.g. gpu.amd.com=cpx_nps4")
+        if device_class not in DEVICE_CLASSES and device_class not in extra_classes:
+            raise UsageError(f"--pin {spelled}: unknown device class {device_class!r}")
+        pins[device_class] = value
+    if arguments.gpu_product is not None:
+        pins["gpu.nvidia.com"] = arguments.gpu_product
+    if arguments.tpu_gen is not None:
+        pins["tpu.google.com"] = arguments.tpu_gen
+
+    hmac_key: str | bytes | None = None
+    if arguments.hmac_key_env:
+        hmac_key = environ.get(arguments.hmac_key_env)
+        if not hmac_key:
+            raise UsageError(f"--hmac-key-env names {arguments.hmac_key_env}, which is not set or empty")
+    else:
+        secret = option("hmac-key-env")  # the key `check` will verify the tags with
+        hmac_key = secret.value if secret is not None else None
+    return MigrationSettings(
+        pins=pins,
+        api_version=arguments.api_version,
+        sanitization=arguments.sanitization,
+        tenant_from_namespace=arguments.tenant_from_namespace,
+        hmac_key=hmac_key,
+        extra_legacy_resources=frozenset(option("extra-legacy-resources") or ()),
+        non_accelerator_classes=frozenset(option("non-accelerator-classes") or ()),
+        extra_classes=extra_classes,
+    )
+
+
+def _read_inputs(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[tuple[str, bytes]], list[InputError]]:
+    import sys
+
+    from dra_guard.loader import STDIN, STDIN_NAME, expand_paths
+
+    files, errors = expand_paths(paths)
+    inputs = []
+    for path in files:
+        try:
+            if path == STDIN:
+                inputs.append((STDIN_NAME, (stdin or sys.stdin.buffer).read()))
+            else:
+                with open(path, "rb") as handle:
+                    inputs.append((path, handle.read()))
+        except OSError as error:
+            errors.append(InputError(path, None, f"cannot read: {error.strerror or error}"))
+    return inputs, errors
+
+
+def _atomic_write(path: str, data: bytes, like: str | None = None) -> None:
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".dra-guard-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        if like is not None:
+            shutil.copymode(like, temporary)
+        os.replace(temporary, path)  # a crash leaves the old file or the new one, never half
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _output_paths(files: Sequence[FileMigration], output: str) -> dict[str, str]:
+    """Where each input goes under `-o`: OUT itself, or OUT/<path relative to the inputs' root>."""
+    from dra_guard.loader import STDIN_NAME
+
+    directory = len(files) > 1 or os.path.isdir(output) or output.endswith(("/", os.sep))
+    if not directory:
+        return {files[0].name: output} if files else {}
+    real = [os.path.abspath(file.name) for file in files if file.name != STDIN_NAME]
+    root = os.path.commonpath([os.path.dirname(path) for path in real]) if real else ""
+    targets = {}
+    for file in files:
+        relative = STDIN_OUTPUT_NAME if file.name == STDIN_NAME else os.path.relpath(os.path.abspath(file.name), root)
+        targets[file.name] = os.path.join(output, relative)
+    return targets
+
+
+def _refuse_overwriting_inputs(targets: Mapping[str, str]) -> None:
+    inputs = {os.path.realpath(name) for name in targets}
+    for name, target in targets.items():
+        if os.path.realpath(target) in inputs:
+            raise UsageError(f"-o would overwrite the input {name}; use --in-place to rewrite inputs")
+
+
+def _diff(file: FileMigration) -> str:
+    old = file.original.decode("utf-8", errors="replace").splitlines(True)
+    new = file.output.decode("utf-8", errors="replace").splitlines(True)
+    lines = difflib.unified_diff(old, new, f"a/{file.name}", f"b/{file.name}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _concatenated(files: Sequence[FileMigration]) -> str:
+    texts = [file.output.decode("utf-8", errors="replace") for file in files]
+    parts: list[str] = []
+    for text in texts:
+        if parts:
+            parts.append("---\n")
+        parts.append(text if text.endswith("\n") or not text else text + "\n")
+    return "".join(parts)
+
+
+def run_migrate(
+    arguments: argparse.Namespace,
+    stdout: TextIO,
+    stderr: TextIO,
+    stdin: BinaryIO | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    from dra_guard.loader import STDIN
+    from dra_guard.migrate.report import render_json, render_text
+
+    to_stdout = arguments.output is None and not arguments.in_place and not arguments.dry_run
+    try:
+        if arguments.format == "json" and to_stdout:
+            raise UsageError("--format json puts the report on stdout: add -o OUT, --in-place or --dry-run")
+        if arguments.in_place and STDIN in arguments.paths:
+            raise UsageError("--in-place cannot rewrite stdin")
+        settings = settings_from(arguments, environ)
+    except UsageError as error:
+        stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
+
+    inputs, errors = _read_inputs(arguments.paths, stdin)
+    names = TemplateNames()
+    for _, data in inputs:
+        scan_templates(data, names)
+    files = [migrate_file(data, name, settings, names) for name, data in inputs]
+
+    written: dict[str, str] = {}
+    if not arguments.dry_run and (arguments.output is not None or arguments.in_place):
+        try:
+            written = _write(files, arguments.output)
+        except UsageError as error:
+            stderr.write(f"dra-guard: {error}\n")
+            return EXIT_ERROR
+        except OSError as error:
+            errors.append(InputError(error.filename or "?", None, f"cannot write: {error.strerror or error}"))
+
+    report_stream = stderr if to_stdout or arguments.dry_run else stdout
+    if to_stdout:
+        stdout.write(_concatenated(files))
+    if arguments.format == "json":
+        diffs = {file.name: _diff(file) for file in files} if arguments.dry_run else None
+        stdout.write(render_json(files, errors, written, diffs))
+        for input_error in errors:  # people still see what could not be read
+            stderr.write(f"{input_error}\n")
+    else:
+        if arguments.dry_run:
+            stdout.write("".join(_diff(file) for file in files if file.changed))
+        report_stream.write(render_text(files, errors, written))
+    refused = errors or any(file.refused for file in files)
+    return EXIT_ERROR if refused else EXIT_CLEAN
+
+
+def _write(files: Sequence[FileMigration], output: str | None) -> dict[str, str]:
+    written = {}
+    if output is None:  # --in-place
+        for file in files:
+            if file.changed:
+                _atomic_write(file.name + ".bak", file.original, like=file.name)
+                _atomic_write(file.name, file.output, like=file.name)
+                written[file.name] = file.name
+        return written
+    targets = _output_paths(files, output)
+    _refuse_overwriting_inputs(targets)
+    for file in files:
+        _atomic_write(targets[file.name], file.output)
+        written[file.name] = targets[file.name]
+    return written
