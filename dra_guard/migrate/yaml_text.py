@@ -17,6 +17,7 @@ import dataclasses
 import io
 import itertools
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from typing import Any
 from dra_guard.migrate.edits import Edit, Path
 
 MERGE_TAG = "tag:yaml.org,2002:merge"
+#: Strings written unquoted in flow YAML: names and paths, nothing YAML would read otherwise.
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]*")
 
 
 class Unrealizable(ValueError):
@@ -39,6 +42,8 @@ class Style:
     dash_offset: int = 2
     #: Columns from a `-` to its item's content.
     item_offset: int = 2
+    #: Write flow collections as JSON (the document is JSON) rather than as flow YAML.
+    json: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,10 @@ def document_end(text: str, root: Any) -> int:
 
 
 def detect_style(root: Any) -> Style:
-    """The document's own indentation, read from its first block mapping and block list."""
+    """The document's own indentation, read from its first block mapping and block list.
+
+    A document written as one flow mapping (JSON, most likely) gets its new entries as JSON.
+    """
     mapping_indent = dash_offset = item_offset = None
     stack = [root]
     while stack and (mapping_indent is None or dash_offset is None):
@@ -173,6 +181,7 @@ def detect_style(root: Any) -> Style:
         mapping_indent if mapping_indent and mapping_indent > 0 else default.mapping_indent,
         dash_offset if dash_offset is not None and dash_offset >= 0 else default.dash_offset,
         item_offset if item_offset and item_offset >= 2 else default.item_offset,
+        json=_is_mapping(root) and not _is_block(root),
     )
 
 
@@ -199,9 +208,28 @@ def render_document(obj: Any, style: Style) -> str:
     return "---\n" + render_block(obj, style)
 
 
-def _render_flow(value: Any) -> str:
-    # JSON is valid flow YAML, and the only choice inside a JSON file.
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+def _render_flow(value: Any, style: Style) -> str:
+    """`value` (a mapping or list) on one line, as JSON in a JSON document, else as flow YAML."""
+    if style.json:
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if isinstance(value, dict):
+        return "{" + ", ".join(_flow_entry(key, item, style) for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_render_flow(item, style) for item in value) + "]"
+    if isinstance(value, str) and _PLAIN.fullmatch(value) and _reads_as_string(value):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _reads_as_string(value: str) -> bool:
+    # YAML 1.1 (what kubectl and PyYAML read) turns `yes`, `1e3`, `null` into other types.
+    import yaml
+
+    return bool(yaml.safe_load(value) == value)
+
+
+def _flow_entry(key: str | int, value: Any, style: Style) -> str:
+    return f"{_render_flow(key, style)}: {_render_flow(value, style)}"
 
 
 def _line_start(text: str, offset: int) -> int:
@@ -252,7 +280,7 @@ def _flow_mapping_edits(text: str, node: Any, edits: Sequence[Edit], style: Styl
     for edit in added:
         _refuse_existing(node, str(edit.path[-1]))
     if not entries:
-        inner = ", ".join(f"{_render_flow(edit.path[-1])}: {_render_flow(edit.value)}" for edit in added)
+        inner = ", ".join(_flow_entry(edit.path[-1], edit.value, style) for edit in added)
         return [TextEdit(node.start_mark.index, node.end_mark.index, "{" + inner + "}")] if added else []
     kept = len(entries) - len(deleted)
     if kept == 0 and not added:
@@ -267,7 +295,7 @@ def _flow_mapping_edits(text: str, node: Any, edits: Sequence[Edit], style: Styl
             result.append(TextEdit(entries[0][0].start_mark.index, entries[-1][1].end_mark.index, ""))
     if added:
         separator = _flow_separator(node, entries[-1][0])
-        parts = [f"{_render_flow(edit.path[-1])}: {_render_flow(edit.value)}" for edit in added]
+        parts = [_flow_entry(edit.path[-1], edit.value, style) for edit in added]
         text = (separator if kept else "") + separator.join(parts)
         end = entries[-1][1].end_mark.index
         result.append(TextEdit(end, end, text))
@@ -290,11 +318,11 @@ def _sequence_edits(text: str, node: Any, edits: Sequence[Edit], style: Style) -
     values = [edit.value for edit in edits]
     if not _is_block(node):
         if not node.value:
-            inner = ", ".join(_render_flow(value) for value in values)
+            inner = ", ".join(_render_flow(value, style) for value in values)
             return [TextEdit(node.start_mark.index, node.end_mark.index, "[" + inner + "]")]
         separator = _flow_separator(node, node.value[-1])
         end = node.value[-1].end_mark.index
-        return [TextEdit(end, end, separator + separator.join(_render_flow(value) for value in values))]
+        return [TextEdit(end, end, separator + separator.join(_render_flow(value, style) for value in values))]
     dash = node.start_mark.column
     items = Style(style.mapping_indent, 0, style.item_offset)
     rendered = render_block(values, items, dash)
