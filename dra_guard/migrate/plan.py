@@ -392,7 +392,7 @@ def _wiring_edits(
     spec_at = (*prefix, *spec_path)
     if isinstance(pod_spec.get("resourceClaims"), list):
         edits.extend(Edit("append", (*spec_at, "resourceClaims"), claim) for claim in pod_claims)
-    else:
+    elif pod_claims:
         edits.append(Edit("add", (*spec_at, "resourceClaims"), pod_claims))
     return edits
 
