@@ -32,6 +32,14 @@ SECTIONS = ("limits", "requests")
 # defaulting: see the "Migrate from the device plugin" section of README.md).
 LIMIT_RANGE_FIELDS = ("default", "defaultRequest", "max", "min", "maxLimitRequestRatio")
 _WHOLE_NUMBER = re.compile(r"[0-9]+")
+#: Keys that hold a container's ResourceRequirements: `resources`, and a TrainJob's
+#: `spec.trainer.resourcesPerNode`, which Kubeflow merges into its runtime's container.
+REQUIREMENT_KEYS = frozenset({"resources", "resourcesPerNode"})
+#: Why a kind's legacy requests cannot be rewritten in place (tests/fixtures/crds/POD-TEMPLATES.md).
+NO_POD_TEMPLATE = {
+    "TrainJob": "a TrainJob has no pod template; its pods come from the training runtime in spec.runtimeRef, "
+    "so give that runtime the claim and remove resourcesPerNode's request",
+}
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ def legacy_quantities(obj: object, settings: MigrationSettings) -> Iterator[tupl
         current, path = stack.pop()
         if isinstance(current, Mapping):
             for key, value in current.items():
-                if key == "resources" and isinstance(value, Mapping):
+                if key in REQUIREMENT_KEYS and isinstance(value, Mapping):
                     for section in SECTIONS:
                         for name in _mapping(value.get(section)):
                             if isinstance(name, str) and is_migratable_name(
@@ -321,7 +329,7 @@ def _container_needs(
         need = needs.get(path[:-3])
         if need is None:
             where = (
-                f"kind {report.kind or '?'} has no pod template migrate knows"
+                NO_POD_TEMPLATE.get(report.kind, f"kind {report.kind or '?'} has no pod template migrate knows")
                 if spec_path is None
                 else "this is not in a container of the pod template"
             )
