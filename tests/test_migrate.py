@@ -391,7 +391,7 @@ def test_flow_collections_are_edited_inside_their_brackets() -> None:
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    resources: &r\n"
             "      limits: {nvidia.com/gpu: 1}\n  - name: b\n    resources: *r\n",
-            "two edits touch the same text",
+            "cannot edit this object",
         ),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nbase: &b {nvidia.com/gpu: 1}\nspec:\n  containers:\n"
@@ -423,3 +423,22 @@ def test_every_catalog_class_with_a_legacy_name_is_migratable_with_a_pin() -> No
             found = resolve(name, pins)
             assert isinstance(found, Replacement), name
             assert found.make_slice(1).device_class == device_class.name
+
+
+def test_crlf_files_stay_crlf_and_a_bom_stays() -> None:
+    text = (
+        "\ufeffapiVersion: v1\r\nkind: Pod\r\nmetadata: {name: p}\r\nspec:\r\n  containers:\r\n  - name: m\r\n"
+        "    resources:\r\n      limits: {nvidia.com/gpu: 1}\r\n"
+    )
+    output, result = migrate_text(text)
+    assert not result.refused and output.startswith("\ufeffapiVersion: v1\r\n")
+    assert "\n" not in output.replace("\r\n", "")
+    assert "kind: ResourceClaimTemplate\r\n" in output
+
+
+def test_a_shape_the_plan_did_not_foresee_is_refused_not_crashed() -> None:
+    original = pod(container(limits={"nvidia.com/gpu": 1}))
+    original["spec"]["resourceClaims"] = None
+    result = migrate_documents([copy.deepcopy(original)], SETTINGS)
+    assert result.documents == [original]
+    assert "cannot edit this object" in result.reports[0].errors[0].text

@@ -9,6 +9,7 @@ as it was (see `_verify`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,9 +52,17 @@ def migrate_document(root: object, settings: MigrationSettings, names: TemplateN
         objects = [(("items", index), item) for index, item in enumerate(root["items"]) if isinstance(item, Mapping)]
     for prefix, obj in objects:
         migration: ObjectMigration = migrate_object(obj, prefix, settings, names)
-        if migration.report is not None:
-            result.reports.append(migration.report)
-        if migration.report is None or not migration.report.errors:
+        if migration.report is None:
+            continue
+        result.reports.append(migration.report)
+        try:
+            # A shape the plan did not foresee (`resourceClaims: null`, ...) is caught here,
+            # before any of this object's edits goes into the document.
+            apply_edits(root, migration.edits)
+        except EditError as error:
+            migration.report.errors.append(Message((), f"cannot edit this object: {error}"))
+            migration.report.templates.clear()
+        if not migration.report.errors:
             result.edits.extend(migration.edits)
             result.templates.extend(migration.templates)
     return result
@@ -171,6 +180,7 @@ def migrate_file(data: bytes, name: str, settings: MigrationSettings, names: Tem
         result.errors.append(InputError(name, None, f"cannot edit this YAML ({error}); not migrated"))
         return result
 
+    newline = "\r\n" if "\r\n" in text else "\n"
     all_edits: dict[int, list[Edit]] = {}
     all_templates: dict[int, list[dict[str, Any]]] = {}
     splices: list[yaml_text.TextEdit] = []
@@ -178,7 +188,7 @@ def migrate_file(data: bytes, name: str, settings: MigrationSettings, names: Tem
         planned = migrate_document(root, settings, names)
         if planned.edits or planned.templates:
             try:
-                splices.extend(_splices(text, node, planned))
+                splices.extend(_splices(text, node, planned, newline))
             except yaml_text.Unrealizable as why:
                 _refuse(planned.reports, f"cannot rewrite this document without touching other content: {why}")
             else:
@@ -186,7 +196,7 @@ def migrate_file(data: bytes, name: str, settings: MigrationSettings, names: Tem
         result.reports.extend(_locate(name, node, report) for report in planned.reports)
     if not splices:
         return result
-    new_text = bom + yaml_text.apply_text_edits(text, splices)
+    new_text = bom + yaml_text.apply_text_edits(text, splices, newline)
     problem = _verify(new_text.encode("utf-8"), name, old_documents, all_edits, all_templates)
     if problem is not None:
         result.errors.append(InputError(name, problem[0], f"{problem[1]}; not migrated"))
@@ -195,7 +205,7 @@ def migrate_file(data: bytes, name: str, settings: MigrationSettings, names: Tem
     return result
 
 
-def _splices(text: str, node: Any, planned: DocumentMigration) -> list[Any]:
+def _splices(text: str, node: Any, planned: DocumentMigration, newline: str) -> list[Any]:
     from dra_guard.migrate import yaml_text
 
     style = yaml_text.detect_style(node)
@@ -207,7 +217,8 @@ def _splices(text: str, node: Any, planned: DocumentMigration) -> list[Any]:
         at = yaml_text.document_end(text, node)
         rendered = "".join(yaml_text.render_document(template, style) for template in planned.templates)
         splices.append(yaml_text.TextEdit(at, at, rendered, order=1))
-    return splices
+    # New lines end the way the file's lines end (CRLF files stay CRLF).
+    return [dataclasses.replace(splice, text=splice.text.replace("\n", newline)) for splice in splices]
 
 
 def _refuse(reports: list[ObjectReport], why: str) -> None:

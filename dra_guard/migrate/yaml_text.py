@@ -359,16 +359,17 @@ def _refuse_overlaps(edits: Sequence[TextEdit]) -> None:
             raise Unrealizable("two edits touch the same text (a YAML alias?)")
 
 
-def apply_text_edits(text: str, edits: Iterable[TextEdit]) -> str:
+def apply_text_edits(text: str, edits: Iterable[TextEdit], newline: str = "\n") -> str:
     """`text` with every splice made; insertions at one point appear in `order`."""
     pending = list(edits)
     end = len(text)
     if text and not text.endswith("\n") and any(edit.start == end and edit.text for edit in pending):
         # What goes at the end must start on a line of its own: add the missing newline,
         # which deletions reaching the old end take with them.
-        text += "\n"
+        text += newline
+        grown = len(text)
         pending = [
-            TextEdit(edit.start if edit.start < end else end + 1, end + 1, edit.text, edit.order)
+            TextEdit(edit.start if edit.start < end else grown, grown, edit.text, edit.order)
             if edit.end == end
             else edit
             for edit in pending
