@@ -451,3 +451,14 @@ def test_tenant_from_namespace_and_api_version(tmp_path: Path) -> None:
     assert check(output)[0] == 0
     for obj in objects(output.read_text()):
         kubernetes_validate.validate(copy.deepcopy(obj), "1.34.0", strict=True)
+
+
+def test_the_readme_example_is_what_migrate_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)  # the diff names the file as given
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("## Migrate from the device plugin") :]
+    example = section[section.index("```diff\n") + len("```diff\n") : section.index("```\n", section.index("```diff"))]
+    code, diff, _ = migrate(
+        Path("tests/corpus/legacy-device-plugin/gpu-pod.yaml"), "--dry-run", "--gpu-product", "NVIDIA A100-SXM4-40GB"
+    )
+    assert code == 0 and diff == example
