@@ -59,7 +59,7 @@ class LegacyRequest:
     count: int
 
 
-@dataclass(frozen=True)
+@dataclass
 class CreatedTemplate:
     namespace: str | None
     name: str
@@ -235,50 +235,26 @@ def migrate_object(
         claim.get("name") for claim in _list(pod_spec.get("resourceClaims")) if isinstance(claim, Mapping)
     }
     templates: list[tuple[tuple[str, str], str, dict[str, Any]]] = []
-    for device_class, pin_value in profiles:
-        concurrent = sum(need.counts.get((device_class, pin_value), 0) for need in needs if need.concurrent)
-        before = max(
-            (need.counts.get((device_class, pin_value), 0) for need in needs if not need.concurrent), default=0
-        )
-        count = max(concurrent, before)
-        replacement = next(
-            need.replacements[(device_class, pin_value)] for need in needs if (device_class, pin_value) in need.counts
-        )
+    for profile in profiles:
+        users = [need for need in needs if profile in need.counts]
         try:
-            accelerator = replacement.make_slice(count)
-        except ValueError as error:
-            report.errors.append(Message(_first_path(needs, (device_class, pin_value)), str(error)))
-            continue
-        slug = profile_slug(device_class, pin_value)
-        template_name = names.claim(namespace, f"{base}-{slug}"[:253].rstrip("-."))
-        pod_claim = POD_CLAIM_NAME if len(profiles) == 1 else slug
-        pod_claim = _free(pod_claim, pod_claims_taken)
-        pod_claims_taken.add(pod_claim)
-        options: dict[str, Any] = {**settings.claim_options(), "slice": accelerator, "tenant": tenant}
-        try:
-            template = claim_template(name=template_name, namespace=namespace, **options)
-        except ValueError as error:
-            report.errors.append(Message(_first_path(needs, (device_class, pin_value)), str(error)))
-            continue
-        templates.append(((device_class, pin_value), pod_claim, template))
-        users = tuple(need.name for need in needs if need.counts.get((device_class, pin_value)))
-        report.templates.append(
-            CreatedTemplate(
-                namespace,
-                template_name,
-                device_class,
-                f"{accelerator.pin_attribute}={accelerator.pin_value}",
-                count,
-                pod_claim,
-                users,
+            template, created = _template(
+                profile, users, base=base, namespace=namespace, tenant=tenant, settings=settings, names=names
             )
-        )
+        except ValueError as error:
+            report.errors.append(Message(users[0].path, str(error)))
+            continue
+        # One profile keeps the builders' claim name; several are told apart by profile.
+        created.pod_claim = _free(POD_CLAIM_NAME if len(profiles) == 1 else created.pod_claim, pod_claims_taken)
+        pod_claims_taken.add(created.pod_claim)
+        templates.append((profile, created.pod_claim, template))
+        report.templates.append(created)
         if len(users) > 1:
             report.notes.append(
                 Message(
                     spec_path,
-                    f"containers {', '.join(users)} now share one claim of {count} {device_class} device(s); "
-                    "split the template if each needs devices of its own",
+                    f"containers {', '.join(created.containers)} now share one claim of {created.count} "
+                    f"{created.device_class} device(s); split the template if each needs devices of its own",
                 )
             )
     if report.errors:
@@ -292,19 +268,38 @@ def migrate_object(
     return migration
 
 
+def _template(
+    profile: tuple[str, str],
+    users: list[_ContainerNeed],
+    *,
+    base: str,
+    namespace: str | None,
+    tenant: str | None,
+    settings: MigrationSettings,
+    names: TemplateNames,
+) -> tuple[dict[str, Any], CreatedTemplate]:
+    """The template for one profile of one pod, built by `claim_template` (ValueError if invalid)."""
+    alongside = sum(need.counts[profile] for need in users if need.concurrent)
+    count = max([alongside, *(need.counts[profile] for need in users if not need.concurrent)])
+    accelerator = users[0].replacements[profile].make_slice(count)
+    slug = profile_slug(*profile)
+    options: dict[str, Any] = {**settings.claim_options(), "slice": accelerator, "tenant": tenant}
+    wanted = f"{base}-{slug}"[:253].rstrip("-.")
+    template = claim_template(name=wanted, namespace=namespace, **options)  # bad options fail before a name is taken
+    name = names.claim(namespace, wanted)
+    if name != wanted:
+        template = claim_template(name=name, namespace=namespace, **options)
+    pin = f"{accelerator.pin_attribute}={accelerator.pin_value}"
+    created = CreatedTemplate(namespace, name, profile[0], pin, count, slug, tuple(need.name for need in users))
+    return template, created
+
+
 def _free(wanted: str, taken: set[Any]) -> str:
     name, number = wanted, 1
     while name in taken:
         number += 1
         name = f"{wanted[:60]}-{number}"
     return name
-
-
-def _first_path(needs: list[_ContainerNeed], profile: tuple[str, str]) -> Path:
-    for need in needs:
-        if profile in need.counts:
-            return need.path
-    return ()
 
 
 def _container_needs(
