@@ -17,6 +17,7 @@ from dra_guard.engine import check_objects
 from dra_guard.migrate import MigrationSettings, TemplateNames, migrate_documents, migrate_file
 from dra_guard.migrate.edits import Edit
 from dra_guard.migrate.legacy import Replacement, Unmigratable, resolve
+from dra_guard.migrate.sites import site_label
 from dra_guard.migrate.yaml_text import Unrealizable, compose_documents, detect_style, text_edits
 
 PINS = {"gpu.nvidia.com": "NVIDIA H100 80GB HBM3", "tpu.google.com": "v6e", "gpu.amd.com": "cpx_nps4"}
@@ -442,3 +443,28 @@ def test_a_shape_the_plan_did_not_foresee_is_refused_not_crashed() -> None:
     result = migrate_documents([copy.deepcopy(original)], SETTINGS)
     assert result.documents == [original]
     assert "cannot edit this object" in result.reports[0].errors[0].text
+
+
+@pytest.mark.parametrize(
+    ("obj", "path", "label"),
+    [
+        (
+            {"spec": {"replicatedJobs": [{"name": "workers"}]}},
+            ("spec", "replicatedJobs", 0, "template", "spec"),
+            "workers",
+        ),
+        (
+            {"spec": {"workerGroupSpecs": [{"groupName": "GPU_Group"}]}},
+            ("spec", "workerGroupSpecs", 0, "template", "spec"),
+            "gpu-group",
+        ),
+        ({"spec": {"workerGroupSpecs": [{}]}}, ("spec", "workerGroupSpecs", 0, "template", "spec"), "0"),
+        ({}, ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"), "leader"),
+        ({}, ("spec", "pytorchReplicaSpecs", "Worker", "template", "spec"), "worker"),
+        ({}, ("spec", "headGroupSpec", "template", "spec"), "head"),
+        ({}, ("spec", "submitterPodTemplate", "spec"), "submitter"),
+        ({}, ("spec", "template", "spec"), "pod"),
+    ],
+)
+def test_pod_sites_are_labelled_for_template_names(obj: dict[str, Any], path: tuple[Any, ...], label: str) -> None:
+    assert site_label(obj, path) == label

@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_guard.builders import POD_CLAIM_NAME, claim_template
-from dra_guard.catalog import POD_SPEC_PATHS
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.settings import MigrationSettings
+from dra_guard.migrate.sites import Container, PodSite, pod_sites
 from dra_guard.spec import name_from_id
 
-#: Containers whose resources migrate rewrites; ephemeral containers may not have any.
-CONTAINER_LISTS = ("initContainers", "containers")
 SECTIONS = ("limits", "requests")
 # LimitRange fields that inject quantities into containers (`max`/`min` do too, through
 # defaulting: see the "Migrate from the device plugin" section of README.md).
@@ -185,16 +183,27 @@ def _count(value: object) -> int | None:
 
 @dataclass
 class _ContainerNeed:
-    path: Path
-    name: str
-    #: Runs alongside the others (a regular container or a sidecar), rather than before them.
-    concurrent: bool
+    container: Container
     #: (device class, pin value) -> count
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
     #: (device class, pin value) -> what replaces it
     replacements: dict[tuple[str, str], Replacement] = field(default_factory=dict)
     #: Legacy keys to remove, by section.
     remove: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return self.container.path
+
+
+@dataclass
+class _SiteNeeds:
+    site: PodSite
+    needs: list[_ContainerNeed]
+
+    @property
+    def profiles(self) -> list[tuple[str, str]]:
+        return sorted({profile for need in self.needs for profile in need.counts})
 
 
 def migrate_object(
@@ -213,30 +222,53 @@ def migrate_object(
     if not legacy:
         return ObjectMigration()
     migration = ObjectMigration(report=report)
-    spec_path = POD_SPEC_PATHS.get(str(kind))
-    pod_spec = _get(obj, spec_path) if spec_path is not None else None
-    needs = _container_needs(
-        obj=obj, spec_path=spec_path, pod_spec=pod_spec, legacy=legacy, settings=settings, report=report
-    )
+    sites = _site_needs(obj, legacy, settings, report)
     base = name or (metadata.get("generateName") or "").rstrip("-") or None
     if base is None:
         report.errors.append(Message(("metadata",), "has no metadata.name to name its claim template after"))
-    if report.errors:
+    if report.errors or base is None:
         return migration
-    assert spec_path is not None and isinstance(pod_spec, Mapping) and base is not None
     if name is None:
         report.notes.append(Message(("metadata", "generateName"), f"claim templates are named after {base!r}"))
     tenant = namespace if settings.tenant_from_namespace else None
     if settings.tenant_from_namespace and namespace is None:
         report.notes.append(Message(("metadata",), "no namespace, so the template names no tenant"))
 
-    profiles = sorted({profile for need in needs for profile in need.counts})
+    for site in sites:
+        # An object with pods of several kinds (JobSet jobs, Ray groups) names each site's templates.
+        site_base = base if len(sites) == 1 else f"{base}-{site.site.label}"
+        templates = _site_templates(
+            obj, site, base=site_base, namespace=namespace, tenant=tenant, settings=settings, names=names, report=report
+        )
+        migration.templates.extend(template for _, _, template in templates)
+        migration.edits.extend(_wiring_edits(prefix, obj, site, templates))
+    if report.errors:
+        report.templates.clear()
+        migration.templates.clear()
+        migration.edits.clear()
+    return migration
+
+
+def _site_templates(
+    obj: Mapping[str, Any],
+    site: _SiteNeeds,
+    *,
+    base: str,
+    namespace: str | None,
+    tenant: str | None,
+    settings: MigrationSettings,
+    names: TemplateNames,
+    report: ObjectReport,
+) -> list[tuple[tuple[str, str], str, dict[str, Any]]]:
+    """(profile, pod claim name, template) for each profile the site's containers ask for."""
+    profiles = site.profiles
+    pod_spec = _mapping(_get(obj, site.site.path))
     pod_claims_taken = {
         claim.get("name") for claim in _list(pod_spec.get("resourceClaims")) if isinstance(claim, Mapping)
     }
-    templates: list[tuple[tuple[str, str], str, dict[str, Any]]] = []
+    templates = []
     for profile in profiles:
-        users = [need for need in needs if profile in need.counts]
+        users = [need for need in site.needs if profile in need.counts]
         try:
             template, created = _template(
                 profile, users, base=base, namespace=namespace, tenant=tenant, settings=settings, names=names
@@ -252,20 +284,12 @@ def migrate_object(
         if len(users) > 1:
             report.notes.append(
                 Message(
-                    spec_path,
+                    site.site.path,
                     f"containers {', '.join(created.containers)} now share one claim of {created.count} "
                     f"{created.device_class} device(s); split the template if each needs devices of its own",
                 )
             )
-    if report.errors:
-        report.templates.clear()
-        return migration
-
-    migration.templates = [template for _, _, template in templates]
-    migration.edits = _wiring_edits(
-        prefix=prefix, spec_path=spec_path, pod_spec=pod_spec, needs=needs, obj=obj, templates=templates
-    )
-    return migration
+    return templates
 
 
 def _template(
@@ -279,8 +303,8 @@ def _template(
     names: TemplateNames,
 ) -> tuple[dict[str, Any], CreatedTemplate]:
     """The template for one profile of one pod, built by `claim_template` (ValueError if invalid)."""
-    alongside = sum(need.counts[profile] for need in users if need.concurrent)
-    count = max([alongside, *(need.counts[profile] for need in users if not need.concurrent)])
+    alongside = sum(need.counts[profile] for need in users if need.container.concurrent)
+    count = max([alongside, *(need.counts[profile] for need in users if not need.container.concurrent)])
     accelerator = users[0].replacements[profile].make_slice(count)
     slug = profile_slug(*profile)
     options: dict[str, Any] = {**settings.claim_options(), "slice": accelerator, "tenant": tenant}
@@ -290,8 +314,8 @@ def _template(
     if name != wanted:
         template = claim_template(name=name, namespace=namespace, **options)
     pin = f"{accelerator.pin_attribute}={accelerator.pin_value}"
-    created = CreatedTemplate(namespace, name, profile[0], pin, count, slug, tuple(need.name for need in users))
-    return template, created
+    names_of_users = tuple(need.container.name for need in users)
+    return template, CreatedTemplate(namespace, name, profile[0], pin, count, slug, names_of_users)
 
 
 def _free(wanted: str, taken: set[Any]) -> str:
@@ -302,38 +326,35 @@ def _free(wanted: str, taken: set[Any]) -> str:
     return name
 
 
-def _container_needs(
-    *,
-    obj: Mapping[str, Any],
-    spec_path: Path | None,
-    pod_spec: Any,
-    legacy: list[tuple[Path, str]],
-    settings: MigrationSettings,
-    report: ObjectReport,
-) -> list[_ContainerNeed]:
-    """What each container asks for, or errors in `report` for every request migrate cannot replace."""
-    needs: dict[Path, _ContainerNeed] = {}
-    if spec_path is not None and isinstance(pod_spec, Mapping):
-        for list_name in CONTAINER_LISTS:
-            for index, container in enumerate(_list(pod_spec.get(list_name))):
-                if isinstance(container, Mapping):
-                    path = (*spec_path, list_name, index)
-                    concurrent = list_name == "containers" or container.get("restartPolicy") == "Always"
-                    needs[path] = _ContainerNeed(path, str(container.get("name", "")), concurrent)
+def _site_needs(
+    obj: Mapping[str, Any], legacy: list[tuple[Path, str]], settings: MigrationSettings, report: ObjectReport
+) -> list[_SiteNeeds]:
+    """What each container of each pod site asks for; errors in `report` for every request
+    migrate cannot replace."""
+    sites = pod_sites(obj)
+    needs: dict[Path, tuple[PodSite, _ContainerNeed]] = {
+        container.path: (site, _ContainerNeed(container)) for site in sites for container in site.containers
+    }
+    kind = report.kind or "?"
     for path, resource in legacy:
-        need = needs.get(path[:-3])
-        if need is None:
+        found = needs.get(path[:-3])
+        if found is None:
             where = (
-                NO_POD_TEMPLATE.get(report.kind, f"kind {report.kind or '?'} has no pod template migrate knows")
-                if spec_path is None
+                NO_POD_TEMPLATE.get(kind, f"kind {kind} has no pod template migrate knows")
+                if not sites
                 else "this is not in a container of the pod template"
             )
             report.errors.append(Message(path, f"{resource}: {where}; replace it by hand"))
             continue
-        need.remove.setdefault(str(path[-2]), []).append(resource)
-    for need in needs.values():
-        _count_container(_mapping(_get(obj, need.path)), need, settings, report)
-    return [need for need in needs.values() if need.remove]
+        found[1].remove.setdefault(str(path[-2]), []).append(resource)
+    for _, need in needs.values():
+        if need.remove:
+            _count_container(_mapping(_get(obj, need.path)), need, settings, report)
+    return [
+        _SiteNeeds(site, [need for container_site, need in needs.values() if container_site is site and need.remove])
+        for site in sites
+        if any(container_site is site and need.remove for container_site, need in needs.values())
+    ]
 
 
 def _count_container(
@@ -362,7 +383,7 @@ def _count_container(
         if found.pin_value is None:
             report.errors.append(Message(path, f"{resource}: {pin_hint(found.device_class)}"))
             continue
-        report.requests.append(LegacyRequest(need.name, path, resource, count))
+        report.requests.append(LegacyRequest(need.container.name, path, resource, count))
         if found.note:
             report.notes.append(Message(path, found.note))
         if count == 0:
@@ -374,29 +395,26 @@ def _count_container(
 
 
 def _wiring_edits(
-    *,
     prefix: Path,
-    spec_path: Path,
-    pod_spec: Mapping[str, Any],
-    needs: list[_ContainerNeed],
     obj: Mapping[str, Any],
+    site: _SiteNeeds,
     templates: list[tuple[tuple[str, str], str, dict[str, Any]]],
 ) -> list[Edit]:
     claim_of = {profile: pod_claim for profile, pod_claim, _ in templates}
     edits: list[Edit] = []
-    for need in needs:
+    for need in site.needs:
         resources = _mapping(_mapping(_get(obj, need.path)).get("resources"))
-        claims = [{"name": claim_of[profile]} for profile in sorted(need.counts)]
+        claims = [{"name": claim_of[profile]} for profile in sorted(need.counts) if profile in claim_of]
         edits.extend(_container_edits((*prefix, *need.path, "resources"), resources, need.remove, claims))
     pod_claims = [
         {"name": pod_claim, "resourceClaimTemplateName": template["metadata"]["name"]}
         for _, pod_claim, template in templates
     ]
-    spec_at = (*prefix, *spec_path)
-    if isinstance(pod_spec.get("resourceClaims"), list):
-        edits.extend(Edit("append", (*spec_at, "resourceClaims"), claim) for claim in pod_claims)
+    at = (*prefix, *site.site.claims_path)
+    if isinstance(_get(obj, site.site.claims_path), list):
+        edits.extend(Edit("append", at, claim) for claim in pod_claims)
     elif pod_claims:
-        edits.append(Edit("add", (*spec_at, "resourceClaims"), pod_claims))
+        edits.append(Edit("add", at, pod_claims))
     return edits
 
 
