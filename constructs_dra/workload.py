@@ -6,8 +6,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jsii
 from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from constructs_dra.enforce import validate_self
 from dra_guard.builders import POD_CLAIM_NAME, build_claim_template, build_isolated_workload, with_claim_template
@@ -72,7 +73,12 @@ class IsolatedClaimTemplate(Construct):
         self.spec = spec
         self.manifest = build_claim_template(self.spec)
         self.api_object = _api_object(self, "Resource", self.manifest)
-        validate_self(self, self.spec.hmac_key)
+        validate_self(
+            self,
+            self.spec.hmac_key,
+            kubernetes_version=self.spec.kubernetes_version,
+            consumable_capacity=self.spec.consumable_capacity,
+        )
 
     @property
     def name(self) -> str:
@@ -83,8 +89,11 @@ class IsolatedClaimTemplate(Construct):
 class IsolatedAcceleratorWorkload(Construct):
     """A workload whose every pod gets its own isolated accelerator slice.
 
-    Synthesizes one ResourceClaimTemplate and one Deployment, StatefulSet or Job, both
-    named after the construct id and both compliant with the standard by construction.
+    Synthesizes one ResourceClaimTemplate and one Deployment, StatefulSet (with its
+    headless Service) or Job, named after the construct id and compliant with the standard
+    by construction, for the Kubernetes release `kubernetes_version` names.  What locality a
+    slice of several devices gets depends on its driver: README.md, "What locality a claim
+    for several devices gets".
     The keyword arguments are those of :class:`dra_guard.WorkloadSpec`; the name comes
     from the construct id and `namespace` defaults to the chart's.
     """
@@ -111,7 +120,16 @@ class IsolatedAcceleratorWorkload(Construct):
         self.claim_template = _api_object(self, "ClaimTemplate", self.manifests.claim_template)
         self.workload = _api_object(self, "Workload", self.manifests.workload)
         self.workload.add_dependency(self.claim_template)
-        validate_self(self, self.spec.hmac_key)
+        #: The StatefulSet's headless Service, when we emit it (no `service_name` given).
+        self.service: ApiObject | None = None
+        if self.manifests.service is not None:
+            self.service = _api_object(self, "Service", self.manifests.service)
+        validate_self(
+            self,
+            self.spec.hmac_key,
+            kubernetes_version=self.spec.kubernetes_version,
+            consumable_capacity=self.spec.consumable_capacity,
+        )
 
     @property
     def name(self) -> str:
@@ -132,28 +150,14 @@ def use_claim_template(
     """Give every pod of `workload` its own claim from `template`.
 
     `workload` is a cdk8s ``ApiObject`` (Pod, Deployment, StatefulSet, DaemonSet,
-    ReplicaSet, Job, CronJob) or a cdk8s-plus workload.
-    Call it after the workload's containers are defined: the claim is added to the
-    containers that exist now (or to those named in `containers`).
+    ReplicaSet, Job, CronJob) or a cdk8s-plus workload.  With `containers` left out, every
+    regular container uses the claim, including containers added after this call
+    (cdk8s-plus ``add_container``, a later JSON patch): those are wired when the app is
+    synthesized.  Name `containers` to wire only those (they must exist now).
     """
-    if isinstance(workload, ApiObject):
-        api_object = workload
-    elif isinstance(workload, Construct):
-        # cdk8s-plus keeps its ApiObject as the default child; this is cdk8s' own accessor.
-        try:
-            api_object = ApiObject.of(workload)
-        except Exception as error:  # jsii surfaces the JavaScript error as a plain Exception
-            raise ValueError(f"workload: {workload.node.path} has no ApiObject to wire a claim into") from error
-    else:
-        raise ValueError(f"workload: must be a cdk8s ApiObject or a cdk8s-plus workload, got {type(workload).__name__}")
-    kind = api_object.kind
-    pointer = POD_SPEC_PATHS.get(kind)
-    if pointer is None:
-        kinds = ", ".join(POD_SPEC_PATHS)
-        raise ValueError(f"workload: cannot wire a claim into kind {kind!r}; use one of {kinds}")
-    current: Any = api_object.to_json()
-    for key in pointer:
-        current = current.get(key, {}) if isinstance(current, Mapping) else {}
+    api_object = _workload_api_object(workload)
+    pointer = POD_SPEC_PATHS[api_object.kind]
+    current = _pod_spec_of(api_object, pointer)
     template_name = template.name if isinstance(template, IsolatedClaimTemplate) else template
     wired = with_claim_template(current, template_name, claim_name=claim_name, containers=containers)
     # Additive patches, not a replacement of the pod spec: whatever cdk8s-plus adds to the
@@ -165,13 +169,73 @@ def use_claim_template(
     else:
         api_object.add_json_patch(JsonPatch.add(f"{base}/resourceClaims", [claim]))
     for index, (before, after) in enumerate(zip(current.get("containers", []), wired["containers"], strict=True)):
-        if before == after:
-            continue
-        container_pointer = f"{base}/containers/{index}/resources"
-        container_claim = after["resources"]["claims"][-1]
-        if "resources" not in before:
-            api_object.add_json_patch(JsonPatch.add(container_pointer, {"claims": [container_claim]}))
-        elif "claims" not in before["resources"]:
-            api_object.add_json_patch(JsonPatch.add(f"{container_pointer}/claims", [container_claim]))
-        else:
-            api_object.add_json_patch(JsonPatch.add(f"{container_pointer}/claims/-", container_claim))
+        if before != after:
+            _add_container_claim(api_object, f"{base}/containers/{index}", before, claim_name)
+    if containers is None:
+        # cdk8s validates every construct before it renders any object (App.synth,
+        # Testing.synth and Chart.to_json alike), so this runs once the containers are final.
+        api_object.node.add_validation(_WireLateContainers(api_object, pointer, claim_name))
+
+
+def _workload_api_object(workload: Construct) -> ApiObject:
+    if isinstance(workload, ApiObject):
+        api_object = workload
+    elif isinstance(workload, Construct):
+        # cdk8s-plus keeps its ApiObject as the default child; this is cdk8s' own accessor.
+        try:
+            api_object = ApiObject.of(workload)
+        except Exception as error:  # jsii surfaces the JavaScript error as a plain Exception
+            raise ValueError(f"workload: {workload.node.path} has no ApiObject to wire a claim into") from error
+    else:
+        raise ValueError(f"workload: must be a cdk8s ApiObject or a cdk8s-plus workload, got {type(workload).__name__}")
+    if api_object.kind not in POD_SPEC_PATHS:
+        kinds = ", ".join(POD_SPEC_PATHS)
+        raise ValueError(f"workload: cannot wire a claim into kind {api_object.kind!r}; use one of {kinds}")
+    return api_object
+
+
+def _pod_spec_of(api_object: ApiObject, pointer: Sequence[str]) -> Mapping[str, Any]:
+    current: Any = api_object.to_json()
+    for key in pointer:
+        current = current.get(key, {}) if isinstance(current, Mapping) else {}
+    return current if isinstance(current, Mapping) else {}
+
+
+def _add_container_claim(api_object: ApiObject, pointer: str, container: Mapping[str, Any], claim_name: str) -> None:
+    """Patch one container to use the pod claim `claim_name`, keeping its other resources."""
+    claim = {"name": claim_name}
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        api_object.add_json_patch(JsonPatch.add(f"{pointer}/resources", {"claims": [claim]}))
+    elif not resources.get("claims"):
+        api_object.add_json_patch(JsonPatch.add(f"{pointer}/resources/claims", [claim]))
+    else:
+        api_object.add_json_patch(JsonPatch.add(f"{pointer}/resources/claims/-", claim))
+
+
+@jsii.implements(IValidation)
+class _WireLateContainers:
+    """At synth, gives the pod claim to regular containers added after `use_claim_template`.
+
+    A cdk8s validation, because cdk8s runs validations before it renders objects; it reports
+    nothing, and a second synth finds every container wired and adds nothing.
+    """
+
+    def __init__(self, api_object: ApiObject, pointer: Sequence[str], claim_name: str) -> None:
+        self._api_object = api_object
+        self._pointer = tuple(pointer)
+        self._claim_name = claim_name
+
+    def validate(self) -> list[str]:
+        base = "/" + "/".join(self._pointer)
+        for index, container in enumerate(_pod_spec_of(self._api_object, self._pointer).get("containers", [])):
+            if not isinstance(container, Mapping):
+                continue
+            claims = (
+                container.get("resources", {}).get("claims")
+                if isinstance(container.get("resources"), Mapping)
+                else None
+            )
+            if not any(isinstance(claim, Mapping) and claim.get("name") == self._claim_name for claim in claims or ()):
+                _add_container_claim(self._api_object, f"{base}/containers/{index}", container, self._claim_name)
+        return []

@@ -10,12 +10,14 @@ re-implemented in a front end.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from dra_guard.catalog import (
     ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION,
     DEFAULT_RESOURCE_API_VERSION,
+    EXCLUSIVITY_GUARD,
     FLAT_REQUEST_API_VERSIONS,
     ISOLATION_TAG_ANNOTATION,
     SANITIZATION_ANNOTATION,
@@ -53,11 +55,26 @@ MANAGED_BY_LABELS = {"app.kubernetes.io/managed-by": "dra-guard"}
 _WORKLOAD_API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1"}
 
 
-class IsolatedWorkload(NamedTuple):
-    """The two objects that make one isolated accelerator workload."""
+@dataclass(frozen=True)
+class IsolatedWorkload:
+    """The objects that make one isolated accelerator workload.
+
+    Iterating gives them in the order they are applied: the claim template, the workload,
+    and, for a StatefulSet whose Service we emit, its headless Service.
+    """
 
     claim_template: dict[str, Any]
     workload: dict[str, Any]
+    service: dict[str, Any] | None = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        yield self.claim_template
+        yield self.workload
+        if self.service is not None:
+            yield self.service
+
+    def __len__(self) -> int:
+        return 2 if self.service is None else 3
 
 
 def cel_string_literal(value: str) -> str:
@@ -65,21 +82,35 @@ def cel_string_literal(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def selector_expression(accelerator: AcceleratorSlice) -> str:
-    """A CEL selector that matches only devices of the slice's driver and pinned profile."""
-    return (
+def selector_expression(accelerator: AcceleratorSlice, *, exclusivity_guard: bool = False) -> str:
+    """A CEL selector that matches only devices of the slice's driver and pinned profile.
+
+    With `exclusivity_guard`, also only devices that cannot be allocated to another claim
+    (`EXCLUSIVITY_GUARD`); one expression, so the scheduler evaluates one selector.
+    """
+    expression = (
         f"device.driver == {cel_string_literal(accelerator.domain)} && "
         f"device.attributes[{cel_string_literal(accelerator.domain)}].{accelerator.attribute} == "
         f"{cel_string_literal(accelerator.pin_value)}"
     )
+    return f"{expression} && {EXCLUSIVITY_GUARD}" if exclusivity_guard else expression
 
 
-def device_request(accelerator: AcceleratorSlice, api_version: str = DEFAULT_RESOURCE_API_VERSION) -> dict[str, Any]:
-    """One device request, flat (v1alpha3/v1beta1) or under `exactly` (v1beta2/v1)."""
+def device_request(
+    accelerator: AcceleratorSlice,
+    api_version: str = DEFAULT_RESOURCE_API_VERSION,
+    *,
+    exclusivity_guard: bool = True,
+) -> dict[str, Any]:
+    """One device request, flat (v1alpha3/v1beta1) or under `exactly` (v1beta2/v1).
+
+    `exclusivity_guard` defaults to what the default Kubernetes version wants (on); a spec
+    decides it from its `kubernetes_version` (`ClaimSpec.exclusivity_guard`).
+    """
     require_api_version(api_version)
     body = {
         "deviceClassName": accelerator.device_class,
-        "selectors": [{"cel": {"expression": selector_expression(accelerator)}}],
+        "selectors": [{"cel": {"expression": selector_expression(accelerator, exclusivity_guard=exclusivity_guard)}}],
         "allocationMode": "ExactCount",
         "count": accelerator.count,
     }
@@ -88,13 +119,23 @@ def device_request(accelerator: AcceleratorSlice, api_version: str = DEFAULT_RES
     return {"name": REQUEST_NAME, "exactly": body}
 
 
-def claim_devices(accelerator: AcceleratorSlice, api_version: str = DEFAULT_RESOURCE_API_VERSION) -> dict[str, Any]:
-    """The `devices` section: the request and, for several devices, their alignment."""
-    devices: dict[str, Any] = {"requests": [device_request(accelerator, api_version)]}
-    if accelerator.count > 1:
-        # Several slices of one claim must sit on one parent GPU / PCIe root, or the
-        # isolation boundary (and NUMA locality) the standard asks for is lost.
-        devices["constraints"] = [{"requests": [REQUEST_NAME], "matchAttribute": accelerator.topology_attribute}]
+def claim_devices(
+    accelerator: AcceleratorSlice,
+    api_version: str = DEFAULT_RESOURCE_API_VERSION,
+    *,
+    exclusivity_guard: bool = True,
+) -> dict[str, Any]:
+    """The `devices` section: the request and, for several devices, their alignment if any.
+
+    Only the slice's `alignment` is emitted (the parent GPU for MIG by default): a
+    `matchAttribute` on an attribute some device lacks makes the claim unallocatable there,
+    so nothing is added where the driver does not publish one on every device.
+    """
+    devices: dict[str, Any] = {
+        "requests": [device_request(accelerator, api_version, exclusivity_guard=exclusivity_guard)]
+    }
+    if accelerator.count > 1 and accelerator.alignment is not None:
+        devices["constraints"] = [{"requests": [REQUEST_NAME], "matchAttribute": accelerator.alignment}]
     return devices
 
 
@@ -115,7 +156,9 @@ def build_claim_template(spec: ClaimSpec) -> dict[str, Any]:
         "apiVersion": spec.api_version,
         "kind": "ResourceClaimTemplate",
         "metadata": metadata,
-        "spec": {"spec": {"devices": claim_devices(spec.slice, spec.api_version)}},
+        "spec": {
+            "spec": {"devices": claim_devices(spec.slice, spec.api_version, exclusivity_guard=spec.exclusivity_guard)}
+        },
     }
     annotations[ISOLATION_TAG_ANNOTATION] = isolation_tag(template, spec.hmac_key)
     return template
@@ -197,7 +240,7 @@ def build_workload(spec: WorkloadSpec) -> dict[str, Any]:
         body = {"replicas": spec.replicas, "selector": {"matchLabels": selector}, "template": pod_template}
         if spec.workload_kind == "StatefulSet":
             # Required by the API before 1.35; names the governing headless Service.
-            body = {"serviceName": spec.name, **body}
+            body = {"serviceName": spec.service_name or spec.name, **body}
     return {
         "apiVersion": _WORKLOAD_API_VERSIONS[spec.workload_kind],
         "kind": spec.workload_kind,
@@ -206,9 +249,49 @@ def build_workload(spec: WorkloadSpec) -> dict[str, Any]:
     }
 
 
+def build_headless_service(spec: WorkloadSpec) -> dict[str, Any]:
+    """The headless Service that governs a StatefulSet: stable DNS names for its pods.
+
+    Selects the workload's pods by the same label as the StatefulSet and publishes their
+    container ports, as cdk8s-plus' StatefulSet does for its default Service.
+    """
+    metadata: dict[str, Any] = {"name": spec.name}
+    if spec.namespace is not None:
+        metadata["namespace"] = spec.namespace
+    labels = dict(spec.labels or {})
+    if spec.tenant is not None:
+        labels[TENANT_LABEL] = spec.tenant
+    metadata["labels"] = dict(sorted({**MANAGED_BY_LABELS, **labels, "app.kubernetes.io/name": spec.name}.items()))
+    body: dict[str, Any] = {"clusterIP": "None", "selector": {"app.kubernetes.io/name": spec.name}}
+    ports = [_service_port(port, named=len(spec.ports or ()) > 1) for port in spec.ports or ()]
+    if ports:
+        body["ports"] = ports
+    return {"apiVersion": "v1", "kind": "Service", "metadata": metadata, "spec": body}
+
+
+def _service_port(container_port: int | Mapping[str, Any], *, named: bool) -> dict[str, Any]:
+    # A spec holds ports as ContainerPort mappings already; a bare number is read the same way.
+    if not isinstance(container_port, Mapping):
+        container_port = {"containerPort": container_port}
+    number = container_port["containerPort"]
+    port: dict[str, Any] = {"port": number}
+    if "name" in container_port:
+        port["name"] = container_port["name"]
+    elif named:
+        # The API requires a name on every port of a Service with several.
+        port["name"] = f"port-{number}"
+    if "protocol" in container_port:
+        port["protocol"] = container_port["protocol"]
+    return port
+
+
 def build_isolated_workload(spec: WorkloadSpec) -> IsolatedWorkload:
-    """The claim template and the workload that uses it, named after `spec.name`."""
-    return IsolatedWorkload(build_claim_template(spec.claim), build_workload(spec))
+    """The claim template and the workload that uses it, named after `spec.name`; for a
+    StatefulSet without a `service_name`, also its headless Service."""
+    service = (
+        build_headless_service(spec) if spec.workload_kind == "StatefulSet" and spec.service_name is None else None
+    )
+    return IsolatedWorkload(build_claim_template(spec.claim), build_workload(spec), service)
 
 
 # --- Keyword forms, with the arguments of the cdk8s constructs and Pulumi components ----

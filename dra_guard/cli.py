@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from dra_guard import __version__
+from dra_guard.admission.commands import add_admission_policy_parser, add_webhook_parser
 from dra_guard.report import FORMATS
 from dra_guard.rulekit import RuleModuleError
 from dra_guard.scaffold import TARGETS
@@ -47,9 +49,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when a finding is at or above this severity (default: medium)",
     )
     check.add_argument(
-        "--config", metavar="FILE", help="a .dra-guard.yaml or pyproject.toml (default: discovered in .)"
+        "--config",
+        metavar="FILE",
+        help="a .dra-guard.yaml or pyproject.toml (default: the nearest one from the first PATH up to the "
+        "repository root)",
     )
-    check.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of stdout")
+    check.add_argument(
+        "--output", "-o", metavar="FILE", help="write the report here instead of stdout (never one of the inputs)"
+    )
+    check.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave paths matching this .gitignore-style pattern out of directory walks (repeatable; adds to "
+        "the configuration's exclude)",
+    )
+    check.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files in walks")
+    check.add_argument(
+        "--skip-non-manifests",
+        action="store_true",
+        help="treat files named on the command line like files a walk finds: skip (and count) those that "
+        "are not Kubernetes manifests (for pre-commit)",
+    )
+    check.add_argument(
+        "--fail-on-empty", action="store_true", help="exit 2 when no Kubernetes manifest was checked at all"
+    )
+    check.add_argument(
+        "--fail-on-unchecked",
+        action="store_true",
+        help="exit 2 when a Helm chart could not be rendered and checked",
+    )
 
     rules = commands.add_parser("rules", help="list the rules")
     rules.add_argument(
@@ -68,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
     init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
     init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
+
+    add_admission_policy_parser(commands)
+    add_webhook_parser(commands)
 
     from dra_guard.migrate.arguments import add_arguments
 
@@ -89,39 +122,77 @@ def _write(text: str, output: str | None, stdout: TextIO) -> None:
         handle.write(text)
 
 
+def _first_path(paths: Sequence[str]) -> str:
+    """Where configuration discovery starts: the first path (the working directory for stdin)."""
+    first = paths[0] if paths else "."
+    return "." if first == "-" else first
+
+
 def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from dra_guard.config import ConfigError, discover_config, load_config_file
+    from dra_guard.config import EXCLUDE, Config, ConfigError, find_config_file, load_config_file
     from dra_guard.engine import check_stream
     from dra_guard.findings import Severity
-    from dra_guard.loader import Source
+    from dra_guard.inputs import Inputs, is_manifest
     from dra_guard.report import renderer
     from dra_guard.rules import RULES
+    from dra_guard.walk import Ignores, Patterns, select
 
+    config_file = arguments.config or find_config_file(_first_path(arguments.paths))
     try:
-        config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
+        config = load_config_file(config_file, RULES) if config_file else Config()
     except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
+    excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
+    if config_file:
+        excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
+    selection = select(
+        arguments.paths,
+        ignores=Ignores(excludes, gitignore=not arguments.no_ignore),
+        named_like_found=arguments.skip_non_manifests,
+        output=arguments.output,
+    )
+    output = arguments.output
+    if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
+        stderr.write(f"dra-guard: refusing to write the report to {output}: it is one of the inputs\n")
         return EXIT_ERROR
     # The checker holds every object for the cross-object rules; with the default
     # thresholds the collector rescans that growing, acyclic heap again and again.  A
     # short-lived CLI can afford fewer collections (mypy does the same).
     gc.set_threshold(100_000, 50, 100)
-    source = Source(arguments.paths)
-    report = check_stream(source, config)
-    report.files = source.files
+    inputs = Inputs(selection)
+    report = check_stream(inputs, config)
+    report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     try:
-        _write(renderer(arguments.format)(report), arguments.output, stdout)
+        _write(renderer(arguments.format)(report), output, stdout)
     except OSError as write_error:
-        stderr.write(f"dra-guard: cannot write {arguments.output}: {write_error.strerror or write_error}\n")
+        stderr.write(f"dra-guard: cannot write {output}: {write_error.strerror or write_error}\n")
         return EXIT_ERROR
-    if arguments.output is not None or arguments.format != "text":
+    if output is not None or arguments.format != "text":
         # Machine formats go to stdout or a file; people still need to see input errors.
         for input_error in report.errors:
             stderr.write(f"{input_error}\n")
+        for unchecked in report.unchecked:
+            stderr.write(f"dra-guard: {unchecked}\n")
     if report.errors:
+        return EXIT_ERROR
+    if arguments.fail_on_empty and report.files == 0:
+        stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
+        return EXIT_ERROR
+    if arguments.fail_on_unchecked and report.unchecked:
+        stderr.write(f"dra-guard: {len(report.unchecked)} chart(s) not checked (--fail-on-unchecked)\n")
         return EXIT_ERROR
     threshold = Severity.parse(arguments.fail_on)
     return EXIT_FINDINGS if any(finding.severity >= threshold for finding in report.findings) else EXIT_CLEAN
+
+
+def _holds_a_manifest(path: str, is_manifest: Callable[[bytes], bool]) -> bool:
+    """Whether the existing report file a walk found is a manifest (an input), not an old report."""
+    try:
+        with open(path, "rb") as handle:
+            return is_manifest(handle.read())
+    except OSError:
+        return False
 
 
 def run_rules(output_format: str, stdout: TextIO) -> int:
@@ -173,6 +244,14 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             return run_explain(arguments.rule, stdout, stderr)
         if arguments.command == "init":
             return run_init(arguments, stdout, stderr)
+        if arguments.command == "admission-policy":
+            from dra_guard.admission.commands import run_admission_policy
+
+            return run_admission_policy(arguments, stdout, stderr)
+        if arguments.command == "webhook":
+            from dra_guard.admission.commands import run_webhook
+
+            return run_webhook(arguments, stdout, stderr)
         if arguments.command == "migrate":
             from dra_guard.migrate.command import run_migrate
 

@@ -18,12 +18,38 @@ from typing import Any, Protocol, TypeVar, cast
 
 import yaml
 
-from dra_guard.catalog import DEVICE_CLASSES, PCIE_ROOT, DeviceClass
-from dra_guard.options import RULE_IDS, STRING_SET, ConfigError, Option, OptionType, ParseContext
+from dra_guard.catalog import (
+    ATTRIBUTE_DOMAIN_MAX_LENGTH,
+    ATTRIBUTE_NAME_PATTERN,
+    DEFAULT_KUBERNETES_VERSION,
+    DEVICE_CLASSES,
+    KUBERNETES_RELEASES,
+    KUBERNETES_VERSIONS,
+    DeviceClass,
+    KubernetesRelease,
+    TopologyAttribute,
+    exclusivity_guard_compiles,
+)
+from dra_guard.catalog import (
+    NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES,
+)
+from dra_guard.options import (
+    OPTIONAL_FLAG,
+    RULE_IDS,
+    STRING_LIST,
+    STRING_SET,
+    ConfigError,
+    OneOf,
+    Option,
+    OptionType,
+    ParseContext,
+)
+from dra_guard.walk import repository_root
 
 __all__ = [
     "CONFIG_FILE_NAMES",
     "CORE_OPTIONS",
+    "EXCLUDE",
     "Config",
     "ConfigError",
     "OptionCatalog",
@@ -53,13 +79,17 @@ class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
             unknown = sorted(set(spec) - set(self._KEYS))
             if unknown:
                 raise ConfigError(f"{key}.{name}: unknown key {', '.join(unknown)}")
-            domain, slash, attribute = spec["pin-attribute"].partition("/")
-            if not slash or not domain or not attribute:
-                raise ConfigError(f"{key}.{name}.pin-attribute: must be qualified as '<driver domain>/<attribute>'")
-            topology = spec.get("topology-attribute", PCIE_ROOT)
-            if not isinstance(topology, str) or "/" not in topology:
-                raise ConfigError(f"{key}.{name}.topology-attribute: must be a qualified attribute name")
-            classes[str(name)] = DeviceClass(str(name), domain, attribute, topology)
+            domain, attribute = _qualified(f"{key}.{name}.pin-attribute", spec["pin-attribute"])
+            topology = spec.get("topology-attribute")
+            if topology is None:
+                classes[str(name)] = DeviceClass(str(name), domain, attribute)
+                continue
+            _qualified(f"{key}.{name}.topology-attribute", topology)
+            # Declared by the user: every device of this class publishes it, so it is asked for.
+            aligned_on = TopologyAttribute(topology, "always", "declared in the configuration")
+            classes[str(name)] = DeviceClass(
+                str(name), domain, attribute, topology=(aligned_on,), default_alignment=topology
+            )
         return MappingProxyType(classes)
 
     def json_schema(self) -> dict[str, Any]:
@@ -77,10 +107,24 @@ class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
     def to_json(self, value: object) -> Any:
         if not isinstance(value, Mapping):
             return value
-        return {
-            name: {"pin-attribute": item.qualified_pin_attribute, "topology-attribute": item.topology_attribute}
-            for name, item in sorted(value.items())
-        }
+        written: dict[str, dict[str, str]] = {}
+        for name, item in sorted(value.items()):
+            written[name] = {"pin-attribute": item.qualified_pin_attribute}
+            if item.default_alignment is not None:
+                written[name]["topology-attribute"] = item.default_alignment
+        return written
+
+
+def _qualified(key: str, value: object) -> tuple[str, str]:
+    """`<domain>/<name>` as the DRA API allows it in an attribute name, split."""
+    domain, slash, name = value.partition("/") if isinstance(value, str) else ("", "", "")
+    if not slash or not domain or not name:
+        raise ConfigError(f"{key}: must be qualified as '<driver domain>/<attribute>'")
+    if len(domain) > ATTRIBUTE_DOMAIN_MAX_LENGTH:
+        raise ConfigError(f"{key}: the domain {domain!r} is longer than {ATTRIBUTE_DOMAIN_MAX_LENGTH} characters")
+    if not ATTRIBUTE_NAME_PATTERN.fullmatch(name):
+        raise ConfigError(f"{key}: {name!r} is not a DRA attribute name (a C identifier, at most 32 characters)")
+    return domain, name
 
 
 # --- the options several rules share (each rule module declares its own) -------------
@@ -106,17 +150,55 @@ NON_ACCELERATOR_CLASSES = Option(
     type=STRING_SET,
     default=frozenset(),
     doc="Device classes that are not accelerators (NICs, ...): their requests are not checked. "
-    "Every other class counts as an accelerator, including classes dra-guard does not know.",
+    f"Added to those dra-guard knows ({', '.join(sorted(KNOWN_NON_ACCELERATOR_CLASSES))}). "
+    "Every other class counts as an accelerator, including classes dra-guard does not know (fail closed).",
 )
 EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
     key="extra-classes",
     type=DeviceClassMap(),
     default=MappingProxyType({}),
     doc="Device classes dra-guard does not know, with the attribute that pins a profile "
-    "(`<driver domain>/<attribute>`) and, optionally, the attribute that aligns devices "
-    "(default resource.kubernetes.io/pcieRoot).",
+    "(`<driver domain>/<attribute>`) and, optionally, an attribute every device of the class publishes "
+    "that several devices of one claim must share (a matchAttribute on it is then required; "
+    "without one, no alignment is asked for).",
 )
-CORE_OPTIONS: tuple[Option[Any], ...] = (ENABLE, DISABLE, NON_WAIVABLE, NON_ACCELERATOR_CLASSES, EXTRA_CLASSES)
+KUBERNETES_VERSION = Option(
+    key="kubernetes-version",
+    type=OneOf(KUBERNETES_VERSIONS, "Kubernetes minor version"),
+    default=DEFAULT_KUBERNETES_VERSION,
+    doc="The Kubernetes release the manifests are for: which resource.k8s.io versions, fields and CEL "
+    "variables exist, whether the exclusivity guard `device.allowMultipleAllocations == false` is required, "
+    "and which namespace label allows adminAccess.",
+)
+CONSUMABLE_CAPACITY = Option(
+    key="consumable-capacity",
+    type=OPTIONAL_FLAG,
+    default=None,
+    doc="Whether the cluster runs the DRAConsumableCapacity feature gate; unset follows the release's "
+    "default (off in 1.34 and 1.35, on from 1.36). Set true on 1.34/1.35 clusters that turn it on: "
+    "the exclusivity guard then compiles there and is required.",
+    default_doc="the release's default",
+)
+EXCLUDE: Option[tuple[str, ...]] = Option(
+    key="exclude",
+    type=STRING_LIST,
+    default=(),
+    doc="Paths `dra-guard check` leaves out of directory walks, as .gitignore patterns relative to "
+    "the configuration file's directory (`charts/legacy/`, `*.generated.yaml`). Files named on the "
+    "command line are still checked.",
+    default_doc="nothing",
+    selects_files=True,
+)
+CORE_OPTIONS: tuple[Option[Any], ...] = (
+    ENABLE,
+    DISABLE,
+    NON_WAIVABLE,
+    NON_ACCELERATOR_CLASSES,
+    EXTRA_CLASSES,
+    KUBERNETES_VERSION,
+    CONSUMABLE_CAPACITY,
+    EXCLUDE,
+)
 
 
 class OptionCatalog(Protocol):
@@ -155,7 +237,19 @@ class Config:
 
     def is_accelerator(self, device_class: str) -> bool:
         # Fail closed: a class nobody told us about is an accelerator.
-        return device_class not in self.get(NON_ACCELERATOR_CLASSES)
+        return device_class not in KNOWN_NON_ACCELERATOR_CLASSES and device_class not in self.get(
+            NON_ACCELERATOR_CLASSES
+        )
+
+    @property
+    def kubernetes_release(self) -> KubernetesRelease:
+        """The target release (`kubernetes-version`)."""
+        return KUBERNETES_RELEASES[self.get(KUBERNETES_VERSION)]
+
+    @property
+    def exclusivity_guard_compiles(self) -> bool:
+        """Whether the target's CEL environment has `device.allowMultipleAllocations`."""
+        return exclusivity_guard_compiles(self.kubernetes_release, self.get(CONSUMABLE_CAPACITY))
 
 
 def parse_config(
@@ -169,9 +263,15 @@ def parse_config(
 def parse_policy_config(
     values: object, catalog: OptionCatalog, source: str, *, environ: Mapping[str, str | bytes] = os.environ
 ) -> Config:
-    """A Pulumi policy's config: camelCase keys, and no rule selection (enforcement levels do that)."""
-    spelt = {option.camel_key: option for option in catalog.options.values() if not option.selects_rules}
+    """A Pulumi policy's config: camelCase keys, no rule selection (enforcement levels do
+    that) and no file selection (the pack reads no files)."""
+    spelt = {option.camel_key: option for option in catalog.options.values() if policy_option(option)}
     return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
+
+
+def policy_option(option: Option[Any]) -> bool:
+    """Whether the Pulumi pack takes this option."""
+    return not option.selects_rules and not option.selects_files
 
 
 def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, context: ParseContext) -> Config:
@@ -186,6 +286,11 @@ def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, contex
             parsed[option.key] = option.parse(key, value, context)
         except ConfigError as error:
             raise ConfigError(f"{source}: {error}") from None
+    version = parsed.get(KUBERNETES_VERSION.key, KUBERNETES_VERSION.default)
+    if parsed.get(CONSUMABLE_CAPACITY.key) is True and not KUBERNETES_RELEASES[str(version)].consumable_capacity_exists:
+        raise ConfigError(
+            f"{source}: consumable-capacity: Kubernetes {version} has no DRAConsumableCapacity gate (it came in 1.34)"
+        )
     return Config(parsed, source)
 
 
@@ -216,17 +321,48 @@ def load_config_file(
     return parse_config(document or {}, catalog, str(file), environ=environ)
 
 
+def find_config_file(start: str | os.PathLike[str]) -> str | None:
+    """The configuration that applies to `start`, found as ruff finds its own.
+
+    From `start` (a file's folder, or a folder) up to the root of the git repository it
+    is in (the filesystem root outside one), the first folder with a `.dra-guard.yaml`,
+    `.dra-guard.yml` or a `pyproject.toml` that has a `[tool.dra-guard]` table wins.
+    """
+    directory = os.path.abspath(start)
+    while not os.path.isdir(directory):  # a file, a glob or a path that does not exist
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    root = repository_root(directory)
+    while True:
+        for name in CONFIG_FILE_NAMES:
+            candidate = os.path.join(directory, name)
+            if not os.path.isfile(candidate):
+                continue
+            if name == "pyproject.toml":
+                with open(candidate, encoding="utf-8", errors="replace") as handle:
+                    if "[tool.dra-guard" not in handle.read():
+                        continue
+            return _as_given(candidate)
+        parent = os.path.dirname(directory)
+        if directory in (root, parent):
+            return None
+        directory = parent
+
+
+def _as_given(path: str) -> str:
+    """`./.dra-guard.yaml` under the working directory (as messages have always named it),
+    the absolute path elsewhere."""
+    relative = os.path.relpath(path)
+    if relative.startswith(os.pardir):
+        return path
+    return os.path.join(os.curdir, relative)
+
+
 def discover_config(
-    directory: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
+    start: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
 ) -> Config:
-    """The first of .dra-guard.yaml / pyproject.toml (with a [tool.dra-guard] table) here."""
-    for name in CONFIG_FILE_NAMES:
-        candidate = os.path.join(directory, name)
-        if not os.path.isfile(candidate):
-            continue
-        if name == "pyproject.toml":
-            with open(candidate, encoding="utf-8", errors="replace") as handle:
-                if "[tool.dra-guard" not in handle.read():
-                    continue
-        return load_config_file(candidate, catalog, environ=environ)
-    return Config()
+    """The configuration `find_config_file(start)` finds, or the defaults."""
+    found = find_config_file(start)
+    return load_config_file(found, catalog, environ=environ) if found is not None else Config()

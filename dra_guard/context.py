@@ -33,8 +33,9 @@ class Location(Protocol):
         """1-based position of the document in its file."""
 
     @property
-    def line(self) -> int:
-        """1-based line where the document starts."""
+    def line(self) -> int | None:
+        """1-based line where the document starts (None: no line means anything, as in
+        the output of `helm template`)."""
 
     @property
     def text(self) -> str | None:
@@ -44,7 +45,7 @@ class Location(Protocol):
     def span(self) -> tuple[int, int]:
         """The document's [start, end) slice of `text`."""
 
-    def line_of(self, path: Sequence[str | int]) -> int:
+    def line_of(self, path: Sequence[str | int]) -> int | None:
         """The line of the node at `path` inside the document."""
 
 
@@ -60,6 +61,11 @@ class Violation:
     #: same claim, a template that is or is not there): front ends that check one object
     #: at a time leave these to a check of the whole set.
     cross_object: bool = False
+    #: What else in the object the finding rests on, besides the value at `path`: ()
+    #: for nothing else, None (the default) for anything in the object.  Front ends that
+    #: see objects with parts unknown (Pulumi during preview, patches) keep a finding
+    #: only when neither its path nor its evidence touches an unknown part.
+    evidence: tuple[Path, ...] | None = None
 
 
 class Resource:
@@ -87,7 +93,8 @@ class Resource:
 
     @property
     def ref(self) -> ObjectRef:
-        return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name)
+        generate_name = "" if self.name else text(metadata(self.obj).get("generateName"))
+        return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name, generate_name)
 
     @property
     def pod(self) -> PodSpecView | None:

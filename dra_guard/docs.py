@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.config import policy_option
 from dra_guard.options import Option
 from dra_guard.rulekit import Example
 from dra_guard.rules import Registry, Rule
@@ -35,7 +36,7 @@ def _non_waivable(registry: Registry) -> str:
 
 def _option_line(option: Option[Any], markdown: bool) -> str:
     key, camel = (f"`{option.key}`", f"`{option.camel_key}`") if markdown else (option.key, option.camel_key)
-    pulumi = "" if option.selects_rules else f" (Pulumi: {camel})"
+    pulumi = f" (Pulumi: {camel})" if policy_option(option) else ""
     return f"{key}{pulumi}: {option.type.description}, default {_default(option, markdown)}. {option.doc}"
 
 
@@ -63,7 +64,9 @@ def rules_markdown(registry: Registry) -> str:
     lines += [
         "",
         f'Waive a rule on one object with the annotation `{IGNORE_ANNOTATION_PREFIX}<ID>: "<reason>"` on the object '
-        "or its pod template; an empty reason does not waive. "
+        "or its pod template; a reason that shows nothing (empty, spaces, zero-width characters) does not waive. "
+        "Waived findings are still reported as waived: counted in the text summary, listed with their reason "
+        "in JSON, and SARIF `suppressions`. "
         f"Not waivable by default: {_non_waivable(registry)}.",
         "",
         "## Options",
@@ -77,8 +80,8 @@ def rules_markdown(registry: Registry) -> str:
     ]
     for option in registry.options.values():
         owner = registry.owner(option)
-        pulumi = "—" if option.selects_rules else f"`{option.camel_key}`"
-        read_by = f"[{owner.id}](#{owner.slug})" if owner else "the engine"
+        pulumi = f"`{option.camel_key}`" if policy_option(option) else "—"
+        read_by = f"[{owner.id}](#{owner.slug})" if owner else ("the CLI" if option.selects_files else "the engine")
         lines.append(
             f"| `{option.key}` | {pulumi} | {option.type.description} | {_default(option)} | {read_by} | {option.doc} |"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
@@ -38,7 +38,7 @@ def _expand(
 
 def _waiver(resource: Resource, rule_id: str) -> str | None:
     """The `ignore-<rule>` annotation on the object or its pod template: its reason, "" when
-    it gives none (which waives nothing), None when there is no such annotation."""
+    it gives none that can be read (which waives nothing), None when there is no such annotation."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
     if resource.pod is not None:
@@ -47,14 +47,18 @@ def _waiver(resource: Resource, rule_id: str) -> str | None:
     for annotation_map in sources:
         if key in annotation_map:
             reason = annotation_map[key]
-            if isinstance(reason, str) and reason.strip():
+            # A reason that shows nothing (blanks, a zero-width space) gives no reason.
+            if isinstance(reason, str) and has_visible_character(reason):
                 return reason.strip()
             found = ""
     return found
 
 
-def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "") -> Finding:
+def _finding(
+    rule: Rule, resource: Resource, violation: Violation, note: str = "", waiver: str | None = None
+) -> Finding:
     path = (*resource.prefix, *violation.path)
+    evidence = violation.evidence
     return Finding(
         rule=rule.id,
         severity=violation.severity or rule.severity,
@@ -66,6 +70,8 @@ def _finding(rule: Rule, resource: Resource, violation: Violation, note: str = "
         line=resource.line_of(violation.path),
         origin=resource.origin,
         cross_object=violation.cross_object,
+        waiver=waiver,
+        evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
     )
 
 
@@ -144,6 +150,8 @@ class Checker:
             reason = _waiver(resource, rule.id)
             if reason:
                 if rule.id not in self._non_waivable:
+                    waived = (_finding(rule, resource, violation, waiver=reason) for violation in violations)
+                    self.report.waived.extend(waived)
                     continue
                 note = f" ({rule.id} cannot be waived)"
             elif reason == "":
@@ -153,7 +161,8 @@ class Checker:
     def finish(self) -> Report:
         for resource in self._resources:
             self._run(self._in_scope(True, resource.kind), resource)
-        self.report.findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
+        for findings in (self.report.findings, self.report.waived):
+            findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
 
 

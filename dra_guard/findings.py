@@ -34,8 +34,11 @@ class ObjectRef:
     namespace: str
     name: str
 
+    #: `metadata.generateName`, shown when the object has no name.
+    generate_name: str = ""
+
     def __str__(self) -> str:
-        return f"{self.kind or '?'}/{self.namespace or '-'}/{self.name or '-'}"
+        return f"{self.kind or '?'}/{self.namespace or '-'}/{self.name or self.generate_name or '-'}"
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,11 @@ class Finding:
     origin: str | None = None
     #: The finding depends on other objects of the input, not on this object alone.
     cross_object: bool = False
+    #: The reason of the `ignore-<rule>` annotation that waives it (waived findings only).
+    waiver: str | None = None
+    #: JSON pointers of what else in the object the finding rests on: () for nothing but
+    #: its own path, None for anything in the object (see `Violation.evidence`).
+    evidence: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,14 +75,31 @@ class InputError:
         return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
 
 
+@dataclass(frozen=True)
+class Unchecked:
+    """Input that was left unchecked on purpose (a Helm chart without helm), and why."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: not checked: {self.reason}"
+
+
 @dataclass
 class Report:
     """One check's outcome, in the order the renderers print it."""
 
     findings: list[Finding] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
+    #: Files checked.
     files: int = 0
     objects: int = 0
+    #: Findings an `ignore-<rule>` annotation with a reason waived (`Finding.waiver`).
+    waived: list[Finding] = field(default_factory=list)
+    #: Files a walk found that are not Kubernetes manifests.
+    skipped: list[str] = field(default_factory=list)
+    unchecked: list[Unchecked] = field(default_factory=list)
 
 
 def json_pointer(path: tuple[str | int, ...]) -> str:

@@ -10,9 +10,7 @@ one, and every other file, still load.
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,15 +20,13 @@ from typing import Any, BinaryIO
 import yaml
 
 from dra_guard.findings import InputError
+from dra_guard.walk import STDIN, Ignores, select
 
 try:  # libyaml's parser when PyYAML was built with it, the pure-Python one otherwise
     _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
-SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
-STDIN = "-"
 STDIN_NAME = "<stdin>"
 #: Most nodes one document may expand to through aliases (a "billion laughs" bound).
 MAX_EXPANDED_NODES = 250_000
@@ -138,44 +134,14 @@ class Source:
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
-    """Concrete files in a stable order: directories recursively, globs expanded, `-` kept."""
-    files: list[str] = []
-    errors: list[InputError] = []
-    for raw in paths:
-        if raw == STDIN:
-            files.append(STDIN)
-        elif os.path.isdir(raw):
-            files.extend(_manifests_under(raw))
-        elif os.path.exists(raw):
-            files.append(raw)
-        elif glob.has_magic(raw):
-            matches = sorted(match for match in glob.glob(raw, recursive=True) if os.path.isfile(match))
-            if not matches:
-                errors.append(InputError(raw, None, "no file matches this pattern"))
-            files.extend(matches)
-        else:
-            errors.append(InputError(raw, None, "no such file or directory"))
-    # A file named twice (or stdin, which can be read once) is checked once.
-    return list(dict.fromkeys(files)), errors
+    """Concrete files in a stable order: directories walked, globs expanded, `-` kept.
 
-
-def _manifests_under(directory: str) -> list[str]:
-    """Manifest files below `directory`, not descending into tool and VCS folders.
-
-    `.git`, `.venv`, `node_modules`, `__pycache__`, `site-packages` and other hidden
-    folders hold thousands of YAML/JSON files that are not manifests; name them
-    explicitly (as a path or glob) to check them anyway.
+    Discovery is `dra_guard.walk`'s (excludes, `.gitignore`, Helm charts); this raw
+    reader takes every file it selects and leaves Helm charts out, since their templates
+    are not manifests (`dra_guard.inputs` renders them and skips non-manifests).
     """
-    # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
-    found: list[str] = []
-    for root, folders, names in os.walk(directory):
-        folders[:] = [folder for folder in folders if not _skipped_folder(folder)]
-        found.extend(os.path.join(root, name) for name in names if name.lower().endswith(MANIFEST_SUFFIXES))
-    return sorted(path for path in found if os.path.isfile(path))
-
-
-def _skipped_folder(name: str) -> bool:
-    return name.startswith(".") or name in SKIPPED_FOLDERS
+    selection = select(paths, ignores=Ignores(gitignore=False))
+    return [candidate.path for candidate in selection.files], selection.errors
 
 
 def load_paths(paths: Iterable[str], stdin: BinaryIO | None = None) -> LoadResult:

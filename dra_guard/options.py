@@ -72,6 +72,23 @@ class StringSet(OptionType[frozenset[str]]):
         return sorted(value) if isinstance(value, frozenset) else value
 
 
+class StringList(OptionType[tuple[str, ...]]):
+    """Strings whose order matters (exclude patterns: a later `!pattern` re-includes)."""
+
+    description = "list of strings"
+
+    def parse(self, key: str, value: object, context: ParseContext) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            raise ConfigError(f"{key}: must be a list of strings")
+        return tuple(value)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": {"type": "string"}}
+
+    def to_json(self, value: object) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+
 class RuleIdSet(StringSet):
     description = "list of rule IDs"
 
@@ -146,6 +163,9 @@ class Option(Generic[T]):
     #: Chooses which rules run.  The Pulumi pack does not take these: it chooses with
     #: each policy's enforcement level instead.
     selects_rules: bool = False
+    #: Chooses which files the CLI reads.  Only the CLI takes these: enforce() and the
+    #: Pulumi pack check objects, not files.
+    selects_files: bool = False
 
     def __post_init__(self) -> None:
         if not _KEY.fullmatch(self.key):
@@ -170,5 +190,40 @@ class Option(Generic[T]):
         return schema
 
 
+class OneOf(OptionType[str]):
+    """One string of a fixed list; YAML and TOML numbers such as `1.36` are read as their text."""
+
+    def __init__(self, choices: Sequence[str], what: str) -> None:
+        self.choices = tuple(choices)
+        self.description = what
+
+    def parse(self, key: str, value: object, context: ParseContext) -> str:
+        # An unquoted `1.36` arrives as a float; `1.30` would arrive as 1.3, so a number is
+        # accepted only when its shortest text is one of the choices.
+        text = repr(value) if isinstance(value, float) else value
+        if not isinstance(text, str) or text not in self.choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(self.choices)}; got {value!r}")
+        return text
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.choices)}
+
+
+class OptionalFlag(OptionType[bool | None]):
+    """true, false, or unset (None: the documented default applies)."""
+
+    description = "true or false"
+
+    def parse(self, key: str, value: object, context: ParseContext) -> bool | None:
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+        return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "boolean"}
+
+
 STRING_SET = StringSet()
+STRING_LIST = StringList()
 RULE_IDS = RuleIdSet()
+OPTIONAL_FLAG = OptionalFlag()

@@ -1,10 +1,12 @@
-"""Which attribute a CEL device selector pins, found in its parse tree (DRA002).
+"""Which attribute a CEL device selector pins, and whether it carries the exclusivity
+guard, found in its parse tree (DRA002, DRA003).
 
 A selector pins an attribute when one of its top-level `&&` conjuncts is
 `device.attributes['<domain>'].<attribute> == '<literal>'` (either side, `.attr` or
-`['attr']`, parentheses around conjunctions allowed).  Anything under `||`, `!` or `?:`
-does not count: `pin || true` selects every device.  cel-python's parser is loaded on
-first use, so commands that never look at a selector do not pay for it.
+`['attr']`, parentheses around conjunctions allowed).  It carries the exclusivity guard
+when one of them is `device.allowMultipleAllocations == false` (either side).  Anything
+under `||`, `!` or `?:` does not count: `pin || true` selects every device.  cel-python's
+parser is loaded on first use, so commands that never look at a selector do not pay for it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class SelectorAnalysis:
     error: str | None
     #: Attribute pins among the top-level conjuncts.
     pins: tuple[Pin, ...]
+    #: Whether a top-level conjunct is `device.allowMultipleAllocations == false`.
+    exclusivity_guard: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -42,14 +46,16 @@ def _parser() -> Any:
 
 
 # The shape our builders (and most drivers' examples) emit: `term && term && ...` where each
-# term is `device.driver == '<lit>'` or `device.attributes['<d>'].<attr> == '<lit>'` with
-# escape-free literals.  Matching it exactly gives the same answer as the parser without
-# building cel-python's grammar (~0.2 s); any other text goes to the parser.
+# term is `device.driver == '<lit>'`, `device.attributes['<d>'].<attr> == '<lit>'` with
+# escape-free literals, or the guard `device.allowMultipleAllocations == false`.  Matching
+# it exactly gives the same answer as the parser without building cel-python's grammar
+# (~0.2 s); any other text goes to the parser.
 _LITERAL = r"""'[^'\\\r\n]*'|"[^"\\\r\n]*\""""
 _TERM = re.compile(
     rf"""\s*(?:device\.attributes\[\s*({_LITERAL})\s*\]\.([A-Za-z_][A-Za-z0-9_]*)|device\.driver)"""
     rf"""\s*==\s*({_LITERAL})\s*"""
 )
+_GUARD_TERM = re.compile(r"\s*device\.allowMultipleAllocations\s*==\s*false\s*")
 _AND = re.compile(r"&&")
 _CEL_RESERVED = frozenset(
     {
@@ -80,19 +86,24 @@ _CEL_RESERVED = frozenset(
 
 def _fast_analyse(expression: str) -> SelectorAnalysis | None:
     pins: list[Pin] = []
+    guarded = False
     position = 0
     while True:
         term = _TERM.match(expression, position)
-        if term is None:
-            return None
-        domain, attribute, value = term.groups()
-        if attribute in _CEL_RESERVED:
-            return None
-        if domain is not None:
-            pins.append(Pin(domain[1:-1], attribute, value[1:-1]))
+        if term is not None:
+            domain, attribute, value = term.groups()
+            if attribute in _CEL_RESERVED:
+                return None
+            if domain is not None:
+                pins.append(Pin(domain[1:-1], attribute, value[1:-1]))
+        else:
+            term = _GUARD_TERM.match(expression, position)
+            if term is None:
+                return None
+            guarded = True
         position = term.end()
         if position == len(expression):
-            return SelectorAnalysis(error=None, pins=tuple(pins))
+            return SelectorAnalysis(error=None, pins=tuple(pins), exclusivity_guard=guarded)
         conjunction = _AND.match(expression, position)
         if conjunction is None:
             return None
@@ -117,8 +128,9 @@ def _parse_and_analyse(expression: str) -> SelectorAnalysis:
         return SelectorAnalysis(error=first_line, pins=())
     except RecursionError:
         return SelectorAnalysis(error="expression nested too deeply", pins=())
-    pins = tuple(pin for conjunct in _conjuncts(tree) if (pin := _pin(conjunct)) is not None)
-    return SelectorAnalysis(error=None, pins=pins)
+    conjuncts = _conjuncts(tree)
+    pins = tuple(pin for conjunct in conjuncts if (pin := _pin(conjunct)) is not None)
+    return SelectorAnalysis(error=None, pins=pins, exclusivity_guard=any(_is_guard(c) for c in conjuncts))
 
 
 def _tree(node: Any) -> tuple[str, list[Any]] | None:
@@ -178,21 +190,47 @@ def _parenthesised(node: Any) -> Any | None:
 
 
 def _pin(relation: Any) -> Pin | None:
-    # The grammar nests `a == b` as relation(relation_eq(a), b): the operator node holds
-    # the left operand.
-    shape = _tree(relation)
-    if shape is None or len(shape[1]) != 2:
+    operands = _equality_operands(relation)
+    if operands is None:
         return None
-    equality = _tree(shape[1][0])
-    if equality is None or equality[0] != "relation_eq" or len(equality[1]) != 1:
-        return None
-    left, right = equality[1][0], shape[1][1]
+    left, right = operands
     for attribute_side, literal_side in ((left, right), (right, left)):
         reference = _attribute_reference(attribute_side)
         value = _string_literal(literal_side)
         if reference is not None and value is not None:
             return Pin(reference[0], reference[1], value)
     return None
+
+
+def _equality_operands(relation: Any) -> tuple[Any, Any] | None:
+    """(left, right) of `left == right`.  The grammar nests it as relation(relation_eq(left), right)."""
+    shape = _tree(relation)
+    if shape is None or len(shape[1]) != 2:
+        return None
+    equality = _tree(shape[1][0])
+    if equality is None or equality[0] != "relation_eq" or len(equality[1]) != 1:
+        return None
+    return equality[1][0], shape[1][1]
+
+
+def _is_guard(relation: Any) -> bool:
+    """`device.allowMultipleAllocations == false`, either way round."""
+    operands = _equality_operands(relation)
+    if operands is None:
+        return False
+    for field_side, literal_side in (operands, operands[::-1]):
+        member = _member(field_side)
+        if (
+            member is not None
+            and member[0] == "member_dot"
+            and len(member[1]) == 2
+            and _tree(member[1][1]) is None
+            and str(member[1][1]) == "allowMultipleAllocations"
+            and _is_identifier(member[1][0], "device")
+            and _leaf(literal_side) == ("literal", "false")
+        ):
+            return True
+    return False
 
 
 def _attribute_reference(node: Any) -> tuple[str, str] | None:

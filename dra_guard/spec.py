@@ -15,33 +15,40 @@ fault, so the error reads the same from cdk8s, Pulumi or plain Python.
 # as a type, not as a string, or their `__required_keys__` are wrong at run time.
 
 import difflib
+import enum
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Final, Literal
 
 from dra_guard.catalog import (
+    DEFAULT_KUBERNETES_VERSION,
     DEFAULT_RESOURCE_API_VERSION,
     DEFAULT_SANITIZATION,
     DEVICE_CLASSES,
-    MIG_PROFILE_PATTERN,
-    topology_attribute_for,
+    KUBERNETES_RELEASES,
+    KUBERNETES_VERSIONS,
+    DeviceClass,
+    exclusivity_guard_compiles,
 )
 from dra_guard.validators import (
-    ATTRIBUTE_NAME,
     describe,
     frozen_copy,
     require_api_version,
+    require_dns1035_label,
     require_dns_label,
     require_dns_subdomain,
     require_env,
     require_hmac_key,
     require_image,
+    require_int32_count,
     require_labels,
+    require_one_of,
     require_ports,
     require_positive_int,
     require_printable,
+    require_qualified_attribute,
     require_resources,
     require_sanitization,
     require_string_list,
@@ -72,33 +79,46 @@ def name_from_id(construct_id: str, field: str = "id") -> str:
     return name
 
 
+class _Default(enum.Enum):
+    CATALOG = "the catalog's alignment for the class"
+
+    def __repr__(self) -> str:
+        return "CATALOG_DEFAULT"
+
+
+#: `AcceleratorSlice(topology=...)` default: the alignment the catalog gives the class.
+CATALOG_DEFAULT: Final = _Default.CATALOG
+#: What `topology=` takes: an attribute name, None (no alignment), or CATALOG_DEFAULT.
+TopologyChoice = str | Literal[_Default.CATALOG] | None
+
+
 @dataclass(frozen=True)
 class AcceleratorSlice:
     """One kind of accelerator slice, pinned to one profile, and how many of it.
 
     ``pin_attribute`` is qualified as ``<driver domain>/<attribute>``; the selector will
     require ``device.attributes['<domain>'].<attribute> == '<pin_value>'``.
+
+    ``topology`` is the attribute several devices of one claim must share (a
+    ``matchAttribute`` constraint).  By default it is what the catalog gives the class: the
+    parent GPU for MIG slices (``gpu.nvidia.com/parentUUID``), and nothing for every other
+    class, because no other driver publishes an attribute that every device carries and that
+    any count a node holds can meet (README.md, "What locality a claim for several devices
+    gets").  Name one to opt in (``topology="resource.kubernetes.io/pcieRoot"`` where your
+    nodes publish it), or ``topology=None`` for no constraint at all.
     """
 
     device_class: str
     pin_attribute: str
     pin_value: str
     count: int = 1
+    topology: TopologyChoice = CATALOG_DEFAULT
 
     def __post_init__(self) -> None:
         require_dns_subdomain("device_class", self.device_class)
         require_printable("pin_value", self.pin_value)
         require_positive_int("count", self.count)
-        if not isinstance(self.pin_attribute, str) or "/" not in self.pin_attribute:
-            raise ValueError(
-                f"pin_attribute: must be qualified as '<domain>/<attribute>', got {describe(self.pin_attribute)}"
-            )
-        domain, _, name = self.pin_attribute.partition("/")
-        require_dns_subdomain("pin_attribute domain", domain)
-        if not ATTRIBUTE_NAME.fullmatch(name):
-            raise ValueError(
-                f"pin_attribute: {name!r} is not a DRA attribute name (a C identifier, at most 32 characters)"
-            )
+        require_qualified_attribute("pin_attribute", self.pin_attribute)
         known = DEVICE_CLASSES.get(self.device_class)
         if known is not None:
             # Pinning any other attribute leaves the profile open (DRA002), or never matches:
@@ -108,10 +128,28 @@ class AcceleratorSlice:
                     f"pin_attribute: class {self.device_class} is pinned by "
                     f"{known.qualified_pin_attribute}, not {self.pin_attribute}"
                 )
-            if known.pin_value_pattern and not known.pin_value_pattern.fullmatch(self.pin_value):
-                raise ValueError(
-                    f"pin_value: {self.pin_value!r} is not a valid {known.pin_attribute} for {self.device_class}"
-                )
+            check_pin_value("pin_value", known, self.pin_value)
+        object.__setattr__(self, "topology", self._checked_topology(known))
+
+    def _checked_topology(self, known: DeviceClass | None) -> str | None:
+        """The alignment to emit: the catalog's, or the user's if the class's devices can carry it."""
+        if self.topology is CATALOG_DEFAULT:
+            topology = known.default_alignment if known is not None else None
+        elif self.topology is None:
+            return None
+        else:
+            topology = self.topology
+            require_qualified_attribute("topology", topology)
+            if known is not None and known.topology_attribute(topology) is None:
+                raise ValueError(f"topology: {_unpublished(known, topology)}")
+        limit = known.max_aligned_count if known is not None and topology == known.default_alignment else None
+        if topology is not None and limit is not None and self.count > limit:
+            raise ValueError(
+                f"count: {self.count} devices of {self.device_class} aligned on {topology} never allocate: "
+                f"one {_ALIGNED_UNIT.get(topology, 'group')} holds at most {limit}; "
+                "ask for fewer, or pass topology=None to let them come from several"
+            )
+        return topology
 
     @property
     def domain(self) -> str:
@@ -122,37 +160,89 @@ class AcceleratorSlice:
         return self.pin_attribute.partition("/")[2]
 
     @property
-    def topology_attribute(self) -> str:
-        return topology_attribute_for(self.device_class)
+    def alignment(self) -> str | None:
+        """The attribute a `matchAttribute` constraint aligns several devices on, or None."""
+        return None if self.topology is CATALOG_DEFAULT else self.topology
 
     @classmethod
-    def nvidia_mig(cls, profile: str, count: int = 1) -> "AcceleratorSlice":
-        """A MIG slice of one profile, e.g. ``1g.10gb`` or ``3g.40gb+me``."""
-        if not isinstance(profile, str) or not MIG_PROFILE_PATTERN.fullmatch(profile):
-            raise ValueError(
-                f"profile: must be a MIG profile such as '1g.10gb' or '3g.40gb+me', got {describe(profile)}"
-            )
-        return cls("mig.nvidia.com", "gpu.nvidia.com/profile", profile, count)
+    def nvidia_mig(
+        cls, profile: str, count: int = 1, *, topology: TopologyChoice = CATALOG_DEFAULT
+    ) -> "AcceleratorSlice":
+        """MIG slices of one profile, e.g. ``1g.10gb`` or ``3g.40gb+me``; several come from one parent GPU."""
+        check_pin_value("profile", DEVICE_CLASSES["mig.nvidia.com"], profile)
+        return cls("mig.nvidia.com", "gpu.nvidia.com/profile", profile, count, topology)
 
     @classmethod
-    def nvidia_gpu(cls, product_name: str, count: int = 1) -> "AcceleratorSlice":
-        """Whole NVIDIA GPUs of one product, e.g. ``NVIDIA A100-SXM4-40GB``."""
-        return cls("gpu.nvidia.com", "gpu.nvidia.com/productName", _named("product_name", product_name), count)
+    def nvidia_gpu(
+        cls, product_name: str, count: int = 1, *, topology: TopologyChoice = CATALOG_DEFAULT
+    ) -> "AcceleratorSlice":
+        """Whole NVIDIA GPUs of one product (the NVML name), e.g. ``NVIDIA A100-SXM4-40GB``."""
+        return cls(
+            "gpu.nvidia.com", "gpu.nvidia.com/productName", _named("product_name", product_name), count, topology
+        )
 
     @classmethod
-    def google_tpu(cls, tpu_gen: str, count: int = 1) -> "AcceleratorSlice":
-        """TPU chips of one generation, e.g. ``v5e`` or ``v6e``."""
-        return cls("tpu.google.com", "tpu.google.com/tpuGen", _named("tpu_gen", tpu_gen), count)
+    def google_tpu(
+        cls, tpu_gen: str, count: int = 1, *, topology: TopologyChoice = CATALOG_DEFAULT
+    ) -> "AcceleratorSlice":
+        """TPU chips of one generation as the driver publishes it: ``v6e``, ``v5p``, ``v5lite`` (v5e), ..."""
+        check_pin_value("tpu_gen", DEVICE_CLASSES["tpu.google.com"], _named("tpu_gen", tpu_gen))
+        return cls("tpu.google.com", "tpu.google.com/tpuGen", tpu_gen, count, topology)
 
     @classmethod
-    def amd_gpu(cls, partition_profile: str, count: int = 1) -> "AcceleratorSlice":
-        """AMD GPU partitions of one profile, e.g. ``cpx_nps4``."""
-        return cls("gpu.amd.com", "gpu.amd.com/partitionProfile", _named("partition_profile", partition_profile), count)
+    def amd_gpu(
+        cls,
+        partition_profile: str,
+        count: int = 1,
+        *,
+        topology: TopologyChoice = CATALOG_DEFAULT,
+    ) -> "AcceleratorSlice":
+        """AMD GPU partitions (or, with ``spx_<nps>``, whole GPUs) of one profile, e.g. ``cpx_nps4``."""
+        value = _named("partition_profile", partition_profile)
+        check_pin_value("partition_profile", DEVICE_CLASSES["gpu.amd.com"], value)
+        return cls("gpu.amd.com", "gpu.amd.com/partitionProfile", value, count, topology)
+
+
+#: What one value of a default alignment attribute stands for, for messages.
+_ALIGNED_UNIT = {"gpu.nvidia.com/parentUUID": "GPU"}
+
+
+def check_pin_value(field: str, known: DeviceClass, value: object) -> None:
+    """Refuse a pin value the class's driver never publishes, naming what it does publish."""
+    if not isinstance(value, str):
+        raise ValueError(f"{field}: must be a string, got {describe(value)}")
+    if known.pin_value_pattern is None or known.pin_value_pattern.fullmatch(value):
+        return
+    hint = known.pin_value_hints.get(value)
+    if hint is not None:
+        raise ValueError(
+            f"{field}: the {known.name} driver never publishes {value!r} as {known.pin_attribute}; use {hint}"
+        )
+    examples = f" ({', '.join(known.known_pin_values)}, ...)" if known.known_pin_values else ""
+    raise ValueError(f"{field}: {value!r} is not a {known.pin_attribute} the {known.name} driver publishes{examples}")
+
+
+def _unpublished(known: DeviceClass, topology: str) -> str:
+    """Why `topology` cannot align devices of `known`."""
+    published = ", ".join(f"{attribute.name} ({attribute.published})" for attribute in known.topology)
+    if not published:
+        return (
+            f"the {known.name} driver publishes no attribute to align devices on ({topology} never appears), "
+            "so a matchAttribute on it never allocates; leave topology unset"
+        )
+    return (
+        f"the {known.name} driver does not publish {topology}, so a matchAttribute on it never allocates; "
+        f"it publishes {published}"
+    )
 
 
 def _named(field: str, value: object) -> str:
     # Re-check under the constructor's own argument name, so the message names it.
     return require_printable(field, value)
+
+
+#: The longest StatefulSet name whose pods can be created (see WorkloadSpec).
+STATEFULSET_NAME_MAX_LENGTH = 63 - len("-") - 10
 
 
 def claim_template_name(workload_name: str) -> str:
@@ -176,6 +266,8 @@ class ClaimOptions(TypedDict, total=False):
     slice: Required[AcceleratorSlice]
     tenant: str | None
     api_version: str
+    kubernetes_version: str
+    consumable_capacity: bool | None
     sanitization: str
     hmac_key: str | bytes | None
     labels: Mapping[str, str] | None
@@ -193,6 +285,7 @@ class WorkloadOptions(ClaimOptions, total=False):
     env: EnvInput | None
     ports: PortsInput | None
     resources: ResourcesInput | None
+    service_name: str | None
 
 
 def _refuse_unknown_options(entry_point: str, options: Mapping[str, object], takes: Sequence[str]) -> None:
@@ -251,7 +344,23 @@ class _IsolationFields:
         default=DEFAULT_RESOURCE_API_VERSION,
         metadata={
             "doc": "Version of the claim template: `resource.k8s.io/v1`, `resource.k8s.io/v1beta2`, "
-            "`resource.k8s.io/v1beta1` or `resource.k8s.io/v1alpha3`."
+            "`resource.k8s.io/v1beta1` or `resource.k8s.io/v1alpha3`, one `kubernetes_version` serves."
+        },
+    )
+    kubernetes_version: str = field(
+        default=DEFAULT_KUBERNETES_VERSION,
+        metadata={
+            "doc": f"The Kubernetes release the objects are for ({', '.join(KUBERNETES_VERSIONS)}): which "
+            "`api_version`s exist, and whether each request carries the exclusivity guard "
+            "`device.allowMultipleAllocations == false` (from 1.36, where DRAConsumableCapacity is on by default)."
+        },
+    )
+    consumable_capacity: bool | None = field(
+        default=None,
+        metadata={
+            "doc": "Whether the cluster runs the DRAConsumableCapacity feature gate; `None` follows "
+            "`kubernetes_version` (off in 1.34 and 1.35, on from 1.36). `True` on 1.34/1.35 adds the guard; "
+            "`False` leaves it out (it does not compile without the gate)."
         },
     )
     sanitization: str = field(
@@ -270,7 +379,23 @@ class _IsolationFields:
     def _validate_shared(self) -> None:
         if not isinstance(self.slice, AcceleratorSlice):
             raise ValueError(f"slice: must be an AcceleratorSlice, got {type(self.slice).__name__}")
+        require_one_of("kubernetes_version", self.kubernetes_version, KUBERNETES_VERSIONS)
+        release = KUBERNETES_RELEASES[self.kubernetes_version]
         require_api_version(self.api_version)
+        if self.api_version not in release.claim_api_versions:
+            raise ValueError(
+                f"api_version: Kubernetes {self.kubernetes_version} does not serve ResourceClaimTemplates in "
+                f"{self.api_version}; it serves {', '.join(release.claim_api_versions)}"
+            )
+        if self.consumable_capacity is not None and not isinstance(self.consumable_capacity, bool):
+            raise ValueError(
+                f"consumable_capacity: must be True, False or None, got {describe(self.consumable_capacity)}"
+            )
+        if self.consumable_capacity is not None and not release.consumable_capacity_exists:
+            raise ValueError(
+                f"consumable_capacity: Kubernetes {self.kubernetes_version} has no DRAConsumableCapacity gate "
+                "(it came in 1.34); leave it None"
+            )
         require_sanitization(self.sanitization)
         require_hmac_key(self.hmac_key)
         if self.namespace is not None:
@@ -279,6 +404,11 @@ class _IsolationFields:
             _set(self, "labels", frozen_copy(require_labels("labels", self.labels)))
         if self.tenant is not None:
             require_dns_label("tenant", self.tenant)
+
+    @property
+    def exclusivity_guard(self) -> bool:
+        """Whether each request carries `device.allowMultipleAllocations == false`: wherever it compiles."""
+        return exclusivity_guard_compiles(KUBERNETES_RELEASES[self.kubernetes_version], self.consumable_capacity)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,8 +450,8 @@ class WorkloadSpec(_IsolationFields):
     workload_kind: str = field(
         default="Deployment",
         metadata={
-            "doc": "`Deployment`, `StatefulSet` (with `serviceName` set to its name; create the headless "
-            "Service yourself if you need stable DNS) or `Job`."
+            "doc": "`Deployment`, `StatefulSet` (with its headless Service, see `service_name`; its name "
+            "leaves the 11 characters the controller's revision label adds: at most 52) or `Job`."
         },
     )
     container_name: str | None = field(
@@ -342,12 +472,23 @@ class WorkloadSpec(_IsolationFields):
             "refused, the claim is the request."
         },
     )
+    service_name: str | None = field(
+        default=None,
+        metadata={
+            "doc": "StatefulSet only: the governing Service. `None` emits a headless Service named after the "
+            "workload (as cdk8s-plus does); a name points `serviceName` at a Service you bring, and none is emitted."
+        },
+    )
 
     def __post_init__(self) -> None:
         require_dns_label("name", self.name)
         self._validate_shared()
         require_workload_kind(self.workload_kind)
-        require_positive_int("replicas", self.replicas)
+        require_int32_count("replicas", self.replicas)
+        if self.workload_kind == "StatefulSet":
+            self._validate_stateful_set_names()
+        elif self.service_name is not None:
+            raise ValueError(f"service_name: only a StatefulSet has a governing Service, not a {self.workload_kind}")
         require_image(self.image)
         if self.container_name is not None:
             require_dns_label("container_name", self.container_name)
@@ -361,6 +502,24 @@ class WorkloadSpec(_IsolationFields):
             _set(self, "ports", frozen_copy(require_ports(self.ports)))
         if self.resources is not None:
             _set(self, "resources", frozen_copy(require_resources(self.resources)))
+
+    def _validate_stateful_set_names(self) -> None:
+        # The StatefulSet controller labels each pod `controller-revision-hash: <name>-<hash>`
+        # with a hash of up to 10 characters, and label values may have 63
+        # (kubernetes/kubernetes pkg/controller/history/controller_history.go
+        # ControllerRevisionName / HashControllerRevision; issue #64023): a longer name is
+        # accepted by the API server, but no pod is ever created.
+        if len(self.name) > STATEFULSET_NAME_MAX_LENGTH:
+            raise ValueError(
+                f"name: a StatefulSet name may have at most {STATEFULSET_NAME_MAX_LENGTH} characters (its pods get "
+                f"the label controller-revision-hash: <name>-<10-character hash>, at most 63), got "
+                f"{self.name!r} ({len(self.name)})"
+            )
+        if self.service_name is None:
+            # The headless Service we emit takes the workload's name; Service names are DNS-1035 labels.
+            require_dns1035_label("name (also the name of the StatefulSet's headless Service)", self.name)
+        else:
+            require_dns1035_label("service_name", self.service_name)
 
     @classmethod
     def from_options(

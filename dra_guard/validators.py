@@ -13,6 +13,8 @@ from types import MappingProxyType
 from typing import Any
 
 from dra_guard.catalog import (
+    ATTRIBUTE_DOMAIN_MAX_LENGTH,
+    ATTRIBUTE_NAME_PATTERN,
     RESOURCE_API_VERSIONS,
     SANITIZATION_POLICIES,
     WORKLOAD_KINDS,
@@ -20,10 +22,13 @@ from dra_guard.catalog import (
 )
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # DRA attribute names are C identifiers of at most 32 characters (resource.k8s.io API).
-ATTRIBUTE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")
+ATTRIBUTE_NAME = ATTRIBUTE_NAME_PATTERN
 _LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
+#: The largest value of an int32 field (`replicas`, a Job's `completions` and `parallelism`).
+INT32_MAX = 2**31 - 1
 
 
 def describe(value: object) -> str:
@@ -36,6 +41,16 @@ def require_dns_label(field: str, value: object) -> str:
         raise ValueError(
             f"{field}: must be a DNS-1123 label (lower-case letters, digits and '-', "
             f"starting and ending with an alphanumeric, at most 63 characters), got {describe(value)}"
+        )
+    return value
+
+
+def require_dns1035_label(field: str, value: object) -> str:
+    """A DNS-1035 label (a Service name): a DNS-1123 label that starts with a letter."""
+    if not isinstance(value, str) or len(value) > 63 or not _DNS1035_LABEL.fullmatch(value):
+        raise ValueError(
+            f"{field}: must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter "
+            f"and ending with an alphanumeric, at most 63 characters), got {describe(value)}"
         )
     return value
 
@@ -55,6 +70,31 @@ def require_positive_int(field: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{field}: must be an integer >= 1, got {describe(value)}")
     return value
+
+
+def require_int32_count(field: str, value: object) -> int:
+    """A positive integer that fits the int32 field Kubernetes stores it in."""
+    count = require_positive_int(field, value)
+    if count > INT32_MAX:
+        raise ValueError(f"{field}: must be at most {INT32_MAX} (an int32 in the Kubernetes API), got {count}")
+    return count
+
+
+def require_qualified_attribute(field: str, value: object) -> tuple[str, str]:
+    """A qualified DRA attribute name, `<domain>/<name>`, split: the domain a DNS subdomain of
+    at most 63 characters, the name a C identifier of at most 32 (resource.k8s.io API)."""
+    if not isinstance(value, str) or "/" not in value:
+        raise ValueError(f"{field}: must be qualified as '<domain>/<attribute>', got {describe(value)}")
+    domain, _, name = value.partition("/")
+    require_dns_subdomain(f"{field} domain", domain)
+    if len(domain) > ATTRIBUTE_DOMAIN_MAX_LENGTH:
+        raise ValueError(
+            f"{field}: the domain {domain!r} is longer than {ATTRIBUTE_DOMAIN_MAX_LENGTH} characters, "
+            "the most a DRA attribute domain may have"
+        )
+    if not ATTRIBUTE_NAME.fullmatch(name):
+        raise ValueError(f"{field}: {name!r} is not a DRA attribute name (a C identifier, at most 32 characters)")
+    return domain, name
 
 
 def require_one_of(field: str, value: object, allowed: Sequence[str]) -> str:

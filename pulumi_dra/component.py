@@ -119,6 +119,12 @@ class IsolatedAcceleratorWorkload(pulumi.ComponentResource):
             self.manifests.workload,
             pulumi.ResourceOptions(parent=self, depends_on=[self.claim_template]),
         )
+        #: The StatefulSet's headless Service, when we emit it (no `service_name` given).
+        self.service: pulumi.CustomResource | None = None
+        if self.manifests.service is not None:
+            self.service = _child(
+                k8s.core.v1.Service, f"{name}-service", self.manifests.service, pulumi.ResourceOptions(parent=self)
+            )
         self.template_name = pulumi.Output.from_input(self.manifests.claim_template["metadata"]["name"])
         self.workload_name = pulumi.Output.from_input(self.manifests.workload["metadata"]["name"])
         self.register_outputs({"templateName": self.template_name, "workloadName": self.workload_name})

@@ -9,8 +9,19 @@ on its own.  Everything here is derived from the registry; nothing names a rule.
 
 Each policy's `--policy-pack-config` goes through dra-guard's one config parser
 (camelCase keys); a configuration it refuses is reported by that policy, with the same
-message as the CLI's, instead of checking.  Props are unwrapped by `pulumi_dra.props`;
-a value unknown during preview is reported as advisory "cannot verify until apply".
+message as the CLI's, instead of checking.  Props are unwrapped by `pulumi_dra.props`.
+
+What cannot be known before apply masks only what depends on it.  A value unknown
+during preview, or a field a `*Patch` resource leaves to the live object, is left out of
+the object the rules see; a finding is still reported (at the policy's enforcement level)
+when neither its path nor the evidence it declares (`Violation.evidence`) touches such a
+part, so a known `nvidia.com/gpu` request next to an unknown image stays a mandatory
+legacy-request violation.  A finding that may depend on an unknown part is not reported; instead
+each policy whose rule looks at the resource's kind adds the advisory "cannot verify
+until apply" (it cannot prove the absence of findings either).  Two more policies, not
+rules: `readable-input` (mandatory) reports fields the rules cannot read (the CLI's input
+errors), and `verifiable-contents` (advisory) names resources whose contents cannot be
+checked before apply: Helm v3 Releases, and what a patch leaves to the live object.
 """
 
 from __future__ import annotations
@@ -31,23 +42,35 @@ from pulumi_policy import (
 )
 from pulumi_policy import Severity as PolicySeverity
 
-from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config, policy_option
 from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Finding, InputError, Severity
 from dra_guard.rules import RULES, Rule
-from pulumi_dra.props import CannotVerifyUntilApply, kubernetes_object
+from pulumi_dra.props import HELM_RELEASE_TYPES, CannotVerifyUntilApply, PropsObject, read_props
 
 PACK_NAME = "dra-guard"
 #: PulumiPolicy.yaml's description (a test keeps the file in step).
 PACK_DESCRIPTION = "Isolated sliced accelerators on Kubernetes DRA: the dra-guard rules, one policy per rule."
 CROSS_OBJECT_SUFFIX = "-stack"
+#: The two policies that are not rules.
+READABLE_INPUT = "readable-input"
+VERIFIABLE_CONTENTS = "verifiable-contents"
+HELM_RELEASE_ADVISORY = (
+    "contents cannot be verified before apply: a Helm v3 Release installs objects Pulumi never sees; "
+    "use kubernetes:helm.sh/v4:Chart, whose objects are checked one by one"
+)
+PATCH_ADVISORY = (
+    "a patch is checked for what it sets; what it leaves to the live object (other fields, other "
+    "annotations, the rest of the pod spec) only the merged object would show, so check the object it patches"
+)
 
 #: The same options for every policy, from the registry: each option's camelCase key,
 #: except those that select rules (enforcement levels do that in Pulumi).  The CLI fills
 #: in these defaults; the SDK alone (and our tests) do not, and need not: an option that
 #: is not set reads as its default.
 CONFIG_SCHEMA = PolicyConfigSchema(
-    properties={option.camel_key: option.schema() for option in RULES.options.values() if not option.selects_rules}
+    properties={option.camel_key: option.schema() for option in RULES.options.values() if policy_option(option)}
 )
 
 
@@ -70,8 +93,33 @@ def violation_text(finding: Finding) -> str:
     )
 
 
+class _Outcome:
+    """What the rules make of one resource: definite findings by rule, and what is unsure."""
+
+    def __init__(self, read: PropsObject, findings: list[Finding], errors: list[InputError]) -> None:
+        self.read = read
+        self.kind = str(read.obj.get("kind", ""))
+        self.by_rule: dict[str, list[Finding]] = {rule_id: [] for rule_id in RULES}
+        #: Rules with a finding that may depend on an unknown part (not reported).
+        self.masked: set[str] = set()
+        for finding in findings:
+            if finding.cross_object:
+                continue  # the stack policies report those
+            if read.definite(finding.path, finding.evidence, IGNORE_ANNOTATION_PREFIX + finding.rule):
+                self.by_rule[finding.rule].append(finding)
+            else:
+                self.masked.add(finding.rule)
+        self.errors = errors
+
+    def unsure(self, rule: Rule) -> CannotVerifyUntilApply | None:
+        """The advisory for a rule that looks at this kind when part of the object is unknown."""
+        if rule.id not in self.masked and not rule.applies_to(self.kind):
+            return None
+        return self.read.cannot_verify()
+
+
 class _LastResource(threading.local):
-    """The rules' findings for the props object seen last on this gRPC worker thread.
+    """The rules' outcome for the props object seen last on this gRPC worker thread.
 
     The SDK calls every policy of the pack in turn for one resource; when they receive
     the same props object (see `pulumi_dra.analyze_once`) and the same configuration,
@@ -81,49 +129,68 @@ class _LastResource(threading.local):
 
     props: Any = None
     config_values: Mapping[str, Any] | None = None
-    findings: dict[str, list[Finding]] | None = None
-    #: Why the rules could not run: a configuration the parser refused, or an unknown value.
-    problem: ConfigError | CannotVerifyUntilApply | None = None
+    outcome: _Outcome | None = None
+    #: A configuration the parser refused.
+    problem: ConfigError | None = None
 
 
 _last = _LastResource()
 
 
-def _findings_by_rule(args: ResourceValidationArgs, policy_name: str) -> dict[str, list[Finding]] | None:
-    """Per-object findings of every rule for this resource; None when it is no Kubernetes object."""
+def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
+    """The rules' outcome for this resource; None when it is no Kubernetes object."""
     values = args.get_config() or None
     if _last.props is not args.props or _last.config_values != values:
-        _last.props, _last.config_values, _last.findings, _last.problem = args.props, values, None, None
+        _last.props, _last.config_values, _last.outcome, _last.problem = args.props, values, None, None
         try:
             config = config_from_policy(values, policy_name)
-            obj = kubernetes_object(args.resource_type, args.props)
-        except (ConfigError, CannotVerifyUntilApply) as problem:
+        except ConfigError as problem:
             _last.problem = problem
         else:
-            if obj is not None:
-                report = check_objects([obj], config, origins=[args.urn], complete=False)
-                _last.findings = {rule_id: [] for rule_id in RULES}
-                for finding in report.findings:
-                    if not finding.cross_object:  # the stack policies report those
-                        _last.findings[finding.rule].append(finding)
-    if isinstance(_last.problem, ConfigError):
+            read = read_props(args.resource_type, args.props)
+            if read is not None:
+                report = check_objects([read.obj], config, origins=[args.urn], complete=False)
+                _last.outcome = _Outcome(read, report.findings, report.errors)
+    if _last.problem is not None:
         config_from_policy(values, policy_name)  # raises again, naming this policy
-    if isinstance(_last.problem, CannotVerifyUntilApply):
-        raise CannotVerifyUntilApply(_last.problem)  # a fresh one: the SDK reads its message
-    return _last.findings
+    return _last.outcome
 
 
 def _resource_validator(rule: Rule) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         try:
-            findings = _findings_by_rule(args, rule.slug)
+            outcome = _outcome(args, rule.slug)
         except ConfigError as error:
             report_violation(str(error), None)
             return
-        for finding in (findings or {}).get(rule.id, ()):
+        if outcome is None:
+            return
+        for finding in outcome.by_rule[rule.id]:
             report_violation(violation_text(finding), None)
+        unsure = outcome.unsure(rule)
+        if unsure is not None:
+            raise unsure  # the SDK reports it as an advisory, after the violations above
 
     return validate
+
+
+def _validate_readable_input(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """Fields the rules cannot read because they have the wrong type: the CLI's input errors."""
+    try:
+        outcome = _outcome(args, READABLE_INPUT)
+    except ConfigError:
+        return  # the rule policies report their configuration
+    for error in outcome.errors if outcome is not None else ():
+        report_violation(f"{args.resource_type} {args.name}: {error.message}", None)
+
+
+def _validate_verifiable_contents(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    if args.resource_type in HELM_RELEASE_TYPES:
+        report_violation(HELM_RELEASE_ADVISORY, None)
+        return
+    read = read_props(args.resource_type, args.props)
+    if read is not None and read.patch:
+        report_violation(f"{args.resource_type} {args.name}: {PATCH_ADVISORY}", None)
 
 
 def _stack_validator(rule: Rule, policy_name: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
@@ -135,13 +202,16 @@ def _stack_validator(rule: Rule, policy_name: str) -> Callable[[StackValidationA
             return
         objects, urns = [], []
         for resource in args.resources:
-            try:
-                obj = kubernetes_object(resource.resource_type, resource.props)
-            except CannotVerifyUntilApply:
-                continue  # the resource policies already say so for this resource
-            if obj is not None:
-                objects.append(obj)
-                urns.append(resource.urn)
+            read = read_props(resource.resource_type, resource.props)
+            if read is None or read.patch:
+                continue  # a patch is no object of its own (verifiable-contents says so)
+            problem = read.cannot_verify()
+            if problem is not None:
+                # A stack-wide finding may rest on any object (a claim's users, a
+                # template's name), so with one object not fully known none is definite.
+                raise problem
+            objects.append(read.obj)
+            urns.append(resource.urn)
         # One run of this rule over the stack; the per-object findings are the resource
         # policy's to report, so only what needed the other objects is reported here.
         report = check_objects(objects, config.with_value(ENABLE, frozenset({rule.id})), origins=urns)
@@ -177,4 +247,26 @@ def build_policies() -> list[Policy]:
                     **common,
                 )
             )
+    # Not rules: what the rules could not read, and what cannot be read before apply.
+    policies += [
+        ResourceValidationPolicy(
+            name=READABLE_INPUT,
+            description="Kubernetes resources whose fields have the types the dra-guard rules read",
+            validate=_validate_readable_input,
+            enforcement_level=EnforcementLevel.MANDATORY,
+            severity=PolicySeverity.HIGH,
+            remediation_steps="Give the field the type Kubernetes defines for it (the message names it).",
+            tags=["kubernetes", "dra", "accelerators"],
+        ),
+        ResourceValidationPolicy(
+            name=VERIFIABLE_CONTENTS,
+            description="Resources whose contents dra-guard cannot verify before apply",
+            validate=_validate_verifiable_contents,
+            enforcement_level=EnforcementLevel.ADVISORY,
+            severity=PolicySeverity.LOW,
+            remediation_steps="Use kubernetes:helm.sh/v4:Chart instead of a v3 Release; check patched objects "
+            "where they are defined.",
+            tags=["kubernetes", "dra", "accelerators"],
+        ),
+    ]
     return policies

@@ -1,18 +1,28 @@
-"""Pulumi props to plain Kubernetes objects.
+"""Pulumi props to plain Kubernetes objects, and which of their parts are known.
 
 Props arrive as the policy SDK's read-only proxies (`Mapping`/`Sequence`, numbers as
-floats).  During `preview` a value may be unknown: reading it raises the SDK's
-`UnknownValueError`, which it reports as an advisory diagnostic; here it becomes
-`CannotVerifyUntilApply`, with the path of the unknown value in its message.
+floats).  During `preview` a value may be unknown (the SDK's sentinel strings).  Such a
+value is left out of the object the rules see (a mapping entry is dropped, a list item
+becomes `{}`), and its path is kept, so that the pack can tell the findings that hold
+whatever the value turns out to be from those that may not (`PropsObject.definite`).
+
+A `*Patch` resource (`kubernetes:apps/v1:DeploymentPatch`) is a server-side-apply patch:
+only what it sets is known, everything else comes from the live object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pulumi_policy import proxy
 from pulumi_policy.proxy import UnknownValueError
+
+PATCH_SUFFIX = "Patch"
+#: The Helm release resource, whose objects Pulumi never sees before apply.
+HELM_RELEASE_TYPES = frozenset({"kubernetes:helm.sh/v3:Release"})
+Path = tuple[str, ...]
 
 
 def kubernetes_api_version(resource_type: str) -> str | None:
@@ -34,9 +44,10 @@ def kubernetes_api_version(resource_type: str) -> str | None:
 class CannotVerifyUntilApply(UnknownValueError):
     """An unknown value: the SDK reports this as an advisory diagnostic, not a failure."""
 
-    def __init__(self, unknown: UnknownValueError) -> None:
+    def __init__(self, unknown: UnknownValueError, more: int = 0) -> None:
         super().__init__(unknown.unknown_type_sentinel, unknown.props)
-        self.message = f"cannot verify until apply: {super().__getattribute__('message')}"
+        also = f" (and {more} more unknown value{'s' * (more != 1)})" if more else ""
+        self.message = f"cannot verify until apply: {super().__getattribute__('message')}{also}"
 
     def __str__(self) -> str:
         return self.message
@@ -48,28 +59,14 @@ _UNKNOWN_SENTINELS = frozenset(
     if name.startswith("UNKNOWN_") and name.endswith("_VALUE") and isinstance(getattr(proxy, name), str)
 )
 # The SDK's proxy classes expose their target under "__target"; if they are ever renamed,
-# the generic Mapping/Sequence path below (checked reads) still gives the same result.
+# the generic Mapping/Sequence paths below (the SDK's checked reads) give the same result.
 _PROXY_CLASSES: tuple[type, ...] = tuple(
     cls for cls in (getattr(proxy, "_DictProxy", None), getattr(proxy, "_ListProxy", None)) if isinstance(cls, type)
 )
 
 
 class _UnknownSeen(Exception):
-    """Raised by the fast walk; the slow walk then finds where, for the message."""
-
-
-def _plain(value: Any) -> Any:
-    """Proxies to plain dicts and lists; an unknown value raises UnknownValueError.
-
-    The SDK's proxies check every read; reading their targets and checking the leaves
-    here does the same job in one pass.  Paths are only worked out when an unknown is
-    actually there (rare, and only during preview).
-    """
-    try:
-        return _fast_plain(value)
-    except _UnknownSeen:
-        _checked_walk(value, [])
-        raise AssertionError("unknown value not found again") from None  # pragma: no cover
+    """Raised by the fast walk; the slow walk then finds every unknown value and its path."""
 
 
 def _fast_plain(value: Any) -> Any:
@@ -92,16 +89,153 @@ def _fast_plain(value: Any) -> Any:
     return value
 
 
-def _checked_walk(value: Any, path: list[str]) -> None:
-    """Reads everything through the SDK's own checks, which raise with the exact path."""
-    if isinstance(value, str) and value in _UNKNOWN_SENTINELS:
-        raise UnknownValueError(value, path)
+def _read(container: Any, key: Any) -> tuple[Any, str | None]:
+    """(item, None), or (None, sentinel) for an unknown item.  Reading a proxy the SDK
+    does not let us unwrap raises its own UnknownValueError, which says the same."""
+    try:
+        item = container[key]
+    except UnknownValueError as unknown:
+        return None, unknown.unknown_type_sentinel
+    if type(item) in _PROXY_CLASSES:
+        item = item["__target"]
+    if isinstance(item, str) and item in _UNKNOWN_SENTINELS:
+        return None, item
+    return item, None
+
+
+def _strip_unknowns(value: Any, path: Path, unknown: list[tuple[Path, str]]) -> Any:
+    """`value` as plain data without its unknown values, whose (path, sentinel) it collects."""
+    if type(value) in _PROXY_CLASSES:
+        value = value["__target"]
     if isinstance(value, Mapping):
+        kept = {}
         for key in value:
-            _checked_walk(value[key], [*path, str(key)])
-    elif isinstance(value, Sequence) and not isinstance(value, str | bytes):
+            item, sentinel = _read(value, key)
+            if sentinel is not None:
+                unknown.append(((*path, str(key)), sentinel))
+            else:
+                kept[key] = _strip_unknowns(item, (*path, str(key)), unknown)
+        return kept
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        items: list[Any] = []
         for index in range(len(value)):
-            _checked_walk(value[index], [*path, str(index)])
+            item, sentinel = _read(value, index)
+            if sentinel is not None:
+                unknown.append(((*path, str(index)), sentinel))
+                items.append({})  # keeps the indexes of the items after it
+            else:
+                items.append(_strip_unknowns(item, (*path, str(index)), unknown))
+        return items
+    return value
+
+
+def _touches(path: Path, other: Path) -> bool:
+    """One path lies on the other (is it, is under it, or holds it)."""
+    common = min(len(path), len(other))
+    return path[:common] == other[:common]
+
+
+def parse_pointer(pointer: str) -> Path:
+    """A JSON pointer (RFC 6901) as a path of strings."""
+    if not pointer:
+        return ()
+    return tuple(part.replace("~1", "/").replace("~0", "~") for part in pointer[1:].split("/"))
+
+
+@dataclass(frozen=True)
+class PropsObject:
+    """The Kubernetes object a resource's props describe, and what of it is not known."""
+
+    obj: dict[str, Any]
+    #: Paths (and SDK sentinels) of the values unknown during preview, left out of `obj`.
+    unknown: tuple[tuple[Path, str], ...] = ()
+    #: A `*Patch` resource: what it does not set comes from the live object.
+    patch: bool = False
+
+    @property
+    def complete(self) -> bool:
+        """Nothing about the object is unknown: every finding is definite."""
+        return not self.unknown and not self.patch
+
+    def known(self, path: Path) -> bool:
+        """Whether the value at `path` is what the object will have once applied.
+
+        Of a whole object: unless an unknown value lies on the path.  Of a patch: only a
+        value the patch itself sets (a scalar it holds; a mapping or list it holds is
+        merged with the live object's).
+        """
+        if any(_touches(path, unknown) for unknown, _ in self.unknown):
+            return False
+        if not self.patch:
+            return True
+        value: Any = self.obj
+        for part in path:
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                return False
+        return not isinstance(value, dict | list)
+
+    def _waiver_unknown(self, waiver_key: str) -> bool:
+        """Whether an unknown value may be (or hold) a waiver annotation for the rule."""
+        for unknown, _ in self.unknown:
+            if "metadata" not in unknown:
+                continue
+            tail = unknown[len(unknown) - unknown[::-1].index("metadata") :]
+            if tail in ((), ("annotations",)) or tail[:2] == ("annotations", waiver_key):
+                return True
+        return False
+
+    def definite(self, pointer: str, evidence: Iterable[str] | None, waiver_key: str) -> bool:
+        """Whether a finding at `pointer` holds however the unknown parts turn out.
+
+        It must declare what else it rests on (`evidence`; None means anything in the
+        object), all of that must be known, and no unknown value may be a waiver for it.
+        For a patch, waivers are those the patch itself writes.
+        """
+        if self.complete:
+            return True
+        if evidence is None or self._waiver_unknown(waiver_key):
+            return False
+        return all(self.known(parse_pointer(part)) for part in (pointer, *evidence))
+
+    def cannot_verify(self) -> CannotVerifyUntilApply | None:
+        """The advisory for the unknown values, if there are any."""
+        if not self.unknown:
+            return None
+        (path, sentinel), *more = self.unknown
+        return CannotVerifyUntilApply(UnknownValueError(sentinel, list(path)), len(more))
+
+
+def read_props(resource_type: str, props: Mapping[str, Any]) -> PropsObject | None:
+    """The object of a Kubernetes resource's props (None for other types).
+
+    apiVersion and kind come from the type when the props leave them out; a `*Patch`
+    type names the kind it patches.
+    """
+    api_version = kubernetes_api_version(resource_type)
+    if api_version is None:
+        return None
+    kind = resource_type.rsplit(":", 1)[1]
+    patch = kind.endswith(PATCH_SUFFIX) and len(kind) > len(PATCH_SUFFIX)
+    if patch:
+        kind = kind[: -len(PATCH_SUFFIX)]
+    unknown: list[tuple[Path, str]] = []
+    try:
+        obj = _fast_plain(props)
+    except (_UnknownSeen, UnknownValueError):
+        obj = _strip_unknowns(props, (), unknown)
+    if not isinstance(obj, dict):  # pragma: no cover - props are always a mapping
+        return None
+    if "apiVersion" not in obj or any(path == ("apiVersion",) for path, _ in unknown):
+        obj["apiVersion"] = api_version
+    if "kind" not in obj or any(path == ("kind",) for path, _ in unknown):
+        obj["kind"] = kind
+    if patch and obj.get("kind") == resource_type.rsplit(":", 1)[1]:
+        obj["kind"] = kind
+    return PropsObject(dict(obj), tuple(unknown), patch)
 
 
 def kubernetes_object(resource_type: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -110,13 +244,10 @@ def kubernetes_object(resource_type: str, props: Mapping[str, Any]) -> dict[str,
     None when the type is no Kubernetes object; CannotVerifyUntilApply when a value is
     not known yet.  apiVersion and kind come from the type when the props leave them out.
     """
-    api_version = kubernetes_api_version(resource_type)
-    if api_version is None:
+    read = read_props(resource_type, props)
+    if read is None:
         return None
-    try:
-        obj = _plain(props)
-    except UnknownValueError as unknown:
-        raise CannotVerifyUntilApply(unknown) from None
-    obj.setdefault("apiVersion", api_version)
-    obj.setdefault("kind", resource_type.rsplit(":", 1)[1])
-    return dict(obj)
+    problem = read.cannot_verify()
+    if problem is not None:
+        raise problem
+    return read.obj

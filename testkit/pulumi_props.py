@@ -8,6 +8,7 @@ from pulumi.runtime.rpc import UNKNOWN
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from dra_guard import AcceleratorSlice, claim_template, isolated_workload
+from testkit.targets import target_for
 
 __all__ = ["UNKNOWN", "as_pulumi_props", "claim_user", "compliant_pair", "legacy_pod", "shared_claim", "type_token"]
 
@@ -38,6 +39,7 @@ def compliant_pair(api_version: str = "resource.k8s.io/v1") -> tuple[dict[str, A
         slice=AcceleratorSlice.nvidia_mig("3g.40gb", count=2),
         namespace="ns",
         api_version=api_version,
+        kubernetes_version=target_for(api_version),
     )
     return template, workload
 

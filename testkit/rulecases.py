@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from dra_guard import AcceleratorSlice, claim_template, isolated_workload, isolation_tag
+from dra_guard import AcceleratorSlice, IsolatedWorkload, claim_template, isolated_workload, isolation_tag
 from dra_guard.catalog import RESOURCE_API_VERSIONS
-from dra_guard.config import Config, parse_config
+from dra_guard.config import KUBERNETES_VERSION, Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding
 from dra_guard.rules import RULES
+from testkit.targets import LEGACY_TARGET, target_for
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 MIG_PAIR = AcceleratorSlice.nvidia_mig("3g.40gb", count=2)
@@ -28,6 +29,7 @@ def pod(**spec: Any) -> dict[str, Any]:
 def template(
     api_version: str = "resource.k8s.io/v1", accelerator: AcceleratorSlice = MIG, **kwargs: Any
 ) -> dict[str, Any]:
+    kwargs.setdefault("kubernetes_version", target_for(api_version))
     return claim_template(name="slice", slice=accelerator, namespace="ns", api_version=api_version, **kwargs)
 
 
@@ -43,7 +45,9 @@ def claim(api_version: str = "resource.k8s.io/v1", accelerator: AcceleratorSlice
     return retag(result)
 
 
-def workload(kind: str = "Deployment", **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def workload(kind: str = "Deployment", **kwargs: Any) -> IsolatedWorkload:
+    if "api_version" in kwargs:
+        kwargs.setdefault("kubernetes_version", target_for(kwargs["api_version"]))
     return isolated_workload("app", image="i", slice=MIG, namespace="ns", workload_kind=kind, **kwargs)
 
 
@@ -68,6 +72,13 @@ def config(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
 
 
 def findings(*objects: Mapping[str, Any], config: Config | None = None) -> list[Finding]:
+    """The findings on `objects`, checked for the release their builder targeted (`target_for`)
+    unless `config` names one."""
+    config = config or Config()
+    if KUBERNETES_VERSION.key not in config.values:
+        versions = {target_for(str(obj.get("apiVersion"))) for obj in objects}
+        if versions == {LEGACY_TARGET}:
+            config = config.with_value(KUBERNETES_VERSION, LEGACY_TARGET)
     report = check_objects(objects, config)
     assert not report.errors, report.errors
     return report.findings

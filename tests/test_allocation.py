@@ -73,7 +73,11 @@ def test_mig_slices_of_one_profile_fit_up_to_what_the_node_has() -> None:
     assert decide(
         claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 7)), "nvidia-a100-mig"
     ).status == ("satisfiable")
-    eight = decide(claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 8)), "nvidia-a100-mig")
+    # Eight aligned on one parent GPU are refused when the slice is made (a GPU holds 7); unaligned,
+    # the node has only 7 of that profile.
+    eight = decide(
+        claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 8, topology=None)), "nvidia-a100-mig"
+    )
     assert eight.status == "unsatisfiable"
     assert "needs 8 device(s) of class 'mig.nvidia.com' matching its selectors, 7 match" in eight.reason
 

@@ -23,6 +23,7 @@ from constructs_dra import (
 )
 from dra_guard import claim_template, isolated_workload, verify_isolation_tag
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from testkit.targets import target_for
 from tests.conftest import REPO_ROOT
 from tests.slices import VENDOR_SLICES
 
@@ -50,10 +51,17 @@ FULL_ARGUMENTS: dict[str, Any] = {
 def test_construct_synth_equals_builders(api_version: str, kind: str, slice_id: str, accelerator: Any) -> None:
     chart = Chart(Cdk8sTesting.app(), "chart", namespace="tenant-a")
     accelerator = dataclasses.replace(accelerator, count=2)
-    arguments = dict(FULL_ARGUMENTS, slice=accelerator, workload_kind=kind, api_version=api_version)
+    arguments = dict(
+        FULL_ARGUMENTS,
+        slice=accelerator,
+        workload_kind=kind,
+        api_version=api_version,
+        kubernetes_version=target_for(api_version),
+    )
     IsolatedAcceleratorWorkload(chart, "Inference", **arguments)
     expected = isolated_workload("inference", namespace="tenant-a", **arguments)
-    assert Cdk8sTesting.synth(chart) == [expected.claim_template, expected.workload]
+    assert Cdk8sTesting.synth(chart) == list(expected)
+    assert (expected.service is not None) is (kind == "StatefulSet")
 
 
 def test_namespace_defaults_to_the_chart_and_can_be_overridden() -> None:
@@ -215,5 +223,5 @@ def test_example_app_has_a_template_and_workload_per_tenant() -> None:
     assert kinds == {
         "tenant-a": ["ResourceClaimTemplate", "Deployment"],
         "tenant-b": ["ResourceClaimTemplate", "Job"],
-        "tenant-c": ["ResourceClaimTemplate", "StatefulSet"],
+        "tenant-c": ["ResourceClaimTemplate", "StatefulSet", "Service"],
     }

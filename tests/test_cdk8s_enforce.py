@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
@@ -198,3 +199,90 @@ def test_plugin_reports_a_missing_executable_instead_of_passing(tmp_path: Path) 
     )
     assert result.returncode != 0
     assert "dra-guard executable not found" in result.stdout + result.stderr
+
+
+# --- one configuration for every object, ours included ---------------------------------
+
+_TAG_POINTER = "/metadata/annotations/dra-guard.io~1isolation-tag"
+
+
+def _retagged_with_sha256(workload: IsolatedAcceleratorWorkload) -> None:
+    """Edit the claim (a bigger MIG profile) and re-tag it with a plain, recomputed sha256: tag."""
+    from dra_guard import isolation_tag
+
+    pointer = "/spec/spec/devices/requests/0/exactly/selectors/0/cel/expression"
+    edited = copy.deepcopy(workload.manifests.claim_template)
+    selector = edited["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]
+    selector["expression"] = selector["expression"].replace("1g.10gb", "7g.80gb")
+    workload.claim_template.add_json_patch(
+        JsonPatch.replace(pointer, selector["expression"]), JsonPatch.replace(_TAG_POINTER, isolation_tag(edited))
+    )
+
+
+@pytest.mark.parametrize("own_key", [None, "k"])
+def test_enforce_with_an_hmac_key_refuses_a_retagged_sha256_claim_in_our_construct(own_key: str | None) -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    workload = IsolatedAcceleratorWorkload(
+        chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), hmac_key=own_key
+    )
+    _retagged_with_sha256(workload)
+    keyed = parse_config({"hmac-key-env": "KEY"}, RULES, "test", environ={"KEY": "k"})
+    enforce(chart, keyed)
+    with pytest.raises(RuntimeError, match="DRA012") as failure:
+        Cdk8sTesting.synth(chart)
+    assert "an HMAC key is configured, so the isolation tag must be hmac-sha256:" in str(failure.value)
+    assert "construct c/w/ClaimTemplate" in str(failure.value)
+
+
+def test_without_a_configured_key_the_retagged_claim_passes_as_before() -> None:
+    # A plain sha256 tag can be recomputed by whoever edits the object: only a key catches it.
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    _retagged_with_sha256(
+        IsolatedAcceleratorWorkload(chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+    )
+    enforce(chart)
+    assert len(Cdk8sTesting.synth(chart)) == 2
+
+
+def test_extra_legacy_resources_apply_to_our_constructs_too() -> None:
+    def build() -> Chart:
+        chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+        workload = IsolatedAcceleratorWorkload(chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+        workload.workload.add_json_patch(
+            JsonPatch.add("/spec/template/spec/containers/0/resources/limits", {"example.com/gpu": 1})
+        )
+        return chart
+
+    chart = build()
+    enforce(chart)
+    assert len(Cdk8sTesting.synth(chart)) == 2  # example.com/gpu means nothing by default
+    chart = build()
+    enforce(chart, {"extra-legacy-resources": ["example.com/gpu"]})
+    with pytest.raises(RuntimeError, match=r"DRA001 \[critical\] Deployment/ns/w \(construct c/w/Workload"):
+        Cdk8sTesting.synth(chart)
+
+
+def test_disabled_rules_apply_to_our_constructs_too() -> None:
+    def build() -> Chart:
+        chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+        workload = IsolatedAcceleratorWorkload(chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+        workload.claim_template.add_json_patch(JsonPatch.replace(_TAG_POINTER, "sha256:" + "0" * 64))
+        return chart
+
+    with pytest.raises(RuntimeError, match="DRA012"):
+        Cdk8sTesting.synth(build())
+    chart = build()
+    enforce(chart, {"disable": ["DRA012"]})
+    assert len(Cdk8sTesting.synth(chart)) == 2
+    # enforce() on the app applies to constructs in every chart, whenever it is called.
+    chart = build()
+    enforce(chart.node.root, {"disable": ["DRA012"]})  # type: ignore[arg-type]  # an App made in JavaScript
+    assert len(Cdk8sTesting.synth(chart)) == 2
+
+
+def test_fail_on_of_enforce_applies_to_our_constructs() -> None:
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    workload = IsolatedAcceleratorWorkload(chart, "w", image="i", slice=AcceleratorSlice.nvidia_mig("1g.10gb"))
+    workload.claim_template.add_json_patch(JsonPatch.replace(_TAG_POINTER, "sha256:" + "0" * 64))  # high
+    enforce(chart, fail_on="critical")
+    assert len(Cdk8sTesting.synth(chart)) == 2

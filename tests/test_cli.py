@@ -74,13 +74,21 @@ def test_text_format(compliant: Path) -> None:
 def test_json_format_is_exactly_the_documented_shape() -> None:
     result = run("check", "--format", "json", str(GPU_POD))
     document = json.loads(result.stdout)
-    assert set(document) == {"findings", "errors", "summary"}
+    assert set(document) == {"findings", "waived", "errors", "skipped", "unchecked", "summary"}
     (finding,) = document["findings"]
     assert set(finding) == {"rule", "severity", "message", "file", "line", "object", "path", "remediation"}
     assert set(finding["object"]) == {"apiVersion", "kind", "namespace", "name"}
     assert (finding["rule"], finding["severity"], finding["line"]) == ("DRA001", "critical", 13)
     assert finding["path"] == "/spec/containers/0/resources/limits/nvidia.com~1gpu"
-    assert document["summary"] == {"files": 1, "objects": 1, "findings": 1, "errors": 0}
+    assert document["summary"] == {
+        "files": 1,
+        "objects": 1,
+        "findings": 1,
+        "waived": 0,
+        "errors": 0,
+        "skipped": 0,
+        "unchecked": 0,
+    }
 
 
 def test_sarif_validates_against_the_official_schema(tmp_path: Path) -> None:
@@ -119,7 +127,8 @@ def test_bad_inputs_exit_2_name_file_and_line_and_still_report_the_rest(tmp_path
     (tmp_path / "f-types.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: {}\n")
     (tmp_path / "g-bad.json").write_text('{\n  "kind": "Pod",\n  "spec": [1,\n}\n')
     (tmp_path / "h-good.yaml").write_text(GPU_POD.read_text())
-    result = run("check", str(tmp_path))
+    # Named explicitly, every file is checked (a walk would skip those that are no manifests).
+    result = run("check", *sorted(str(path) for path in tmp_path.iterdir()))
     assert_no_traceback(result)
     assert result.returncode == 2
     out = result.stdout
@@ -156,23 +165,22 @@ def test_stdin_and_globs(compliant: Path) -> None:
 
 
 def test_config_file_errors_and_options(tmp_path: Path) -> None:
+    gpu_pod = tmp_path / GPU_POD.name  # the configuration is found from the first path up
+    gpu_pod.write_bytes(GPU_POD.read_bytes())
     (tmp_path / ".dra-guard.yaml").write_text("disabel: [DRA001]\n")
-    result = run("check", str(GPU_POD), cwd=tmp_path)
+    result = run("check", str(gpu_pod), cwd=tmp_path)
     assert result.returncode == 2 and "unknown option 'disabel'" in result.stderr
     (tmp_path / ".dra-guard.yaml").write_text("disable: [DRA001]\n")
-    assert run("check", str(GPU_POD), cwd=tmp_path).returncode == 0
+    assert run("check", str(gpu_pod), cwd=tmp_path).returncode == 0
     (tmp_path / ".dra-guard.yaml").unlink()
     (tmp_path / "pyproject.toml").write_text(
         '[tool.dra-guard]\nextra-legacy-resources = ["example.com/gpu"]\nhmac-key-env = "DRA_KEY"\n'
     )
-    result = run("check", str(GPU_POD), cwd=tmp_path)
+    result = run("check", str(gpu_pod), cwd=tmp_path)
     assert result.returncode == 2 and "DRA_KEY, which is not set" in result.stderr
-    result = run(
-        "check",
-        str(CORPUS / "dra-example-driver" / "extended-resource-request.yaml"),
-        cwd=tmp_path,
-        env={"DRA_KEY": "k"},
-    )
+    extended = tmp_path / "extended-resource-request.yaml"
+    extended.write_bytes((CORPUS / "dra-example-driver" / "extended-resource-request.yaml").read_bytes())
+    result = run("check", str(extended), cwd=tmp_path, env={"DRA_KEY": "k"})
     assert result.stdout.count("DRA001") == 2
     assert run("check", "--config", str(tmp_path / "missing.yaml"), str(GPU_POD)).returncode == 2
 
@@ -242,3 +250,22 @@ def test_a_yaml_file_that_is_no_manifest_gets_one_clear_error(tmp_path: Path) ->
         f"{values}:1: error: document 1 is not a Kubernetes object (it has no apiVersion and no kind)",
         "0 findings in 1 object from 1 file; 1 input error",
     ]
+
+
+def test_objects_with_generate_name_are_labelled_with_it(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {generateName: train-, namespace: ml}\nspec:\n"
+        "  rayClusterSpec:\n    headGroupSpec:\n      template:\n        spec:\n          containers:\n"
+        "            - {name: head, image: ray, resources: {limits: {nvidia.com/gpu: 1}}}\n"
+    )
+    result = run("check", "job.yaml", cwd=tmp_path)
+    assert " RayJob/ml/train-: requests legacy accelerator resource 'nvidia.com/gpu'" in result.stdout
+    assert "?/-/-" not in result.stdout
+    (finding,) = json.loads(run("check", "--format", "json", "job.yaml", cwd=tmp_path).stdout)["findings"]
+    assert finding["object"] == {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "namespace": "ml",
+        "name": "",
+        "generateName": "train-",
+    }

@@ -81,7 +81,8 @@ def test_all_options() -> None:
     assert config.get(EXTRA_LEGACY_RESOURCES) == {"example.com/gpu"}
     assert not config.is_accelerator("nic.example.com") and config.is_accelerator("unknown.example.com")
     fpga = config.device_class("fpga.example.org")
-    assert fpga is not None and fpga.topology_attribute == "resource.kubernetes.io/pcieRoot"
+    # No topology-attribute given: nothing is known to be on every device, so no alignment.
+    assert fpga is not None and fpga.topology == () and fpga.default_alignment is None
     secret = config.get(HMAC_KEY_ENV)
     assert secret is not None and secret.value == b"s3cret" and "s3cret" not in repr(config)
 

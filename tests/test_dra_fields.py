@@ -45,9 +45,9 @@ def test_generated_text_passes_ruff_as_generated(generator: ModuleType, command:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_long_entries_are_exploded_as_ruff_formats_them(generator: ModuleType) -> None:
-    assert generator._entry("T", ["a"]) == ['        "T": frozenset(["a"]),']
-    middle = generator._entry("T", [f"field{n}" for n in range(10)])
-    assert len(middle) == 3 and middle[1].startswith('            ["field0", ')
-    long_entry = generator._entry("T", [f"field{n}" for n in range(20)])
-    assert long_entry[0] == '        "T": frozenset(' and long_entry[2] == '                "field0",'
+def test_fields_carry_the_releases_that_have_them(generator: ModuleType) -> None:
+    table = generator.field_releases()
+    # capacity came with consumable capacity (1.34); v1alpha3 claims went away after 1.33.
+    assert table["resource.k8s.io/v1beta1"]["DeviceRequest"]["capacity"] == ("1.34", "1.37")
+    assert table["resource.k8s.io/v1alpha3"]["ResourceClaimSpec"]["devices"] == ("1.31", "1.33")
+    assert table["resource.k8s.io/v1"]["ExactDeviceRequest"]["deviceClassName"] == ("1.34", "1.37")

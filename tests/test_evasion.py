@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from dra_guard.catalog import EXCLUSIVITY_GUARD
 from dra_guard.engine import check_stream
 from dra_guard.loader import Source
 from testkit.rulecases import config, findings, request_body, retag, rule_ids, template, workload
@@ -131,7 +132,8 @@ def test_legacy_requests_cannot_hide(obj: dict[str, Any], pointer: str) -> None:
 )
 def test_tautological_and_broken_selectors_fail(expression: str) -> None:
     obj = template()
-    request_body(obj)["selectors"] = [{"cel": {"expression": expression}}]
+    # The builders' exclusivity guard stays, in a selector of its own: only the pin is judged.
+    request_body(obj)["selectors"] = [{"cel": {"expression": expression}}, {"cel": {"expression": EXCLUSIVITY_GUARD}}]
     assert rule_ids(retag(obj)) == {"DRA002"}
 
 

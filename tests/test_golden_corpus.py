@@ -1,9 +1,10 @@
 """The whole vendored corpus through `dra-guard check --format json`, byte for byte.
 
-tests/golden/corpus-check.json was written before the rule registry was restructured
-(`dra-guard check --format json tests/corpus/ > tests/golden/corpus-check.json`, run from
-the repository root); any change of a finding, message, line, path or remediation shows
-up here as a diff.
+tests/golden/corpus-check.json is the report of `dra-guard check --format json --config
+/dev/null tests/corpus/ > tests/golden/corpus-check.json`, run from the repository root;
+any change of a finding, message, line, path or remediation shows up here as a diff.
+Regenerate it with that command when behaviour changes on purpose, and review the diff
+(tests/test_corpus.py says, per file, why its set of rules changed).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import pulumi_dra
 from dra_guard import WorkloadSpec, build_isolated_workload
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from dra_guard.tags import normalise_numbers, verify_isolation_tag
+from testkit.targets import target_for
 from tests.slices import VENDOR_SLICES
 
 
@@ -66,6 +67,7 @@ CASES: list[dict[str, Any]] = [
         slice=dataclasses.replace(VENDOR_SLICES[index % len(VENDOR_SLICES)][1], count=1 + index % 3),
         workload_kind=kind,
         api_version=api_version,
+        kubernetes_version=target_for(api_version),
         hmac_key="k" if index % 2 else None,
         env=ENV_FORMS[index % 2],
     )
@@ -91,12 +93,20 @@ def test_three_authoring_paths_emit_identical_objects(mocks: RecordingMocks, arg
     spec = WorkloadSpec(name="inference", **arguments)
     built = build_isolated_workload(spec)
 
-    registered = [(typ, inputs) for typ, _, inputs in mocks.registered if typ.startswith("kubernetes:")]
+    # Pulumi registers a child once its dependencies are: the workload waits for the template,
+    # a StatefulSet's Service waits for nothing.  Compare in the builders' order.
+    order = ["ResourceClaimTemplate", spec.workload_kind, "Service"]
+    registered = sorted(
+        ((typ, inputs) for typ, _, inputs in mocks.registered if typ.startswith("kubernetes:")),
+        key=lambda entry: order.index(entry[0].rpartition(":")[2]),
+    )
     group, version = spec.api_version.split("/")
     workload_group = "batch/v1" if spec.workload_kind == "Job" else "apps/v1"
+    service = ["kubernetes:core/v1:Service"] if spec.workload_kind == "StatefulSet" else []
     assert [typ for typ, _ in registered] == [
         f"kubernetes:{group}/{version}:ResourceClaimTemplate",
         f"kubernetes:{workload_group}:{spec.workload_kind}",
+        *service,
     ]
     assert [normalise_numbers(inputs) for _, inputs in registered] == synthesized == list(built)
     assert mocks.registered[0][:2] == ("dra-guard:index:IsolatedAcceleratorWorkload", "inference")

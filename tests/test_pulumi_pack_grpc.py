@@ -45,7 +45,7 @@ def test_analyzer_info_lists_every_policy(pack: analyzer_pb2_grpc.AnalyzerStub) 
     assert names == [policy.name for policy in build_policies()]
     assert names[0] == "dra001-legacy-extended-resource" and len(names) == len(RULES) + sum(
         rule.cross_object for rule in RULES.values()
-    )
+    ) + len(["readable-input", "verifiable-contents"])
     levels = {policy.name: policy.enforcementLevel for policy in analyzer.policies}
     assert levels["dra004-sanitization-undeclared"] == MANDATORY
     assert levels["dra009-claim-wiring"] == ADVISORY
@@ -86,12 +86,83 @@ def test_float_counts_keep_tags_valid_and_edits_are_caught(pack: analyzer_pb2_gr
     assert found == {"dra012-isolation-tag"}
 
 
-def test_unknown_values_are_advisory(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
+def test_an_unknown_value_next_to_a_known_legacy_request_stays_mandatory(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
     pod = legacy_pod()
     pod["spec"]["containers"][0]["image"] = UNKNOWN
+    pod["metadata"]["labels"] = {"build": UNKNOWN}
     results = diagnostics(analyze(pack, "kubernetes:core/v1:Pod", pod))
-    assert results, "an unknown value must be reported, not silently passed"
-    assert all(level == ADVISORY and "cannot verify until apply" in message for _, level, message in results)
+    mandatory = [(policy, message) for policy, level, message in results if level == MANDATORY]
+    ((policy, message),) = mandatory
+    assert policy == "dra001-legacy-extended-resource" and "nvidia.com/mig-1g.10gb" in message
+    # Every policy whose rule looks at Pods adds the advisory, DRA001 included: the
+    # unknown values could hide other findings.
+    advisory = {policy for policy, level, message in results if level == ADVISORY}
+    assert "dra001-legacy-extended-resource" in advisory
+    assert all("cannot verify until apply" in message for _, level, message in results if level == ADVISORY)
+    assert "dra002-profile-not-pinned" not in advisory  # it never looks at Pods
+    # With the request itself unknown, nothing is mandatory: only advisories.
+    pod = legacy_pod()
+    pod["spec"]["containers"][0]["resources"] = UNKNOWN
+    results = diagnostics(analyze(pack, "kubernetes:core/v1:Pod", pod))
+    assert results and all(level == ADVISORY for _, level, _ in results)
+
+
+def test_a_helm_v3_release_gets_the_advisory(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    release = {"chart": "gpu-operator", "repositoryOpts": {"repo": "https://helm.ngc.nvidia.com/nvidia"}}
+    ((policy, level, message),) = diagnostics(analyze(pack, "kubernetes:helm.sh/v3:Release", release))
+    assert (policy, level) == ("verifiable-contents", ADVISORY)
+    assert "contents cannot be verified before apply" in message and "kubernetes:helm.sh/v4:Chart" in message
+    # A v4 Chart is a component: its objects arrive one by one and are checked.
+    assert diagnostics(analyze(pack, "kubernetes:helm.sh/v4:Chart", {"chart": "x"})) == []
+
+
+def test_patches_are_checked_for_what_they_set(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    # Adds a legacy GPU request to a Deployment that lives elsewhere.
+    patch = {
+        "metadata": {"name": "web", "namespace": "ns"},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "web", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+        },
+    }
+    results = diagnostics(analyze(pack, "kubernetes:apps/v1:DeploymentPatch", patch))
+    mandatory = [(p, m) for p, level, m in results if level == MANDATORY]
+    assert [p for p, _ in mandatory] == ["dra001-legacy-extended-resource"]
+    assert "Deployment/ns/web" in mandatory[0][1]
+    assert ("verifiable-contents", ADVISORY) in {(p, level) for p, level, _ in results}
+    # A claim-template patch that sets an invalid sanitization value and adminAccess.
+    template, _ = compliant_pair()
+    patch = {
+        "metadata": {
+            "name": template["metadata"]["name"],
+            "namespace": "ns",
+            "annotations": {"dra-guard.io/sanitization": "Never"},
+        },
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com", "adminAccess": True}}]
+                }
+            }
+        },
+    }
+    results = diagnostics(analyze(pack, "kubernetes:resource.k8s.io/v1:ResourceClaimTemplatePatch", patch))
+    mandatory = sorted(p for p, level, _ in results if level == MANDATORY)
+    assert mandatory == ["dra004-sanitization-undeclared", "dra006-admin-access"]
+    # What only the merged object would show (a missing tag, an unpinned profile) is not
+    # reported as a violation: the patch may leave them as they are.
+    assert not any(p in ("dra012-isolation-tag", "dra002-profile-not-pinned") for p in mandatory)
+    # A patch that sets nothing wrong has only the advisory.
+    harmless = {"metadata": {"name": "web", "namespace": "ns"}, "spec": {"replicas": 3}}
+    results = diagnostics(analyze(pack, "kubernetes:apps/v1:DeploymentPatch", harmless))
+    assert [(p, level) for p, level, _ in results] == [("verifiable-contents", ADVISORY)]
+
+
+def test_input_shape_errors_are_reported(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
+    pod = legacy_pod()
+    pod["spec"]["containers"] = {"c": pod["spec"]["containers"][0]}  # a mapping, not a list
+    results = diagnostics(analyze(pack, "kubernetes:core/v1:Pod", pod))
+    ((_, level, message),) = [r for r in results if r[0] == "readable-input"]
+    assert level == MANDATORY and "/spec/containers must be a list, not dict" in message
 
 
 def test_configuration_over_grpc() -> None:

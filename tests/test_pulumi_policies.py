@@ -21,7 +21,13 @@ from pulumi_policy import Severity as PolicySeverity
 
 from dra_guard.catalog import RESOURCE_API_VERSIONS
 from dra_guard.rules import RULES
-from pulumi_dra.policies import CONFIG_SCHEMA, PACK_DESCRIPTION, build_policies
+from pulumi_dra.policies import (
+    CONFIG_SCHEMA,
+    PACK_DESCRIPTION,
+    READABLE_INPUT,
+    VERIFIABLE_CONTENTS,
+    build_policies,
+)
 from pulumi_dra.props import CannotVerifyUntilApply, kubernetes_api_version
 from testkit.paths import REPO_ROOT
 from testkit.pulumi_props import (
@@ -34,6 +40,7 @@ from testkit.pulumi_props import (
     type_token,
     unsanitized_template,
 )
+from testkit.targets import target_for
 
 POLICIES = {policy.name: policy for policy in build_policies()}
 
@@ -63,7 +70,9 @@ def run_stack_policy(name: str, objects: list[dict[str, Any]]) -> list[tuple[str
 
 def test_one_policy_per_rule_named_after_it_with_severity_and_enforcement() -> None:
     resource_policies = [p.name for p in POLICIES.values() if isinstance(p, ResourceValidationPolicy)]
-    assert resource_policies == [rule.slug for rule in RULES.values()]
+    assert resource_policies == [rule.slug for rule in RULES.values()] + [READABLE_INPUT, VERIFIABLE_CONTENTS]
+    assert POLICIES[READABLE_INPUT].enforcement_level == EnforcementLevel.MANDATORY
+    assert POLICIES[VERIFIABLE_CONTENTS].enforcement_level == EnforcementLevel.ADVISORY
     stack = [p.name for p in POLICIES.values() if isinstance(p, StackValidationPolicy)]
     assert stack == [f"{rule.slug}-stack" for rule in RULES.values() if rule.cross_object]
     assert {"dra005-shared-claim-stack", "dra009-claim-wiring-stack"} <= set(stack)
@@ -93,10 +102,12 @@ def test_type_tokens(token: str, expected: str | None) -> None:
 
 @pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
 def test_compliant_objects_with_float_numbers_pass_every_policy(api_version: str) -> None:
+    # Each policy checks for the release the objects were built for (v1alpha3: 1.33).
+    target = {"kubernetesVersion": target_for(api_version)}
     for obj in compliant_pair(api_version):
         for name, policy in POLICIES.items():
             if isinstance(policy, ResourceValidationPolicy):
-                assert run_resource_policy(name, obj) == [], (name, obj["kind"])
+                assert run_resource_policy(name, obj, target) == [], (name, obj["kind"])
 
 
 def test_violations_name_rule_object_and_fix() -> None:
@@ -151,12 +162,55 @@ def test_hmac_key_from_the_configured_environment_variable(monkeypatch: pytest.M
     assert run_resource_policy("dra012-isolation-tag", signed, {"hmacKeyEnv": "DRA_KEY"}) == []
 
 
-def test_unknown_values_during_preview_cannot_be_verified_yet() -> None:
+def run_with_unknowns(name: str, obj: dict[str, Any], config: dict[str, Any] | None = None) -> tuple[list[str], str]:
+    """The violations a policy reports, and the advisory it raises after them ("" for none)."""
+    policy = POLICIES[name]
+    assert isinstance(policy, ResourceValidationPolicy)
+    violations: list[str] = []
+    args = ResourceValidationArgs(type_token(obj), as_pulumi_props(obj), "urn:x", "x", None, None, config)  # type: ignore[arg-type]
+    try:
+        policy.validate(args, lambda message, urn=None: violations.append(message))
+    except CannotVerifyUntilApply as unsure:
+        return violations, unsure.message
+    return violations, ""
+
+
+def test_an_unknown_value_masks_only_the_findings_that_may_depend_on_it() -> None:
     pod = legacy_pod()
     pod["spec"]["containers"][0]["image"] = UNKNOWN
-    with pytest.raises(CannotVerifyUntilApply, match="cannot verify until apply") as raised:
-        run_resource_policy("dra001-legacy-extended-resource", pod)
-    assert raised.value.props == ["spec", "containers", "0", "image"]
+    violations, unsure = run_with_unknowns("dra001-legacy-extended-resource", pod)
+    # The known legacy request stays a violation; the unknown image gets the advisory.
+    assert len(violations) == 1 and "DRA001 [critical] Pod/ns/legacy" in violations[0]
+    assert unsure.startswith("cannot verify until apply: ") and ".spec.containers.0.image" in unsure
+    # The unknown part itself: an unknown resource name masks the finding on it.
+    pod = legacy_pod()
+    pod["spec"]["containers"][0]["resources"]["limits"] = UNKNOWN
+    assert run_with_unknowns("dra001-legacy-extended-resource", pod) == (
+        [],
+        "cannot verify until apply: string value at .spec.containers.0.resources.limits can't be known during preview",
+    )
+    # An unknown annotation may be a waiver, so the finding is not definite.
+    pod = legacy_pod()
+    pod["metadata"]["annotations"] = UNKNOWN
+    violations, unsure = run_with_unknowns("dra001-legacy-extended-resource", pod)
+    assert violations == [] and unsure
+    # Rules that do not look at this kind add nothing.
+    assert run_with_unknowns("dra002-profile-not-pinned", pod) == ([], "")
+
+
+def test_a_finding_that_rests_on_an_unknown_value_is_not_reported() -> None:
+    admin, _ = compliant_pair()
+    admin["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    admin["metadata"]["namespace"] = UNKNOWN  # it may turn out to be an admin namespace
+    violations, unsure = run_with_unknowns("dra006-admin-access", admin, {"adminNamespaces": ["gpu-ops"]})
+    assert violations == [] and unsure
+    # Its tag covers the namespace too: DRA012 cannot conclude either.
+    assert run_with_unknowns("dra012-isolation-tag", admin)[0] == []
+    # A known namespace keeps the violation, whatever else is unknown.
+    admin["metadata"]["namespace"] = "ns"
+    admin["metadata"]["labels"] = {"team": UNKNOWN}
+    violations, unsure = run_with_unknowns("dra006-admin-access", admin, {"adminNamespaces": ["gpu-ops"]})
+    assert len(violations) == 1 and "adminAccess" in violations[0] and unsure
 
 
 def test_stack_policies_report_only_what_one_resource_cannot_show() -> None:
@@ -200,7 +254,10 @@ def test_bad_configuration_is_reported_by_the_policy_instead_of_checking() -> No
 
 
 def test_config_schema_lists_every_option_but_rule_selection() -> None:
-    expected = {option.camel_key for option in RULES.options.values() if not option.selects_rules}
+    expected = {
+        option.camel_key for option in RULES.options.values() if not option.selects_rules and not option.selects_files
+    }
+    assert "exclude" not in expected  # the pack reads no files
     assert set(CONFIG_SCHEMA.properties) == expected
     assert {"adminNamespaces", "extraLegacyResources", "hmacKeyEnv", "nonAcceleratorClasses"} <= expected
     assert CONFIG_SCHEMA.properties["adminNamespaces"]["default"] == []
@@ -210,3 +267,28 @@ def test_config_schema_lists_every_option_but_rule_selection() -> None:
 def test_pulumi_policy_yaml_describes_the_pack() -> None:
     pack = yaml.safe_load((REPO_ROOT / "pulumi_dra" / "policy" / "PulumiPolicy.yaml").read_text())
     assert pack["description"] == PACK_DESCRIPTION
+
+
+def test_stack_policies_with_an_unknown_object_conclude_nothing() -> None:
+    # The template's name is not known yet: "no such template" would be a false finding.
+    template, workload = compliant_pair()
+    template["metadata"]["name"] = UNKNOWN
+    with pytest.raises(CannotVerifyUntilApply, match=r"\.metadata\.name"):
+        run_stack_policy("dra009-claim-wiring-stack", [template, workload])
+    # Patches are no objects of their own and stay out of the stack-wide check.
+    policy = POLICIES["dra009-claim-wiring-stack"]
+    assert isinstance(policy, StackValidationPolicy)
+    patch = PolicyResource(
+        "kubernetes:apps/v1:DeploymentPatch",
+        as_pulumi_props({"metadata": {"name": "w"}}),
+        "urn:p",
+        "p",
+        None,
+        None,
+        None,
+        [],
+        {},
+    )  # type: ignore[arg-type]
+    violations: list[str] = []
+    policy.validate(StackValidationArgs([patch], None), lambda message, urn=None: violations.append(message))
+    assert violations == []

@@ -24,8 +24,24 @@ def literal(draw: st.DrawFn, text: st.SearchStrategy[str]) -> str:
     return quote + draw(text) + quote
 
 
+GUARD_TERMS = st.sampled_from(
+    [
+        "device.allowMultipleAllocations == false",
+        "device.allowMultipleAllocations==false",
+        " device.allowMultipleAllocations == false ",
+        "false == device.allowMultipleAllocations",
+        "device.allowMultipleAllocations == true",
+        "device.allowMultipleAllocations != false",
+        "device.allowMultipleAllocations == falsey",
+        "device.allowMultipleAllocation == false",
+    ]
+)
+
+
 @st.composite
 def term(draw: st.DrawFn) -> str:
+    if draw(st.integers(0, 4)) == 0:
+        return draw(GUARD_TERMS)
     space = draw(SPACES)
     if draw(st.booleans()):
         left = f"device.attributes[{draw(literal(DOMAINS))}].{draw(IDENTIFIERS)}"
@@ -63,6 +79,9 @@ SAFE_IDENTIFIERS = st.sampled_from(["profile", "productName", "tpuGen", "model",
 
 @st.composite
 def well_formed_term(draw: st.DrawFn) -> str:
+    if draw(st.integers(0, 4)) == 0:
+        space = draw(SPACES)
+        return f"{space}device.allowMultipleAllocations{space}=={space}false{space}"
     quote = draw(QUOTES)
     value = f"{quote}{draw(SAFE_VALUES)}{quote}"
     if draw(st.booleans()):
@@ -87,3 +106,5 @@ def test_fast_path_answers_the_shape_our_builders_emit() -> None:
 
     for accelerator in (AcceleratorSlice.nvidia_mig("1g.10gb"), AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3")):
         assert _fast_analyse(selector_expression(accelerator)) is not None
+        guarded = _fast_analyse(selector_expression(accelerator, exclusivity_guard=True))
+        assert guarded is not None and guarded.exclusivity_guard and len(guarded.pins) == 1

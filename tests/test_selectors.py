@@ -9,6 +9,7 @@ import pytest
 
 from dra_guard import AcceleratorSlice, claim_template, selector_expression
 from dra_guard.catalog import RESOURCE_API_VERSIONS
+from testkit.rulecases import target_for
 from tests.slices import VENDOR_SLICES
 
 _ENV = celpy.Environment()
@@ -19,9 +20,15 @@ def _matches(expression: str, device: dict[str, Any]) -> bool:
     return bool(program.evaluate({"device": celpy.json_to_cel(device)}))
 
 
-def _device(accelerator: AcceleratorSlice, value: str, driver: str | None = None) -> dict[str, Any]:
+def _device(
+    accelerator: AcceleratorSlice, value: str, driver: str | None = None, *, shareable: bool = False
+) -> dict[str, Any]:
     domain = accelerator.domain
-    return {"driver": driver or domain, "attributes": {domain: {accelerator.attribute: value, "type": "x"}}}
+    return {
+        "driver": driver or domain,
+        "allowMultipleAllocations": shareable,
+        "attributes": {domain: {accelerator.attribute: value, "type": "x"}},
+    }
 
 
 def _expressions(template: dict[str, Any]) -> list[str]:
@@ -35,7 +42,10 @@ def _expressions(template: dict[str, Any]) -> list[str]:
 def test_emitted_selector_matches_only_the_pinned_profile(
     api_version: str, slice_id: str, accelerator: AcceleratorSlice, pinned: str, other: str
 ) -> None:
-    template = claim_template(name="t", slice=accelerator, api_version=api_version)
+    # On the release each version is served by; the guard (1.36+) is judged below.
+    template = claim_template(
+        name="t", slice=accelerator, api_version=api_version, kubernetes_version=target_for(api_version)
+    )
     (expression,) = _expressions(template)
     assert _matches(expression, _device(accelerator, pinned))
     assert not _matches(expression, _device(accelerator, other))
@@ -43,9 +53,20 @@ def test_emitted_selector_matches_only_the_pinned_profile(
     assert not _matches(expression, _device(accelerator, pinned, driver="gpu.example.com"))
 
 
+@pytest.mark.parametrize(("slice_id", "accelerator", "pinned", "other"), VENDOR_SLICES)
+def test_the_exclusivity_guard_refuses_shareable_devices(
+    slice_id: str, accelerator: AcceleratorSlice, pinned: str, other: str
+) -> None:
+    (expression,) = _expressions(claim_template(name="t", slice=accelerator, kubernetes_version="1.36"))
+    assert expression.endswith(" && device.allowMultipleAllocations == false")
+    assert _matches(expression, _device(accelerator, pinned))
+    assert not _matches(expression, _device(accelerator, pinned, shareable=True))
+
+
 @pytest.mark.parametrize("awkward", ["it's", "back\\slash", "quote' || true || '", "naïve GPU"])
 def test_pin_values_with_quotes_cannot_escape_the_literal(awkward: str) -> None:
-    accelerator = AcceleratorSlice("gpu.example.com", "gpu.example.com/model", awkward)
+    # A class the catalog does not know, so no value grammar stands between the value and CEL.
+    accelerator = AcceleratorSlice("fpga.example.org", "fpga.example.org/model", awkward)
     expression = selector_expression(accelerator)
     assert _matches(expression, _device(accelerator, awkward))
     assert not _matches(expression, _device(accelerator, "anything-else"))

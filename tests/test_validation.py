@@ -38,6 +38,18 @@ GOOD_SLICE = AcceleratorSlice.nvidia_mig("1g.10gb")
         # A MIG profile on the full-GPU class can never match (the standard's own example).
         (lambda: AcceleratorSlice("gpu.nvidia.com", "gpu.nvidia.com/profile", "1g.10gb"), "pin_attribute"),
         (lambda: AcceleratorSlice("mig.nvidia.com", "gpu.nvidia.com/profile", "big"), "pin_value"),
+        (lambda: AcceleratorSlice.google_tpu("v9"), "tpu_gen"),
+        (lambda: AcceleratorSlice.amd_gpu("CPX_NPS4"), "partition_profile"),
+        (lambda: AcceleratorSlice("tpu.google.com", "tpu.google.com/tpuGen", "v5e"), "pin_value"),
+        # An attribute domain longer than the 63 characters the DRA API allows.
+        (lambda: AcceleratorSlice("fpga.example.org", f"{'a' * 64}.org/model", "x"), "pin_attribute"),
+        (lambda: AcceleratorSlice.nvidia_mig("1g.10gb", 8), "count"),
+        (lambda: AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3", 2, topology="pcieRoot"), "topology"),
+        (
+            lambda: AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3", 2, topology="gpu.nvidia.com/parentUUID"),
+            "topology",
+        ),
+        (lambda: AcceleratorSlice.google_tpu("v6e", 4, topology="resource.kubernetes.io/pcieRoot"), "topology"),
     ],
 )
 def test_slice_errors_name_the_field(build: Any, field: str) -> None:
@@ -85,6 +97,16 @@ def _workload(**overrides: Any) -> Any:
         ({"resources": {"claims": []}}, "resources"),
         ({"resources": {"limits": {"cpu": 1.5}}}, "resources.limits.cpu"),
         ({"slice": "1g.10gb"}, "slice"),
+        ({"kubernetes_version": "1.30"}, "kubernetes_version"),
+        ({"kubernetes_version": 1.36}, "kubernetes_version"),
+        ({"api_version": "resource.k8s.io/v1alpha3"}, "api_version"),  # not served by 1.36
+        ({"api_version": "resource.k8s.io/v1", "kubernetes_version": "1.33"}, "api_version"),
+        (
+            {"consumable_capacity": True, "kubernetes_version": "1.33", "api_version": "resource.k8s.io/v1beta2"},
+            "consumable_capacity",
+        ),
+        ({"consumable_capacity": "yes"}, "consumable_capacity"),
+        ({"service_name": "svc"}, "service_name"),  # a Deployment has no governing Service
     ],
 )
 def test_workload_errors_name_the_field(overrides: dict[str, Any], field: str) -> None:
@@ -177,3 +199,29 @@ def test_claim_template_rejects_bad_name() -> None:
 )
 def test_real_mig_profiles_are_accepted(profile: str) -> None:
     assert AcceleratorSlice.nvidia_mig(profile).pin_value == profile
+
+
+def test_tpu_v5e_is_refused_naming_what_the_driver_publishes() -> None:
+    """`google_tpu("v5e")` gave a selector that matches no device: the driver publishes v5lite / v5litepod."""
+    with pytest.raises(ValueError, match=r"^tpu_gen: the tpu.google.com driver never publishes 'v5e'") as refused:
+        AcceleratorSlice.google_tpu("v5e")
+    assert "v5lite (a v5e device label) or v5litepod (a v5e podslice)" in str(refused.value)
+    assert AcceleratorSlice.google_tpu("v5lite").pin_value == "v5lite"
+    assert AcceleratorSlice.google_tpu("tpu7x").pin_value == "tpu7x"
+
+
+def test_mig_counts_beyond_one_gpu_are_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match=r"^count: 8 devices of mig.nvidia.com aligned on gpu.nvidia.com/parentUUID "):
+        AcceleratorSlice.nvidia_mig("1g.10gb", 8)
+    assert AcceleratorSlice.nvidia_mig("1g.10gb", 7).alignment == "gpu.nvidia.com/parentUUID"
+    assert AcceleratorSlice.nvidia_mig("1g.10gb", 8, topology=None).alignment is None
+
+
+def test_topology_defaults_come_from_the_catalog() -> None:
+    assert AcceleratorSlice.google_tpu("v6e", 4).alignment is None
+    assert AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3", 4).alignment is None
+    opted_in = AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3", 4, topology="resource.kubernetes.io/pcieRoot")
+    assert opted_in.alignment == "resource.kubernetes.io/pcieRoot"
+    # A class the catalog does not know: any well-formed attribute, the user's word for it.
+    fpga = AcceleratorSlice("fpga.example.org", "fpga.example.org/model", "x", 2, "fpga.example.org/board")
+    assert fpga.alignment == "fpga.example.org/board"

@@ -1,4 +1,9 @@
-"""`file:line: DRA0NN [severity] Kind/namespace/name: message`, then one summary line."""
+"""`file:line: DRA0NN [severity] Kind/namespace/name: message`, what was not checked, one summary line.
+
+The summary says what was checked and what was not (files skipped as no manifests,
+charts not rendered, findings waived), so that a run that checked nothing never reads
+like a clean pass.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,37 @@ from dra_guard.findings import Report, Severity
 
 
 def _location(file: str | None, line: int | None) -> str:
+    if file is not None and line is None:
+        return file  # an object rendered by helm: its template has no line to point at
     return f"{file or '<object>'}:{line or 0}"
+
+
+def _plural(count: int, singular: str, plural: str) -> str:
+    return f"{count} {singular if count == 1 else plural}"
+
+
+def summary_line(report: Report) -> str:
+    parts = []
+    if report.files == 0 and not report.errors:
+        parts.append("no Kubernetes manifest checked")
+    else:
+        counts = Counter(finding.severity for finding in report.findings)
+        by_severity = ", ".join(f"{counts[s]} {s.label}" for s in sorted(Severity, reverse=True) if counts[s])
+        found = _plural(len(report.findings), "finding", "findings") + (f" ({by_severity})" if by_severity else "")
+        parts.append(
+            f"{found} in {_plural(report.objects, 'object', 'objects')} from {_plural(report.files, 'file', 'files')}"
+        )
+    if report.waived:
+        parts.append(_plural(len(report.waived), "finding", "findings") + " waived")
+    if report.skipped:
+        skipped = len(report.skipped)
+        what = "file that is not a Kubernetes manifest" if skipped == 1 else "files that are not Kubernetes manifests"
+        parts.append(f"skipped {skipped} {what}")
+    if report.unchecked:
+        parts.append(_plural(len(report.unchecked), "chart", "charts") + " not checked")
+    if report.errors:
+        parts.append(_plural(len(report.errors), "input error", "input errors"))
+    return "; ".join(parts)
 
 
 def render_text(report: Report) -> str:
@@ -21,15 +56,6 @@ def render_text(report: Report) -> str:
             f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
             f"{finding.object}: {finding.message}"
         )
-    counts = Counter(finding.severity for finding in report.findings)
-    by_severity = ", ".join(f"{counts[s]} {s.label}" for s in sorted(Severity, reverse=True) if counts[s])
-    summary = f"{len(report.findings)} finding{'s' * (len(report.findings) != 1)}"
-    if by_severity:
-        summary += f" ({by_severity})"
-    summary += (
-        f" in {report.objects} object{'s' * (report.objects != 1)} from {report.files} file{'s' * (report.files != 1)}"
-    )
-    if report.errors:
-        summary += f"; {len(report.errors)} input error{'s' * (len(report.errors) != 1)}"
-    lines.append(summary)
+    lines += [str(unchecked) for unchecked in report.unchecked]
+    lines.append(summary_line(report))
     return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from dra_guard.celkit import AdmissionDeclaration, NotAdmissible
 from dra_guard.config import CORE_OPTIONS
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
@@ -81,6 +82,9 @@ class Rule:
     examples: tuple[Example, ...]
     #: The module that declares it.
     module: str
+    #: Its form as a ValidatingAdmissionPolicy (`ADMISSION`), or why it has none; None
+    #: while a rule has not declared it yet.
+    admission: AdmissionDeclaration | None = None
 
     def applies_to(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds
@@ -132,6 +136,9 @@ def _rule(module: ModuleType) -> Rule:
     check = getattr(module, "check", None)
     if not callable(check):
         raise refuse("check(resource, context) is missing or not callable")
+    admission = getattr(module, "ADMISSION", None)
+    if admission is not None and not (isinstance(admission, NotAdmissible) or callable(admission)):
+        raise refuse("ADMISSION must be a function of the AdmissionTarget, or NotAdmissible('why')")
     return Rule(
         id=rule_id,
         name=name,
@@ -146,6 +153,7 @@ def _rule(module: ModuleType) -> Rule:
         options=declared["OPTIONS"],
         examples=examples,
         module=module.__name__,
+        admission=admission,
     )
 
 

@@ -128,11 +128,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         is_legacy_resource(name, extra) or _implicit_claim(name, context) for name in resource_names(resource.obj)
     ):
         return
+    # A finding rests on the resource name at its path alone (evidence=()).
     for path, name in resource_quantities(resource.obj):
         if is_legacy_resource(name, extra):
-            yield Violation(path, f"requests legacy accelerator resource {name!r} in {path[-2]}")
+            yield Violation(path, f"requests legacy accelerator resource {name!r} in {path[-2]}", evidence=())
         elif _implicit_claim(name, context):
-            yield Violation(path, f"requests {name!r}, DRA's implicit extended-resource claim, which pins no profile")
+            yield Violation(
+                path, f"requests {name!r}, DRA's implicit extended-resource claim, which pins no profile", evidence=()
+            )
 
 
 def _implicit_claim(name: str, context: Context) -> bool:

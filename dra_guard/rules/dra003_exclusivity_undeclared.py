@@ -1,26 +1,40 @@
-"""DRA003: ExactCount requests on objects that do not declare exclusivity."""
+"""DRA003: accelerator requests that do not keep their devices to themselves."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION
+from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, annotations_of, get_path, items, mapping
 from dra_guard.rulekit import Example
+from dra_guard.selectors import analyse
 
 ID = "DRA003"
 NAME = "exclusivity-undeclared"
 SEVERITY = Severity.HIGH
-SUMMARY = f'Claims with ExactCount requests must declare {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false".'
+SUMMARY = (
+    f"ExactCount accelerator requests must be exclusive: the selector `{EXCLUSIVITY_GUARD}` where the "
+    f'target Kubernetes enforces it (1.36+), else {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false"; '
+    "and no capacity.requests."
+)
 RATIONALE = (
     "The standard requires allowMultipleAllocations to be false for multi-tenant workloads, but no claim "
-    "request has such a field in any resource.k8s.io version (it exists only on ResourceSlice devices, and "
-    "the API server rejects it in a request). Exclusivity is therefore declared with this annotation, which "
-    "admission and node agents can enforce, and kept by structure (one claim per pod from a template)."
+    "request has such a field (it exists only on ResourceSlice devices; the API server rejects it in a "
+    "request). A device its driver publishes with allowMultipleAllocations: true (consumable capacity, "
+    "KEP-5075) can be allocated to several claims at once, even one claim per pod from a template. Where the "
+    "DRAConsumableCapacity gate is on (by default from Kubernetes 1.36; `consumable-capacity: true` for "
+    f"1.34/1.35 clusters that enable it), the selector `{EXCLUSIVITY_GUARD}` makes the scheduler refuse such "
+    "devices: that is the enforced form, and it is required there; the annotation alone is read by nothing "
+    "in Kubernetes. Where the gate is off the expression does not compile, so exclusivity can only be "
+    f"declared with the {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation. A request with "
+    "capacity.requests asks for a share of a device: the rest goes to other claims."
 )
-REMEDIATION = f'Add the annotation {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false" to the claim or template.'
+REMEDIATION = (
+    f"Add `&& {EXCLUSIVITY_GUARD}` to each request's selector (the dra-guard builders do) on Kubernetes 1.36+, "
+    f'or the annotation {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false" on older targets; remove capacity.requests.'
+)
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(CLAIM_KINDS)
 CROSS_OBJECT = False
@@ -38,44 +52,91 @@ spec:
     devices:
       requests:
       - name: gpu
-        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+        exactly:
+          deviceClassName: mig.nvidia.com
+          selectors:
+          - cel: {expression: "%s"}
+          allocationMode: ExactCount
+          count: 1%s
 """
+_PIN = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+_DECLARED = f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false"'
 EXAMPLES = (
     Example(
-        title="An exclusive request that does not say so",
-        manifests=_TEMPLATE % "",
+        title="Kubernetes 1.36: the annotation alone enforces nothing",
+        manifests=_TEMPLATE % (_DECLARED, _PIN, ""),
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0/exactly/selectors",),
+    ),
+    Example(
+        title="Kubernetes 1.36: the scheduler keeps the device exclusive",
+        manifests=_TEMPLATE % (_DECLARED, f"{_PIN} && {EXCLUSIVITY_GUARD}", ""),
+    ),
+    Example(
+        title="Kubernetes 1.35 (gate off by default): an exclusive request that does not say so",
+        manifests=_TEMPLATE % ("", _PIN, ""),
         findings=("ResourceClaimTemplate/slice#/metadata",),
+        config={"kubernetes-version": "1.35"},
+    ),
+    Example(
+        title="Kubernetes 1.35: exclusivity declared",
+        manifests=_TEMPLATE % (_DECLARED, _PIN, ""),
+        config={"kubernetes-version": "1.35"},
     ),
     Example(
         title="The annotation says the device may be shared",
-        manifests=_TEMPLATE % f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "true"',
+        manifests=_TEMPLATE
+        % (f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "true"', f"{_PIN} && {EXCLUSIVITY_GUARD}", ""),
         findings=("ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1allow-multiple-allocations",),
     ),
     Example(
-        title="Exclusivity declared",
-        manifests=_TEMPLATE % f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false"',
+        title="A share of a device's capacity: other claims get the rest",
+        manifests=_TEMPLATE
+        % (_DECLARED, f"{_PIN} && {EXCLUSIVITY_GUARD}", "\n          capacity: {requests: {memory: 10Gi}}"),
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0/exactly/capacity/requests",),
     ),
 )
 
 
+def _guarded(request: DeviceRequestView) -> bool:
+    return any(
+        isinstance(expression := get_path(selector, ("cel", "expression")), str)
+        and analyse(expression).exclusivity_guard
+        for selector in items(request.body.get("selectors"))
+    )
+
+
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    exact = [
-        request
-        for request in context.accelerator_requests(resource)
-        if request.body.get("allocationMode", "ExactCount") == "ExactCount"
-    ]
+    accelerator = context.accelerator_requests(resource)
+    for request in accelerator:
+        if mapping(mapping(request.body.get("capacity")).get("requests")):
+            yield Violation(
+                (*request.path, "capacity", "requests"),
+                f"request {request.qualified_name!r} asks for a share of a device's capacity (capacity.requests): "
+                "the device can be allocated to other claims at the same time",
+            )
+    exact = [request for request in accelerator if request.body.get("allocationMode", "ExactCount") == "ExactCount"]
     if not exact:
         return
     value = annotations_of(resource.obj).get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
-    if value == "false":
-        return
-    if value is None:
-        yield Violation(
-            ("metadata",),
-            f"ExactCount request {exact[0].qualified_name!r} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation",
-        )
-    else:
+    if value is not None and value != "false":
         yield Violation(
             ("metadata", "annotations", ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION),
             f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} is {value!r}; exclusive claims must say "false"',
+        )
+    release = context.config.kubernetes_release
+    if context.config.exclusivity_guard_compiles:
+        for request in exact:
+            if not _guarded(request):
+                declared = "the annotation alone enforces nothing" if value == "false" else "nothing keeps it exclusive"
+                yield Violation(
+                    (*request.path, "selectors"),
+                    f"request {request.qualified_name!r} has no selector `{EXCLUSIVITY_GUARD}`: on Kubernetes "
+                    f"{release.version} with DRAConsumableCapacity on, a device published with "
+                    f"allowMultipleAllocations: true can go to other claims too, and {declared}",
+                )
+    elif value is None:
+        yield Violation(
+            ("metadata",),
+            f"ExactCount request {exact[0].qualified_name!r} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation "
+            f"(Kubernetes {release.version} without DRAConsumableCapacity cannot enforce exclusivity in the selector)",
         )

@@ -5,6 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
+from dra_guard.celkit import (
+    Admission,
+    AdmissionTarget,
+    Validation,
+    annotation,
+    annotation_value,
+    has_accelerator_request,
+    string_list,
+)
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, annotations_of
@@ -75,7 +84,30 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     if value is None:
         yield Violation(("metadata",), f"accelerator {resource.kind} declares no {SANITIZATION_ANNOTATION} ({allowed})")
     else:
+        # Rests on the value, and on the device classes that make this an accelerator claim.
         yield Violation(
             ("metadata", "annotations", SANITIZATION_ANNOTATION),
             f"{SANITIZATION_ANNOTATION} is {value!r}; it must be {allowed}",
+            evidence=tuple((*request.path, "deviceClassName") for request in context.accelerator_requests(resource)),
         )
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    declared = (
+        f"{annotation(SANITIZATION_ANNOTATION)} && {annotation_value(SANITIZATION_ANNOTATION)} in "
+        + string_list(SANITIZATION_POLICIES)
+    )
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        condition=has_accelerator_request(target.config),
+        validations=(
+            Validation(
+                expression=declared,
+                message=f"accelerator claim declares no valid {SANITIZATION_ANNOTATION} "
+                f"({' or '.join(SANITIZATION_POLICIES)})",
+            ),
+        ),
+    )
+
+
+ADMISSION = _admission

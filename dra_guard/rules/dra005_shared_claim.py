@@ -122,7 +122,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         return
     for path, claim in pod_claims(pod):
         claim_name = claim.get("resourceClaimName")
-        if not isinstance(claim_name, str):
+        if not isinstance(claim_name, str) or _claims_no_accelerator(context, resource.namespace, claim_name):
             continue
         if pod.is_template:
             yield Violation(
@@ -141,3 +141,11 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 f"ResourceClaim {claim_name!r} is also used by {names}",
                 cross_object=True,
             )
+
+
+def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
+    """The claim is in the input and asks only for non-accelerator devices (a NIC, a CPU
+    profile, an IMEX channel): sharing it is none of this rule's business.  A claim that is
+    not in the input counts as an accelerator claim (fail closed)."""
+    claim = context.find_claim(namespace, name)
+    return claim is not None and bool(claim.requests) and not context.accelerator_requests(claim)

@@ -21,7 +21,8 @@ RATIONALE = (
 )
 REMEDIATION = (
     "Remove adminAccess, or move the object to a namespace listed under admin-namespaces in the "
-    'dra-guard configuration (and labelled resource.kubernetes.io/admin-access: "true").'
+    'dra-guard configuration, labelled as the API server requires: resource.kubernetes.io/admin-access: "true" '
+    "from Kubernetes 1.34, resource.k8s.io/admin-access in 1.33."
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(CLAIM_KINDS)
@@ -66,7 +67,11 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     for request in resource.requests:
         if request.body.get("adminAccess") is True:
             where = f"namespace {namespace!r}" if namespace else "an object without a namespace"
+            release = context.config.kubernetes_release
+            label = f'{release.admin_access_label}: "true"'
             yield Violation(
                 (*request.path, "adminAccess"),
-                f"request {request.qualified_name!r} asks for adminAccess in {where}, which is not an admin namespace",
+                f"request {request.qualified_name!r} asks for adminAccess in {where}, which is not an admin namespace "
+                f"(on Kubernetes {release.version} the namespace also needs the label {label})",
+                evidence=(("metadata", "namespace"),),
             )

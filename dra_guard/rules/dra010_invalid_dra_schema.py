@@ -1,36 +1,59 @@
-"""DRA010: DRA objects with fields their apiVersion does not have."""
+"""DRA010: DRA claims the target Kubernetes release (or the claim's driver) would refuse."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
+from dra_guard.catalog import EXCLUSIVITY_GUARD, KubernetesRelease
 from dra_guard.context import Context, Resource, Violation
-from dra_guard.dra_fields import FIELDS
+from dra_guard.dra_fields import FIELDS, RELEASES
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, Path, is_dra_object, items, text
+from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, is_dra_object, items, mapping, text
+from dra_guard.opaque import CONFIG_KIND_FOR_CLASS, NVIDIA_GPU_DRIVER, nvidia_problems
 from dra_guard.rulekit import Example
 
 ID = "DRA010"
 NAME = "invalid-dra-schema"
 SEVERITY = Severity.HIGH
-SUMMARY = "ResourceClaims and templates must use only the fields their resource.k8s.io version has."
+SUMMARY = (
+    "ResourceClaims and templates must use the fields, values and request names the target Kubernetes "
+    "release accepts, and NVIDIA opaque parameters its driver decodes."
+)
 RATIONALE = (
     "The API server rejects unknown fields under strict validation, and with lax validation drops them "
     "silently: `allowMultipleAllocations` in a request (the standard's own example), flat request fields "
-    "under v1/v1beta2, or `exactly` under v1beta1 then protect nothing. Field lists come from the official "
-    "OpenAPI schemas of Kubernetes 1.31-1.37."
+    "under v1/v1beta2, `exactly` under v1beta1, or `capacity` on a release before 1.34 then protect nothing. "
+    "Fields are checked against the official OpenAPI schema of the release in `kubernetes-version` (not the "
+    "union of all releases), and so is the apiVersion (v1alpha3 claims only up to 1.33, v1 from 1.34). The API "
+    "server also refuses an allocationMode other than ExactCount or All, a count below 1 (or any count with "
+    "All), and constraints or configs naming a request the claim does not have; a selector on "
+    "`device.allowMultipleAllocations` does not compile without the DRAConsumableCapacity gate. NVIDIA's GPU "
+    "driver decodes `opaque.parameters` strictly (unknown fields and kinds fail), in its admission webhook when "
+    "deployed, else only when the node prepares the claim."
 )
 REMEDIATION = (
     "Use the request shape of the apiVersion: {name, exactly: {...}} or {name, firstAvailable: [...]} for "
-    "v1 and v1beta2, flat {name, deviceClassName, ...} for v1beta1 and v1alpha3; express exclusivity with "
-    'the dra-guard.io/allow-multiple-allocations: "false" annotation.'
+    "v1 and v1beta2, flat {name, deviceClassName, ...} for v1beta1 and v1alpha3, and only fields the target "
+    "release has; fix the value or name the message points at; express exclusivity with the selector "
+    f"`{EXCLUSIVITY_GUARD}` (1.36+) or the dra-guard.io/allow-multiple-allocations annotation."
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(CLAIM_KINDS)
 CROSS_OBJECT = False
 WAIVABLE = True
 OPTIONS = ()
+_CLAIM = """\
+apiVersion: resource.k8s.io/%s
+kind: ResourceClaim
+metadata: {name: slice, namespace: team-a}
+spec:
+  devices:
+    requests:
+    - %s
+"""
 EXAMPLES = (
     Example(
         title="The standard's own example: allowMultipleAllocations in a request",
@@ -53,15 +76,7 @@ spec:
     ),
     Example(
         title="Flat request fields under v1, which wraps them in `exactly`",
-        manifests="""\
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: slice, namespace: team-a}
-spec:
-  devices:
-    requests:
-    - {name: gpu, deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
-""",
+        manifests=_CLAIM % ("v1", "{name: gpu, deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}"),
         findings=(
             "ResourceClaim/slice#/spec/devices/requests/0",
             "ResourceClaim/slice#/spec/devices/requests/0/allocationMode",
@@ -71,17 +86,106 @@ spec:
     ),
     Example(
         title="The request shape of v1beta1",
+        manifests=_CLAIM
+        % ("v1beta1", "{name: gpu, deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}"),
+    ),
+    Example(
+        title="Kubernetes 1.33 has no capacity field yet (it came with consumable capacity in 1.34)",
+        manifests=_CLAIM
+        % ("v1beta1", "{name: gpu, deviceClassName: mig.nvidia.com, count: 1, capacity: {requests: {memory: 1Gi}}}"),
+        findings=("ResourceClaim/slice#/spec/devices/requests/0/capacity",),
+        config={"kubernetes-version": "1.33"},
+    ),
+    Example(
+        title="An allocation mode and a count the API server refuses",
+        manifests=_CLAIM
+        % ("v1", "{name: gpu, exactly: {deviceClassName: mig.nvidia.com, allocationMode: Exact, count: 0}}"),
+        findings=(
+            "ResourceClaim/slice#/spec/devices/requests/0/exactly/allocationMode",
+            "ResourceClaim/slice#/spec/devices/requests/0/exactly/count",
+        ),
+    ),
+    Example(
+        title="An NVIDIA config with a misspelt field, which the driver's strict decoder refuses",
         manifests="""\
-apiVersion: resource.k8s.io/v1beta1
+apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
 metadata: {name: slice, namespace: team-a}
 spec:
   devices:
     requests:
-    - {name: gpu, deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+    - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 1}}
+    config:
+    - requests: [gpu]
+      opaque:
+        driver: gpu.nvidia.com
+        parameters:
+          apiVersion: resource.nvidia.com/v1beta1
+          kind: GpuConfig
+          sharing: {strategy: TimeSlicing, timeSlicingConfig: {intervall: Long}}
 """,
+        findings=(
+            "ResourceClaim/slice#/spec/devices/config/0/opaque/parameters/sharing/timeSlicingConfig",
+            "ResourceClaim/slice#/spec/devices/config/0/opaque/parameters/sharing/timeSlicingConfig/intervall",
+        ),
     ),
 )
+
+_ALLOCATION_MODES = ("ExactCount", "All")
+_TOLERATION_OPERATORS = ("Exists", "Equal")
+_TOLERATION_EFFECTS = ("NoSchedule", "NoExecute")
+_GUARD_REFERENCE = re.compile(r"\bdevice\s*\.\s*allowMultipleAllocations\b")
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+@lru_cache(maxsize=64)
+def _fields(api_version: str, release: str) -> Mapping[str, frozenset[str]] | None:
+    """type -> fields the release's schema has in `api_version`; None if it serves no claims there."""
+    target = _release_key(release)
+    types: dict[str, frozenset[str]] = {}
+    for type_name, fields in FIELDS.get(api_version, {}).items():
+        present = frozenset(
+            name for name, (first, last) in fields.items() if _release_key(first) <= target <= _release_key(last)
+        )
+        if present:  # a type the release does not have yet (or any more) has no fields
+            types[type_name] = present
+    return types if "ResourceClaimSpec" in types else None
+
+
+def _served(release: str) -> list[str]:
+    return sorted(version for version in FIELDS if _fields(version, release) is not None)
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    obj = resource.obj
+    if resource.kind not in CLAIM_KINDS or not is_dra_object(obj):
+        return
+    release = context.config.kubernetes_release
+    if _release_key(release.version) > _release_key(RELEASES[-1]):  # pragma: no cover - a stale table
+        return
+    version = text(obj.get("apiVersion"))
+    fields = _fields(version, release.version)
+    if fields is None:
+        served = ", ".join(_served(release.version))
+        yield Violation(
+            ("apiVersion",), f"Kubernetes {release.version} does not serve {resource.kind}s in {version} ({served})"
+        )
+        return
+    yield from _unknown_fields(resource, fields, f"{version} (Kubernetes {release.version})")
+    located = claim_devices(obj)
+    if located is None:
+        return
+    devices_path, devices = located
+    yield from _values(resource)
+    yield from _request_references(devices, devices_path)
+    yield from _guard_without_gate(resource, release, context.config.exclusivity_guard_compiles)
+    yield from _nvidia_parameters(resource, devices, devices_path)
+
+
+# --- fields the release's schema has --------------------------------------------------
 
 
 def _unknown(value: object, allowed: frozenset[str], path: Path, what: str, version: str) -> Iterator[Violation]:
@@ -92,17 +196,8 @@ def _unknown(value: object, allowed: frozenset[str], path: Path, what: str, vers
             yield Violation((*path, str(key)), f"{what} has no field {key!r} in {version}")
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    obj = resource.obj
-    if resource.kind not in CLAIM_KINDS or not is_dra_object(obj):
-        return
-    version = text(obj.get("apiVersion"))
-    fields = FIELDS.get(version)
-    if fields is None:
-        served = ", ".join(sorted(FIELDS))
-        yield Violation(("apiVersion",), f"{version} is not served by any supported Kubernetes release ({served})")
-        return
-    spec: Any = obj.get("spec")
+def _unknown_fields(resource: Resource, fields: Mapping[str, frozenset[str]], version: str) -> Iterator[Violation]:
+    spec: Any = resource.obj.get("spec")
     claim_spec_path: Path = ("spec",)
     if resource.kind == "ResourceClaimTemplate":
         yield from _unknown(spec, fields["ResourceClaimTemplateSpec"], ("spec",), "ResourceClaimTemplateSpec", version)
@@ -126,23 +221,26 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             if exactly is None and "firstAvailable" not in request:
                 yield Violation(path, f"a device request in {version} needs `exactly` or `firstAvailable`")
             body = exactly if isinstance(exactly, Mapping) else {}
-            yield from _selectors(body, fields, (*path, "exactly"), version)
+            yield from _request_parts(body, fields, (*path, "exactly"), version)
         else:
-            yield from _selectors(request, fields, path, version)
+            yield from _request_parts(request, fields, path, version)
         for sub_index, sub_request in enumerate(items(request.get("firstAvailable"))):
             sub_path = (*path, "firstAvailable", sub_index)
             yield from _unknown(sub_request, fields["DeviceSubRequest"], sub_path, "a firstAvailable entry", version)
             if isinstance(sub_request, Mapping):
-                yield from _selectors(sub_request, fields, sub_path, version)
+                yield from _request_parts(sub_request, fields, sub_path, version)
     for index, constraint in enumerate(items(devices.get("constraints"))):
         path = (*devices_path, "constraints", index)
         yield from _unknown(constraint, fields["DeviceConstraint"], path, "a constraint", version)
     for index, config in enumerate(items(devices.get("config"))):
         path = (*devices_path, "config", index)
         yield from _unknown(config, fields["DeviceClaimConfiguration"], path, "a config entry", version)
+        if isinstance(config, Mapping) and "OpaqueDeviceConfiguration" in fields:
+            opaque = config.get("opaque")
+            yield from _unknown(opaque, fields["OpaqueDeviceConfiguration"], (*path, "opaque"), "opaque", version)
 
 
-def _selectors(
+def _request_parts(
     body: Mapping[str, Any], fields: Mapping[str, frozenset[str]], path: Path, version: str
 ) -> Iterator[Violation]:
     for index, selector in enumerate(items(body.get("selectors"))):
@@ -151,3 +249,123 @@ def _selectors(
         if isinstance(selector, Mapping):
             cel = selector.get("cel")
             yield from _unknown(cel, fields["CELDeviceSelector"], (*selector_path, "cel"), "a CEL selector", version)
+    if "DeviceToleration" in fields:
+        for index, toleration in enumerate(items(body.get("tolerations"))):
+            toleration_path = (*path, "tolerations", index)
+            yield from _unknown(toleration, fields["DeviceToleration"], toleration_path, "a toleration", version)
+    if "CapacityRequirements" in fields:
+        capacity = body.get("capacity")
+        yield from _unknown(capacity, fields["CapacityRequirements"], (*path, "capacity"), "capacity", version)
+
+
+# --- values the API server refuses ------------------------------------------------------
+
+
+def _values(resource: Resource) -> Iterator[Violation]:
+    """allocationMode and count (validation.go validateDeviceAllocationMode), toleration enums."""
+    for request in resource.requests:
+        body, name = request.body, request.qualified_name
+        mode = body.get("allocationMode", "ExactCount")
+        if mode not in _ALLOCATION_MODES:
+            yield Violation(
+                (*request.path, "allocationMode"),
+                f"request {name!r}: allocationMode must be ExactCount or All, got {mode!r}",
+            )
+        count = body.get("count")
+        if count is not None and mode == "All":
+            yield Violation((*request.path, "count"), f"request {name!r}: count may not be set with allocationMode All")
+        elif count is not None and not _positive_integer(count):
+            yield Violation(
+                (*request.path, "count"), f"request {name!r}: count must be an integer greater than zero, got {count!r}"
+            )
+        for index, toleration in enumerate(items(body.get("tolerations"))):
+            entry, path = mapping(toleration), (*request.path, "tolerations", index)
+            operator, effect = entry.get("operator", "Equal"), entry.get("effect", "")
+            if operator not in _TOLERATION_OPERATORS:
+                yield Violation(
+                    (*path, "operator"), f"a toleration's operator must be Exists or Equal, got {operator!r}"
+                )
+            if effect not in ("", *_TOLERATION_EFFECTS):
+                yield Violation(
+                    (*path, "effect"), f"a toleration's effect must be NoSchedule, NoExecute or empty, got {effect!r}"
+                )
+
+
+def _positive_integer(value: object) -> bool:
+    # Pulumi delivers every number as a float: 2.0 is the integer 2.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _request_references(devices: Mapping[str, Any], devices_path: Path) -> Iterator[Violation]:
+    """Constraints and configs may name requests (`req`) and subrequests (`req/sub`) of this claim only."""
+    names: set[str] = set()
+    for request in items(devices.get("requests")):
+        top = text(mapping(request).get("name"))
+        names.add(top)
+        names.update(f"{top}/{text(mapping(sub).get('name'))}" for sub in items(mapping(request).get("firstAvailable")))
+    for section, what in (("constraints", "a constraint"), ("config", "a config entry")):
+        for index, entry in enumerate(items(devices.get(section))):
+            for position, name in enumerate(items(mapping(entry).get("requests"))):
+                if name not in names:
+                    yield Violation(
+                        (*devices_path, section, index, "requests", position),
+                        f"{what} names request {name!r}, which this claim does not have ({', '.join(sorted(names))})",
+                    )
+
+
+def _guard_without_gate(resource: Resource, release: KubernetesRelease, compiles: bool) -> Iterator[Violation]:
+    """`device.allowMultipleAllocations` exists in the CEL environment only with DRAConsumableCapacity."""
+    if compiles:
+        return
+    for request in resource.requests:
+        for index, selector in enumerate(items(request.body.get("selectors"))):
+            expression = get_path(selector, ("cel", "expression"))
+            if isinstance(expression, str) and _GUARD_REFERENCE.search(expression):
+                gate = (
+                    "has no DRAConsumableCapacity gate"
+                    if not release.consumable_capacity_exists
+                    else (
+                        "runs without the DRAConsumableCapacity gate by default (set consumable-capacity: true "
+                        "if your cluster turns it on)"
+                    )
+                )
+                yield Violation(
+                    (*request.path, "selectors", index, "cel", "expression"),
+                    f"request {request.qualified_name!r}: device.allowMultipleAllocations does not compile on "
+                    f"Kubernetes {release.version}, which {gate}; the API server refuses the claim",
+                )
+
+
+# --- opaque parameters ----------------------------------------------------------------
+
+
+def _nvidia_parameters(resource: Resource, devices: Mapping[str, Any], devices_path: Path) -> Iterator[Violation]:
+    classes: dict[str, set[str]] = {}
+    for request in resource.requests:
+        classes.setdefault(request.request_name, set()).add(request.device_class)
+    for index, entry in enumerate(items(devices.get("config"))):
+        opaque = mapping(mapping(entry).get("opaque"))
+        if opaque.get("driver") != NVIDIA_GPU_DRIVER:
+            continue
+        path = (*devices_path, "config", index, "opaque", "parameters")
+        parameters = opaque.get("parameters")
+        for problem in nvidia_problems(parameters):
+            yield Violation((*path, *problem.path), f"NVIDIA config: {problem.message}")
+        kind = mapping(parameters).get("kind")
+        named = [text(name).partition("/")[0] for name in items(mapping(entry).get("requests"))]
+        covered = {device_class for name in (named or list(classes)) for device_class in classes.get(name, ())}
+        for device_class in sorted(covered):
+            wanted = CONFIG_KIND_FOR_CLASS.get(device_class)
+            if (
+                wanted is not None
+                and isinstance(kind, str)
+                and kind in CONFIG_KIND_FOR_CLASS.values()
+                and kind != wanted
+            ):
+                yield Violation(
+                    (*path, "kind"),
+                    f"NVIDIA config: a {kind} applies to devices of class {device_class}, which take a {wanted}; "
+                    "the node fails to prepare the claim",
+                )

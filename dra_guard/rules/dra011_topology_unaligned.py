@@ -1,10 +1,10 @@
-"""DRA011: several devices in one claim without a topology constraint."""
+"""DRA011: several devices of a class that has an alignment, without a constraint on it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import PCIE_ROOT, topology_attribute_for
+from dra_guard.catalog import DeviceClass
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, claim_devices, items, mapping, text
@@ -14,16 +14,21 @@ ID = "DRA011"
 NAME = "topology-unaligned"
 SEVERITY = Severity.MEDIUM
 SUMMARY = (
-    "A claim for several devices must align them with matchAttribute on the PCIe root (or, for MIG, the parent GPU)."
+    "A claim for several devices of a class whose driver publishes an alignment attribute on every device "
+    "(MIG: the parent GPU) must share it with matchAttribute."
 )
 RATIONALE = (
-    "Devices of one claim spread over PCIe roots or parent GPUs cross isolation boundaries and NUMA "
-    "domains: slices of different physical GPUs share no memory fabric, and peer traffic leaves the "
-    "switch. The standard asks for device affinity matching the node topology."
+    "All devices of one claim go to the same consumer, so spreading them is a matter of locality and "
+    "performance, not of isolation: MIG slices of different parent GPUs share no memory fabric, and traffic "
+    "between them leaves the GPU. Alignment is asked for only where the driver publishes the attribute on "
+    "every device (gpu.nvidia.com/parentUUID on MIG devices, or the topology-attribute of an extra-classes "
+    "entry): a matchAttribute on an attribute a device lacks makes the claim unallocatable on that node, "
+    "which is why resource.kubernetes.io/pcieRoot (published only where derivable by NVIDIA and AMD, never by "
+    "the TPU and example drivers) is accepted but never required."
 )
 REMEDIATION = (
-    "Add constraints: [{requests: [<names>], matchAttribute: resource.kubernetes.io/pcieRoot}] "
-    "(gpu.nvidia.com/parentUUID for MIG slices of one GPU)."
+    "Add constraints: [{requests: [<names>], matchAttribute: gpu.nvidia.com/parentUUID}] for MIG slices of one "
+    "GPU (the topology-attribute of the class for classes configured under extra-classes)."
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(CLAIM_KINDS)
@@ -39,18 +44,35 @@ spec:
     devices:
       requests:
       - name: gpu
-        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 2}
+        exactly: {deviceClassName: %s, allocationMode: ExactCount, count: 2}
       constraints: [%s]
 """
 EXAMPLES = (
     Example(
         title="Two MIG slices that may come from different GPUs",
-        manifests=_TEMPLATE % "",
+        manifests=_TEMPLATE % ("mig.nvidia.com", ""),
         findings=("ResourceClaimTemplate/pair#/spec/spec/devices",),
     ),
     Example(
         title="Two slices of one parent GPU",
-        manifests=_TEMPLATE % "{requests: [gpu], matchAttribute: gpu.nvidia.com/parentUUID}",
+        manifests=_TEMPLATE % ("mig.nvidia.com", "{requests: [gpu], matchAttribute: gpu.nvidia.com/parentUUID}"),
+    ),
+    Example(
+        title="Two TPU chips: the driver publishes nothing to align on (they are on one host anyway)",
+        manifests=_TEMPLATE % ("tpu.google.com", ""),
+    ),
+    Example(
+        title="A class from the configuration, with the attribute its devices share",
+        manifests=_TEMPLATE % ("fpga.example.org", ""),
+        findings=("ResourceClaimTemplate/pair#/spec/spec/devices",),
+        config={
+            "extra-classes": {
+                "fpga.example.org": {
+                    "pin-attribute": "fpga.example.org/bitstream",
+                    "topology-attribute": "fpga.example.org/board",
+                }
+            }
+        },
     ),
 )
 
@@ -68,30 +90,41 @@ def _device_count(requests: list[DeviceRequestView]) -> int:
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    accelerator = context.accelerator_requests(resource)
-    if not accelerator:
-        return
-    by_request: dict[str, list[DeviceRequestView]] = {}
-    for request in accelerator:
-        by_request.setdefault(request.request_name, []).append(request)
-    total = sum(_device_count(requests) for requests in by_request.values())
-    if total < 2:
+    # Requests of each class that asks for alignment, by top-level request name.
+    by_class: dict[str, tuple[DeviceClass, dict[str, list[DeviceRequestView]]]] = {}
+    for request in context.accelerator_requests(resource):
+        known = context.config.device_class(request.device_class)
+        if known is not None and known.default_alignment is not None:
+            _, by_request = by_class.setdefault(request.device_class, (known, {}))
+            by_request.setdefault(request.request_name, []).append(request)
+    if not by_class:
         return
     located = claim_devices(resource.obj)
     if located is None:
         return
     devices_path, devices = located
-    names = set(by_request)
-    # PCIe root always aligns; a class's own attribute aligns when every request shares it.
-    class_attributes = {topology_attribute_for(request.device_class) for request in accelerator}
-    acceptable = {PCIE_ROOT} | (class_attributes if len(class_attributes) == 1 else set())
-    for entry in items(devices.get("constraints")):
-        constraint = mapping(entry)
-        covered = {text(name) for name in items(constraint.get("requests"))}
-        if text(constraint.get("matchAttribute")) in acceptable and (not covered or names <= covered):
-            return
-    wanted = " or ".join(sorted(acceptable))
-    yield Violation(
-        devices_path,
-        f"{total} accelerator devices ({', '.join(sorted(names))}) with no constraint matching {wanted} across them",
-    )
+    for class_name, (known, by_request) in by_class.items():
+        total = sum(_device_count(requests) for requests in by_request.values())
+        if total < 2 or known.default_alignment is None:
+            continue
+        acceptable = set(known.topology_attributes)
+        names = set(by_request)
+        if any(_aligns(entry, acceptable, names) for entry in items(devices.get("constraints"))):
+            continue
+        others = sorted(acceptable - {known.default_alignment})
+        wanted = known.default_alignment + (f" (or {', '.join(others)})" if others else "")
+        # allocationMode: All takes every matching device: how many is not known before allocation.
+        if any(request.body.get("allocationMode") == "All" for requests in by_request.values() for request in requests):
+            how_many = f"an unknown number of {class_name} devices (allocationMode: All takes every matching one)"
+        else:
+            how_many = f"{total} {class_name} devices"
+        yield Violation(
+            devices_path,
+            f"{how_many} ({', '.join(sorted(names))}) with no matchAttribute on {wanted} across them",
+        )
+
+
+def _aligns(constraint: object, acceptable: set[str], names: set[str]) -> bool:
+    entry = mapping(constraint)
+    covered = {text(name) for name in items(entry.get("requests"))}
+    return text(entry.get("matchAttribute")) in acceptable and (not covered or names <= covered)

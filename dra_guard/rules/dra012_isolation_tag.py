@@ -6,6 +6,14 @@ import re
 from collections.abc import Iterator
 
 from dra_guard.catalog import ISOLATION_TAG_ANNOTATION
+from dra_guard.celkit import (
+    Admission,
+    AdmissionTarget,
+    Validation,
+    annotation,
+    annotation_value,
+    has_accelerator_request,
+)
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, annotations_of
@@ -91,3 +99,32 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         yield Violation(path, "an HMAC key is configured, so the isolation tag must be hmac-sha256:")
     elif not verify_isolation_tag(resource.obj, key):
         yield Violation(path, "isolation tag does not match the object: it was edited after tagging")
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """Presence and format; with a key, the HMAC form. Verifying the digest needs the key and
+    SHA-256, which CEL has not: the webhook does that (`dra-guard webhook`)."""
+    pattern = "^hmac-sha256:[0-9a-f]{64}$" if target.config.get(HMAC_KEY_ENV) is not None else _WELL_FORMED.pattern
+    if not pattern.startswith("^"):
+        pattern = f"^{pattern}$"
+    tag = annotation_value(ISOLATION_TAG_ANNOTATION)
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        condition=has_accelerator_request(target.config),
+        validations=(
+            Validation(
+                expression=annotation(ISOLATION_TAG_ANNOTATION),
+                message=f"accelerator claim has no {ISOLATION_TAG_ANNOTATION}",
+            ),
+            Validation(
+                expression=f"!{annotation(ISOLATION_TAG_ANNOTATION)} || {tag}.matches('{pattern}')",
+                message="isolation tag is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex> "
+                "(hmac-sha256 when a key is configured)",
+            ),
+        ),
+        # The digest itself is the webhook's: the policy decides presence and format only.
+        covers=lambda finding: "does not match the object" not in finding.message,
+    )
+
+
+ADMISSION = _admission

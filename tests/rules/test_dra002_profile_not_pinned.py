@@ -7,21 +7,26 @@ from typing import Any
 
 import pytest
 
+from dra_guard.catalog import EXCLUSIVITY_GUARD
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,
+    LEGACY_TARGET,
     config,
     devices,
     findings,
     request_body,
     retag,
     rule_ids,
+    target_for,
     template,
 )
 
 
 def _set_selector(obj: dict[str, Any], expression: str) -> dict[str, Any]:
-    request_body(obj)["selectors"] = [{"cel": {"expression": expression}}]
+    # The builders' exclusivity guard stays, in a selector of its own, so only DRA002 is judged.
+    guard = [{"cel": {"expression": EXCLUSIVITY_GUARD}}] if "allowMultipleAllocations" in str(request_body(obj)) else []
+    request_body(obj)["selectors"] = [{"cel": {"expression": expression}}, *guard]
     return retag(obj)
 
 
@@ -64,7 +69,9 @@ def test_dra002_broken_missing_and_wrong_class(api_version: str) -> None:
     assert finding.rule == "DRA002" and "not valid CEL" in finding.message
     missing = template(api_version)
     del request_body(missing)["selectors"]
-    assert rule_ids(retag(missing)) == {"DRA002"}
+    # Without selectors the request has no exclusivity guard either (DRA003, where it compiles).
+    unguarded = set() if target_for(api_version) == LEGACY_TARGET else {"DRA003"}
+    assert rule_ids(retag(missing)) == {"DRA002"} | unguarded
     # The standard's own example: a MIG profile selector on the full-GPU class never matches.
     wrong_class = template(api_version)
     request_body(wrong_class)["deviceClassName"] = "gpu.nvidia.com"
@@ -88,7 +95,13 @@ def test_dra002_first_available_entries_are_each_checked() -> None:
         "name": "slice",
         "firstAvailable": [
             {"name": "small", **copy.deepcopy(body)},
-            {"name": "any", "deviceClassName": "mig.nvidia.com", "allocationMode": "ExactCount", "count": 1},
+            {
+                "name": "any",
+                "deviceClassName": "mig.nvidia.com",
+                "selectors": [{"cel": {"expression": EXCLUSIVITY_GUARD}}],
+                "allocationMode": "ExactCount",
+                "count": 1,
+            },
         ],
     }
     (finding,) = findings(retag(obj))

@@ -8,6 +8,7 @@ import pytest
 
 from testkit.rulecases import (
     claim,
+    config,
     findings,
     pod,
     rule_ids,
@@ -17,7 +18,8 @@ from testkit.rulecases import (
 
 @pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "Job"])
 def test_dra005_controllers_must_not_name_a_claim(kind: str) -> None:
-    template_obj, workload_obj = workload(kind)
+    objects = workload(kind)
+    template_obj, workload_obj = objects.claim_template, objects.workload
     claims = workload_obj["spec"]["template"]["spec"]["resourceClaims"]
     claims[0] = {"name": "accelerator", "resourceClaimName": "shared"}
     assert rule_ids(template_obj, workload_obj, claim()) >= {"DRA005"}
@@ -47,3 +49,24 @@ def test_dra005_pod_group_claims_are_shared() -> None:
     assert rule_ids(group) == {"DRA005"}
     group["spec"]["resourceClaims"] = []
     assert rule_ids(group) == set()
+
+
+def test_dra005_claims_for_non_accelerators_may_be_shared() -> None:
+    """non-accelerator-classes, and the catalog's own (NICs, CPU profiles), count here too."""
+
+    def user(name: str) -> dict[str, Any]:
+        obj = pod(
+            containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "nic"}]}}],
+            resourceClaims=[{"name": "nic", "resourceClaimName": "slice"}],
+        )
+        obj["metadata"]["name"] = name
+        return obj
+
+    nic_claim = claim()
+    nic_claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "net.example.com"
+    assert findings(nic_claim, user("a"), user("b")) == []
+    fpga_claim = claim()
+    fpga_claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "fpga.example.org"
+    assert {f.rule for f in findings(fpga_claim, user("a"), user("b"))} >= {"DRA005"}
+    configured = config({"non-accelerator-classes": ["fpga.example.org"]})
+    assert [f for f in findings(fpga_claim, user("a"), user("b"), config=configured) if f.rule == "DRA005"] == []

@@ -1,0 +1,174 @@
+"""Evaluate ValidatingAdmissionPolicies on an object the way the API server does.
+
+For the parity test (the policies must deny exactly what the engine reports) and for
+`dra-guard admission-policy --test`. Follows the admission chain for a CREATE:
+the API server first decodes the object into its typed form (null fields disappear) and
+applies its defaults (a DRA request's `allocationMode` becomes `ExactCount`, its `count`
+1); then for each policy whose match constraints select the object's resource and whose
+binding selects its namespace, the matchConditions are evaluated (all must be true; an
+error applies the failurePolicy), the variables are bound in order (lazily in the API
+server: an error surfaces only where a variable is used, which binding errors as error
+values reproduces), and each validation's expression must be true — false denies with the
+message (or the messageExpression's value), an error denies under `failurePolicy: Fail`.
+CEL is evaluated with cel-python, whose regular expressions are RE2 like the API server's.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from dra_guard.admission.policy import KIND_RESOURCES
+
+
+@dataclass(frozen=True)
+class Denial:
+    policy: str
+    message: str
+
+    @property
+    def rule(self) -> str:
+        """The rule ID every dra-guard message starts with."""
+        return self.message.partition(":")[0]
+
+
+@lru_cache(maxsize=4096)
+def _program(expression: str) -> Any:
+    import celpy
+
+    environment = celpy.Environment()
+    return environment.program(environment.compile(expression))
+
+
+def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as the API server holds it at admission: nulls dropped, DRA defaults set."""
+    stored: dict[str, Any] = _without_nulls(copy.deepcopy(dict(obj)))
+    if str(stored.get("apiVersion", "")).startswith("resource.k8s.io/"):
+        spec: dict[str, Any] = stored["spec"] if isinstance(stored.get("spec"), dict) else {}
+        claim_spec = spec.get("spec") if stored.get("kind") == "ResourceClaimTemplate" else spec
+        devices = claim_spec.get("devices") if isinstance(claim_spec, dict) else None
+        for request in devices.get("requests", []) if isinstance(devices, dict) else []:
+            if not isinstance(request, dict):
+                continue
+            bodies = [request.get("exactly")] if "exactly" in request else []
+            bodies += list(request.get("firstAvailable") or [])
+            if "exactly" not in request and "firstAvailable" not in request:
+                bodies.append(request)  # flat (v1alpha3/v1beta1)
+            for body in bodies:
+                if isinstance(body, dict) and "deviceClassName" in body:
+                    body.setdefault("allocationMode", "ExactCount")
+                    if body["allocationMode"] == "ExactCount":
+                        body.setdefault("count", 1)
+    return stored
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def _matches_resource(policy: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
+    located = KIND_RESOURCES.get(str(obj.get("kind")))
+    if located is None:
+        return False
+    group, resource = located
+    api_group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    if api_group != group:
+        return False
+    for rule in policy["spec"]["matchConstraints"]["resourceRules"]:
+        if group in rule["apiGroups"] and resource in rule["resources"] and "CREATE" in rule["operations"]:
+            return True
+    return False
+
+
+def _activation(obj: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> dict[str, Any]:
+    from celpy.adapter import json_to_cel
+
+    return {
+        "object": json_to_cel(dict(obj)),
+        "oldObject": None,
+        "params": None,
+        "namespaceObject": json_to_cel(dict(namespace)) if namespace is not None else None,
+        "request": json_to_cel({"operation": "CREATE", "kind": {"kind": obj.get("kind")}}),
+    }
+
+
+def _evaluate(expression: str, activation: Mapping[str, Any]) -> Any:
+    """The value, or the exception the evaluation raised (an error value)."""
+    from celpy.evaluation import CELEvalError
+
+    try:
+        return _program(expression).evaluate(activation)
+    except CELEvalError as error:
+        return error
+    except Exception as error:  # cel-python raises a few plain exceptions (type errors)
+        return CELEvalError(str(error))
+
+
+def _is_true(value: Any) -> bool:
+    from celpy.celtypes import BoolType
+
+    return isinstance(value, BoolType) and bool(value)
+
+
+def evaluate_policy(
+    policy: Mapping[str, Any], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None = None
+) -> list[Denial]:
+    """The denials of one policy for a stored object (call `stored_form` first)."""
+    from celpy.celtypes import BoolType, MapType, StringType
+
+    name = policy["metadata"]["name"]
+    spec = policy["spec"]
+    if not _matches_resource(policy, obj):
+        return []
+    activation = _activation(obj, namespace)
+    fail = spec.get("failurePolicy", "Fail") == "Fail"
+    for condition in spec.get("matchConditions", []):
+        value = _evaluate(condition["expression"], activation)
+        if isinstance(value, BaseException) or not isinstance(value, BoolType):
+            return [Denial(name, f"matchCondition {condition['name']} failed: {value}")] if fail else []
+        if not value:
+            return []
+    bound: dict[Any, Any] = {}
+    for variable in spec.get("variables", []):
+        activation["variables"] = MapType(bound)
+        bound[StringType(variable["name"])] = _evaluate(variable["expression"], activation)
+    activation["variables"] = MapType(bound)
+    denials = []
+    for validation in spec["validations"]:
+        value = _evaluate(validation["expression"], activation)
+        if isinstance(value, BaseException) or not isinstance(value, BoolType):
+            if fail:
+                denials.append(Denial(name, f"{validation['message']} (evaluation error: {value})"))
+            continue
+        if value:
+            continue
+        message = validation["message"]
+        if "messageExpression" in validation:
+            rendered = _evaluate(validation["messageExpression"], activation)
+            if isinstance(rendered, str):
+                message = str(rendered)
+        denials.append(Denial(name, message))
+    return denials
+
+
+def admit(
+    policies: Iterable[Mapping[str, Any]], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None = None
+) -> list[Denial]:
+    """Every denial the policies give the object on CREATE."""
+    stored = stored_form(obj)
+    denials: list[Denial] = []
+    for policy in policies:
+        if policy.get("kind") == "ValidatingAdmissionPolicy":
+            denials += evaluate_policy(policy, stored, namespace)
+    return denials
+
+
+def denied_rules(denials: Sequence[Denial]) -> set[str]:
+    return {denial.rule for denial in denials}

@@ -1,0 +1,300 @@
+"""`dra-guard webhook`: a validating admission webhook for what the policies' CEL cannot do.
+
+The ValidatingAdmissionPolicies (`dra-guard admission-policy`) decide every rule that one
+object shows. This webhook decides the rest with the engine itself: isolation tags
+verified with the HMAC key (CEL has no SHA-256), the rules that need other objects, as far
+as one object and its namespace's claim templates show them, and the rules that have no
+CEL form. It serves AdmissionReview `admission.k8s.io/v1` as an ASGI application (run by
+uvicorn over HTTPS) with `/healthz` and `/readyz`, a bounded request body, a deadline per
+review, and one JSON log line per request on stderr. The key is read from a file (a
+Secret mount) and never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dra_guard.admission.policy import covered_rules
+from dra_guard.celkit import AdmissionTarget
+from dra_guard.config import Config
+from dra_guard.engine import check_objects
+from dra_guard.findings import Finding, Severity
+from dra_guard.rules import Registry
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+#: The API server sends reviews of up to a few MiB (etcd stores objects up to 1.5 MiB).
+DEFAULT_MAX_BODY = 3 * 1024 * 1024
+#: A review must be answered well within the webhook's timeoutSeconds (5).
+DEFAULT_DEADLINE_SECONDS = 4.0
+REVIEW_API = "admission.k8s.io/v1"
+_LOG = logging.getLogger("dra_guard.webhook")
+
+
+class TemplateSource(Protocol):
+    """Claim templates of a namespace, by name (the cluster's, for cross-object rules)."""
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+class NoTemplates:
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return None
+
+
+@dataclass
+class KubernetesTemplates:
+    """Reads ResourceClaimTemplates from the API server with the pod's service account."""
+
+    server: str
+    token: str
+    ca_file: str
+    api_version: str = "resource.k8s.io/v1"
+    timeout: float = 1.0
+
+    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        url = f"{self.server}/apis/{self.api_version}/namespaces/{namespace}/resourceclaimtemplates/{name}"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"})
+        context = ssl.create_default_context(cafile=self.ca_file)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=context) as response:
+                found = json.load(response)
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return None
+            raise
+        return found if isinstance(found, dict) else None
+
+
+@dataclass
+class Webhook:
+    """The ASGI application."""
+
+    registry: Registry
+    config: Config
+    templates: TemplateSource = field(default_factory=NoTemplates)
+    fail_on: Severity = Severity.MEDIUM
+    #: Deny on every finding, not only on what the policies cannot decide (clusters
+    #: without the ValidatingAdmissionPolicies).
+    all_rules: bool = False
+    max_body: int = DEFAULT_MAX_BODY
+    deadline: float = DEFAULT_DEADLINE_SECONDS
+    ready: bool = True
+
+    def __post_init__(self) -> None:
+        target = AdmissionTarget(self.config)
+        self._covers = {covered.rule.id: covered.admission.covers for covered in covered_rules(self.registry, target)}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":  # pragma: no cover - uvicorn sends only http and lifespan
+            return
+        path, method = scope.get("path", ""), scope.get("method", "")
+        if path in ("/healthz", "/readyz") and method == "GET":
+            healthy = path == "/healthz" or self.ready
+            await _respond(send, 200 if healthy else 503, {"status": "ok" if healthy else "not ready"})
+            return
+        if path != "/validate":
+            await _respond(send, 404, {"error": "not found"})
+            return
+        if method != "POST":
+            await _respond(send, 405, {"error": "use POST"})
+            return
+        started = time.monotonic()
+        body = await _read_body(receive, self.max_body)
+        if body is None:
+            _log(event="refused", reason="body too large", limit=self.max_body)
+            await _respond(send, 413, {"error": f"request body larger than {self.max_body} bytes"})
+            return
+        review, problem = _parse_review(body)
+        if review is None:
+            _log(event="refused", reason=problem)
+            await _respond(send, 400, {"error": problem})
+            return
+        request = review["request"]
+        try:
+            response = await asyncio.wait_for(asyncio.to_thread(self.review, request), timeout=self.deadline)
+        except TimeoutError:
+            response = _denial(
+                request["uid"], "dra-guard webhook: the review took too long; denied (failurePolicy Fail)"
+            )
+        _log(
+            event="review",
+            uid=request["uid"],
+            kind=_kind(request),
+            namespace=request.get("namespace", ""),
+            name=request.get("name", ""),
+            allowed=response["allowed"],
+            rules=_rule_ids(response),
+            ms=round((time.monotonic() - started) * 1000, 1),
+        )
+        await _respond(send, 200, {"apiVersion": REVIEW_API, "kind": "AdmissionReview", "response": response})
+
+    def review(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The AdmissionReview response for one request."""
+        obj = request.get("object")
+        uid = request["uid"]
+        if not isinstance(obj, Mapping):  # DELETE and CONNECT carry no object
+            return {"uid": uid, "allowed": True}
+        namespace = str(request.get("namespace") or "")
+        reviewed = _with_namespace(obj, namespace)
+        templates = self._templates_named_by(reviewed, namespace)
+        # With the namespace's templates at hand, "template not found" is a real answer.
+        report = check_objects(
+            [reviewed, *templates],
+            self.config,
+            origins=["review"] + ["cluster"] * len(templates),
+            complete=bool(templates),
+        )
+        mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
+        blocking = [finding for finding in mine if finding.severity >= self.fail_on]
+        warnings = [_message(finding) for finding in mine if finding.severity < self.fail_on]
+        errors = [str(error) for error in report.errors]
+        if not blocking and not errors:
+            response: dict[str, Any] = {"uid": uid, "allowed": True}
+            if warnings:
+                response["warnings"] = warnings
+            return response
+        return _denial(uid, "; ".join([*(_message(finding) for finding in blocking), *errors]), warnings)
+
+    def _decides(self, finding: Finding) -> bool:
+        """Whether this webhook, rather than the policies, answers for the finding."""
+        if self.all_rules or finding.cross_object or finding.rule not in self._covers:
+            return True
+        covers = self._covers[finding.rule]
+        return covers is not None and not covers(finding)
+
+    def _templates_named_by(self, obj: Mapping[str, Any], namespace: str) -> list[Mapping[str, Any]]:
+        names = sorted(set(_template_names(obj)))
+        found = []
+        for name in names:
+            try:
+                template = self.templates.get(namespace, name)
+            except Exception as error:  # an unreachable API server must not crash the review
+                _log(event="template lookup failed", namespace=namespace, name=name, error=type(error).__name__)
+                continue
+            if template is not None:
+                found.append(template)
+        return found
+
+
+def _template_names(obj: Mapping[str, Any]) -> list[str]:
+    found: list[str] = []
+    stack: list[Any] = [obj]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Mapping):
+            name = current.get("resourceClaimTemplateName")
+            if isinstance(name, str):
+                found.append(name)
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return found
+
+
+def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The object as stored: in the request's namespace even when its manifest named none."""
+    result = dict(obj)
+    metadata = dict(result.get("metadata") or {})
+    if namespace and not metadata.get("namespace"):
+        metadata["namespace"] = namespace
+    result["metadata"] = metadata
+    return result
+
+
+def _rule_ids(response: Mapping[str, Any]) -> list[str]:
+    message = str(response.get("status", {}).get("message", ""))
+    return sorted({part.partition(":")[0] for part in message.split("; ") if part})
+
+
+def _kind(request: Mapping[str, Any]) -> str:
+    kind = request.get("kind")
+    return str(kind.get("kind", "")) if isinstance(kind, Mapping) else ""
+
+
+def _message(finding: Finding) -> str:
+    return f"{finding.rule}: {finding.object}: {finding.message}"
+
+
+def _denial(uid: str, message: str, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "uid": uid,
+        "allowed": False,
+        "status": {"code": 403, "reason": "Forbidden", "message": message},
+    }
+    if warnings:
+        response["warnings"] = list(warnings)
+    return response
+
+
+def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
+    try:
+        review = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None, "the body is not JSON"
+    if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
+        return None, "not an AdmissionReview"
+    if review.get("apiVersion") != REVIEW_API:
+        return None, f"AdmissionReview must be {REVIEW_API}"
+    request = review.get("request")
+    if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
+        return None, "AdmissionReview has no request with a uid"
+    return review, ""
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _respond(send: Send, status: int, payload: Mapping[str, Any]) -> None:
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            _log(event="started")
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            _log(event="stopped")
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _log(**fields: Any) -> None:
+    _LOG.info(json.dumps({"time": round(time.time(), 3), **fields}, ensure_ascii=False, sort_keys=True))

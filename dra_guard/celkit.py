@@ -1,0 +1,153 @@
+"""How a rule says what the API server itself can enforce: its ADMISSION declaration.
+
+A rule module declares `ADMISSION` next to its Python `check()`, so the rule's two forms
+change together: either a function of the target (configuration, Kubernetes version,
+admin-namespace label) returning an `Admission` — the CEL that a ValidatingAdmissionPolicy
+evaluates — or `NotAdmissible("why")` for a rule that needs more than one object.
+`dra_guard.admission` assembles the policies; a parity test proves that, for every object
+the tests know, the policy denies exactly what the engine reports for the rule.
+
+The helpers below write standard CEL only (the macros `all`, `exists`, `exists_one`,
+`map`, `filter`; `has()`, `size()`, `in`, `matches`, `startsWith`, `endsWith`,
+`contains`) with every optional field guarded by `has()`: an evaluation error in a policy
+with `failurePolicy: Fail` denies the request, so an unguarded read would deny compliant
+objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from dra_guard.config import NON_ACCELERATOR_CLASSES, Config
+from dra_guard.findings import Finding
+
+
+@dataclass(frozen=True)
+class AdmissionTarget:
+    """What the generated policy is for."""
+
+    config: Config
+    #: (major, minor) of the cluster, e.g. (1, 36).
+    kubernetes_version: tuple[int, int] = (1, 36)
+    #: A namespace label that marks admin namespaces (DRA006), `(key, value)`.
+    admin_namespace_label: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Validation:
+    """One CEL check: `expression` is true when the object complies."""
+
+    expression: str
+    #: Said when the check fails; the generator puts the rule ID in front.
+    message: str
+    #: A CEL string naming the offending container or request (the rule ID is prefixed).
+    message_expression: str | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A rule as a ValidatingAdmissionPolicy."""
+
+    #: The kinds the policy matches (their resources, all versions, CREATE and UPDATE).
+    kinds: tuple[str, ...]
+    validations: tuple[Validation, ...]
+    #: `variables`, in order: (name, CEL expression); later ones may use earlier ones.
+    variables: tuple[tuple[str, str], ...] = ()
+    #: A matchCondition: the policy ignores objects for which it is false. It may use
+    #: `object` only: the API server gives matchConditions no variables.
+    condition: str | None = None
+    #: Which of the engine's findings the policy decides (default: every one that needs
+    #: only the object itself). The parity test compares exactly these.
+    covers: Callable[[Finding], bool] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class NotAdmissible:
+    """A rule the API server cannot decide from one object; `reason` says why."""
+
+    reason: str
+
+
+AdmissionDeclaration = Callable[[AdmissionTarget], Admission] | NotAdmissible
+
+
+# --- writing CEL ------------------------------------------------------------------------
+
+
+def string(value: str) -> str:
+    """`value` as a single-quoted CEL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r") + "'"
+
+
+def string_list(values: Iterable[str]) -> str:
+    return "[" + ", ".join(string(value) for value in sorted(values)) + "]"
+
+
+def annotation(key: str) -> str:
+    """`true` when the object has annotation `key` (guarded)."""
+    return f"(has(object.metadata.annotations) && {string(key)} in object.metadata.annotations)"
+
+
+def annotation_value(key: str) -> str:
+    """The annotation's value; only meaningful where `annotation(key)` holds."""
+    return f"object.metadata.annotations[{string(key)}]"
+
+
+#: The top-level device requests of a ResourceClaim or ResourceClaimTemplate, or `[]`.
+#: Written with `object` alone, so a matchCondition (which gets no variables) can use it.
+REQUESTS = (
+    "(object.kind == 'ResourceClaimTemplate' ? "
+    "(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) "
+    "? object.spec.spec.devices.requests : []) : "
+    "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) "
+    "? object.spec.devices.requests : []))"
+)
+CLAIM_VARIABLES = (("requests", REQUESTS),)
+
+
+def every_request_body(check: Callable[[str], str], requests: str = "variables.requests") -> str:
+    """True when `check(body)` holds for every request body of the claim.
+
+    A body is what holds deviceClassName, selectors and count: the flat request
+    (v1alpha3/v1beta1), its `exactly` (v1beta2/v1), or each `firstAvailable` entry.
+    """
+    return (
+        f"{requests}.all(r, has(r.firstAvailable) ? r.firstAvailable.all(s, {check('s')}) : "
+        f"(has(r.exactly) ? {check('r.exactly')} : {check('r')}))"
+    )
+
+
+def some_request_body(check: Callable[[str], str], requests: str = "variables.requests") -> str:
+    """True when `check(body)` holds for at least one request body of the claim."""
+    return (
+        f"{requests}.exists(r, has(r.firstAvailable) ? r.firstAvailable.exists(s, {check('s')}) : "
+        f"(has(r.exactly) ? {check('r.exactly')} : {check('r')}))"
+    )
+
+
+def first_failing_request(check: Callable[[str], str], requests: str = "variables.requests") -> str:
+    """A CEL string: the name of the first request with a body failing `check` (for messages)."""
+    failing = (
+        f"has(r.firstAvailable) ? !r.firstAvailable.all(s, {check('s')}) : "
+        f"!(has(r.exactly) ? {check('r.exactly')} : {check('r')})"
+    )
+    return f"{requests}.filter(r, {failing}).map(r, has(r.name) ? r.name : '')[0]"
+
+
+def is_accelerator_body(body: str, config: Config) -> str:
+    """The body requests a device class the configuration counts as an accelerator."""
+    classes: frozenset[str] = config.get(NON_ACCELERATOR_CLASSES)
+    non_accelerator = sorted(classes)
+    if not non_accelerator:
+        return "true"
+    return f"!(has({body}.deviceClassName) && {body}.deviceClassName in {string_list(non_accelerator)})"
+
+
+def has_accelerator_request(config: Config, requests: str = REQUESTS) -> str:
+    """The claim requests at least one accelerator (usable in a matchCondition)."""
+    return some_request_body(lambda body: is_accelerator_body(body, config), requests)
+
+
+def all_of(parts: Sequence[str]) -> str:
+    return " && ".join(f"({part})" for part in parts) if parts else "true"

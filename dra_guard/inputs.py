@@ -1,0 +1,255 @@
+"""The documents of one check: what `dra_guard.walk` selected, read by `dra_guard.loader`.
+
+* A file a walk found is checked only if it is a Kubernetes manifest.  It is one when
+  one of its documents has an `apiVersion` or a `kind` key (in any letter case, so
+  that `apiversion: v1` stays the input error kubectl would make of it); a file none of
+  whose documents has either (Chart.yaml, values.yaml, package.json, CI workflows,
+  docker-compose files, `.dra-guard.yaml`, cdk8s's `construct-metadata.json`) is
+  skipped and counted.  Half a manifest stays an input error.
+* A file named on the command line, and stdin, are always checked.
+* A Helm chart is rendered with `helm template` when `helm` is on PATH (values from the
+  chart, nothing fetched) and the output checked, each object attributed to the
+  template named by its `# Source:` comment; without helm, or when rendering fails,
+  the chart is listed as not checked.
+* An object with neither `metadata.name` nor `metadata.generateName` is an input error
+  (kubectl refuses it: "resource name may not be empty"); it is still checked.
+* A file that fails to load and contains `{{` gets a hint to render it first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from dra_guard.findings import InputError, Unchecked
+from dra_guard.loader import STDIN_NAME, Document, iter_bytes
+from dra_guard.walk import STDIN, Selection
+
+#: How long one `helm template` may take.
+HELM_TIMEOUT_SECONDS = 120
+_HELM_SOURCE = re.compile(r"^# Source: (.*?)\s*$")
+_MANIFEST_KEYS = frozenset({"apiversion", "kind"})
+# Bytes that let a key's text differ from its value: escapes, binary and verbatim tags, %TAG.
+_KEY_DISGUISES = (b"\\", b"!!binary", b"tag:yaml.org,2002:binary", b"!<", b"%tag")
+
+
+def render_hint(chart: str = "…") -> str:
+    return f"render it with `helm template {chart} | dra-guard check -`"
+
+
+def _text(data: bytes) -> bytes:
+    """The bytes to search for key names: UTF-16 files decoded, everything lower-cased."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        with contextlib.suppress(UnicodeDecodeError):
+            data = data.decode("utf-16").encode("utf-8")
+    return data.lower()
+
+
+def is_manifest(data: bytes) -> bool:
+    """Whether one of the file's documents has an apiVersion or kind key (any case).
+
+    A file whose text spells neither name, and holds nothing that could disguise a key
+    (an escape, a binary or verbatim tag), has no such key: that answer costs one
+    search.  Otherwise the file is parsed; one that cannot be parsed counts as a
+    manifest, so its errors are reported rather than hidden.
+    """
+    text = _text(data)
+    if b"kind" not in text and b"apiversion" not in text and not any(mark in text for mark in _KEY_DISGUISES):
+        return False
+    import yaml
+
+    try:
+        documents = list(yaml.safe_load_all(data))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return True
+    return any(_has_manifest_key(document) for document in documents)
+
+
+def _has_manifest_key(document: Any) -> bool:
+    if not isinstance(document, dict):
+        return False
+    for key in document:
+        name = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        if isinstance(name, str) and name.lower() in _MANIFEST_KEYS:
+            return True
+    return False
+
+
+@dataclass
+class RenderedDocument:
+    """An object from `helm template`, attributed to the template that made it.
+
+    Its lines are lines of the rendered output, not of the template, so it has none.
+    """
+
+    file: str
+    index: int
+    obj: Any
+    text: str | None = field(default=None, repr=False)
+    span: tuple[int, int] = field(default=(0, 0), repr=False)
+    line: int | None = None
+
+    def line_of(self, path: Sequence[str | int]) -> int | None:
+        return None
+
+
+class Inputs:
+    """The selection as a stream of documents and errors, with what was not checked.
+
+    `skipped` (files a walk found that are no manifests), `unchecked` (charts) and
+    `files` (files checked) are complete once the stream is exhausted.
+    """
+
+    def __init__(self, selection: Selection, stdin: BinaryIO | None = None, helm: str | None = None) -> None:
+        self._selection = selection
+        self._stdin = stdin
+        #: The helm executable; None looks it up on PATH, "" means there is none.
+        self._helm = helm
+        self.skipped: list[str] = []
+        self.unchecked: list[Unchecked] = []
+        self.files = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._selection.errors
+        for candidate in self._selection.files:
+            data = self._read(candidate.path)
+            if isinstance(data, InputError):
+                self.files += 1
+                yield data
+            elif candidate.found:
+                yield from self._found(candidate.path, data)
+            else:
+                self.files += 1
+                yield from _with_hint(iter_bytes(data, STDIN_NAME if candidate.path == STDIN else candidate.path), data)
+        for chart in self._selection.charts:
+            yield from self._chart(chart)
+
+    def _read(self, path: str) -> bytes | InputError:
+        try:
+            if path == STDIN:
+                return (self._stdin or sys.stdin.buffer).read()
+            with open(path, "rb") as handle:
+                return handle.read()
+        except OSError as error:
+            return InputError(path, None, f"cannot read: {error.strerror or error}")
+
+    def _found(self, path: str, data: bytes) -> Iterator[Any]:
+        """A file a walk found: its items once one of its objects has apiVersion or kind.
+
+        Until then items are held back (errors, or objects that are no manifest); if none
+        comes, the file's text decides whether it is a manifest with errors or no manifest.
+        """
+        held: list[Any] = []
+        streaming = False
+        for item in _with_hint(iter_bytes(data, path), data):
+            if streaming:
+                yield item
+            elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
+                streaming = True
+                self.files += 1
+                yield from held
+                held.clear()
+                yield item
+            else:
+                held.append(item)
+        if streaming:
+            return
+        if is_manifest(data):
+            self.files += 1
+            yield from held
+        else:
+            self.skipped.append(path)
+
+    def _chart(self, chart: str) -> Iterator[Any]:
+        import shutil  # only charts need these: they stay out of the CLI's start-up
+        import subprocess
+
+        helm = shutil.which("helm") if self._helm is None else self._helm
+        if not helm:
+            self.unchecked.append(Unchecked(chart, f"helm is not on PATH; {render_hint(chart)}"))
+            return
+        try:
+            rendered = subprocess.run(
+                [helm, "template", chart, "--include-crds"],
+                capture_output=True,
+                timeout=HELM_TIMEOUT_SECONDS,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            self.unchecked.append(Unchecked(chart, f"helm template failed ({error}); {render_hint(chart)}"))
+            return
+        if rendered.returncode != 0:
+            lines = rendered.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit status {rendered.returncode}"
+            self.unchecked.append(Unchecked(chart, f"helm template failed: {why}"))
+            return
+        self.files += 1
+        for source, text in _sources(rendered.stdout.decode("utf-8", "replace")):
+            template = _template_path(chart, source)
+            for item in iter_bytes(text.encode("utf-8"), template):
+                if isinstance(item, InputError):
+                    yield InputError(template, None, f"rendered by helm: {item.message}")
+                else:
+                    yield RenderedDocument(template, item.index, item.obj, item.text, item.span)
+
+
+def _nameless(document: Document) -> Iterator[InputError]:
+    """An error for each object of the document that has no name and no generateName."""
+    obj = document.obj
+    if not isinstance(obj, dict) or not _has_manifest_key(obj):
+        return
+    items = obj.get("items")
+    objects: list[tuple[tuple[str | int, ...], dict[str, Any]]]
+    if isinstance(items, list):  # a List: its items are the objects (the List needs no name)
+        objects = [(("items", index), item) for index, item in enumerate(items) if isinstance(item, dict)]
+    else:
+        objects = [((), obj)]
+    for path, item in objects:
+        metadata = item.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if not metadata.get("name") and not metadata.get("generateName"):
+            line = document.line_of(path) if path else document.line
+            where = f"document {document.index}" + (f" item {path[1]}" if path else "")
+            yield InputError(
+                document.file, line, f"{where} has no metadata.name and no metadata.generateName (kubectl refuses it)"
+            )
+
+
+def _with_hint(items: Iterator[Any], data: bytes) -> Iterator[Any]:
+    """A load error in a file with `{{ ... }}` in it says how to render it first."""
+    templated = b"{{" in data
+    for item in items:
+        if templated and isinstance(item, InputError):
+            yield InputError(item.file, item.line, f"{item.message}; it looks like a Helm template: {render_hint()}")
+        else:
+            yield item
+            if isinstance(item, Document):
+                yield from _nameless(item)
+
+
+def _sources(output: str) -> Iterator[tuple[str, str]]:
+    """(template, rendered text) for each `# Source:` section of `helm template` output."""
+    source: str | None = None
+    lines: list[str] = []
+    for line in [*output.splitlines(keepends=True), "# Source: "]:
+        match = _HELM_SOURCE.match(line)
+        if match:
+            while lines and lines[-1].strip() == "---":  # the separator before the next section
+                lines.pop()
+            if source is not None:
+                yield source, "".join(lines)
+            source, lines = match.group(1), []
+        elif source is not None:
+            lines.append(line)
+
+
+def _template_path(chart: str, source: str) -> str:
+    """`# Source: <chart name>/templates/x.yaml` -> `<chart folder>/templates/x.yaml`."""
+    _, _, inside = source.partition("/")
+    return os.path.join(chart, *inside.split("/")) if inside else chart
