@@ -194,21 +194,7 @@ def test_migrated_claims_are_satisfiable_on_their_drivers_slices(source: Path, t
         device_class = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
         verdicts[template["metadata"]["name"]] = decide(template, SLICES[device_class])
     failed = {name: verdict.reason for name, verdict in verdicts.items() if verdict.status != "satisfiable"}
-    if failed and all(
-        _tpu_aligned_on_pcie_root(template) for template in templates if template["metadata"]["name"] in failed
-    ):
-        # The builders still align several TPU chips on pcieRoot, which the TPU driver never
-        # publishes; issue 11 emits only the topology constraints a driver publishes.
-        pytest.xfail(f"builders align TPU chips on resource.kubernetes.io/pcieRoot: {failed}")
     assert failed == {}
-
-
-def _tpu_aligned_on_pcie_root(template: dict[str, Any]) -> bool:
-    devices = template["spec"]["spec"]["devices"]
-    return devices["requests"][0]["exactly"]["deviceClassName"] == "tpu.google.com" and any(
-        constraint.get("matchAttribute") == "resource.kubernetes.io/pcieRoot"
-        for constraint in devices.get("constraints", [])
-    )
 
 
 def test_a_directory_is_mirrored_under_the_output_directory(tmp_path: Path) -> None:
@@ -234,7 +220,7 @@ def test_json_report(tmp_path: Path) -> None:
     code, stdout, _ = migrate(FIXTURES / "two-profiles.yaml", "--dry-run", "--format", "json")
     assert code == 0
     report = json.loads(stdout)
-    assert set(report) == {"files", "objects", "errors", "summary"}
+    assert set(report) == {"files", "objects", "errors", "skipped", "charts", "summary"}
     [file] = report["files"]
     assert file["changed"] and file["written"] is None and file["diff"].startswith("--- a/")
     [entry] = report["objects"]
@@ -462,3 +448,77 @@ def test_the_readme_example_is_what_migrate_prints(monkeypatch: pytest.MonkeyPat
         Path("tests/corpus/legacy-device-plugin/gpu-pod.yaml"), "--dry-run", "--gpu-product", "NVIDIA A100-SXM4-40GB"
     )
     assert code == 0 and diff == example
+
+
+# --- which files, and for which release ------------------------------------------------------
+
+
+def test_files_are_chosen_as_check_chooses_them(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "chart" / "templates").mkdir(parents=True)
+    (tree / "chart" / "Chart.yaml").write_text("apiVersion: v2\nname: chart\nversion: 0.1.0\n")
+    (tree / "chart" / "templates" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    (tree / "values.yaml").write_text("replicas: 2\n")  # no manifest: skipped, as check skips it
+    (tree / "generated").mkdir()
+    (tree / "generated" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    (tree / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    out = tmp_path / "out"
+    code, report, _ = migrate(tree, "-o", out, "--exclude", "generated/", *PINS)
+    assert code == 0, report
+    assert sorted(path.name for path in out.rglob("*")) == ["pod.yaml"]
+    assert f"dra-guard: {tree / 'chart'}: a Helm chart, not migrated" in report
+    assert "1 file(s) found are no Kubernetes manifests, left alone" in report
+    # What a run wrote into OUT is not read again when OUT is inside the tree.
+    inside = tree / "migrated"
+    assert migrate(tree, "-o", inside, "--exclude", "generated/", *PINS)[0] == 0
+    assert migrate(tree, "-o", inside, "--exclude", "generated/", *PINS)[0] == 0
+    assert sorted(path.name for path in inside.rglob("*")) == ["pod.yaml"]
+
+
+def test_a_file_with_a_nameless_object_is_refused_as_check_refuses_it(tmp_path: Path) -> None:
+    source = tmp_path / "pods.yaml"
+    source.write_text((CORPUS / "gpu-pod.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
+    code, _, report = migrate(source, *PINS)
+    assert (
+        code == 2 and "has no metadata.name and no metadata.generateName (kubectl refuses it); not migrated" in report
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "api_version", "guarded"),
+    [
+        ([], "resource.k8s.io/v1", True),  # 1.36, the default target, has the exclusivity guard
+        (["--kubernetes-version", "1.34"], "resource.k8s.io/v1", False),
+        (["--kubernetes-version", "1.33"], "resource.k8s.io/v1beta2", False),
+        (
+            ["--kubernetes-version", "1.33", "--api-version", "resource.k8s.io/v1beta1"],
+            "resource.k8s.io/v1beta1",
+            False,
+        ),
+    ],
+)
+def test_the_target_release_decides_the_api_version_and_the_guard(
+    arguments: list[str], api_version: str, guarded: bool, tmp_path: Path
+) -> None:
+    output = tmp_path / "out.yaml"
+    assert migrate(CORPUS / "gpu-pod.yaml", "-o", output, *arguments, *PINS)[0] == 0
+    [template] = [obj for obj in objects(output.read_text()) if obj["kind"] == "ResourceClaimTemplate"]
+    assert template["apiVersion"] == api_version
+    assert ("device.allowMultipleAllocations == false" in output.read_text()) is guarded
+    config = tmp_path / "target.yaml"
+    version = arguments[1] if arguments else "1.36"
+    config.write_text(f"kubernetes-version: '{version}'\n")
+    code, findings = check(output, config=config)
+    assert code == 0, findings
+    kubernetes_validate.validate(template, f"{version}.0", strict=True)
+
+
+def test_the_configured_release_is_the_default_and_an_unserved_api_version_is_a_usage_error(tmp_path: Path) -> None:
+    config = tmp_path / ".dra-guard.yaml"
+    config.write_text("kubernetes-version: '1.33'\n")
+    source = tmp_path / "pod.yaml"
+    source.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    code, stdout, _ = migrate(source, *PINS)  # the configuration next to the file applies
+    assert code == 0 and "apiVersion: resource.k8s.io/v1beta2" in stdout
+    code, _, stderr = migrate(source, "--api-version", "resource.k8s.io/v1", *PINS)
+    assert code == 2 and "Kubernetes 1.33 serves ResourceClaimTemplates in resource.k8s.io/v1beta2" in stderr

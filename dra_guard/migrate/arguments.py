@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dra_guard.catalog import RESOURCE_API_VERSIONS, SANITIZATION_POLICIES
+from dra_guard.catalog import KUBERNETES_VERSIONS, RESOURCE_API_VERSIONS, SANITIZATION_POLICIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--in-place", action="store_true", help="rewrite the inputs, keeping each as <file>.bak")
     parser.add_argument("--dry-run", action="store_true", help="print a unified diff; write nothing")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="the report's format")
-    parser.add_argument("--api-version", choices=RESOURCE_API_VERSIONS, default=RESOURCE_API_VERSIONS[0])
+    parser.add_argument(
+        "--kubernetes-version",
+        choices=KUBERNETES_VERSIONS,
+        help="the release the templates are for (default: the configuration's kubernetes-version)",
+    )
+    parser.add_argument(
+        "--api-version",
+        choices=RESOURCE_API_VERSIONS,
+        help="the templates' resource.k8s.io version (default: the newest that release serves)",
+    )
     parser.add_argument("--sanitization", choices=SANITIZATION_POLICIES, default=SANITIZATION_POLICIES[0])
     parser.add_argument(
         "--tenant-from-namespace", action="store_true", help="name each workload's namespace as its tenant"
@@ -32,5 +41,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--hmac-key-env", metavar="VAR", help="tag the templates with HMAC-SHA256, key in $VAR")
     parser.add_argument(
-        "--config", metavar="FILE", help="a .dra-guard.yaml or pyproject.toml (default: discovered in .)"
+        "--config",
+        metavar="FILE",
+        help="a .dra-guard.yaml or pyproject.toml (default: found as `check` finds it, from the first PATH up)",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave paths matching this .gitignore-style pattern out of directory walks, as `check` does",
+    )
+    parser.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files in walks")

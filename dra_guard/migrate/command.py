@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import glob
 import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
 from dra_guard.catalog import DEVICE_CLASSES
@@ -32,13 +34,30 @@ class UsageError(Exception):
     """A command line that cannot be carried out; nothing is written."""
 
 
-def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> MigrationSettings:
-    """The settings for the command line and the dra-guard configuration `check` would use."""
-    from dra_guard.config import ConfigError, discover_config, load_config_file
-    from dra_guard.rules import RULES
+@dataclass
+class Invocation:
+    """What the command line and the configuration `check` would use ask for."""
 
+    settings: MigrationSettings
+    #: Patterns that keep files out of directory walks (the command line's, the configuration's).
+    excludes: list[Any] = field(default_factory=list)
+
+
+def _first_path(paths: Sequence[str]) -> str:
+    """Where configuration discovery starts, as for `check`: the first path (`.` for stdin)."""
+    return "." if not paths or paths[0] == "-" else paths[0]
+
+
+def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Invocation:
+    """The settings for the command line and the dra-guard configuration `check` would use."""
+    from dra_guard.catalog import KUBERNETES_RELEASES
+    from dra_guard.config import EXCLUDE, Config, ConfigError, find_config_file, load_config_file
+    from dra_guard.rules import RULES
+    from dra_guard.walk import Patterns
+
+    config_file = arguments.config or find_config_file(_first_path(arguments.paths))
     try:
-        config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
+        config = load_config_file(config_file, RULES, environ=environ) if config_file else Config()
     except ConfigError as error:
         raise UsageError(str(error)) from None
 
@@ -68,9 +87,23 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
     else:
         secret = option("hmac-key-env")  # the key `check` will verify the tags with
         hmac_key = secret.value if secret is not None else None
-    return MigrationSettings(
+
+    # The target release decides which API versions exist and whether requests carry the
+    # exclusivity guard; from the configuration unless the command line says otherwise.
+    kubernetes_version = arguments.kubernetes_version or option("kubernetes-version")
+    served = KUBERNETES_RELEASES[kubernetes_version].claim_api_versions
+    api_version = arguments.api_version or served[0]
+    if api_version not in served:
+        raise UsageError(
+            f"--api-version {api_version}: Kubernetes {kubernetes_version} serves ResourceClaimTemplates in "
+            f"{', '.join(served)}"
+        )
+    consumable_capacity = option("consumable-capacity") if kubernetes_version == option("kubernetes-version") else None
+    settings = MigrationSettings(
         pins=pins,
-        api_version=arguments.api_version,
+        api_version=api_version,
+        kubernetes_version=kubernetes_version,
+        consumable_capacity=consumable_capacity,
         sanitization=arguments.sanitization,
         tenant_from_namespace=arguments.tenant_from_namespace,
         hmac_key=hmac_key,
@@ -78,25 +111,60 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
         non_accelerator_classes=frozenset(option("non-accelerator-classes") or ()),
         extra_classes=extra_classes,
     )
+    excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
+    if config_file:
+        excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
+    return Invocation(settings, excludes)
 
 
-def _read_inputs(paths: Sequence[str], stdin: BinaryIO | None) -> tuple[list[tuple[str, bytes]], list[InputError]]:
+@dataclass
+class SelectedFiles:
+    """The files to migrate, read once, and what the walk left out."""
+
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    #: Files a walk found that are no Kubernetes manifests (as `check` skips them).
+    skipped: list[str] = field(default_factory=list)
+    #: Helm charts: their templates are not manifests, so they are not migrated.
+    charts: list[str] = field(default_factory=list)
+
+
+def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: BinaryIO | None) -> SelectedFiles:
+    """The files `check` would read for these paths (walks, excludes, .gitignore, charts)."""
     import sys
 
-    from dra_guard.loader import STDIN, STDIN_NAME, expand_paths
+    from dra_guard.inputs import is_manifest
+    from dra_guard.loader import STDIN_NAME
+    from dra_guard.walk import STDIN, Ignores, select
 
-    files, errors = expand_paths(paths)
-    inputs = []
-    for path in files:
+    output = arguments.output
+    output_file = output if output and not output.endswith(("/", os.sep)) and not os.path.isdir(output) else None
+    selection = select(
+        arguments.paths,
+        ignores=Ignores(invocation.excludes, gitignore=not arguments.no_ignore),
+        output=output_file,
+    )
+    inputs = SelectedFiles(errors=list(selection.errors), charts=list(selection.charts))
+    if selection.output_named:
+        raise UsageError(f"-o would overwrite the input {output}; use --in-place to rewrite inputs")
+    output_directory = os.path.realpath(output) + os.sep if output and not output_file else None
+    for candidate in selection.files:
+        if candidate.found and output_directory and os.path.realpath(candidate.path).startswith(output_directory):
+            continue  # what an earlier run wrote into -o is not an input
         try:
-            if path == STDIN:
-                inputs.append((STDIN_NAME, (stdin or sys.stdin.buffer).read()))
+            if candidate.path == STDIN:
+                data = (stdin or sys.stdin.buffer).read()
             else:
-                with open(path, "rb") as handle:
-                    inputs.append((path, handle.read()))
+                with open(candidate.path, "rb") as handle:
+                    data = handle.read()
         except OSError as error:
-            errors.append(InputError(path, None, f"cannot read: {error.strerror or error}"))
-    return inputs, errors
+            inputs.errors.append(InputError(candidate.path, None, f"cannot read: {error.strerror or error}"))
+            continue
+        if candidate.found and not is_manifest(data):
+            inputs.skipped.append(candidate.path)
+            continue
+        inputs.files.append((STDIN_NAME if candidate.path == STDIN else candidate.path, data))
+    return inputs
 
 
 def _atomic_write(path: str, data: bytes, like: str | None = None) -> None:
@@ -115,11 +183,11 @@ def _atomic_write(path: str, data: bytes, like: str | None = None) -> None:
         raise
 
 
-def _output_paths(files: Sequence[FileMigration], output: str) -> dict[str, str]:
+def _output_paths(files: Sequence[FileMigration], output: str, walked: bool) -> dict[str, str]:
     """Where each input goes under `-o`: OUT itself, or OUT/<path relative to the inputs' root>."""
     from dra_guard.loader import STDIN_NAME
 
-    directory = len(files) > 1 or os.path.isdir(output) or output.endswith(("/", os.sep))
+    directory = walked or len(files) > 1 or os.path.isdir(output) or output.endswith(("/", os.sep))
     if not directory:
         return {files[0].name: output} if files else {}
     real = [os.path.abspath(file.name) for file in files if file.name != STDIN_NAME]
@@ -162,8 +230,8 @@ def run_migrate(
     stdin: BinaryIO | None = None,
     environ: Mapping[str, str] = os.environ,
 ) -> int:
-    from dra_guard.loader import STDIN
-    from dra_guard.migrate.report import render_json, render_text
+    from dra_guard.migrate.report import Unmigrated, render_json, render_text
+    from dra_guard.walk import STDIN
 
     to_stdout = arguments.output is None and not arguments.in_place and not arguments.dry_run
     try:
@@ -171,21 +239,26 @@ def run_migrate(
             raise UsageError("--format json puts the report on stdout: add -o OUT, --in-place or --dry-run")
         if arguments.in_place and STDIN in arguments.paths:
             raise UsageError("--in-place cannot rewrite stdin")
-        settings = settings_from(arguments, environ)
+        invocation = settings_from(arguments, environ)
+        inputs = _read_inputs(arguments, invocation, stdin)
     except UsageError as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
 
-    inputs, errors = _read_inputs(arguments.paths, stdin)
     names = TemplateNames()
-    for _, data in inputs:
+    for _, data in inputs.files:
         scan_templates(data, names)
-    files = [migrate_file(data, name, settings, names) for name, data in inputs]
+    files = [migrate_file(data, name, invocation.settings, names) for name, data in inputs.files]
+    errors = inputs.errors
+    unmigrated = Unmigrated(inputs.skipped, inputs.charts)
 
     written: dict[str, str] = {}
     if not arguments.dry_run and (arguments.output is not None or arguments.in_place):
         try:
-            written = _write(files, arguments.output)
+            # A directory or a glob given as input means a directory as output, however
+            # many files it held.
+            walked = any(os.path.isdir(path) or glob.has_magic(path) for path in arguments.paths if path != STDIN)
+            written = _write(files, arguments.output, walked)
         except UsageError as error:
             stderr.write(f"dra-guard: {error}\n")
             return EXIT_ERROR
@@ -197,18 +270,18 @@ def run_migrate(
         stdout.write(_concatenated(files))
     if arguments.format == "json":
         diffs = {file.name: _diff(file) for file in files} if arguments.dry_run else None
-        stdout.write(render_json(files, errors, written, diffs))
+        stdout.write(render_json(files, errors, written, unmigrated, diffs))
         for input_error in errors:  # people still see what could not be read
             stderr.write(f"{input_error}\n")
     else:
         if arguments.dry_run:
             stdout.write("".join(_diff(file) for file in files if file.changed))
-        report_stream.write(render_text(files, errors, written))
+        report_stream.write(render_text(files, errors, written, unmigrated))
     refused = errors or any(file.refused for file in files)
     return EXIT_ERROR if refused else EXIT_CLEAN
 
 
-def _write(files: Sequence[FileMigration], output: str | None) -> dict[str, str]:
+def _write(files: Sequence[FileMigration], output: str | None, walked: bool) -> dict[str, str]:
     written = {}
     if output is None:  # --in-place
         for file in files:
@@ -217,7 +290,7 @@ def _write(files: Sequence[FileMigration], output: str | None) -> dict[str, str]
                 _atomic_write(file.name, file.output, like=file.name)
                 written[file.name] = file.name
         return written
-    targets = _output_paths(files, output)
+    targets = _output_paths(files, output, walked)
     _refuse_overwriting_inputs(targets)
     for file in files:
         _atomic_write(targets[file.name], file.output)

@@ -136,11 +136,12 @@ _BOM = "\ufeff"
 
 
 def _read_as_check_does(data: bytes, name: str) -> tuple[list[Any], list[InputError]]:
-    from dra_guard.loader import Document, iter_bytes
+    from dra_guard.inputs import read_file
+    from dra_guard.loader import Document
 
     documents: list[Document] = []
     errors: list[InputError] = []
-    for item in iter_bytes(data, name):
+    for item in read_file(data, name):
         if isinstance(item, Document):
             documents.append(item)
         else:

@@ -4,10 +4,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from dra_guard.findings import InputError
 from dra_guard.migrate.migration import FileMigration, LocatedReport
+
+
+@dataclass(frozen=True)
+class Unmigrated:
+    """What a walk found and migrate left alone, as `check` leaves it unchecked."""
+
+    #: Files that are no Kubernetes manifests.
+    skipped: Sequence[str] = field(default_factory=list)
+    #: Helm charts: templates are not manifests; render them and migrate the output.
+    charts: Sequence[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"dra-guard: {chart}: a Helm chart, not migrated; render it (helm template) and migrate the output"
+            for chart in self.charts
+        ]
+        if self.skipped:
+            lines.append(f"dra-guard: {len(self.skipped)} file(s) found are no Kubernetes manifests, left alone")
+        return lines
 
 
 def _template_text(template: Any) -> str:
@@ -47,7 +67,12 @@ def summary(files: Sequence[FileMigration], errors: Sequence[InputError]) -> Map
     }
 
 
-def render_text(files: Sequence[FileMigration], errors: Sequence[InputError], written: Mapping[str, str]) -> str:
+def render_text(
+    files: Sequence[FileMigration],
+    errors: Sequence[InputError],
+    written: Mapping[str, str],
+    unmigrated: Unmigrated | None = None,
+) -> str:
     lines = [str(error) for error in errors]
     for file in files:
         lines.extend(str(error) for error in file.errors)
@@ -55,6 +80,7 @@ def render_text(files: Sequence[FileMigration], errors: Sequence[InputError], wr
             lines.extend(_entry_lines(entry))
         if file.name in written:
             lines.append(f"{file.name}: written to {written[file.name]}")
+    lines.extend((unmigrated or Unmigrated()).lines())
     counts = summary(files, errors)
     lines.append(
         f"{counts['migrated']} object(s) migrated with {counts['templates']} claim template(s), "
@@ -108,8 +134,10 @@ def render_json(
     files: Sequence[FileMigration],
     errors: Sequence[InputError],
     written: Mapping[str, str],
+    unmigrated: Unmigrated | None = None,
     diffs: Mapping[str, str] | None = None,
 ) -> str:
+    unmigrated = unmigrated or Unmigrated()
     document = {
         "files": [
             {
@@ -123,6 +151,8 @@ def render_json(
         "objects": [_entry_json(entry) for file in files for entry in file.reports],
         "errors": [_error_json(error) for error in errors]
         + [_error_json(error) for file in files for error in file.errors],
+        "skipped": list(unmigrated.skipped),
+        "charts": list(unmigrated.charts),
         "summary": dict(summary(files, errors)),
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -7,7 +7,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from dra_guard.catalog import DEFAULT_RESOURCE_API_VERSION, DEFAULT_SANITIZATION, DEVICE_CLASSES, DeviceClass
+from dra_guard.catalog import (
+    DEFAULT_KUBERNETES_VERSION,
+    DEFAULT_RESOURCE_API_VERSION,
+    DEFAULT_SANITIZATION,
+    DEVICE_CLASSES,
+    DeviceClass,
+)
 
 
 @dataclass(frozen=True)
@@ -19,6 +25,10 @@ class MigrationSettings:
     pins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: The claim templates' `resource.k8s.io` version.
     api_version: str = DEFAULT_RESOURCE_API_VERSION
+    #: The release they are for, and whether it runs DRAConsumableCapacity (None: its
+    #: default): together they decide the exclusivity guard in each request.
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    consumable_capacity: bool | None = None
     sanitization: str = DEFAULT_SANITIZATION
     #: Tag each template with its workload's namespace as the tenant.
     tenant_from_namespace: bool = False
@@ -37,4 +47,10 @@ class MigrationSettings:
 
     def claim_options(self) -> dict[str, Any]:
         """The keyword arguments every template shares (see `dra_guard.ClaimSpec`)."""
-        return {"api_version": self.api_version, "sanitization": self.sanitization, "hmac_key": self.hmac_key}
+        return {
+            "api_version": self.api_version,
+            "kubernetes_version": self.kubernetes_version,
+            "consumable_capacity": self.consumable_capacity,
+            "sanitization": self.sanitization,
+            "hmac_key": self.hmac_key,
+        }
