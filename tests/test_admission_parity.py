@@ -83,7 +83,11 @@ def assert_parity(obj: Mapping[str, Any], config_text: str = "") -> None:
 
 def _objects_in(paths: list[Path]) -> Iterator[tuple[str, dict[str, Any]]]:
     for path in paths:
-        for index, document in enumerate(yaml.safe_load_all(path.read_text(encoding="utf-8"))):
+        try:
+            documents = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+        except yaml.YAMLError:
+            continue  # unreadable input is the loader's concern, not admission's
+        for index, document in enumerate(documents):
             if not isinstance(document, dict):
                 continue
             items = document.get("items") if str(document.get("kind", "")).endswith("List") else None
