@@ -469,3 +469,19 @@ def test_a_shape_the_plan_did_not_foresee_is_refused_not_crashed() -> None:
 )
 def test_pod_sites_are_labelled_for_template_names(obj: dict[str, Any], path: tuple[Any, ...], label: str) -> None:
     assert site_label(obj, path) == label
+
+
+def test_empty_documents_and_separators_as_helm_prints_them() -> None:
+    pod_text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: m\n"
+        "    resources:\n      limits: {nvidia.com/gpu: 1}\n"
+    )
+    text = (
+        "---\n# Source: chart/templates/cm.yaml\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n"
+        + pod_text
+        + "---\n"
+    )
+    output, result = migrate_text(text)
+    assert not result.refused, [error for entry in result.reports for error in entry.report.errors] + result.errors
+    assert output.startswith(text[: text.index("spec:")])
+    assert output.endswith("count: 1\n---\n")

@@ -9,6 +9,7 @@ as it was (see `_verify`).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -198,7 +199,15 @@ def migrate_file(data: bytes, name: str, settings: MigrationSettings, names: Tem
     if not splices:
         return result
     new_text = bom + yaml_text.apply_text_edits(text, splices, newline)
-    problem = _verify(new_text.encode("utf-8"), name, old_documents, all_edits, all_templates)
+    starts = [node.start_mark.line + 1 for node in nodes]
+    problem = _verify(
+        new_text.encode("utf-8"),
+        name,
+        old_documents=old_documents,
+        starts=starts,
+        edits=all_edits,
+        templates=all_templates,
+    )
     if problem is not None:
         result.errors.append(InputError(name, problem[0], f"{problem[1]}; not migrated"))
         return result
@@ -241,7 +250,9 @@ def _locate(name: str, node: Any, report: ObjectReport) -> LocatedReport:
 def _verify(
     new_data: bytes,
     name: str,
+    *,
     old_documents: Sequence[Any],
+    starts: Sequence[int],
     edits: Mapping[int, list[Edit]],
     templates: Mapping[int, list[dict[str, Any]]],
 ) -> tuple[int | None, str] | None:
@@ -249,21 +260,23 @@ def _verify(
 
     The expectation is built from what check read in the original file, with the same
     edits applied, so everything the editor did not mean to change must read back equal.
+    Check's objects are matched to the edited documents by line (`starts`: the first line
+    of each document the editor saw), not by position: the two readers need not count
+    empty documents, or List items, alike.
     """
     new_documents, errors = _read_as_check_does(new_data, name)
     if errors:
         return errors[0].line, f"the rewritten file would not read back ({errors[0].message})"
     expected: list[Any] = []
-    for position, document in enumerate(old_documents):
-        index = document.index - 1
+    owners = [bisect.bisect_right(starts, document.line) - 1 for document in old_documents]
+    for position, (document, owner) in enumerate(zip(old_documents, owners, strict=True)):
         prefix: Path = tuple(getattr(document, "within", ()))
         try:
-            expected.append(apply_edits(document.obj, within(edits.get(index, []), prefix)))
+            expected.append(apply_edits(document.obj, within(edits.get(owner, []), prefix)))
         except EditError:
             return document.line, "the edits do not fit the objects check reads here"
-        is_last = position + 1 == len(old_documents) or old_documents[position + 1].index != document.index
-        if is_last:
-            expected.extend(templates.get(index, []))
+        if position + 1 == len(owners) or owners[position + 1] != owner:
+            expected.extend(templates.get(owner, []))
     actual = [document.obj for document in new_documents]
     if actual != expected:
         mismatch = next(
