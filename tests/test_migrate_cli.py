@@ -522,3 +522,13 @@ def test_the_configured_release_is_the_default_and_an_unserved_api_version_is_a_
     assert code == 0 and "apiVersion: resource.k8s.io/v1beta2" in stdout
     code, _, stderr = migrate(source, "--api-version", "resource.k8s.io/v1", *PINS)
     assert code == 2 and "Kubernetes 1.33 serves ResourceClaimTemplates in resource.k8s.io/v1beta2" in stderr
+
+
+def test_the_output_directory_mirrors_the_folder_the_inputs_were_named_from(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "team-a" / "gpu").mkdir(parents=True)
+    (tree / "team-a" / "gpu" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    assert migrate(tree, "-o", tmp_path / "out", *PINS)[0] == 0
+    assert (tmp_path / "out" / "team-a" / "gpu" / "pod.yaml").is_file()
+    assert migrate(str(tree / "team-a" / "*" / "*.yaml"), "-o", tmp_path / "globbed", *PINS)[0] == 0
+    assert (tmp_path / "globbed" / "gpu" / "pod.yaml").is_file()

@@ -17,13 +17,16 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from dra_guard.catalog import DEVICE_CLASSES
 from dra_guard.findings import InputError
 from dra_guard.migrate.migration import FileMigration, migrate_file, scan_templates
 from dra_guard.migrate.plan import TemplateNames
 from dra_guard.migrate.settings import MigrationSettings
+
+if TYPE_CHECKING:  # the walk loads when files are chosen
+    from dra_guard.walk import Patterns
 
 EXIT_CLEAN = 0
 EXIT_ERROR = 2
@@ -40,7 +43,7 @@ class Invocation:
 
     settings: MigrationSettings
     #: Patterns that keep files out of directory walks (the command line's, the configuration's).
-    excludes: list[Any] = field(default_factory=list)
+    excludes: list[Patterns] = field(default_factory=list)
 
 
 def _first_path(paths: Sequence[str]) -> str:
@@ -183,15 +186,33 @@ def _atomic_write(path: str, data: bytes, like: str | None = None) -> None:
         raise
 
 
-def _output_paths(files: Sequence[FileMigration], output: str, walked: bool) -> dict[str, str]:
-    """Where each input goes under `-o`: OUT itself, or OUT/<path relative to the inputs' root>."""
-    from dra_guard.loader import STDIN_NAME
+def _input_root(paths: Sequence[str]) -> str:
+    """The folder the inputs are named from: the directories given, the folders of files and globs."""
+    from dra_guard.walk import STDIN
 
+    folders = []
+    for path in paths:
+        if path == STDIN:
+            continue
+        if glob.has_magic(path):  # the folder before the first wildcard
+            folder = os.path.dirname(path[: min(path.index(c) for c in "*?[" if c in path)]) or "."
+        else:
+            folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+        folders.append(os.path.abspath(folder))
+    return os.path.commonpath(folders) if folders else os.getcwd()
+
+
+def _output_paths(files: Sequence[FileMigration], output: str, paths: Sequence[str]) -> dict[str, str]:
+    """Where each input goes under `-o`: OUT itself for one file named, else OUT/<its path
+    below the folder the inputs were named from> (a directory or glob always gives a directory)."""
+    from dra_guard.loader import STDIN_NAME
+    from dra_guard.walk import STDIN
+
+    walked = any(os.path.isdir(path) or glob.has_magic(path) for path in paths if path != STDIN)
     directory = walked or len(files) > 1 or os.path.isdir(output) or output.endswith(("/", os.sep))
     if not directory:
         return {files[0].name: output} if files else {}
-    real = [os.path.abspath(file.name) for file in files if file.name != STDIN_NAME]
-    root = os.path.commonpath([os.path.dirname(path) for path in real]) if real else ""
+    root = _input_root(paths)
     targets = {}
     for file in files:
         relative = STDIN_OUTPUT_NAME if file.name == STDIN_NAME else os.path.relpath(os.path.abspath(file.name), root)
@@ -255,10 +276,7 @@ def run_migrate(
     written: dict[str, str] = {}
     if not arguments.dry_run and (arguments.output is not None or arguments.in_place):
         try:
-            # A directory or a glob given as input means a directory as output, however
-            # many files it held.
-            walked = any(os.path.isdir(path) or glob.has_magic(path) for path in arguments.paths if path != STDIN)
-            written = _write(files, arguments.output, walked)
+            written = _write(files, arguments.output, arguments.paths)
         except UsageError as error:
             stderr.write(f"dra-guard: {error}\n")
             return EXIT_ERROR
@@ -281,7 +299,7 @@ def run_migrate(
     return EXIT_ERROR if refused else EXIT_CLEAN
 
 
-def _write(files: Sequence[FileMigration], output: str | None, walked: bool) -> dict[str, str]:
+def _write(files: Sequence[FileMigration], output: str | None, paths: Sequence[str]) -> dict[str, str]:
     written = {}
     if output is None:  # --in-place
         for file in files:
@@ -290,7 +308,7 @@ def _write(files: Sequence[FileMigration], output: str | None, walked: bool) -> 
                 _atomic_write(file.name, file.output, like=file.name)
                 written[file.name] = file.name
         return written
-    targets = _output_paths(files, output, walked)
+    targets = _output_paths(files, output, paths)
     _refuse_overwriting_inputs(targets)
     for file in files:
         _atomic_write(targets[file.name], file.output)
