@@ -19,19 +19,28 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dra_guard.config import NON_ACCELERATOR_CLASSES, Config
+from dra_guard.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
+from dra_guard.config import KUBERNETES_VERSION, NON_ACCELERATOR_CLASSES, Config
 from dra_guard.findings import Finding
 
 
 @dataclass(frozen=True)
 class AdmissionTarget:
-    """What the generated policy is for."""
+    """What the generated policy is for: the configuration (its `kubernetes-version` is the
+    cluster's release) and how admin namespaces are marked."""
 
     config: Config
-    #: (major, minor) of the cluster, e.g. (1, 36).
-    kubernetes_version: tuple[int, int] = (1, 36)
     #: A namespace label that marks admin namespaces (DRA006), `(key, value)`.
     admin_namespace_label: tuple[str, str] | None = None
+
+    @classmethod
+    def for_release(
+        cls, config: Config, kubernetes_version: str | None = None, admin_namespace_label: tuple[str, str] | None = None
+    ) -> AdmissionTarget:
+        """A target whose release is `kubernetes_version` ("1.36") when given, else the config's."""
+        if kubernetes_version is not None:
+            config = config.with_value(KUBERNETES_VERSION, kubernetes_version)
+        return cls(config, admin_namespace_label)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,14 @@ AdmissionDeclaration = Callable[[AdmissionTarget], Admission] | NotAdmissible
 def string(value: str) -> str:
     """`value` as a single-quoted CEL string literal."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r") + "'"
+
+
+def selector_matches(body: str, pattern: str) -> str:
+    """CEL: one of the body's CEL selectors matches the RE2 `pattern`."""
+    return (
+        f"has({body}.selectors) && {body}.selectors.exists(s, has(s.cel) && has(s.cel.expression) "
+        f"&& s.cel.expression.matches({string(pattern)}))"
+    )
 
 
 def string_list(values: Iterable[str]) -> str:
@@ -135,10 +152,25 @@ def first_failing_request(check: Callable[[str], str], requests: str = "variable
     return f"{requests}.filter(r, {failing}).map(r, has(r.name) ? r.name : '')[0]"
 
 
+def bodies(request: str) -> str:
+    """CEL: the request's bodies as a list (its firstAvailable entries, or its one body)."""
+    single = f"(has({request}.exactly) ? [{request}.exactly] : [{request}])"
+    return f"(has({request}.firstAvailable) ? {request}.firstAvailable : {single})"
+
+
+def failing_requests(check: Callable[[str], str], requests: str = "variables.requests") -> str:
+    """CEL: the names of the requests with a body for which `check(body)` is false.
+
+    The check is written once (not once per request shape), so a large pattern inside it
+    is not repeated; a validation `size(variables.<this>) == 0` names the culprits.
+    """
+    return f"{requests}.filter(r, {bodies('r')}.exists(b, !({check('b')}))).map(r, r.name)"
+
+
 def is_accelerator_body(body: str, config: Config) -> str:
     """The body requests a device class the configuration counts as an accelerator."""
-    classes: frozenset[str] = config.get(NON_ACCELERATOR_CLASSES)
-    non_accelerator = sorted(classes)
+    configured: frozenset[str] = config.get(NON_ACCELERATOR_CLASSES)
+    non_accelerator = sorted({*KNOWN_NON_ACCELERATOR_CLASSES, *configured})
     if not non_accelerator:
         return "true"
     return f"!(has({body}.deviceClassName) && {body}.deviceClassName in {string_list(non_accelerator)})"

@@ -30,6 +30,7 @@ from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding
 from dra_guard.rules import RULES
+from dra_guard.selectors import analyse
 from testkit.paths import REPO_ROOT
 
 TARGET_RELEASE = "1.36.0"
@@ -60,14 +61,27 @@ def _covered(finding: Finding, covers: Mapping[str, Any]) -> bool:
 
 
 def accepted_by_api_server(obj: Mapping[str, Any]) -> bool:
-    """Strict schema of the target release: what the API server refuses never reaches admission."""
+    """What the API server refuses never reaches admission: the strict schema of the target
+    release, and device selectors that are not CEL (it compiles them when it validates)."""
     if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
         return False
     try:
         kubernetes_validate.validate(dict(obj), TARGET_RELEASE, strict=True)
     except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError):
         return False
-    return True
+    return all(analyse(expression).error is None for expression in _selector_expressions(obj))
+
+
+def _selector_expressions(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        cel = value.get("cel")
+        if isinstance(cel, Mapping) and isinstance(cel.get("expression"), str):
+            yield cel["expression"]
+        for item in value.values():
+            yield from _selector_expressions(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _selector_expressions(item)
 
 
 def assert_parity(obj: Mapping[str, Any], config_text: str = "") -> None:
@@ -143,6 +157,22 @@ _TAGS = st.one_of(
 )
 
 
+_SELECTORS = st.sampled_from(
+    [
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'",
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.10gb' "
+        "&& device.allowMultipleAllocations == false",
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB'",
+        "device.attributes['tpu.google.com'].tpuGen == 'v6e' && device.allowMultipleAllocations == false",
+        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || true",
+        "device.allowMultipleAllocations == false",
+        "(device.attributes['nic.example.com'].model == 'x' && device.allowMultipleAllocations == false)",
+        "device.attributes['gpu.nvidia.com'].profile.startsWith('1g')",
+        "!(device.allowMultipleAllocations == false)",
+    ]
+)
+
+
 @st.composite
 def generated_claims(draw: st.DrawFn) -> dict[str, Any]:
     api_version = draw(st.sampled_from(["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]))
@@ -151,6 +181,11 @@ def generated_claims(draw: st.DrawFn) -> dict[str, Any]:
     requests = []
     for index in range(draw(st.integers(0, 3))):
         body: dict[str, Any] = {"deviceClassName": draw(classes)}
+        selectors = draw(st.lists(_SELECTORS, max_size=2))
+        if selectors:
+            body["selectors"] = [{"cel": {"expression": expression}} for expression in selectors]
+        if draw(st.booleans()) and draw(st.booleans()):
+            body["capacity"] = {"requests": draw(st.sampled_from([{}, {"memory": "10Gi"}]))}
         if draw(st.booleans()):
             body["allocationMode"] = draw(st.sampled_from(["ExactCount", "All"]))
         if body.get("allocationMode", "ExactCount") == "ExactCount" and draw(st.booleans()):

@@ -16,7 +16,9 @@ def add_admission_policy_parser(commands: Any) -> None:
         description="Print ValidatingAdmissionPolicy and Binding objects, generated from the rules, as YAML.",
     )
     parser.add_argument("--enforcement", choices=ENFORCEMENT_CHOICES, default="Deny", help="binding action")
-    parser.add_argument("--kubernetes-version", default="1.36", metavar="V", help="target release (default 1.36)")
+    parser.add_argument(
+        "--kubernetes-version", metavar="V", help="target release (default: the config's kubernetes-version, else 1.36)"
+    )
     parser.add_argument(
         "--admin-namespace-label",
         metavar="KEY=VALUE",

@@ -25,6 +25,7 @@ from typing import Any, TypedDict
 import yaml
 
 from dra_guard.admission.policy import ENFORCEMENTS, MANAGED_BY, admission_objects, webhook_configuration
+from dra_guard.catalog import KUBERNETES_VERSIONS
 from dra_guard.celkit import AdmissionTarget
 from dra_guard.config import Config, parse_config
 from dra_guard.options import EnvSecret
@@ -80,12 +81,19 @@ def _require_secret_name(name: str, value: object) -> str:
     return value
 
 
-def parse_kubernetes_version(text: object) -> tuple[int, int]:
-    """`"1.36"` (or `v1.36.2`) -> (1, 36)."""
+def parse_kubernetes_version(text: object) -> str | None:
+    """`"1.36"` (or `v1.36.2`) -> `"1.36"`, a release dra-guard knows; None stays None (the config's)."""
+    if text is None:
+        return None
     match = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise ValueError(f"kubernetes_version: {text!r} is not a version such as 1.36")
-    return int(match.group(1)), int(match.group(2))
+    version = f"{match.group(1)}.{match.group(2)}"
+    if version not in KUBERNETES_VERSIONS:
+        raise ValueError(
+            f"kubernetes_version: {version} is not a release dra-guard knows ({', '.join(KUBERNETES_VERSIONS)})"
+        )
+    return version
 
 
 def parse_namespace_label(text: object) -> tuple[str, str] | None:
@@ -183,9 +191,12 @@ class AdmissionGuardSpec:
         default="Deny",
         metadata={"doc": "What the bindings do with a violation: `Deny`, `Warn` or `Audit`."},
     )
-    kubernetes_version: str = field(
-        default="1.36",
-        metadata={"doc": "The cluster's release (`1.34` ... `1.37`); some rules' CEL depends on it."},
+    kubernetes_version: str | None = field(
+        default=None,
+        metadata={
+            "doc": "The cluster's release (`1.33` ... `1.37`); some rules' CEL depends on it. "
+            "Default: the configuration's `kubernetes-version` (1.36 unless set)."
+        },
     )
     admin_namespace_label: str | None = field(
         default=None,
@@ -273,7 +284,7 @@ class AdmissionGuardSpec:
                 environ={variable: f"the key in Secret {deployment.namespace}/{deployment.hmac_key_secret}"},
             )
             config = Config({**config.values, **keyed.values}, config.source)
-        return AdmissionTarget(
+        return AdmissionTarget.for_release(
             config, parse_kubernetes_version(self.kubernetes_version), parse_namespace_label(self.admin_namespace_label)
         )
 

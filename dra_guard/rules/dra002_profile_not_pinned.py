@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
+from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
+from dra_guard.celkit import (
+    REQUESTS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    failing_requests,
+    is_accelerator_body,
+    selector_matches,
+    string_list,
+)
+from dra_guard.config import EXTRA_CLASSES
+from dra_guard.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
 from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
+from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import CLAIM_KINDS, get_path, items, text
 from dra_guard.rulekit import Example
 from dra_guard.selectors import Pin, analyse
@@ -117,11 +130,13 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             continue
         known = context.config.device_class(request.device_class)
         pins: list[Pin] = []
+        expressions: list[str] = []
         broken = False
         for index, selector in enumerate(items(request.body.get("selectors"))):
             expression = get_path(selector, ("cel", "expression"))
             if not isinstance(expression, str):
                 continue
+            expressions.append(expression)
             analysis = analyse(expression)
             if analysis.error is not None:
                 broken = True
@@ -132,11 +147,22 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             pins.extend(analysis.pins)
         if broken:
             continue
+        # The decision is the RE2 pattern the admission policy uses too; the parse tree only
+        # explains a refusal.
+        term = attribute_term(known.domain, known.pin_attribute) if known else attribute_term()
+        if any(has_conjunct(expression, term) for expression in expressions):
+            continue
         wanted = known.qualified_pin_attribute if known else "device.attributes['<domain>'].<attribute>"
         good = [pin for pin in pins if known is None or pin.qualified_attribute == known.qualified_pin_attribute]
         if good:
-            continue
-        if pins:
+            # The parser sees the pin, the pattern (which the admission policy shares) does not.
+            yield Violation(
+                request.path,
+                f"{label} pins {wanted} in a form dra-guard does not read (nested more than {DEPTH} groups deep, "
+                "next to a triple-quoted string, or with escapes in the domain or attribute); write it as a plain "
+                "top-level && conjunct",
+            )
+        elif pins:
             others = ", ".join(sorted({pin.qualified_attribute for pin in pins}))
             hint = ""
             if request.device_class == "gpu.nvidia.com" and any(pin.attribute == "profile" for pin in pins):
@@ -152,3 +178,47 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 f"{label} on class {text(request.device_class)} does not pin {wanted} to one value "
                 "in a top-level && conjunct",
             )
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """The same decision in CEL: each accelerator body's selectors must match the pattern of
+    its class's pin (any attribute for classes dra-guard does not know)."""
+    config = target.config
+    extra: Mapping[str, DeviceClass] = config.get(EXTRA_CLASSES)
+    classes = {**DEVICE_CLASSES, **extra}
+    by_pin: dict[tuple[str, str], list[str]] = {}
+    for name, device_class in classes.items():
+        if config.is_accelerator(name):
+            by_pin.setdefault((device_class.domain, device_class.pin_attribute), []).append(name)
+
+    def pinned(body: str) -> str:
+        chain = selector_matches(body, conjunct_pattern(attribute_term()))
+        for (domain, attribute), names in sorted(by_pin.items(), reverse=True):
+            matches = selector_matches(body, conjunct_pattern(attribute_term(domain, attribute)))
+            chain = f"({body}.deviceClassName in {string_list(names)} ? ({matches}) : ({chain}))"
+        return chain
+
+    def check(body: str) -> str:
+        return f"!({is_accelerator_body(body, config)}) || (has({body}.deviceClassName) && {pinned(body)})"
+
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        variables=(("requests", REQUESTS), ("unpinned", failing_requests(check))),
+        validations=(
+            Validation(
+                expression="size(variables.unpinned) == 0",
+                message="a request does not pin its class's profile attribute in a top-level && conjunct",
+                message_expression="'request ' + variables.unpinned[0] + \" does not pin its class's profile "
+                'attribute to one value in a top-level && conjunct"',
+            ),
+        ),
+        covers=_decided_in_admission,
+    )
+
+
+def _decided_in_admission(finding: Finding) -> bool:
+    # The API server compiles selectors before admission: invalid CEL never reaches a policy.
+    return "is not valid CEL" not in finding.message
+
+
+ADMISSION = _admission

@@ -5,11 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD
+from dra_guard.celkit import (
+    REQUESTS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    annotation,
+    annotation_value,
+    failing_requests,
+    is_accelerator_body,
+    selector_matches,
+    some_request_body,
+    string,
+)
+from dra_guard.conjuncts import GUARD_TERM, conjunct_pattern, has_conjunct
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, annotations_of, get_path, items, mapping
 from dra_guard.rulekit import Example
-from dra_guard.selectors import analyse
 
 ID = "DRA003"
 NAME = "exclusivity-undeclared"
@@ -100,7 +113,7 @@ EXAMPLES = (
 def _guarded(request: DeviceRequestView) -> bool:
     return any(
         isinstance(expression := get_path(selector, ("cel", "expression")), str)
-        and analyse(expression).exclusivity_guard
+        and has_conjunct(expression, GUARD_TERM)
         for selector in items(request.body.get("selectors"))
     )
 
@@ -140,3 +153,61 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             f"ExactCount request {exact[0].qualified_name!r} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation "
             f"(Kubernetes {release.version} without DRAConsumableCapacity cannot enforce exclusivity in the selector)",
         )
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    config = target.config
+    key = ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION
+
+    def accelerator(body: str) -> str:
+        return is_accelerator_body(body, config)
+
+    def exact(body: str) -> str:
+        return f"{accelerator(body)} && (!has({body}.allocationMode) || {body}.allocationMode == 'ExactCount')"
+
+    def no_capacity_share(body: str) -> str:
+        share = f"has({body}.capacity) && has({body}.capacity.requests) && size({body}.capacity.requests) > 0"
+        return f"!({accelerator(body)}) || !({share})"
+
+    validations = [
+        Validation(
+            expression="size(variables.sharing) == 0",
+            message="a request asks for a share of a device's capacity (capacity.requests)",
+            message_expression="'request ' + variables.sharing[0] + \" asks for a share of a device's capacity "
+            '(capacity.requests): the device can be allocated to other claims at the same time"',
+        ),
+        Validation(
+            expression=f"!variables.exclusive || !{annotation(key)} || {annotation_value(key)} == 'false'",
+            message=f'{key} must say "false" on a claim with exclusive requests',
+        ),
+    ]
+    variables = [
+        ("requests", REQUESTS),
+        ("exclusive", some_request_body(exact)),
+        ("sharing", failing_requests(no_capacity_share)),
+    ]
+    if config.exclusivity_guard_compiles:
+        guard = conjunct_pattern(GUARD_TERM)
+        variables.append(
+            ("unguarded", failing_requests(lambda body: f"!({exact(body)}) || ({selector_matches(body, guard)})"))
+        )
+        consequence = " has no selector `" + EXCLUSIVITY_GUARD + "`: a device published with "
+        consequence += "allowMultipleAllocations: true can go to other claims too"
+        validations.append(
+            Validation(
+                expression="size(variables.unguarded) == 0",
+                message=f"an exclusive request has no selector `{EXCLUSIVITY_GUARD}`",
+                message_expression=f"'request ' + variables.unguarded[0] + {string(consequence)}",
+            )
+        )
+    else:
+        validations.append(
+            Validation(
+                expression=f"!variables.exclusive || {annotation(key)}",
+                message=f"an exclusive request but no {key} annotation",
+            )
+        )
+    return Admission(kinds=tuple(sorted(CLAIM_KINDS)), variables=tuple(variables), validations=tuple(validations))
+
+
+ADMISSION = _admission

@@ -1,0 +1,107 @@
+"""Top-level `&&` conjuncts of a CEL selector, recognised by one RE2 pattern.
+
+DRA002 (a pin on the class's attribute) and DRA003 (the exclusivity guard) ask the same
+question of a selector: is one of its top-level `&&` conjuncts this term?  Answering it
+with a regular expression means the engine and the admission policies (CEL's `matches`,
+also RE2) decide identically, by construction.
+
+The pattern reads the whole expression as CEL's lexer would, as far as `&&` goes: string
+literals (quoted, raw, triple-quoted, bytes) and `//` comments are opaque; parentheses,
+brackets and braces nest (to `DEPTH` levels, beyond which a conjunct is not recognised:
+fail closed); a top-level `||` or `?` leaves no conjunct certain, so the pattern cannot
+match. A conjunct counts when it is the term itself, optionally in parentheses, or a
+parenthesised conjunction containing it (so `(a && pin) && b` pins). Everything that is
+not a literal, comment or group is matched character by character, so an expression the
+pattern accepts is still compiled elsewhere (the API server refuses invalid CEL before
+admission; the engine reports it under DRA002).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+#: How deeply groups may nest inside a conjunct the pattern still reads.
+DEPTH = 2
+
+_WS = r"(?:\s|//[^\n]*)*"
+#: A string or bytes literal, quoted once ('...' or "...") with escapes, or raw. Triple-
+#: quoted literals are not read (a conjunct next to one is not recognised: fail closed).
+STRING = r"""[bBrR]{0,2}(?:'(?:[^'\\\n\r]|\\[^\n\r])*'|"(?:[^"\\\n\r]|\\[^\n\r])*")"""
+#: A string literal (not bytes): the value side of a pin.
+TEXT_STRING = r"""[rR]?(?:'(?:[^'\\\n\r]|\\[^\n\r])*'|"(?:[^"\\\n\r]|\\[^\n\r])*")"""
+_COMMENT = r"//[^\n]*"
+# One character that is none of: quote, group delimiter, &, |, ?, / (a `/` that does not
+# start a comment is division, matched on its own).
+_PLAIN = r"""[^'"()\[\]{}&|?/]|/[^/'"()\[\]{}&|?]"""
+
+
+def _groups(depth: int) -> str:
+    """A bracketed group ((...), [...] or {...}) with anything inside, nesting up to `depth`.
+
+    Opening and closing brackets are not paired by type: in CEL that compiles they always
+    are, and what does not compile never reaches a rule or a policy as a pin (the engine
+    reports it, the API server refuses it), so the pattern stays small.
+    """
+    if depth == 0:
+        return "[^\\s\\S]"  # no group at all
+    inner = f"(?:{STRING}|{_COMMENT}|{_groups(depth - 1)}|[^'\"()\\[\\]{{}}/]|/[^/])"
+    return rf"[(\[{{]{inner}*[)\]}}]"
+
+
+def _conjunct(depth: int) -> str:
+    """One conjunct: literals, comments, groups and plain characters, no top-level && || ?."""
+    return f"(?:{STRING}|{_COMMENT}|{_groups(depth)}|{_PLAIN})+"
+
+
+def _wanted(term: str, depth: int) -> str:
+    """The term, possibly parenthesised, or a parenthesised conjunction containing it."""
+    if depth == 0:
+        return f"(?:{term})"
+    other = _conjunct(depth - 1)
+    inner = f"(?:{other}{_WS}&&{_WS})*{_wanted(term, depth - 1)}(?:{_WS}&&{_WS}{other})*"
+    return rf"(?:{term}|\({_WS}{inner}{_WS}\))"
+
+
+@lru_cache(maxsize=256)
+def conjunct_pattern(term: str, depth: int = DEPTH) -> str:
+    """An RE2 pattern that matches a whole expression one of whose top-level && conjuncts is `term`."""
+    other = _conjunct(depth)
+    wanted = _wanted(term, depth)
+    return rf"^{_WS}(?:{other}{_WS}&&{_WS})*{wanted}(?:{_WS}&&{_WS}{other})*{_WS}$"
+
+
+def _literal_of(value: str | None) -> str:
+    """A string literal whose value is `value` written without escapes (any, for None)."""
+    if value is None:
+        return r"""(?:[rR]?(?:'[^'\\\n\r]*'|"[^"\\\n\r]*"))"""
+    quoted = "".join("\\" + character if not character.isalnum() else character for character in value)
+    return rf"""(?:[rR]?(?:'{quoted}'|"{quoted}"))"""
+
+
+def attribute_term(domain: str | None = None, attribute: str | None = None) -> str:
+    """`device.attributes['<domain>'].<attribute> == '<literal>'`, either side, `.a` or `['a']`.
+
+    None stands for any domain or attribute. Domain and attribute must be written without
+    escape sequences (an escaped spelling is not recognised: fail closed).
+    """
+    name = r"[A-Za-z_][A-Za-z0-9_]*" if attribute is None else attribute
+    reference = (
+        rf"device{_WS}\.{_WS}attributes{_WS}\[{_WS}{_literal_of(domain)}{_WS}\]{_WS}"
+        rf"(?:\.{_WS}{name}|\[{_WS}{_literal_of(attribute)}{_WS}\])"
+    )
+    return rf"(?:{reference}{_WS}=={_WS}{TEXT_STRING}|{TEXT_STRING}{_WS}=={_WS}{reference})"
+
+
+#: `device.allowMultipleAllocations == false`, either side: the exclusivity guard.
+GUARD_TERM = (
+    rf"(?:device{_WS}\.{_WS}allowMultipleAllocations{_WS}=={_WS}false"
+    rf"|false{_WS}=={_WS}device{_WS}\.{_WS}allowMultipleAllocations)"
+)
+
+
+@lru_cache(maxsize=8192)
+def has_conjunct(expression: str, term: str) -> bool:
+    """Whether a top-level conjunct of `expression` is `term` (RE2, as CEL's `matches`)."""
+    import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
+
+    return re2.search(conjunct_pattern(term), expression) is not None

@@ -1,0 +1,282 @@
+"""Manifest files read the way `kubectl apply -f` reads them.
+
+kubectl does not parse a file as one YAML stream.  It cuts the file into documents line
+by line (framing.py), converts each document to JSON with sigs.k8s.io/yaml on go-yaml v2
+-- YAML 1.1 booleans, merge keys applied in order, !!binary decoded, keys made strings
+(parser.py parses, resolve.py and construct.py apply go-yaml's rules, gojson.py Go's
+JSON encoding) -- or reads a JSON stream when the file starts with `{`
+(json_stream.py), and then sends the objects of each document, the items of any object
+with an `items` list (objects.py).  lines.py finds the line of a path in an object.
+
+`read` yields exactly those objects, or an `InputError` (file, line, why) where kubectl
+refuses the input or where dra-guard cannot be sure what kubectl would send.  When
+kubectl stops reading a file (every YAML-level error), so does `read`; documents before
+that point are still yielded.
+
+Each module names the upstream files and commits its rules come from: kubectl v1.32
+builds on kubernetes/apimachinery v0.32.4, kubernetes/cli-runtime v0.32.4 and
+kubernetes-sigs/yaml v1.4.0 (whose goyaml.v2 is go-yaml/yaml v2.4.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from dra_guard.findings import InputError
+from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
+from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
+from dra_guard.kubectl_yaml.lines import FileLines, node_line
+from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
+from dra_guard.kubectl_yaml.parser import PLAIN, parse
+
+__all__ = ["SentObject", "document_root", "read", "source_line"]
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+
+
+class SentObject:
+    """One object kubectl would send, and where its source is."""
+
+    __slots__ = ("first_line", "index", "line", "obj", "root", "source_spells_strings", "span", "text", "within")
+
+    def __init__(
+        self,
+        obj: dict[str, Any],
+        index: int,
+        line: int,
+        *,
+        text: str,
+        span: tuple[int, int],
+        first_line: int,
+        within: Path,
+        root: Any,
+        source_spells_strings: bool = True,
+    ) -> None:
+        self.obj = obj
+        #: 1-based number of its document in the file.
+        self.index = index
+        #: 1-based line of the object.
+        self.line = line
+        #: The text the document was parsed from, and the document's [start, end) in it.
+        self.text = text
+        self.span = span
+        #: 1-based line of text[span[0]].
+        self.first_line = first_line
+        #: Where the object sits in its document: () or ("items", n).
+        self.within = within
+        #: The document's node tree (None for JSON).
+        self.root = root
+        #: False when the object holds strings its source text does not spell (decoded
+        #: !!binary), so text searches over the source prove nothing.
+        self.source_spells_strings = source_spells_strings
+
+
+def document_root(text: str, span: tuple[int, int]) -> Any:
+    """The node tree of the document text[span] (JSON read as YAML), or None."""
+    parsed = parse(text[span[0] : span[1]])
+    return parsed.documents[0] if parsed.documents else None
+
+
+def source_line(text: str, span: tuple[int, int], first_line: int, path: Path, root: Any = None) -> int | None:
+    """1-based line of the deepest node on `path` in the document text[span], or None."""
+    if root is None:
+        root = document_root(text, span)
+        if root is None:
+            return None
+    return FileLines(text[span[0] : span[1]], first_line).of(node_line(root, path))
+
+
+def _without_bom(data: bytes) -> tuple[bytes, int, str | None]:
+    """kubectl's `unicode.BOMOverride` (cli-runtime `visitor.go` FileVisitor): a UTF-8
+    byte order mark is dropped, UTF-16 (by its mark) becomes UTF-8; (bytes, bytes
+    dropped from the front, why the text is refused)."""
+    if data.startswith(_UTF8_BOM):
+        return data[3:], 3, None
+    encoding = _UTF16_BOMS.get(data[:2])
+    if encoding is None:
+        return data, 0, None
+    try:
+        return data[2:].decode(encoding).encode("utf-8"), 0, None
+    except UnicodeDecodeError:
+        return b"", 0, f"not valid {encoding.upper()} text"
+
+
+def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
+    """The objects `kubectl apply -f` would send for a file's bytes, or why not."""
+    data, dropped, problem = _without_bom(data)
+    if problem is not None:
+        yield InputError(name, 1, problem)
+        return
+    if b"\x00" in data[:8192]:
+        yield InputError(name, None, "binary file, not a YAML or JSON manifest")
+        return
+    json_stream = is_json_stream(data)
+    try:
+        text = data.decode("utf-8")
+        bad_offset = None
+    except UnicodeDecodeError as error:
+        # kubectl reads the documents before the one with the bad byte; so do we (up
+        # to the last whole line: a bad byte on a `---` line makes it a bad separator).
+        bad_offset = error.start
+        text = data[: error.start].decode("utf-8")
+        text = text[: text.rfind("\n") + 1]
+    if json_stream:
+        if bad_offset is None:
+            yield from _read_json(text, name)
+    else:
+        yield from _read_yaml(text, name, complete=bad_offset is None)
+    if bad_offset is not None:
+        # kubectl would send U+FFFD in place of the byte; a manifest like that is refused.
+        line = data[:bad_offset].count(b"\n") + 1
+        offset = bad_offset + dropped
+        yield InputError(name, line, f"not UTF-8 text (byte 0x{data[bad_offset]:02x} at offset {offset})")
+
+
+def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | InputError]:
+    text = kubectl_lines(text)
+    chunks = list(yaml_chunks(text))
+    if not complete and chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
+        chunks.pop()  # it runs on into the line with the bad byte, which the caller reports
+    for index, chunk in enumerate(chunks, 1):
+        if isinstance(chunk, BadSeparator):
+            yield InputError(
+                name,
+                chunk.line,
+                f"a line starting with '---' followed by {chunk.rest!r}: kubectl rejects this document separator "
+                "and stops reading the file here",
+            )
+            return
+        body = text[chunk.start : chunk.end]
+        parsed = parse(body)
+        if not parsed.documents:
+            if parsed.error is not None:
+                line = None if parsed.error.line is None else chunk.first_line + parsed.error.line
+                yield InputError(name, line, f"invalid YAML: {parsed.error.message}")
+                return
+            continue
+        root = parsed.documents[0]
+        lines = FileLines(body, chunk.first_line)
+        root_line = lines.of(root.start_mark.line)
+        try:
+            value, binary = decode(root)
+        except ExcessiveAliasing:
+            yield InputError(
+                name,
+                root_line,
+                f"document {index} expands to more than kubectl allows through YAML aliases "
+                "(go-yaml: excessive aliasing; an alias bomb?); not checked",
+            )
+            return
+        except Refusal as refusal:
+            line = root_line if refusal.line is None else chunk.first_line + refusal.line
+            yield InputError(name, line, f"document {index}: {refusal.message}")
+            if refusal.kubectl_stops:
+                return
+            continue
+        if parsed.error is not None or any(not _is_null(document) for document in parsed.documents[1:]):
+            # go-yaml decodes only the first document of the text it is given (and has
+            # just been seen not to fail on it): kubectl would silently drop the rest.
+            yield InputError(
+                name,
+                root_line,
+                f"document {index} holds more than one YAML document (a '...' line, or a bare CR before '---'); "
+                "kubectl would send only the first, so none is checked",
+            )
+            continue
+        if value is None:
+            continue
+        problem = document_problem(value, index)
+        if problem is not None:
+            path, message = problem
+            yield InputError(name, lines.of(node_line(root, path)), message)
+            continue
+        for item in objects(value, index):
+            path = item.path if isinstance(item, Rejected) else item.within
+            line = lines.of(node_line(root, path))
+            if isinstance(item, Rejected):
+                yield InputError(name, line, item.message)
+            else:
+                yield SentObject(
+                    item.obj,
+                    index,
+                    line,
+                    text=text,
+                    span=(chunk.start, chunk.end),
+                    first_line=chunk.first_line,
+                    within=item.within,
+                    root=root,
+                    source_spells_strings=not binary,
+                )
+
+
+def _is_null(root: Any) -> bool:
+    return root is None or (getattr(root, "tag", None) is PLAIN and root.value in _NULLS)
+
+
+class _JSONLines:
+    """Lines in a JSON value, which is read again as YAML once, and only if a line is wanted."""
+
+    def __init__(self, text: str, span: tuple[int, int], first_line: int) -> None:
+        self._text, self._span, self._first_line = text, span, first_line
+        self._root: Any = None
+        self._lines: FileLines | None = None
+
+    def of(self, path: Path) -> int:
+        if not path:
+            return self._first_line
+        if self._lines is None:
+            self._lines = FileLines(self._text[self._span[0] : self._span[1]], self._first_line)
+            self._root = document_root(self._text, self._span)
+        if self._root is None:
+            return self._first_line
+        return self._lines.of(node_line(self._root, path))
+
+
+def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
+    from dra_guard.kubectl_yaml.json_stream import json_values, normalize
+
+    index = 0
+    try:
+        for value in json_values(text):
+            index += 1
+            if value.refusal is not None:
+                yield InputError(name, value.line, f"document {index}: {value.refusal}; not checked")
+                continue
+            if value.value is None:
+                continue
+            lines = _JSONLines(text, (value.start, value.end), value.line)
+            problem = document_problem(value.value, index)
+            if problem is not None:
+                path, message = problem
+                yield InputError(name, lines.of(path), message)
+                continue
+            try:
+                document = normalize(value.value) if value.special else value.value
+            except Refusal as refusal:
+                yield InputError(name, value.line, f"document {index}: {refusal.message}")
+                continue
+            except RecursionError:
+                yield InputError(name, value.line, f"document {index}: JSON nested too deeply to check")
+                continue
+            for item in objects(document, index):
+                path = item.path if isinstance(item, Rejected) else item.within
+                line = lines.of(path)
+                if isinstance(item, Rejected):
+                    yield InputError(name, line, item.message)
+                else:
+                    yield SentObject(
+                        item.obj,
+                        index,
+                        line,
+                        text=text,
+                        span=(value.start, value.end),
+                        first_line=value.line,
+                        within=item.within,
+                        root=None,
+                    )
+    except Refusal as refusal:
+        yield InputError(name, None if refusal.line is None else refusal.line + 1, refusal.message)

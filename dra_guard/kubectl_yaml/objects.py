@@ -1,0 +1,262 @@
+"""Which objects kubectl sends for one decoded document, and which it refuses.
+
+From kubernetes/apimachinery v0.32.4 (commit 59e9003f02d6f0c8fff53719a7a0604ec82ee9a9)
+and kubernetes/cli-runtime v0.32.4 (commit 9cb150043944f22439bd6250817b8aef5a114524):
+
+* `null` documents are skipped (cli-runtime `pkg/resource/visitor.go` StreamVisitor);
+  any other non-object is an error for that document (kubectl goes on).
+* A document with an `items` key -- of any kind -- is a list
+  (`pkg/apis/meta/v1/unstructured/helpers.go` `decode`: `items: null` too, which sends
+  nothing).  `items` must then be a list of objects or nulls; an item with neither a
+  string kind nor a string apiVersion gets the list's kind without its `List` suffix
+  and the list's apiVersion (`decodeToList`), a null item becomes exactly that.
+* The document (the list itself, for a list) needs a non-empty string kind and an
+  apiVersion that parses as group/version (at most one `/`, `Decode`), and its
+  apiVersion, kind and metadata must decode into TypeMeta and ObjectMeta
+  (cli-runtime `pkg/resource/metadata_decoder.go`; field types from apimachinery
+  `pkg/apis/meta/v1/types.go`, timestamps RFC 3339 by `time.go`).
+* Lists are flattened (cli-runtime `visitor.go` FlattenListVisitor): a list among the
+  items fails the whole list ("is not a list: no Items field"); every item needs a kind
+  and a version (the unstructured typer), else that item alone is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from dra_guard.kubectl_yaml.resolve import INT64_MAX
+
+Path = tuple[str | int, ...]
+
+
+class Sent:
+    __slots__ = ("obj", "within")
+
+    def __init__(self, obj: dict[str, Any], within: Path = ()) -> None:
+        self.obj = obj
+        #: Where the object sits in its document: () or ("items", n).
+        self.within = within
+
+
+class Rejected:
+    __slots__ = ("message", "path")
+
+    def __init__(self, message: str, path: Path = ()) -> None:
+        self.message = message
+        #: The path the message is about, for its line.
+        self.path = path
+
+
+def _string(obj: dict[str, Any], key: str) -> str:
+    """unstructured's getNestedString: the value if it is a string, else ""."""
+    value = obj.get(key)
+    return value if type(value) is str else ""
+
+
+def _group_version_ok(api_version: str) -> tuple[bool, str]:
+    """schema.ParseGroupVersion: (parses, version)."""
+    if api_version in ("", "/"):
+        return True, ""
+    slashes = api_version.count("/")
+    if slashes == 0:
+        return True, api_version
+    if slashes == 1:
+        return True, api_version.split("/", 1)[1]
+    return False, ""
+
+
+def _kind_problem(obj: dict[str, Any], what: str) -> str | None:
+    parses, _ = _group_version_ok(_string(obj, "apiVersion"))
+    if not parses:
+        return f"{what}: apiVersion {obj['apiVersion']!r} is not <group>/<version>, so kubectl finds no kind"
+    kind = obj.get("kind")
+    if "kind" not in obj and "apiVersion" not in obj:
+        return f"{what} is not a Kubernetes object (it has no apiVersion and no kind)"
+    if type(kind) is not str or not kind:
+        shown = "missing" if "kind" not in obj else f"{kind!r}, not a name"
+        return f"{what}: kind is {shown} (kubectl: Object 'Kind' is missing)"
+    return None
+
+
+def document_problem(value: Any, index: int) -> tuple[Path, str] | None:
+    """Why kubectl refuses this whole document, or None (it sends something, or nothing)."""
+    what = f"document {index}"
+    if not isinstance(value, dict):
+        return (), f"{what} is a {type(value).__name__}, not a Kubernetes object"
+    if "items" in value:
+        items = value["items"]
+        if items is not None and type(items) is not list:
+            return ("items",), f"{what}: items must be a list, not {type(items).__name__}"
+        for position, item in enumerate(items or ()):
+            if item is not None and not isinstance(item, dict):
+                return ("items", position), f"{what}: list item {position} is a {type(item).__name__}, not an object"
+    problem = _kind_problem(value, what)
+    if problem:
+        return (), problem
+    for path, message in _metadata_problems(value):
+        return path, f"{what}: {'.'.join(str(part) for part in path)} {message} (kubectl refuses the object)"
+    return None
+
+
+def objects(value: dict[str, Any], index: int) -> Iterator[Sent | Rejected]:
+    """The objects sent for a document `document_problem` accepted, and refused items."""
+    if "items" not in value:
+        yield Sent(value)
+        return
+    item_kind = _string(value, "kind")
+    item_kind = item_kind[: -len("List")] if item_kind.endswith("List") else item_kind
+    api_version = _string(value, "apiVersion")
+    items = [{} if item is None else item for item in value["items"] or ()]
+    for item in items:
+        if not _string(item, "kind") and not _string(item, "apiVersion"):
+            item["kind"] = item_kind
+            item["apiVersion"] = api_version
+    for position, item in enumerate(items):
+        if type(item.get("items")) is list:
+            yield Rejected(
+                f"document {index}: list item {position} is itself a list; kubectl refuses the whole list",
+                ("items", position),
+            )
+            return
+    for position, item in enumerate(items):
+        parses, version = _group_version_ok(_string(item, "apiVersion"))
+        if not parses or not _string(item, "kind"):
+            yield Rejected(
+                f"document {index}: list item {position} has no kind (kubectl refuses it)", ("items", position)
+            )
+        elif not version:
+            yield Rejected(
+                f"document {index}: list item {position} has no apiVersion (kubectl refuses it)", ("items", position)
+            )
+        else:
+            yield Sent(item, ("items", position))
+
+
+# --- metadata as kubectl's metadataOnlyObject decodes it --------------------------------
+
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:[.,][0-9]+)?(?:Z|[+-]([0-9]{2}):([0-9]{2}))"
+)
+_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _is_rfc3339(text: str) -> bool:
+    """A subset of what Go's time.Parse(time.RFC3339, ...) accepts."""
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not 1 <= day <= _DAYS[month - 1] + (1 if month == 2 and leap else 0):
+        return False
+    zone_hour, zone_minute = match.group(7), match.group(8)
+    return zone_hour is None or (int(zone_hour) <= 23 and int(zone_minute) <= 59)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if type(value) is list:
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check(value: Any, kind: str) -> str | None:
+    """Why Go's json cannot decode `value` into a field of this kind (null always can)."""
+    if value is None:
+        return None
+    if kind == "string":
+        return None if type(value) is str else f"must be a string, not {_shown(value)}"
+    if kind == "bool":
+        return None if type(value) is bool else f"must be true or false, not {_shown(value)}"
+    if kind == "int64":
+        if type(value) is int and -INT64_MAX - 1 <= value <= INT64_MAX:
+            return None
+        return f"must be a 64-bit integer, not {_shown(value)}"
+    if kind == "time":
+        if type(value) is str and _is_rfc3339(value):
+            return None
+        return f"must be an RFC 3339 time, not {_shown(value)}"
+    return None  # "any": FieldsV1 takes every JSON value
+
+
+_OWNER_REFERENCE = {
+    "apiVersion": "string",
+    "kind": "string",
+    "name": "string",
+    "uid": "string",
+    "controller": "bool",
+    "blockOwnerDeletion": "bool",
+}
+_MANAGED_FIELDS_ENTRY = {
+    "manager": "string",
+    "operation": "string",
+    "apiVersion": "string",
+    "time": "time",
+    "fieldsType": "string",
+    "subresource": "string",
+    "fieldsV1": "any",
+}
+_OBJECT_META: dict[str, Any] = {
+    "name": "string",
+    "generateName": "string",
+    "namespace": "string",
+    "selfLink": "string",
+    "uid": "string",
+    "resourceVersion": "string",
+    "generation": "int64",
+    "creationTimestamp": "time",
+    "deletionTimestamp": "time",
+    "deletionGracePeriodSeconds": "int64",
+    "labels": ("map", "string"),
+    "annotations": ("map", "string"),
+    "finalizers": ("list", "string"),
+    "ownerReferences": ("list", _OWNER_REFERENCE),
+    "managedFields": ("list", _MANAGED_FIELDS_ENTRY),
+}
+
+
+def _entries(mapping: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every key and value, duplicates too (a JSON object's `pairs`)."""
+    pairs = getattr(mapping, "pairs", None)
+    return pairs if pairs is not None else list(mapping.items())
+
+
+def _problems(value: Any, kind: Any, path: Path) -> Iterator[tuple[Path, str]]:
+    if value is None:
+        return
+    if isinstance(kind, str):
+        problem = _check(value, kind)
+        if problem:
+            yield path, problem
+    elif isinstance(kind, dict):
+        if not isinstance(value, dict):
+            yield path, f"must be a mapping, not {_shown(value)}"
+            return
+        for key, item in _entries(value):
+            if key in kind:
+                yield from _problems(item, kind[key], (*path, key))
+    elif kind[0] == "map":
+        if not isinstance(value, dict):
+            yield path, f"must be a mapping, not {_shown(value)}"
+            return
+        for key, item in _entries(value):
+            yield from _problems(item, kind[1], (*path, key))
+    else:
+        if type(value) is not list:
+            yield path, f"must be a list, not {_shown(value)}"
+            return
+        for position, item in enumerate(value):
+            yield from _problems(item, kind[1], (*path, position))
+
+
+_TYPE_AND_OBJECT_META = {"apiVersion": "string", "kind": "string", "metadata": _OBJECT_META}
+
+
+def _metadata_problems(obj: dict[str, Any]) -> Iterator[tuple[Path, str]]:
+    yield from _problems(obj, _TYPE_AND_OBJECT_META, ())
