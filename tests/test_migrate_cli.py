@@ -26,7 +26,9 @@ import yaml
 
 from dra_guard.catalog import is_legacy_resource
 from dra_guard.cli import main
+from dra_guard.loader import Document, iter_bytes
 from testkit.paths import REPO_ROOT
+from tests.kubectl_oracle import read_many, same_objects
 from tests.test_allocation import decide
 
 CORPUS = REPO_ROOT / "tests" / "corpus" / "legacy-device-plugin"
@@ -331,11 +333,29 @@ def test_a_file_check_refuses_is_refused_untouched_and_the_others_still_migrate(
     assert "resourceClaimTemplateName" in good.read_text()
 
 
-def test_a_json_file_cannot_take_a_second_document_and_is_left_alone(tmp_path: Path) -> None:
+def test_a_json_file_gets_its_template_as_one_more_json_object(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
     code, report, _ = migrate(FIXTURES / "pod.json", "-o", output)
-    assert code == 2 and "a JSON file cannot take the claim template" in report
-    assert output.read_bytes() == (FIXTURES / "pod.json").read_bytes()
+    assert code == 0, report
+    migrated = output.read_text()
+    assert (
+        migrated.startswith('{\n  "apiVersion": "v1",\n')
+        and '\n}\n{\n  "apiVersion": "resource.k8s.io/v1",' in migrated
+    )
+    assert check(output)[0] == 0
+    assert migrate(output, "-o", tmp_path / "again.json")[0] == 0
+    assert (tmp_path / "again.json").read_bytes() == output.read_bytes()
+
+
+@pytest.mark.parametrize("source", [*CLEAN_SOURCES, FIXTURES / "pod.json"], ids=lambda path: path.name)
+def test_kubectl_sends_the_migrated_objects(source: Path, tmp_path: Path) -> None:
+    """The migrated file, read by the real kubectl, gives the objects check reads from it."""
+    output = tmp_path / ("out" + source.suffix)
+    assert migrate(source, "-o", output, *PINS)[0] == 0
+    [kubectl] = read_many([output], tmp_path / "scratch")
+    ours = [item.obj for item in iter_bytes(output.read_bytes(), str(output)) if isinstance(item, Document)]
+    assert not kubectl.failed, kubectl.message
+    assert same_objects(ours, kubectl.objects)
 
 
 @pytest.mark.parametrize("source", sorted(CRDS.glob("*-legacy-gpu.yaml")), ids=lambda path: path.name)

@@ -17,7 +17,15 @@ from typing import Any
 
 from dra_guard.findings import InputError
 from dra_guard.migrate.edits import Edit, EditError, Path, apply_edits, within
-from dra_guard.migrate.plan import Message, ObjectMigration, ObjectReport, TemplateNames, migrate_object
+from dra_guard.migrate.plan import (
+    Message,
+    ObjectMigration,
+    ObjectReport,
+    TemplateNames,
+    is_list,
+    migrate_object,
+    needs_migration,
+)
 from dra_guard.migrate.settings import MigrationSettings
 
 
@@ -30,16 +38,11 @@ class DocumentMigration:
     reports: list[ObjectReport] = field(default_factory=list)
 
 
-def _is_list(root: Mapping[str, Any]) -> bool:
-    kind = root.get("kind")
-    return isinstance(kind, str) and kind.endswith("List") and isinstance(root.get("items"), list)
-
-
 def note_existing_templates(root: object, names: TemplateNames) -> None:
     """Record the ResourceClaimTemplates of a document (List items too) as taken names."""
     if isinstance(root, Mapping):
         names.note_existing(root)
-        if _is_list(root):
+        if is_list(root):
             for item in root["items"]:
                 names.note_existing(item)
 
@@ -49,7 +52,7 @@ def migrate_document(root: object, settings: MigrationSettings, names: TemplateN
     if not isinstance(root, Mapping):
         return result
     objects: list[tuple[Path, Mapping[str, Any]]] = [((), root)]
-    if _is_list(root):
+    if is_list(root):
         objects = [(("items", index), item) for index, item in enumerate(root["items"]) if isinstance(item, Mapping)]
     for prefix, obj in objects:
         migration: ObjectMigration = migrate_object(obj, prefix, settings, names)
@@ -166,6 +169,10 @@ def migrate_file(data: bytes, name: str, settings: MigrationSettings, names: Tem
     if errors:
         result.errors.extend(InputError(error.file, error.line, f"{error.message}; not migrated") for error in errors)
         return result
+    if not any(needs_migration(document.obj, settings) for document in old_documents):
+        # Nothing to do: the file need not be one the editor can parse (a stream of JSON
+        # objects, say), and migrating migrate's own output changes nothing.
+        return result
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -220,10 +227,13 @@ def _splices(text: str, node: Any, planned: DocumentMigration, newline: str) -> 
 
     style = yaml_text.detect_style(node)
     splices = yaml_text.text_edits(text, node, planned.edits, style)
-    if planned.templates:
-        if text.lstrip().startswith("{"):
-            # kubectl reads such a file as a stream of JSON objects, where YAML's `---` is an error.
-            raise yaml_text.Unrealizable("a JSON file cannot take the claim template as a second YAML document")
+    if planned.templates and text.lstrip().startswith("{"):
+        # kubectl reads such a file as a stream of JSON objects (YAML's `---` would be an
+        # error there): the template follows as one more object, indented like the file.
+        at = yaml_text.after_line(text, yaml_text.content_end(node))
+        rendered = "".join(yaml_text.render_json_document(template, text) for template in planned.templates)
+        splices.append(yaml_text.TextEdit(at, at, rendered, order=1))
+    elif planned.templates:
         at = yaml_text.document_end(text, node)
         rendered = "".join(yaml_text.render_document(template, style) for template in planned.templates)
         splices.append(yaml_text.TextEdit(at, at, rendered, order=1))

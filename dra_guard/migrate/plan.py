@@ -170,6 +170,23 @@ def legacy_quantities(obj: object, settings: MigrationSettings) -> Iterator[tupl
     yield from sorted(found, key=lambda item: [str(part) for part in item[0]])
 
 
+def needs_migration(obj: object, settings: MigrationSettings) -> bool:
+    """Whether migrate has anything to do, or to say, about `obj` (cheap: no templates built)."""
+    if not isinstance(obj, Mapping):
+        return False
+    if obj.get("kind") == "LimitRange":
+        return bool(_limit_range(obj, (), settings, ObjectReport((), "LimitRange", None, None)))
+    if is_list(obj):
+        return any(needs_migration(item, settings) for item in obj["items"])
+    return any(True for _ in legacy_quantities(obj, settings))
+
+
+def is_list(obj: Mapping[str, Any]) -> bool:
+    """`List` and every `*List` carry their objects in `items`."""
+    kind = obj.get("kind")
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(obj.get("items"), list)
+
+
 def _count(value: object) -> int | None:
     """A whole-number quantity, as extended resources must be; None otherwise."""
     if isinstance(value, bool):

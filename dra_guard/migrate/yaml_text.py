@@ -208,6 +208,15 @@ def render_document(obj: Any, style: Style) -> str:
     return "---\n" + render_block(obj, style)
 
 
+def render_json_document(obj: Any, text: str) -> str:
+    """A new JSON object for a file that is a stream of them, indented like its first object."""
+    lines = text.lstrip().splitlines()
+    if len(lines) < 2:
+        return json.dumps(obj, ensure_ascii=False) + "\n"
+    indent = len(lines[1]) - len(lines[1].lstrip(" "))
+    return json.dumps(obj, ensure_ascii=False, indent=indent or 2) + "\n"
+
+
 def _render_flow(value: Any, style: Style) -> str:
     """`value` (a mapping or list) on one line, as JSON in a JSON document, else as flow YAML."""
     if style.json:
