@@ -3,6 +3,9 @@ and the containers that take `resources.claims`.
 
 Only places whose shape is known are sites: a pod spec found by guessing could sit in a
 CRD whose schema has no `resourceClaims` there, so writing one would break the object.
+Today that is the built-in kinds of `catalog.POD_SPEC_PATHS`; a request anywhere else
+(JobSet, LeaderWorkerSet, Kubeflow, Ray, Argo, unknown CRDs) is refused by the plan with
+its path, for a person to migrate.
 """
 
 from __future__ import annotations
