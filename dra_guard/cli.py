@@ -1,4 +1,4 @@
-"""The `dra-guard` command: check, rules, explain.
+"""The `dra-guard` command: check, rules, explain, init, migrate.
 
 Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage errors or unreadable input.
 Heavy modules (the rules' CEL parser) load only when a command needs them.
@@ -102,6 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_admission_policy_parser(commands)
     add_webhook_parser(commands)
+
+    from dra_guard.migrate.arguments import add_arguments
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="rewrite device-plugin requests (nvidia.com/gpu, ...) as DRA claim templates",
+        description="Rewrite device-plugin requests as compliant DRA claim templates and wired pods. "
+        "Inputs are only changed with --in-place; exit 2 when anything could not be migrated.",
+    )
+    add_arguments(migrate)
     return parser
 
 
@@ -294,6 +304,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             from dra_guard.admission.commands import run_webhook
 
             return run_webhook(arguments, stdout, stderr)
+        if arguments.command == "migrate":
+            from dra_guard.migrate.command import run_migrate
+
+            return run_migrate(arguments, stdout, stderr)
     except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR

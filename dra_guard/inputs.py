@@ -125,7 +125,7 @@ class Inputs:
                 yield from self._found(candidate.path, data)
             else:
                 self.files += 1
-                yield from _with_hint(iter_bytes(data, STDIN_NAME if candidate.path == STDIN else candidate.path), data)
+                yield from read_file(data, STDIN_NAME if candidate.path == STDIN else candidate.path)
         for chart in self._selection.charts:
             yield from self._chart(chart)
 
@@ -146,7 +146,7 @@ class Inputs:
         """
         held: list[Any] = []
         streaming = False
-        for item in _with_hint(iter_bytes(data, path), data):
+        for item in read_file(data, path):
             if streaming:
                 yield item
             elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
@@ -225,6 +225,11 @@ def _kustomize_kind(obj: dict[str, Any]) -> bool:
     """Kustomizations and Components are built by kustomize, never sent: they need no name."""
     api_version = obj.get("apiVersion")
     return isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/")
+
+
+def read_file(data: bytes, name: str) -> Iterator[Any]:
+    """One file's documents and errors, as `check` reads every file (`dra-guard migrate` too)."""
+    return _with_hint(iter_bytes(data, name), data)
 
 
 def _with_hint(items: Iterator[Any], data: bytes) -> Iterator[Any]:

@@ -1,0 +1,56 @@
+"""What a migration is told: pin values, the claim templates' options, and what counts as legacy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from dra_guard.catalog import (
+    DEFAULT_KUBERNETES_VERSION,
+    DEFAULT_RESOURCE_API_VERSION,
+    DEFAULT_SANITIZATION,
+    DEVICE_CLASSES,
+    DeviceClass,
+)
+
+
+@dataclass(frozen=True)
+class MigrationSettings:
+    """Everything `migrate_documents` needs besides the documents."""
+
+    #: Device class -> the value its pin attribute must have (`--gpu-product`, `--tpu-gen`,
+    #: `--pin CLASS=VALUE`); MIG profiles come from the resource name instead.
+    pins: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: The claim templates' `resource.k8s.io` version.
+    api_version: str = DEFAULT_RESOURCE_API_VERSION
+    #: The release they are for, and whether it runs DRAConsumableCapacity (None: its
+    #: default): together they decide the exclusivity guard in each request.
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    consumable_capacity: bool | None = None
+    sanitization: str = DEFAULT_SANITIZATION
+    #: Tag each template with its workload's namespace as the tenant.
+    tenant_from_namespace: bool = False
+    hmac_key: str | bytes | None = field(default=None, repr=False)
+    #: From the dra-guard configuration, so that migrate replaces what `check` reports.
+    extra_legacy_resources: frozenset[str] = frozenset()
+    non_accelerator_classes: frozenset[str] = frozenset()
+    extra_classes: Mapping[str, DeviceClass] = field(default_factory=lambda: MappingProxyType({}))
+
+    def is_accelerator(self, device_class: str) -> bool:
+        return device_class not in self.non_accelerator_classes
+
+    @property
+    def device_class(self) -> Callable[[str], DeviceClass | None]:
+        return lambda name: self.extra_classes.get(name) or DEVICE_CLASSES.get(name)
+
+    def claim_options(self) -> dict[str, Any]:
+        """The keyword arguments every template shares (see `dra_guard.ClaimSpec`)."""
+        return {
+            "api_version": self.api_version,
+            "kubernetes_version": self.kubernetes_version,
+            "consumable_capacity": self.consumable_capacity,
+            "sanitization": self.sanitization,
+            "hmac_key": self.hmac_key,
+        }

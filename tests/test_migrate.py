@@ -1,0 +1,487 @@
+"""`dra-guard migrate` without files: legacy names, the plan, whole documents, text splices.
+
+File handling, the corpus and the command line are in tests/test_migrate_cli.py.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from dra_guard import verify_isolation_tag
+from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
+from dra_guard.engine import check_objects
+from dra_guard.migrate import MigrationSettings, TemplateNames, migrate_documents, migrate_file
+from dra_guard.migrate.edits import Edit
+from dra_guard.migrate.legacy import Replacement, Unmigratable, resolve
+from dra_guard.migrate.sites import site_label
+from dra_guard.migrate.yaml_text import Unrealizable, compose_documents, detect_style, text_edits
+
+PINS = {"gpu.nvidia.com": "NVIDIA H100 80GB HBM3", "tpu.google.com": "v6e", "gpu.amd.com": "cpx_nps4"}
+SETTINGS = MigrationSettings(pins=PINS)
+
+
+def pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = (), **meta: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": list(containers)}
+    if init:
+        spec = {"initContainers": list(init), **spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "team", **meta},
+        "spec": spec,
+    }
+
+
+def container(name: str = "main", **resources: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "image": "registry.example/app:1", "resources": resources}
+
+
+def by_kind(documents: list[Any], kind: str) -> list[dict[str, Any]]:
+    return [document for document in documents if isinstance(document, dict) and document.get("kind") == kind]
+
+
+# --- which class and pin replace a legacy name -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "device_class", "pin"),
+    [
+        ("nvidia.com/mig-1g.10gb", "mig.nvidia.com", "1g.10gb"),
+        # The device plugin writes `+` as `.` (k8s-device-plugin internal/rm/rm.go).
+        ("nvidia.com/mig-3g.40gb.me", "mig.nvidia.com", "3g.40gb+me"),
+        ("nvidia.com/mig-1g.24gb.me.all", "mig.nvidia.com", "1g.24gb+me.all"),
+        ("nvidia.com/mig-1g.24gb-me", "mig.nvidia.com", "1g.24gb-me"),
+        ("nvidia.com/mig-4g.96gb.gfx", "mig.nvidia.com", "4g.96gb+gfx"),
+        ("nvidia.com/mig-1g.10gb.shared", "mig.nvidia.com", "1g.10gb"),
+        ("nvidia.com/gpu", "gpu.nvidia.com", PINS["gpu.nvidia.com"]),
+        ("nvidia.com/gpu.shared", "gpu.nvidia.com", PINS["gpu.nvidia.com"]),
+        ("google.com/tpu", "tpu.google.com", "v6e"),
+        ("amd.com/gpu", "gpu.amd.com", "cpx_nps4"),
+        ("gpu.intel.com/i915", "gpu.intel.com", None),
+        ("habana.ai/gaudi", "gaudi.intel.com", None),
+        ("deviceclass.resource.kubernetes.io/mig.nvidia.com", "mig.nvidia.com", None),
+    ],
+)
+def test_each_legacy_name_gets_its_class_and_pin(name: str, device_class: str, pin: str | None) -> None:
+    found = resolve(name, PINS)
+    assert isinstance(found, Replacement)
+    assert (found.device_class.name, found.pin_value) == (device_class, pin)
+    assert (found.note is not None) == name.endswith(".shared")
+
+
+@pytest.mark.parametrize(
+    "name", ["aws.amazon.com/neuroncore", "nvidia.com/mig-big", "deviceclass.resource.kubernetes.io/fpga.example.org"]
+)
+def test_names_without_a_class_cannot_be_migrated(name: str) -> None:
+    assert isinstance(resolve(name, PINS), Unmigratable)
+
+
+def test_a_class_from_the_configuration_is_found() -> None:
+    fpga = DeviceClass("fpga.example.org", "fpga.example.org", "bitstream", "resource.kubernetes.io/pcieRoot")
+    found = resolve(
+        "deviceclass.resource.kubernetes.io/fpga.example.org", {"fpga.example.org": "v2"}, {fpga.name: fpga}.get
+    )
+    assert isinstance(found, Replacement) and found.make_slice(1).pin_attribute == "fpga.example.org/bitstream"
+
+
+# --- objects in, objects out ------------------------------------------------------------
+
+
+def test_a_pod_gets_a_tagged_template_and_its_wiring_and_keeps_everything_else() -> None:
+    original = pod(container(limits={"nvidia.com/mig-1g.5gb": 1, "memory": "1Gi"}, requests={"cpu": "1"}))
+    original["spec"]["containers"][0]["resources"]["claims"] = [{"name": "existing"}]
+    result = migrate_documents([copy.deepcopy(original)], SETTINGS)
+    workload, template = result.documents
+    assert template["metadata"]["name"] == "p-mig-1g-5gb"
+    assert template["metadata"]["namespace"] == "team"
+    assert verify_isolation_tag(template)
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 1
+    resources = workload["spec"]["containers"][0]["resources"]
+    assert resources == {
+        "limits": {"memory": "1Gi"},
+        "requests": {"cpu": "1"},
+        "claims": [{"name": "existing"}, {"name": "accelerator"}],
+    }
+    assert workload["spec"]["resourceClaims"] == [{"name": "accelerator", "resourceClaimTemplateName": "p-mig-1g-5gb"}]
+    assert workload["metadata"] == original["metadata"]
+    [report] = result.reports
+    assert report.status == "migrated" and not report.errors
+    assert [(request.container, request.resource, request.count) for request in report.requests] == [
+        ("main", "nvidia.com/mig-1g.5gb", 1)
+    ]
+
+
+def test_the_output_passes_every_rule() -> None:
+    documents = [
+        pod(container(limits={"nvidia.com/gpu": 2})),
+        pod(container(limits={"google.com/tpu": 1}), name="tpu"),
+        pod(container(limits={"amd.com/gpu": 1}), name="amd"),
+    ]
+    result = migrate_documents(documents, MigrationSettings(pins=PINS, tenant_from_namespace=True))
+    assert check_objects(result.documents).findings == []
+    assert all(
+        template["metadata"]["annotations"]["dra-guard.io/tenant"] == "team"
+        for template in by_kind(result.documents, "ResourceClaimTemplate")
+    )
+
+
+def test_an_emptied_limits_or_requests_is_dropped_and_equal_requests_are_one_request() -> None:
+    both = {"nvidia.com/mig-2g.10gb": "2"}
+    result = migrate_documents([pod(container(limits=dict(both), requests=dict(both)))], SETTINGS)
+    workload, template = result.documents
+    assert workload["spec"]["containers"][0]["resources"] == {"claims": [{"name": "accelerator"}]}
+    assert template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    assert len(result.reports[0].requests) == 1
+
+
+def test_counts_follow_the_kubelet_init_containers_hand_devices_on_sidecars_add() -> None:
+    mig = {"nvidia.com/mig-1g.5gb": 1}
+    sidecar = {**container("sidecar", limits=dict(mig)), "restartPolicy": "Always"}
+    init = container("init", limits={"nvidia.com/mig-1g.5gb": 4})
+    one_init = migrate_documents([pod(container(limits=dict(mig)), init=(init,))], SETTINGS)
+    assert one_init.reports[0].templates[0].count == 4  # max(init 4, main 1)
+    with_sidecar = migrate_documents(
+        [pod(container(limits={"nvidia.com/mig-1g.5gb": 2}), init=(container("init", limits=dict(mig)), sidecar))],
+        SETTINGS,
+    )
+    [template] = with_sidecar.reports[0].templates
+    assert template.count == 3 and template.containers == ("init", "sidecar", "main")
+    assert "share one claim" in with_sidecar.reports[0].notes[0].text
+
+
+def test_two_profiles_make_two_templates_and_two_pod_claims() -> None:
+    result = migrate_documents(
+        [
+            pod(
+                container("a", limits={"nvidia.com/mig-2g.10gb": 1}),
+                container("b", limits={"nvidia.com/mig-1g.5gb": 1}),
+            )
+        ],
+        SETTINGS,
+    )
+    workload = result.documents[0]
+    assert [claim["name"] for claim in workload["spec"]["resourceClaims"]] == ["mig-1g-5gb", "mig-2g-10gb"]
+    assert [c["resources"]["claims"] for c in workload["spec"]["containers"]] == [
+        [{"name": "mig-2g-10gb"}],
+        [{"name": "mig-1g-5gb"}],
+    ]
+    assert check_objects(result.documents).findings == []
+
+
+def test_names_never_collide_with_templates_in_the_input_and_are_deterministic() -> None:
+    existing = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "p-mig-1g-5gb", "namespace": "team"},
+    }
+    documents = [existing, pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))]
+    first = migrate_documents(copy.deepcopy(documents), SETTINGS)
+    assert by_kind(first.documents, "ResourceClaimTemplate")[1]["metadata"]["name"] == "p-mig-1g-5gb-2"
+    assert migrate_documents(copy.deepcopy(documents), SETTINGS).documents == first.documents
+    # Another namespace is another name space.
+    elsewhere = migrate_documents(
+        [existing, pod(container(limits={"nvidia.com/mig-1g.5gb": 1}), namespace="b")], SETTINGS
+    )
+    assert by_kind(elsewhere.documents, "ResourceClaimTemplate")[1]["metadata"]["name"] == "p-mig-1g-5gb"
+
+
+def test_migrating_the_output_again_changes_nothing() -> None:
+    first = migrate_documents([pod(container(limits={"nvidia.com/gpu": 1}))], SETTINGS)
+    again = migrate_documents(copy.deepcopy(first.documents), SETTINGS)
+    assert again.documents == first.documents and again.reports == []
+
+
+def test_cronjobs_and_list_items_are_migrated() -> None:
+    cronjob = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "team"},
+        "spec": {"jobTemplate": {"spec": {"template": {"spec": pod(container(limits={"google.com/tpu": 1}))["spec"]}}}},
+    }
+    listed = {"apiVersion": "v1", "kind": "List", "items": [pod(container(limits={"amd.com/gpu": 1}), name="x")]}
+    result = migrate_documents([cronjob, listed], SETTINGS)
+    assert [document["kind"] for document in result.documents] == [
+        "CronJob",
+        "ResourceClaimTemplate",
+        "List",
+        "ResourceClaimTemplate",
+    ]
+    assert check_objects(result.documents).findings == []
+
+
+@pytest.mark.parametrize(
+    ("resources", "settings", "message"),
+    [
+        ({"limits": {"nvidia.com/gpu": 1}}, MigrationSettings(), "pass --gpu-product VALUE"),
+        ({"limits": {"google.com/tpu": 1}}, MigrationSettings(), "pass --tpu-gen VALUE"),
+        ({"limits": {"gpu.intel.com/i915": 1}}, MigrationSettings(), "pass --pin gpu.intel.com=VALUE"),
+        ({"limits": {"aws.amazon.com/neuron": 1}}, SETTINGS, "knows no DRA device class"),
+        ({"limits": {"nvidia.com/mig-1g.5gb": 2}, "requests": {"nvidia.com/mig-1g.5gb": 1}}, SETTINGS, "differ"),
+        ({"limits": {"nvidia.com/mig-1g.5gb": "1.5"}}, SETTINGS, "not a whole number"),
+        ({"limits": {"nvidia.com/mig-1g.5gb": True}}, SETTINGS, "not a whole number"),
+        # The builders' own validation reaches the report: a product name with a newline.
+        ({"limits": {"nvidia.com/gpu": 1}}, MigrationSettings(pins={"gpu.nvidia.com": "A\nB"}), "product_name"),
+        (
+            {"limits": {"example.com/gpu": 1}},
+            MigrationSettings(extra_legacy_resources=frozenset({"example.com/gpu"})),
+            "knows no DRA device class",
+        ),
+    ],
+)
+def test_what_cannot_be_migrated_is_reported_and_left_alone(
+    resources: dict[str, Any], settings: MigrationSettings, message: str
+) -> None:
+    original = pod(container(**resources), container("other", limits={"nvidia.com/mig-1g.5gb": 1}))
+    result = migrate_documents([copy.deepcopy(original)], settings)
+    assert result.documents == [original]  # the whole object, the migratable container too
+    [report] = result.reports
+    assert report.status == "refused" and message in report.errors[0].text
+    assert report.templates == []
+
+
+def test_unknown_kinds_with_a_legacy_request_are_refused_with_the_path() -> None:
+    crd = {
+        "apiVersion": "example.com/v1",
+        "kind": "Trainer",
+        "metadata": {"name": "t"},
+        "spec": {"worker": {"containers": [container(limits={"nvidia.com/mig-1g.5gb": 1})]}},
+    }
+    result = migrate_documents([copy.deepcopy(crd)], SETTINGS)
+    assert result.documents == [crd]
+    [error] = result.reports[0].errors
+    assert error.path == ("spec", "worker", "containers", 0, "resources", "limits", "nvidia.com/mig-1g.5gb")
+    assert "kind Trainer has no pod template migrate knows" in error.text
+
+
+def test_an_object_without_a_name_is_refused_and_generate_name_is_used() -> None:
+    nameless = pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))
+    del nameless["metadata"]["name"]
+    assert "metadata.name" in migrate_documents([nameless], SETTINGS).reports[0].errors[0].text
+    nameless["metadata"]["generateName"] = "run-"
+    result = migrate_documents([nameless], SETTINGS)
+    assert result.documents[1]["metadata"]["name"] == "run-mig-1g-5gb"
+
+
+def test_non_accelerator_classes_of_the_configuration_are_left_alone() -> None:
+    nic = pod(container(limits={"deviceclass.resource.kubernetes.io/nic.example.com": 1}))
+    settings = MigrationSettings(non_accelerator_classes=frozenset({"nic.example.com"}))
+    assert migrate_documents([copy.deepcopy(nic)], settings).documents == [nic]
+
+
+def test_a_request_for_zero_devices_is_removed_with_a_note() -> None:
+    result = migrate_documents([pod(container(limits={"nvidia.com/gpu": 0}))], SETTINGS)
+    assert result.documents == [
+        {**pod(container()), "spec": {"containers": [{"name": "main", "image": "registry.example/app:1"}]}}
+    ]
+    assert "asked for 0 devices" in result.reports[0].notes[0].text
+
+
+def test_limit_range_defaults_are_removed_with_a_note() -> None:
+    limit_range = {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "l", "namespace": "team"},
+        "spec": {
+            "limits": [
+                {"type": "Container", "default": {"nvidia.com/gpu": 1, "memory": "1Gi"}, "max": {"nvidia.com/gpu": 2}}
+            ]
+        },
+    }
+    result = migrate_documents([limit_range], MigrationSettings())
+    assert result.documents[0]["spec"]["limits"] == [{"type": "Container", "default": {"memory": "1Gi"}}]
+    assert [note.path for note in result.reports[0].notes] == [
+        ("spec", "limits", 0, "default"),
+        ("spec", "limits", 0, "max"),
+    ]
+    assert check_objects(result.documents).findings == []
+
+
+def test_hmac_tags_verify_with_the_key_only() -> None:
+    result = migrate_documents([pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))], MigrationSettings(hmac_key="k"))
+    template = result.documents[1]
+    assert template["metadata"]["annotations"]["dra-guard.io/isolation-tag"].startswith("hmac-sha256:")
+    assert verify_isolation_tag(template, "k") and not verify_isolation_tag(template, "other")
+
+
+@pytest.mark.parametrize("api_version", ["resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"])
+def test_the_api_version_is_the_templates(api_version: str) -> None:
+    result = migrate_documents(
+        [pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))], MigrationSettings(api_version=api_version)
+    )
+    assert result.documents[1]["apiVersion"] == api_version
+    assert check_objects(result.documents).findings == []
+
+
+# --- text --------------------------------------------------------------------------------
+
+
+def migrate_text(text: str, settings: MigrationSettings = SETTINGS) -> tuple[str, Any]:
+    result = migrate_file(text.encode(), "in.yaml", settings, TemplateNames())
+    return result.output.decode(), result
+
+
+def test_only_the_changed_lines_differ_and_the_template_follows_its_document() -> None:
+    text = """\
+# header comment
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p   # trailing comment
+  namespace: team
+spec:
+  containers:
+      -   name: main       # odd indentation is kept
+          image: 'quoted'
+          resources:
+            limits:
+              memory: 1Gi
+              nvidia.com/mig-1g.5gb: 1 # the slice
+            requests: {cpu: "1"}
+  restartPolicy: Never
+# trailing comment of the pod
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+"""
+    output, result = migrate_text(text)
+    assert not result.refused
+    template = output.split("---\n")[1]
+    assert output == text.replace("              nvidia.com/mig-1g.5gb: 1 # the slice\n", "").replace(
+        '            requests: {cpu: "1"}\n  restartPolicy: Never\n# trailing comment of the pod\n',
+        '            requests: {cpu: "1"}\n'
+        "            claims:\n"
+        "                -   name: accelerator\n"
+        "  restartPolicy: Never\n"
+        "  resourceClaims:\n"
+        "      -   name: accelerator\n"
+        "          resourceClaimTemplateName: p-mig-1g-5gb\n"
+        "# trailing comment of the pod\n",
+    ).replace("---\n", "---\n" + template + "---\n", 1)
+    assert yaml.safe_load(template)["kind"] == "ResourceClaimTemplate"
+
+
+def test_a_file_without_a_final_newline_gets_one_before_new_lines() -> None:
+    head = "kind: Pod\napiVersion: v1\nmetadata: {name: p}\nspec:\n  containers:\n  - name: m\n    resources:\n"
+    output, _ = migrate_text(head + "      limits:\n        nvidia.com/gpu: 1")
+    assert output.startswith(head + "      claims:\n      - name: accelerator\n  resourceClaims:\n")
+
+
+def test_flow_collections_are_edited_inside_their_brackets() -> None:
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        'spec: {containers: [{name: m, resources: {limits: {cpu: "1", nvidia.com/gpu: 1, memory: 1Gi}}}]}\n'
+    )
+    output, _ = migrate_text(text)
+    first_document = output.split("---\n")[0]
+    assert first_document == (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        'spec: {containers: [{name: m, resources: {limits: {cpu: "1", memory: 1Gi}, claims: [{name: accelerator}]}}], '
+        "resourceClaims: [{name: accelerator, resourceClaimTemplateName: p-gpu-nvidia-h100-80gb-hbm3}]}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        # An anchor shared by two containers: editing it once would change both.
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    resources: &r\n"
+            "      limits: {nvidia.com/gpu: 1}\n  - name: b\n    resources: *r\n",
+            "cannot edit this object",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nbase: &b {nvidia.com/gpu: 1}\nspec:\n  containers:\n"
+            "  - name: a\n    resources:\n      limits:\n        <<: *b\n        memory: 1Gi\n",
+            "merge key",
+        ),
+    ],
+)
+def test_what_cannot_be_spliced_faithfully_is_refused_untouched(text: str, why: str) -> None:
+    output, result = migrate_text(text)
+    assert output == text and result.refused
+    assert any(why in error.text for entry in result.reports for error in entry.report.errors)
+
+
+def test_unrealizable_edits_are_named() -> None:
+    text = "a:\n  b: 1\n"
+    [root] = compose_documents(text)
+    with pytest.raises(Unrealizable, match="every key"):
+        text_edits(text, root, [Edit("delete", ("a", "b"))], detect_style(root))
+    with pytest.raises(Unrealizable, match="already there"):
+        text_edits(text, root, [Edit("add", ("a", "b"), 2)], detect_style(root))
+
+
+def test_every_catalog_class_with_a_legacy_name_is_migratable_with_a_pin() -> None:
+    # A value each driver publishes (the catalog lists some), or any for open-ended ones.
+    pins = {name: (known.known_pin_values or ("value",))[0] for name, known in DEVICE_CLASSES.items()}
+    pins["gpu.amd.com"] = "cpx_nps4"
+    for device_class in DEVICE_CLASSES.values():
+        for name in device_class.legacy_resources:
+            found = resolve(name, pins)
+            assert isinstance(found, Replacement), name
+            assert found.make_slice(1).device_class == device_class.name
+
+
+def test_crlf_files_stay_crlf_and_a_bom_stays() -> None:
+    text = (
+        "\ufeffapiVersion: v1\r\nkind: Pod\r\nmetadata: {name: p}\r\nspec:\r\n  containers:\r\n  - name: m\r\n"
+        "    resources:\r\n      limits: {nvidia.com/gpu: 1}\r\n"
+    )
+    output, result = migrate_text(text)
+    assert not result.refused and output.startswith("\ufeffapiVersion: v1\r\n")
+    assert "\n" not in output.replace("\r\n", "")
+    assert "kind: ResourceClaimTemplate\r\n" in output
+
+
+def test_a_shape_the_plan_did_not_foresee_is_refused_not_crashed() -> None:
+    original = pod(container(limits={"nvidia.com/gpu": 1}))
+    original["spec"]["resourceClaims"] = None
+    result = migrate_documents([copy.deepcopy(original)], SETTINGS)
+    assert result.documents == [original]
+    assert "cannot edit this object" in result.reports[0].errors[0].text
+
+
+@pytest.mark.parametrize(
+    ("obj", "path", "label"),
+    [
+        (
+            {"spec": {"replicatedJobs": [{"name": "workers"}]}},
+            ("spec", "replicatedJobs", 0, "template", "spec"),
+            "workers",
+        ),
+        (
+            {"spec": {"workerGroupSpecs": [{"groupName": "GPU_Group"}]}},
+            ("spec", "workerGroupSpecs", 0, "template", "spec"),
+            "gpu-group",
+        ),
+        ({"spec": {"workerGroupSpecs": [{}]}}, ("spec", "workerGroupSpecs", 0, "template", "spec"), "0"),
+        ({}, ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"), "leader"),
+        ({}, ("spec", "pytorchReplicaSpecs", "Worker", "template", "spec"), "worker"),
+        ({}, ("spec", "headGroupSpec", "template", "spec"), "head"),
+        ({}, ("spec", "submitterPodTemplate", "spec"), "submitter"),
+        ({}, ("spec", "template", "spec"), "pod"),
+    ],
+)
+def test_pod_sites_are_labelled_for_template_names(obj: dict[str, Any], path: tuple[Any, ...], label: str) -> None:
+    assert site_label(obj, path) == label
+
+
+def test_empty_documents_and_separators_as_helm_prints_them() -> None:
+    pod_text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: m\n"
+        "    resources:\n      limits: {nvidia.com/gpu: 1}\n"
+    )
+    text = (
+        "---\n# Source: chart/templates/cm.yaml\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n"
+        + pod_text
+        + "---\n"
+    )
+    output, result = migrate_text(text)
+    assert not result.refused, [error for entry in result.reports for error in entry.report.errors] + result.errors
+    assert output.startswith(text[: text.index("spec:")])
+    assert output.endswith("count: 1\n---\n")

@@ -1,0 +1,554 @@
+"""`dra-guard migrate` on real files: the upstream corpus, our fixtures, every error path.
+
+Each migrated file must pass the official schemas (kubernetes-validate, strict, 1.34),
+`dra-guard check` with exit 0, and the allocation model against the driver's slices;
+only the lines migrate means to change may differ; the input stays as it was; and
+migrating the output again changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from dra_guard.catalog import is_legacy_resource
+from dra_guard.cli import main
+from dra_guard.loader import Document, iter_bytes
+from testkit.paths import REPO_ROOT
+from tests.kubectl_oracle import read_many, same_objects
+from tests.test_allocation import decide
+
+CORPUS = REPO_ROOT / "tests" / "corpus" / "legacy-device-plugin"
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "migrate"
+CRDS = REPO_ROOT / "tests" / "fixtures" / "crds"
+#: A value for every pin the corpus and the fixtures need, each one a device the slice
+#: fixtures in tests/fixtures/slices publish.
+PINS = [
+    "--gpu-product",
+    "NVIDIA H100 80GB HBM3",
+    "--tpu-gen",
+    "v6e",
+    "--pin",
+    "gpu.amd.com=cpx_nps4",
+    "--pin",
+    "gpu.intel.com=Flex 170",
+]
+#: The driver whose slices decide each class's claims.
+SLICES = {
+    "mig.nvidia.com": "nvidia-a100-mig",
+    "gpu.nvidia.com": "nvidia-8gpu-pcieroot",
+    "tpu.google.com": "tpu-v6e-2x4",
+    "gpu.amd.com": "amd-mi300x-partitioned",
+    "gpu.intel.com": "intel-gpu",
+}
+CLEAN_SOURCES = sorted(CORPUS.glob("*.yaml")) + [
+    FIXTURES / name for name in ("mig-training.yaml", "workloads.yaml", "two-profiles.yaml", "flow-style.yaml")
+]
+
+
+def migrate(*arguments: str | Path) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(["migrate", *map(str, arguments)], stdout, stderr)
+    assert "Traceback" not in stdout.getvalue() + stderr.getvalue()
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def check(*paths: Path, config: Path | None = None) -> tuple[int, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    arguments = ["check", *(["--config", str(config)] if config else []), *map(str, paths)]
+    return main(arguments, stdout, stderr), stdout.getvalue() + stderr.getvalue()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def objects(text: str) -> list[dict[str, Any]]:
+    """Every object kubectl would send (List items on their own)."""
+    found = []
+    for document in yaml.safe_load_all(text):
+        if isinstance(document, dict) and document.get("kind") == "List":
+            found.extend(document["items"])
+        elif document:
+            found.append(document)
+    return found
+
+
+@pytest.fixture(autouse=True)
+def _no_config_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # config discovery looks in the working directory
+
+
+# --- what a migration may change -------------------------------------------------------
+
+_LEGACY = r"""["']?(?:nvidia\.com/(?:gpu|mig-[\w.+-]+)|google\.com/tpu|amd\.com/gpu|gpu\.intel\.com/\w+)["']?"""
+_LEGACY_ENTRY = re.compile(rf"""^\s*{_LEGACY}\s*:\s*["']?\d+["']?\s*(#.*)?$""")
+_EMPTIED_SECTION = re.compile(r"^\s*(limits|requests):\s*(#.*)?$")
+_FLOW_WITH_LEGACY = re.compile(rf"[{{,]\s*{_LEGACY}\s*:")
+_WIRING = re.compile(r"^\s*(?:-\s+)?(?:claims:|resourceClaims:|name: [\w.-]+|resourceClaimTemplateName: [\w.-]+)$")
+
+
+def assert_only_migration_lines_changed(original: str, output: str) -> None:
+    """Removed lines hold legacy requests; added lines are claims, pod claims or new documents."""
+    old, new = original.splitlines(), output.splitlines()
+    for tag, first, last, added_first, added_last in difflib.SequenceMatcher(None, old, new, False).get_opcodes():
+        if tag == "equal":
+            continue
+        for line in old[first:last]:
+            assert _LEGACY_ENTRY.match(line) or _EMPTIED_SECTION.match(line) or _FLOW_WITH_LEGACY.search(line), line
+        in_new_document = False
+        for line in new[added_first:added_last]:
+            in_new_document = in_new_document or line == "---"
+            if not in_new_document and "{" not in line:  # flow lines: see the flow-style tests
+                assert _WIRING.match(line), line
+
+
+def _strip(value: Any, created: set[str], claims: set[str]) -> Any:
+    """`value` without legacy requests and without the claims migrate adds."""
+    if isinstance(value, list):
+        return [_strip(item, created, claims) for item in value]
+    if not isinstance(value, dict):
+        return value
+    result = {}
+    for key, item in value.items():
+        kept = item
+        if key in ("limits", "requests") and isinstance(item, dict):
+            kept = {name: quantity for name, quantity in item.items() if not is_legacy_resource(name)}
+        elif key == "resourceClaims" and isinstance(item, list):
+            kept = [claim for claim in item if claim.get("resourceClaimTemplateName") not in created]
+        elif key == "claims" and isinstance(item, list):
+            kept = [claim for claim in item if claim.get("name") not in claims]
+        kept = _strip(kept, created, claims)
+        if kept not in ({}, []) or key not in ("limits", "requests", "resourceClaims", "claims", "resources"):
+            result[key] = kept
+    return result
+
+
+def assert_nothing_else_changed(original: str, output: str) -> list[dict[str, Any]]:
+    """The objects of `output`, minus the new templates and wiring, are those of `original`."""
+    before, after = objects(original), objects(output)
+    templates = [obj for obj in after if obj not in before and obj["kind"] == "ResourceClaimTemplate"]
+    created = {template["metadata"]["name"] for template in templates}
+    rest = [obj for obj in after if obj not in templates]
+    claims = {
+        claim["name"] for obj in rest for claim in _pod_claims(obj) if claim.get("resourceClaimTemplateName") in created
+    }
+    assert [_strip(obj, created, claims) for obj in rest] == [_strip(obj, set(), set()) for obj in before]
+    return templates
+
+
+def _pod_claims(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, list):
+        return [claim for item in value for claim in _pod_claims(item)]
+    if not isinstance(value, dict):
+        return []
+    own = value.get("resourceClaims") if isinstance(value.get("resourceClaims"), list) else []
+    return own + [claim for item in value.values() for claim in _pod_claims(item)]
+
+
+# --- the corpus and the fixtures, migrated -------------------------------------------------
+
+
+@pytest.mark.parametrize("source", CLEAN_SOURCES, ids=lambda path: path.name)
+def test_migrated_files_are_valid_compliant_and_idempotent_and_change_nothing_else(
+    source: Path, tmp_path: Path
+) -> None:
+    before = digest(source)
+    output = tmp_path / "out.yaml"
+    code, report, _ = migrate(source, "-o", output, *PINS)
+    assert code == 0, report
+    assert digest(source) == before, "the input must not change"
+    original, migrated = source.read_text(), output.read_text()
+
+    for obj in objects(migrated):
+        kubernetes_validate.validate(obj, "1.34.0", strict=True)
+    code, findings = check(output)
+    assert code == 0, findings
+    assert assert_nothing_else_changed(original, migrated), "every clean source has something to migrate"
+    if source.name != "flow-style.yaml":  # one line there is both kept and changed
+        assert_only_migration_lines_changed(original, migrated)
+
+    again = tmp_path / "again.yaml"
+    assert migrate(output, "-o", again, *PINS)[0] == 0
+    assert again.read_bytes() == output.read_bytes()
+
+
+@pytest.mark.parametrize("source", CLEAN_SOURCES, ids=lambda path: path.name)
+def test_migrated_claims_are_satisfiable_on_their_drivers_slices(source: Path, tmp_path: Path) -> None:
+    output = tmp_path / "out.yaml"
+    assert migrate(source, "-o", output, *PINS)[0] == 0
+    templates = assert_nothing_else_changed(source.read_text(), output.read_text())
+    verdicts = {}
+    for template in templates:
+        device_class = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
+        verdicts[template["metadata"]["name"]] = decide(template, SLICES[device_class])
+    failed = {name: verdict.reason for name, verdict in verdicts.items() if verdict.status != "satisfiable"}
+    assert failed == {}
+
+
+def test_a_directory_is_mirrored_under_the_output_directory(tmp_path: Path) -> None:
+    code, report, _ = migrate(CORPUS, "-o", tmp_path / "out", *PINS)
+    assert code == 0, report
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == sorted(path.name for path in CORPUS.iterdir())
+    assert check(tmp_path / "out")[0] == 0
+    assert "9 object(s) migrated with 9 claim template(s), 0 refused" in report
+
+
+def test_the_report_says_what_was_done_per_object(tmp_path: Path) -> None:
+    code, report, _ = migrate(FIXTURES / "mig-training.yaml", "-o", tmp_path / "out.yaml")
+    assert code == 0
+    path = FIXTURES / "mig-training.yaml"
+    assert f"{path}:45: Deployment/team-a/trainer: nvidia.com/mig-1g.5gb: 2 in container main" in report
+    assert (
+        f"{path}:7: Deployment/team-a/trainer: created ResourceClaimTemplate team-a/trainer-mig-1g-5gb "
+        "(mig.nvidia.com, gpu.nvidia.com/profile=1g.5gb, count 3, pod claim accelerator for warmup, log-shipper, main)"
+    ) in report
+
+
+def test_json_report(tmp_path: Path) -> None:
+    code, stdout, _ = migrate(FIXTURES / "two-profiles.yaml", "--dry-run", "--format", "json")
+    assert code == 0
+    report = json.loads(stdout)
+    assert set(report) == {"files", "objects", "errors", "skipped", "charts", "summary"}
+    [file] = report["files"]
+    assert file["changed"] and file["written"] is None and file["diff"].startswith("--- a/")
+    [entry] = report["objects"]
+    assert entry["object"] == "Pod/team-e/pipeline" and entry["status"] == "migrated"
+    assert [template["podClaim"] for template in entry["templates"]] == ["mig-1g-5gb", "mig-2g-10gb"]
+    assert entry["requests"][0] == {
+        "container": "encoder",
+        "resource": "nvidia.com/mig-2g.10gb",
+        "count": 1,
+        "line": 12,
+    }
+    assert report["summary"] == {"files": 1, "changed": 1, "migrated": 1, "templates": 2, "refused": 0, "errors": 0}
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def test_nothing_is_written_without_in_place_and_dry_run_prints_a_diff(tmp_path: Path) -> None:
+    source = tmp_path / "pod.yaml"
+    source.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    before = digest(source)
+    code, stdout, _ = migrate(source, *PINS)
+    assert code == 0 and "kind: ResourceClaimTemplate" in stdout
+    code, diff, stderr = migrate(source, "--dry-run", "-o", tmp_path / "never.yaml", *PINS)
+    assert code == 0 and diff.startswith(f"--- a/{source}\n+++ b/{source}\n")
+    assert "-          nvidia.com/gpu: 1\n" in diff and "1 object(s) migrated" in stderr
+    assert digest(source) == before and not (tmp_path / "never.yaml").exists()
+    assert sorted(os.listdir(tmp_path)) == ["pod.yaml"]
+
+
+def test_in_place_keeps_a_backup_and_leaves_unchanged_files_alone(tmp_path: Path) -> None:
+    legacy, clean = tmp_path / "legacy.yaml", tmp_path / "clean.yaml"
+    legacy.write_bytes((CORPUS / "plugin-test.yaml").read_bytes())
+    legacy.chmod(0o640)
+    clean.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    code, report, _ = migrate(tmp_path, "--in-place", *PINS)
+    assert code == 0, report
+    assert (tmp_path / "legacy.yaml.bak").read_bytes() == (CORPUS / "plugin-test.yaml").read_bytes()
+    assert "resourceClaimTemplateName" in legacy.read_text() and legacy.stat().st_mode & 0o777 == 0o640
+    assert not (tmp_path / "clean.yaml.bak").exists()
+    assert sorted(os.listdir(tmp_path)) == ["clean.yaml", "legacy.yaml", "legacy.yaml.bak"]  # no temporary left
+    assert migrate(tmp_path / "legacy.yaml", "--in-place", *PINS)[0] == 0  # idempotent in place too
+    assert (tmp_path / "legacy.yaml.bak").read_bytes() == (CORPUS / "plugin-test.yaml").read_bytes()
+
+
+def test_stdin_to_stdout_and_byte_identical_output_whatever_the_hash_seed() -> None:
+    outputs = set()
+    for seed in ("0", "1", "4242"):
+        result = subprocess.run(
+            [sys.executable, "-m", "dra_guard.cli", "migrate", "-", *PINS],
+            input=(FIXTURES / "workloads.yaml").read_bytes(),
+            capture_output=True,
+            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.add(result.stdout)
+    assert len(outputs) == 1
+    assert b"name: inference-mig-2g-10gb-2\n" in outputs.pop()  # the existing name is not reused
+
+
+# --- refusals -------------------------------------------------------------------------------
+
+
+def test_objects_that_cannot_be_migrated_exit_2_with_file_and_line_and_the_rest_is_migrated(tmp_path: Path) -> None:
+    source = FIXTURES / "refusals.yaml"
+    output = tmp_path / "out.yaml"
+    code, report, _ = migrate(source, "-o", output)
+    assert code == 2
+    for line, expected in [
+        (
+            13,
+            "error: Pod/team-g/needs-product: nvidia.com/gpu: class gpu.nvidia.com is pinned by "
+            "gpu.nvidia.com/productName, which the resource name does not give; pass --gpu-product VALUE; not migrated",
+        ),
+        (26, "error: Pod/team-g/inferentia: aws.amazon.com/neuroncore: dra-guard knows no DRA device class"),
+        (41, "error: Pod/team-g/unequal: nvidia.com/mig-1g.5gb: limits (2) and requests (1) differ"),
+        (54, "error: Pod/team-g/fractional: nvidia.com/mig-1g.5gb: '500m' is not a whole number of devices"),
+        (69, "error: Trainer/team-g/custom: nvidia.com/mig-1g.5gb: kind Trainer has no pod template migrate knows"),
+        (92, "note: LimitRange/team-g/defaults: removed nvidia.com/mig-1g.5gb from this LimitRange's default"),
+    ]:
+        assert f"{source}:{line}: {expected}" in report
+    assert "1 object(s) migrated with 1 claim template(s), 5 refused" in report
+    before, after = objects(source.read_text()), objects(output.read_text())
+    refused = {"needs-product", "inferentia", "unequal", "fractional", "custom"}
+    assert [obj for obj in before if obj["metadata"]["name"] in refused] == [
+        obj for obj in after if obj["metadata"]["name"] in refused
+    ]
+    assert [obj["metadata"]["name"] for obj in after if obj["kind"] == "ResourceClaimTemplate"] == ["fine-mig-1g-5gb"]
+    # What check still reports is exactly the refused requests.
+    code, findings = check(output)
+    assert code == 1
+    assert set(re.findall(r"DRA001 \[critical\] \w+/team-g/([\w-]+)", findings)) == refused
+    assert len(re.findall(r" DRA\d+ ", findings)) == 6  # `unequal` asks twice
+
+
+def test_a_file_check_refuses_is_refused_untouched_and_the_others_still_migrate(tmp_path: Path) -> None:
+    broken, good = tmp_path / "broken.yaml", tmp_path / "good.yaml"
+    broken.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p\nspec:\n  containers: [{resources: {}}]\n")
+    good.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    before = broken.read_bytes()
+    code, report, _ = migrate(tmp_path, "--in-place", *PINS)
+    assert code == 2
+    assert re.search(rf"{re.escape(str(broken))}:\d+: invalid YAML: .*; not migrated", report)
+    assert broken.read_bytes() == before and not (tmp_path / "broken.yaml.bak").exists()
+    assert "resourceClaimTemplateName" in good.read_text()
+
+
+def test_a_json_file_gets_its_template_as_one_more_json_object(tmp_path: Path) -> None:
+    output = tmp_path / "out.json"
+    code, report, _ = migrate(FIXTURES / "pod.json", "-o", output)
+    assert code == 0, report
+    migrated = output.read_text()
+    assert (
+        migrated.startswith('{\n  "apiVersion": "v1",\n')
+        and '\n}\n{\n  "apiVersion": "resource.k8s.io/v1",' in migrated
+    )
+    assert check(output)[0] == 0
+    assert migrate(output, "-o", tmp_path / "again.json")[0] == 0
+    assert (tmp_path / "again.json").read_bytes() == output.read_bytes()
+
+
+@pytest.mark.parametrize("source", [*CLEAN_SOURCES, FIXTURES / "pod.json"], ids=lambda path: path.name)
+def test_kubectl_sends_the_migrated_objects(source: Path, tmp_path: Path) -> None:
+    """The migrated file, read by the real kubectl, gives the objects check reads from it."""
+    output = tmp_path / ("out" + source.suffix)
+    assert migrate(source, "-o", output, *PINS)[0] == 0
+    [kubectl] = read_many([output], tmp_path / "scratch")
+    ours = [item.obj for item in iter_bytes(output.read_bytes(), str(output)) if isinstance(item, Document)]
+    assert not kubectl.failed, kubectl.message
+    assert same_objects(ours, kubectl.objects)
+
+
+@pytest.mark.parametrize("source", sorted(CRDS.glob("*-legacy-gpu.yaml")), ids=lambda path: path.name)
+def test_pod_templates_inside_crds_are_refused_until_migrate_knows_them(source: Path, tmp_path: Path) -> None:
+    output = tmp_path / "out.yaml"
+    code, report, _ = migrate(source, "-o", output, *PINS)
+    assert code == 2
+    assert "has no pod template migrate knows; replace it by hand; not migrated" in report or (
+        "a TrainJob has no pod template; its pods come from the training runtime in spec.runtimeRef" in report
+    )
+    assert re.search(rf"{re.escape(str(source))}:\d+: error: ", report)
+    assert output.read_bytes() == source.read_bytes()
+
+
+@pytest.mark.parametrize("name", ["limitrange-gpu-default.yaml", "limitrange-gpu-max-min.yaml"])
+def test_limit_range_defaults_are_removed_with_a_note(name: str, tmp_path: Path) -> None:
+    output = tmp_path / "out.yaml"
+    code, report, _ = migrate(CRDS / name, "-o", output)
+    assert code == 0 and "note: LimitRange/tenant-a/" in report
+    assert check(output)[0] == 0
+    for obj in objects(output.read_text()):
+        kubernetes_validate.validate(obj, "1.34.0", strict=True)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--format", "json"], "--format json puts the report on stdout"),
+        (["-", "--in-place"], "--in-place cannot rewrite stdin"),
+        (["--pin", "gpu.amd.com"], "expected CLASS=VALUE"),
+        (["--pin", "fpga.example.org=x"], "unknown device class 'fpga.example.org'"),
+        (["--hmac-key-env", "DRA_GUARD_TEST_UNSET_KEY"], "DRA_GUARD_TEST_UNSET_KEY, which is not set or empty"),
+    ],
+)
+def test_usage_errors_exit_2_and_write_nothing(arguments: list[str], message: str, tmp_path: Path) -> None:
+    source = tmp_path / "pod.yaml"
+    source.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    code, stdout, stderr = migrate(source, *arguments, *PINS)
+    assert code == 2 and message in stderr and stdout == ""
+    assert sorted(os.listdir(tmp_path)) == ["pod.yaml"]
+
+
+def test_output_onto_an_input_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "pod.yaml"
+    source.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    code, _, stderr = migrate(source, "-o", source, *PINS)
+    assert code == 2 and "-o would overwrite the input" in stderr
+    assert source.read_bytes() == (CORPUS / "gpu-pod.yaml").read_bytes()
+
+
+def test_output_and_in_place_exclude_each_other(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["migrate", str(CORPUS), "-o", str(tmp_path / "x"), "--in-place"])
+    assert exit_info.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+# --- configuration and keys -----------------------------------------------------------------
+
+
+def test_hmac_tags_from_the_flag_or_from_the_configuration_verify_in_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEAM_KEY", "s3cret")
+    config = tmp_path / "keyed.yaml"
+    config.write_text("hmac-key-env: TEAM_KEY\n")
+    flagged, configured, plain = tmp_path / "flagged.yaml", tmp_path / "configured.yaml", tmp_path / "plain.yaml"
+    assert migrate(CORPUS / "gpu-pod.yaml", "-o", flagged, "--hmac-key-env", "TEAM_KEY", *PINS)[0] == 0
+    assert migrate(CORPUS / "gpu-pod.yaml", "-o", configured, "--config", config, *PINS)[0] == 0
+    assert migrate(CORPUS / "gpu-pod.yaml", "-o", plain, *PINS)[0] == 0
+    assert "isolation-tag: hmac-sha256:" in flagged.read_text()
+    assert flagged.read_text() == configured.read_text()
+    assert check(flagged, config=config)[0] == 0
+    assert check(plain, config=config)[0] == 1  # a plain digest proves nothing once a key is in force
+
+
+def test_the_configuration_decides_what_is_legacy(tmp_path: Path) -> None:
+    config = tmp_path / ".dra-guard.yaml"
+    config.write_text("extra-legacy-resources: [example.com/gpu]\n")
+    source = tmp_path / "pod.yaml"
+    source.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: m\n    image: i\n"
+        "    resources:\n      limits: {example.com/gpu: 1}\n"
+    )
+    code, _, report = migrate(source)  # discovered in the working directory, as check does
+    assert code == 2 and "example.com/gpu: dra-guard knows no DRA device class" in report
+
+
+def test_tenant_from_namespace_and_api_version(tmp_path: Path) -> None:
+    output = tmp_path / "out.yaml"
+    arguments = ["--tenant-from-namespace", "--api-version", "resource.k8s.io/v1beta1", "--sanitization"]
+    code, _, _ = migrate(FIXTURES / "two-profiles.yaml", "-o", output, *arguments, "ZeroFillMemoryOnRelease")
+    assert code == 0
+    templates = [obj for obj in objects(output.read_text()) if obj["kind"] == "ResourceClaimTemplate"]
+    assert {template["apiVersion"] for template in templates} == {"resource.k8s.io/v1beta1"}
+    annotations = [template["metadata"]["annotations"] for template in templates]
+    assert {(a["dra-guard.io/tenant"], a["dra-guard.io/sanitization"]) for a in annotations} == {
+        ("team-e", "ZeroFillMemoryOnRelease")
+    }
+    assert check(output)[0] == 0
+    for obj in objects(output.read_text()):
+        kubernetes_validate.validate(copy.deepcopy(obj), "1.34.0", strict=True)
+
+
+def test_the_readme_example_is_what_migrate_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)  # the diff names the file as given
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("## Migrate from the device plugin") :]
+    example = section[section.index("```diff\n") + len("```diff\n") : section.index("```\n", section.index("```diff"))]
+    code, diff, _ = migrate(
+        Path("tests/corpus/legacy-device-plugin/gpu-pod.yaml"), "--dry-run", "--gpu-product", "NVIDIA A100-SXM4-40GB"
+    )
+    assert code == 0 and diff == example
+
+
+# --- which files, and for which release ------------------------------------------------------
+
+
+def test_files_are_chosen_as_check_chooses_them(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "chart" / "templates").mkdir(parents=True)
+    (tree / "chart" / "Chart.yaml").write_text("apiVersion: v2\nname: chart\nversion: 0.1.0\n")
+    (tree / "chart" / "templates" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    (tree / "values.yaml").write_text("replicas: 2\n")  # no manifest: skipped, as check skips it
+    (tree / "generated").mkdir()
+    (tree / "generated" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    (tree / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    out = tmp_path / "out"
+    code, report, _ = migrate(tree, "-o", out, "--exclude", "generated/", *PINS)
+    assert code == 0, report
+    assert sorted(path.name for path in out.rglob("*")) == ["pod.yaml"]
+    assert f"dra-guard: {tree / 'chart'}: a Helm chart, not migrated" in report
+    assert "1 file(s) found are no Kubernetes manifests, left alone" in report
+    # What a run wrote into OUT is not read again when OUT is inside the tree.
+    inside = tree / "migrated"
+    assert migrate(tree, "-o", inside, "--exclude", "generated/", *PINS)[0] == 0
+    assert migrate(tree, "-o", inside, "--exclude", "generated/", *PINS)[0] == 0
+    assert sorted(path.name for path in inside.rglob("*")) == ["pod.yaml"]
+
+
+def test_a_file_with_a_nameless_object_is_refused_as_check_refuses_it(tmp_path: Path) -> None:
+    source = tmp_path / "pods.yaml"
+    source.write_text((CORPUS / "gpu-pod.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")
+    code, _, report = migrate(source, *PINS)
+    assert (
+        code == 2 and "has no metadata.name and no metadata.generateName (kubectl refuses it); not migrated" in report
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "api_version", "guarded"),
+    [
+        ([], "resource.k8s.io/v1", True),  # 1.36, the default target, has the exclusivity guard
+        (["--kubernetes-version", "1.34"], "resource.k8s.io/v1", False),
+        (["--kubernetes-version", "1.33"], "resource.k8s.io/v1beta2", False),
+        (
+            ["--kubernetes-version", "1.33", "--api-version", "resource.k8s.io/v1beta1"],
+            "resource.k8s.io/v1beta1",
+            False,
+        ),
+    ],
+)
+def test_the_target_release_decides_the_api_version_and_the_guard(
+    arguments: list[str], api_version: str, guarded: bool, tmp_path: Path
+) -> None:
+    output = tmp_path / "out.yaml"
+    assert migrate(CORPUS / "gpu-pod.yaml", "-o", output, *arguments, *PINS)[0] == 0
+    [template] = [obj for obj in objects(output.read_text()) if obj["kind"] == "ResourceClaimTemplate"]
+    assert template["apiVersion"] == api_version
+    assert ("device.allowMultipleAllocations == false" in output.read_text()) is guarded
+    config = tmp_path / "target.yaml"
+    version = arguments[1] if arguments else "1.36"
+    config.write_text(f"kubernetes-version: '{version}'\n")
+    code, findings = check(output, config=config)
+    assert code == 0, findings
+    kubernetes_validate.validate(template, f"{version}.0", strict=True)
+
+
+def test_the_configured_release_is_the_default_and_an_unserved_api_version_is_a_usage_error(tmp_path: Path) -> None:
+    config = tmp_path / ".dra-guard.yaml"
+    config.write_text("kubernetes-version: '1.33'\n")
+    source = tmp_path / "pod.yaml"
+    source.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    code, stdout, _ = migrate(source, *PINS)  # the configuration next to the file applies
+    assert code == 0 and "apiVersion: resource.k8s.io/v1beta2" in stdout
+    code, _, stderr = migrate(source, "--api-version", "resource.k8s.io/v1", *PINS)
+    assert code == 2 and "Kubernetes 1.33 serves ResourceClaimTemplates in resource.k8s.io/v1beta2" in stderr
+
+
+def test_the_output_directory_mirrors_the_folder_the_inputs_were_named_from(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "team-a" / "gpu").mkdir(parents=True)
+    (tree / "team-a" / "gpu" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    assert migrate(tree, "-o", tmp_path / "out", *PINS)[0] == 0
+    assert (tmp_path / "out" / "team-a" / "gpu" / "pod.yaml").is_file()
+    assert migrate(str(tree / "team-a" / "*" / "*.yaml"), "-o", tmp_path / "globbed", *PINS)[0] == 0
+    assert (tmp_path / "globbed" / "gpu" / "pod.yaml").is_file()
