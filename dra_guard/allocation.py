@@ -242,15 +242,14 @@ def requests_of(views: Iterable[DeviceRequestView]) -> list[Request]:
             for selector in items(body.get("selectors"))
             if isinstance(expression := get_path(selector, ("cel", "expression")), str)
         )
-        mode = body.get("allocationMode")
-        count = body.get("count")
+        mode = view.allocation_mode
         grouped.setdefault(view.request_name, []).append(
             Alternative(
                 qualified_name=view.qualified_name,
                 device_class=view.device_class,
                 selectors=selectors,
                 mode=mode if isinstance(mode, str) else "ExactCount",
-                count=count if isinstance(count, int) and not isinstance(count, bool) else 1,
+                count=view.count or 1,
             )
         )
     return [Request(name, tuple(alternatives)) for name, alternatives in grouped.items()]

@@ -7,6 +7,7 @@ Heavy modules (the rules' CEL parser) load only when a command needs them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
@@ -114,12 +115,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write(text: str, output: str | None, stdout: TextIO) -> None:
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (lone surrogates from a JSON string or a file
+    name of another locale) as escapes, so that no report fails to be written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+class _Printable:
+    """Writes to `stream`, escaping what UTF-8 cannot encode (see `printable`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+
+def _write(write: Callable[[_Printable], None], output: str | None, stdout: TextIO) -> None:
+    """Stream a report to stdout or to `output`, piece by piece (a large report is never
+    one string)."""
     if output is None:
-        stdout.write(text)
+        write(_Printable(stdout))
         return
-    with open(output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    if os.path.exists(output) and not os.path.isfile(output):
+        # /dev/null, a FIFO, a terminal: nothing to replace, and no folder to write beside.
+        with open(output, "w", encoding="utf-8") as stream:
+            write(_Printable(stream))
+        return
+    # Atomically: a reader of the file (CI uploading SARIF) sees the whole report or the
+    # previous file, never half of one, whatever happens to this process.
+    import tempfile  # only here: it costs start-up time every run would pay
+
+    directory = os.path.dirname(os.path.abspath(output))
+    handle, temporary = tempfile.mkstemp(prefix=".dra-guard-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            write(_Printable(stream))
+        if os.path.exists(output):
+            os.chmod(temporary, os.stat(output).st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, output)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def _first_path(paths: Sequence[str]) -> str:
@@ -133,7 +179,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.engine import check_stream
     from dra_guard.findings import Severity
     from dra_guard.inputs import Inputs, is_manifest
-    from dra_guard.report import renderer
+    from dra_guard.report import writer
     from dra_guard.rules import RULES
     from dra_guard.walk import Ignores, Patterns, select
 
@@ -156,24 +202,30 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
         stderr.write(f"dra-guard: refusing to write the report to {output}: it is one of the inputs\n")
         return EXIT_ERROR
-    # The checker holds every object for the cross-object rules; with the default
-    # thresholds the collector rescans that growing, acyclic heap again and again.  A
-    # short-lived CLI can afford fewer collections (mypy does the same).
+    # Parsing makes many short-lived, acyclic objects: with the default thresholds the
+    # collector runs again and again and finds nothing to free.  A short-lived CLI can
+    # afford fewer collections (mypy does the same).
     gc.set_threshold(100_000, 50, 100)
     inputs = Inputs(selection)
     report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     try:
-        _write(renderer(arguments.format)(report), output, stdout)
+        write = writer(arguments.format)
+        _write(lambda out: write(report, out), output, stdout)
+    except BrokenPipeError:
+        if output is None:
+            raise  # stdout's reader went away: main() says nothing more
+        stderr.write(f"dra-guard: cannot write {output}: broken pipe\n")
+        return EXIT_ERROR
     except OSError as write_error:
         stderr.write(f"dra-guard: cannot write {output}: {write_error.strerror or write_error}\n")
         return EXIT_ERROR
     if output is not None or arguments.format != "text":
         # Machine formats go to stdout or a file; people still need to see input errors.
         for input_error in report.errors:
-            stderr.write(f"{input_error}\n")
+            stderr.write(printable(f"{input_error}\n"))
         for unchecked in report.unchecked:
-            stderr.write(f"dra-guard: {unchecked}\n")
+            stderr.write(printable(f"dra-guard: {unchecked}\n"))
     if report.errors:
         return EXIT_ERROR
     if arguments.fail_on_empty and report.files == 0:
@@ -259,8 +311,19 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader went away (`dra-guard rules | head`): nothing left to say, and nobody
+        # to say it to.  Point stdout at /dev/null so that the exit flush is quiet too.
+        _silence(stdout)
+        return EXIT_CLEAN if arguments.command != "check" else EXIT_ERROR
     parser.print_help(stdout)
     return EXIT_ERROR
+
+
+def _silence(stream: TextIO) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m dra_guard.cli`

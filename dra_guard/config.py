@@ -43,6 +43,7 @@ from dra_guard.options import (
     Option,
     OptionType,
     ParseContext,
+    StringMap,
 )
 from dra_guard.walk import repository_root
 
@@ -189,6 +190,14 @@ EXCLUDE: Option[tuple[str, ...]] = Option(
     default_doc="nothing",
     selects_files=True,
 )
+EXTENDED_RESOURCE_CLASSES: Option[Mapping[str, str]] = Option(
+    key="extended-resource-classes",
+    type=StringMap("mapping of extended resource name to device class name"),
+    default=MappingProxyType({}),
+    doc="Extended resources your cluster's DeviceClasses map with spec.extendedResourceName, each to its class "
+    "(e.g. example.com/gpu: gpu.nvidia.com): a request for the name is DRA's implicit claim on the class, and "
+    "is reported like nvidia.com/gpu. DeviceClasses among the checked objects are read too.",
+)
 CORE_OPTIONS: tuple[Option[Any], ...] = (
     ENABLE,
     DISABLE,
@@ -198,6 +207,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     KUBERNETES_VERSION,
     CONSUMABLE_CAPACITY,
     EXCLUDE,
+    EXTENDED_RESOURCE_CLASSES,
 )
 
 
@@ -234,6 +244,10 @@ class Config:
 
     def device_class(self, name: str) -> DeviceClass | None:
         return self.get(EXTRA_CLASSES).get(name) or DEVICE_CLASSES.get(name)
+
+    def extended_resource_class(self, name: str) -> str | None:
+        """The device class the configuration maps the extended resource `name` to."""
+        return self.get(EXTENDED_RESOURCE_CLASSES).get(name)
 
     def is_accelerator(self, device_class: str) -> bool:
         # Fail closed: a class nobody told us about is an accelerator.

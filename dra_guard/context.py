@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -13,13 +14,13 @@ from dra_guard.manifest import (
     CLAIM_KINDS,
     DeviceRequestView,
     Path,
-    PodSpecView,
     device_requests,
+    is_dra_object,
+    mapping,
     metadata,
-    pod_claims,
-    pod_spec,
     text,
 )
+from dra_guard.pod_templates import PodSpecView, pod_specs
 
 
 class Location(Protocol):
@@ -36,14 +37,6 @@ class Location(Protocol):
     def line(self) -> int | None:
         """1-based line where the document starts (None: no line means anything, as in
         the output of `helm template`)."""
-
-    @property
-    def text(self) -> str | None:
-        """The whole file's text, when it is kept (see `span`)."""
-
-    @property
-    def span(self) -> tuple[int, int]:
-        """The document's [start, end) slice of `text`."""
 
     def line_of(self, path: Sequence[str | int]) -> int | None:
         """The line of the node at `path` inside the document."""
@@ -68,6 +61,26 @@ class Violation:
     evidence: tuple[Path, ...] | None = None
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A finding that depends on objects the input may hold further on.
+
+    The engine keeps it, with its line and waiver worked out while the object is at hand,
+    and calls `resolve(*args)` once after the last object: the finding's message, or None
+    when the other objects clear it.  `resolve` and `args` must hold only small facts
+    (names, the context), never the resource or its object: every pending finding lives
+    until the end.  (A module-level function with `args` is smaller than a closure, for
+    findings kept once per object.)
+    """
+
+    path: Path
+    resolve: Callable[..., str | None]
+    args: tuple[Any, ...] = ()
+    severity: Severity | None = None
+    #: As for a Violation: what else in the object the finding rests on (None: anything).
+    evidence: tuple[Path, ...] | None = None
+
+
 class Resource:
     """One Kubernetes object from the input (a `List` contributes one per item)."""
 
@@ -82,11 +95,14 @@ class Resource:
         self.origin = origin
         #: Where the object sits inside its document (`("items", 3)` for List items).
         self.prefix = prefix
+        #: Position in the input (1-based), set by the engine: tells objects apart after they are gone.
+        self.serial = 0
         meta = metadata(obj)
-        self.kind = text(obj.get("kind"))
-        self.namespace = text(meta.get("namespace"))
+        # Interned: kinds and namespaces repeat, and findings and facts keep them to the end.
+        self.kind = sys.intern(text(obj.get("kind")))
+        self.namespace = sys.intern(text(meta.get("namespace")))
         self.name = text(meta.get("name"))
-        self._pod: PodSpecView | bool | None = False
+        self._pods: tuple[PodSpecView, ...] | None = None
         self._requests: list[DeviceRequestView] | None = None
         #: Filled by Context.accelerator_requests (it depends on the configuration).
         self.accelerator_requests: list[DeviceRequestView] | None = None
@@ -94,13 +110,23 @@ class Resource:
     @property
     def ref(self) -> ObjectRef:
         generate_name = "" if self.name else text(metadata(self.obj).get("generateName"))
-        return ObjectRef(text(self.obj.get("apiVersion")), self.kind, self.namespace, self.name, generate_name)
+        api_version = sys.intern(text(self.obj.get("apiVersion")))
+        return ObjectRef(api_version, self.kind, self.namespace, self.name, generate_name)
 
     @property
-    def pod(self) -> PodSpecView | None:
-        if self._pod is False:
-            self._pod = pod_spec(self.obj)
-        return self._pod  # type: ignore[return-value]
+    def pods(self) -> tuple[PodSpecView, ...]:
+        """Every pod spec of the object (see `dra_guard.pod_templates`)."""
+        if self._pods is None:
+            self._pods = pod_specs(self.obj)
+        return self._pods
+
+    def pod_at(self, path: Path) -> PodSpecView | None:
+        """The innermost pod spec whose path `path` is in."""
+        found = None
+        for pod in self.pods:
+            if path[: len(pod.path)] == pod.path and (found is None or len(pod.path) > len(found.path)):
+                found = pod
+        return found
 
     @property
     def requests(self) -> list[DeviceRequestView]:
@@ -113,45 +139,84 @@ class Resource:
             return None
         return self.document.line_of((*self.prefix, *path))
 
-    def source_may_contain(self, needles: Iterable[str]) -> bool:
-        """False only when the object's source text provably spells none of `needles`.
 
-        Sound because a YAML/JSON string can differ from its source text only through
-        backslash escapes or line folding (which inserts spaces), and aliases are local
-        to their document; so no backslash and no needle in the text means no string
-        of the object equals or starts with a needle.  Objects without text: True.
-        """
-        document = self.document
-        if document is None or document.text is None:
-            return True
-        source = document.text[document.span[0] : document.span[1]]
-        return "\\" in source or any(needle in source for needle in needles)
+@dataclass(frozen=True, slots=True)
+class ClaimFacts:
+    """What other objects' rules need of a ResourceClaim or ResourceClaimTemplate."""
+
+    kind: str
+    namespace: str
+    name: str
+    #: The names a container claim's `request` may use (requests and `request/sub-request`):
+    #: a tuple, smaller than a set for the one or two names a claim usually has.
+    request_names: tuple[str, ...]
+    #: It has requests, and none of them is for an accelerator (a NIC, a CPU profile).
+    no_accelerator: bool
+
+
+def same_namespace(first: str, second: str) -> bool:
+    """Whether two objects may be in one namespace.
+
+    An object without a namespace lands in the namespace the input is applied to
+    (`kubectl -n`, the context's default): one namespace, the same for every object of
+    the input, which may be any namespace, so it matches every namespace.
+    """
+    return first == second or not first or not second
 
 
 class _NamedIndex:
-    """Objects by (namespace, name), falling back to the name alone when a side has no namespace."""
+    """Claims or templates by name, looked up by (namespace, name).
+
+    A name usually has one object: it maps to that object's facts, and to a list only
+    when several share it (a tenth of the memory of a list for every name).
+    """
 
     def __init__(self) -> None:
-        self._by_name: dict[str, list[Resource]] = defaultdict(list)
+        self._by_name: dict[str, ClaimFacts | list[ClaimFacts]] = {}
 
-    def add(self, resource: Resource) -> None:
-        self._by_name[resource.name].append(resource)
+    def add(self, facts: ClaimFacts) -> None:
+        present = self._by_name.get(facts.name)
+        if present is None:
+            self._by_name[facts.name] = facts
+        elif isinstance(present, list):
+            present.append(facts)
+        else:
+            self._by_name[facts.name] = [present, facts]
 
-    def find(self, namespace: str, name: str) -> Resource | None:
-        candidates = self._by_name.get(name, [])
-        for resource in candidates:
-            if resource.namespace == namespace:
-                return resource
+    def _named(self, name: str) -> list[ClaimFacts]:
+        present = self._by_name.get(name)
+        return [] if present is None else present if isinstance(present, list) else [present]
+
+    def exact(self, namespace: str, name: str) -> ClaimFacts | None:
+        """The object of this namespace and name; once there, later objects do not change it."""
+        return next((facts for facts in self._named(name) if facts.namespace == namespace), None)
+
+    def find(self, namespace: str, name: str) -> ClaimFacts | None:
+        candidates = self._named(name)
+        for facts in candidates:
+            if facts.namespace == namespace:
+                return facts
         # Manifests often leave the namespace to `kubectl -n`; then a unique name match will do.
-        loose = [resource for resource in candidates if not resource.namespace or not namespace]
+        loose = [facts for facts in candidates if not facts.namespace or not namespace]
         return loose[0] if len(loose) == 1 else None
 
 
-class Context:
-    """The configuration, and indexes over every resource of one check.
+@dataclass(frozen=True, slots=True)
+class ClaimUser:
+    """A Pod that names a ResourceClaim."""
 
-    The indexes fill as resources are added; only rules marked CROSS_OBJECT read them,
-    and those run after the last resource.
+    serial: int
+    namespace: str
+    name: str
+
+
+class Context:
+    """The configuration, and what rules need to know about the rest of the input.
+
+    Rules run on each object as it arrives; what depends on other objects is a `Pending`
+    finding, resolved from these indexes after the last object.  The indexes keep small
+    facts only (names, request names), never objects, so memory does not grow with the
+    size of the input's objects.
     """
 
     def __init__(self, config: Config, complete: bool = True) -> None:
@@ -161,25 +226,67 @@ class Context:
         self.complete = complete
         self._templates = _NamedIndex()
         self._claims = _NamedIndex()
-        #: Pods (kind Pod) by the (namespace, name) of the ResourceClaim they reference.
-        self.claim_users: dict[tuple[str, str], list[Resource]] = defaultdict(list)
+        self._request_names: dict[tuple[str, ...], tuple[str, ...]] = {}
+        #: Pods (kind Pod) by the name of the ResourceClaim they name.
+        self._claim_users: dict[str, ClaimUser | list[ClaimUser]] = {}
+        #: Extended resource names the input's DeviceClasses map (spec.extendedResourceName).
+        self._extended_resources: dict[str, list[str]] = defaultdict(list)
 
     def add(self, resource: Resource) -> None:
-        if resource.kind == "ResourceClaimTemplate":
-            self._templates.add(resource)
-        elif resource.kind == "ResourceClaim":
-            self._claims.add(resource)
-        elif resource.kind == "Pod" and resource.pod is not None:
-            for _, claim in pod_claims(resource.pod):
-                claim_name = claim.get("resourceClaimName")
-                if isinstance(claim_name, str):
-                    self.claim_users[(resource.namespace, claim_name)].append(resource)
+        if resource.kind in CLAIM_KINDS:
+            names = tuple(
+                dict.fromkeys(
+                    name for request in resource.requests for name in (request.request_name, request.qualified_name)
+                )
+            )
+            # Claims mostly repeat a few request names: share one tuple per set of names.
+            names = self._request_names.setdefault(names, names)
+            no_accelerator = bool(resource.requests) and not self.accelerator_requests(resource)
+            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, no_accelerator)
+            (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
+        elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
+            mapped = mapping(resource.obj.get("spec")).get("extendedResourceName")
+            if isinstance(mapped, str) and mapped:
+                self._extended_resources[mapped].append(resource.name)
+        elif resource.kind == "Pod":
+            for pod in resource.pods:
+                for _, claim in pod.claims:
+                    claim_name = claim.get("resourceClaimName")
+                    if isinstance(claim_name, str):
+                        self._add_claim_user(claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
 
-    def find_template(self, namespace: str, name: str) -> Resource | None:
+    def _add_claim_user(self, claim_name: str, user: ClaimUser) -> None:
+        present = self._claim_users.get(claim_name)
+        if present is None:
+            self._claim_users[claim_name] = user
+        elif isinstance(present, list):
+            present.append(user)
+        else:
+            self._claim_users[claim_name] = [present, user]
+
+    def find_template(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._templates.find(namespace, name)
 
-    def find_claim(self, namespace: str, name: str) -> Resource | None:
+    def find_claim(self, namespace: str, name: str) -> ClaimFacts | None:
         return self._claims.find(namespace, name)
+
+    def settled_template(self, namespace: str, name: str) -> ClaimFacts | None:
+        """The template `find_template` will return whatever objects follow, if it is known now."""
+        return self._templates.exact(namespace, name)
+
+    def settled_claim(self, namespace: str, name: str) -> ClaimFacts | None:
+        return self._claims.exact(namespace, name)
+
+    def extended_resource_classes(self, name: str) -> list[str]:
+        """Device classes that map the extended resource `name`: configured, then in the input."""
+        configured = self.config.extended_resource_class(name)
+        return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
+
+    def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:
+        """Pods besides the one at `serial` that name this claim and may share its namespace."""
+        present = self._claim_users.get(claim_name)
+        users = [] if present is None else present if isinstance(present, list) else [present]
+        return [user for user in users if user.serial != serial and same_namespace(user.namespace, namespace)]
 
     def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
         if resource.kind not in CLAIM_KINDS:

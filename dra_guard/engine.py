@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
-from dra_guard.context import Context, Location, Resource, Violation
+from dra_guard.context import Context, Location, Pending, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
-from dra_guard.manifest import is_list_kind, items, mapping, shape_problems
+from dra_guard.manifest import Path, is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
 
 
@@ -27,6 +29,19 @@ def _expand(
     if not is_list_kind(obj):
         yield Resource(obj, document, (), origin)
         return
+    nested = next(
+        (index for index, item in enumerate(items(obj.get("items"))) if isinstance(item, Mapping) and "items" in item),
+        None,
+    )
+    if nested is not None:
+        # kubectl refuses the whole List ("... is not a list: no Items field in this
+        # object", cli-runtime FlattenListVisitor): none of it would be applied.
+        file = document.file if document else "<object>"
+        line = document.line_of(("items", nested)) if document else None
+        errors.append(
+            InputError(file, line, f"List item {nested} is itself a List: kubectl refuses a List inside a List")
+        )
+        return
     for index, item in enumerate(items(obj.get("items"))):
         if isinstance(item, Mapping):
             yield Resource(item, document, ("items", index), origin)
@@ -36,13 +51,15 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
-def _waiver(resource: Resource, rule_id: str) -> str | None:
-    """The `ignore-<rule>` annotation on the object or its pod template: its reason, "" when
-    it gives none that can be read (which waives nothing), None when there is no such annotation."""
+def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
+    """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in:
+    its reason, "" when it gives none that can be read (which waives nothing), None when
+    there is no such annotation."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
-    if resource.pod is not None:
-        sources.append(mapping(resource.pod.template_metadata.get("annotations")))
+    pod = resource.pod_at(path) if resource.pods else None
+    if pod is not None:
+        sources.append(mapping(pod.template_metadata.get("annotations")))
     found: str | None = None
     for annotation_map in sources:
         if key in annotation_map:
@@ -55,49 +72,100 @@ def _waiver(resource: Resource, rule_id: str) -> str | None:
 
 
 def _finding(
-    rule: Rule, resource: Resource, violation: Violation, note: str = "", waiver: str | None = None
+    rule: Rule, resource: Resource, violation: Violation | Pending, message: str, waiver: str | None = None
 ) -> Finding:
     path = (*resource.prefix, *violation.path)
     evidence = violation.evidence
+    # Interned: the same message and path recur across many objects (every CronJob asking
+    # for nvidia.com/gpu), and the report keeps every finding to the end.
     return Finding(
         rule=rule.id,
         severity=violation.severity or rule.severity,
-        message=violation.message + note,
+        message=sys.intern(message),
         object=resource.ref,
-        path=json_pointer(path),
+        path=sys.intern(json_pointer(path)),
         remediation=rule.remediation,
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
         origin=resource.origin,
-        cross_object=violation.cross_object,
+        cross_object=isinstance(violation, Pending) or violation.cross_object,
         waiver=waiver,
         evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
     )
 
 
-class Checker:
-    """Runs the rules as resources arrive; cross-object rules run in `finish()`.
+def _describe(error: BaseException) -> str:
+    try:
+        text = str(error)
+    except Exception:  # even printing it fails (an integer of thousands of digits)
+        text = ""
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
 
-    Per-object findings are made while the resource's document still has its node tree,
-    so their lines cost nothing; only cross-object findings may need a late lookup.
+
+def _failure(resource: Resource, what: str, error: Exception, rule_id: str | None = None) -> InputError:
+    """An exception while checking `resource`, as an input error naming the object and file."""
+    document = resource.document
+    where = document.file if document else (resource.origin or "<object>")
+    try:
+        line = resource.line_of(())
+    except Exception:
+        line = None
+    where_in = f" at {json_pointer(resource.prefix)}" if resource.prefix else ""
+    return InputError(
+        where,
+        line,
+        f"{what} {resource.ref}{where_in}: {_describe(error)}; the other rules and objects were checked",
+        rule_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    """A pending finding, everything but its message decided while its object was at hand."""
+
+    finding: Finding
+    resolve: Callable[..., str | None]
+    args: tuple[Any, ...]
+    note: str
+
+
+class Checker:
+    """Runs every rule on each resource as it arrives, then resolves pending findings.
+
+    Findings are made while the resource's document still has its node tree, so their
+    lines cost nothing.  Nothing of a resource is kept once it is checked: what other
+    objects' rules need goes into the context's indexes, and a finding that depends on
+    objects still to come (`Pending`) waits, as a finding without its message, for
+    `finish()`.  Memory therefore does not grow with the size of the objects checked.
     """
 
     def __init__(self, config: Config | None = None, complete: bool = True) -> None:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
-        rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
+        self._rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
         # Each rule says whether it can be waived; the configuration may override them all.
         configured = self.config.get(NON_WAIVABLE)
         declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
         self._non_waivable = declared if configured is None else configured
-        self._per_object = [rule for rule in rules if not rule.cross_object]
-        self._cross_object = [rule for rule in rules if rule.cross_object]
-        self._by_kind: dict[tuple[bool, str], list[Rule]] = {}
-        self._resources: list[Resource] = []
+        self._by_kind: dict[str, list[Rule]] = {}
+        self._deferred: list[_Deferred] = []
         self.report = Report()
 
     def add(self, resource: Resource) -> None:
         self.report.objects += 1
+        resource.serial = self.report.objects
+        try:
+            self._read(resource)
+        except Exception as error:  # a shape nobody foresaw: say so, and check the rest
+            self.add_error(_failure(resource, "dra-guard could not read", error))
+            return
+        for rule in self._in_scope(resource.kind):
+            try:
+                self._run(rule, resource)
+            except Exception as error:
+                self.add_error(_failure(resource, f"rule {rule.id} failed on", error, rule.id))
+
+    def _read(self, resource: Resource) -> None:
         for path, problem in shape_problems(resource.obj):
             document = resource.document
             if path or resource.prefix:
@@ -109,9 +177,7 @@ class Checker:
                     document.file if document else str(resource.ref), resource.line_of(path), f"{where} {problem}"
                 )
             )
-        self._run(self._in_scope(False, resource.kind), resource)
         self.context.add(resource)
-        self._resources.append(resource)
 
     def add_error(self, error: InputError) -> None:
         self.report.errors.append(error)
@@ -134,33 +200,53 @@ class Checker:
         for error in errors:
             self.add_error(error)
 
-    def _in_scope(self, cross_object: bool, kind: str) -> list[Rule]:
-        rules = self._by_kind.get((cross_object, kind))
+    def _in_scope(self, kind: str) -> list[Rule]:
+        rules = self._by_kind.get(kind)
         if rules is None:
-            candidates = self._cross_object if cross_object else self._per_object
-            rules = self._by_kind[(cross_object, kind)] = [rule for rule in candidates if rule.applies_to(kind)]
+            rules = self._by_kind[kind] = [rule for rule in self._rules if rule.applies_to(kind)]
         return rules
 
-    def _run(self, rules: list[Rule], resource: Resource) -> None:
-        for rule in rules:
-            violations = list(rule.check(resource, self.context))
-            if not violations:
-                continue
+    def _run(self, rule: Rule, resource: Resource) -> None:
+        violations = list(rule.check(resource, self.context))
+        for violation in violations:
             note = ""
-            reason = _waiver(resource, rule.id)
+            waiver = None
+            reason = _waiver(resource, rule.id, violation.path)
             if reason:
                 if rule.id not in self._non_waivable:
-                    waived = (_finding(rule, resource, violation, waiver=reason) for violation in violations)
-                    self.report.waived.extend(waived)
-                    continue
-                note = f" ({rule.id} cannot be waived)"
+                    waiver = reason  # reported as waived, with its reason, not as a finding
+                else:
+                    note = f" ({rule.id} cannot be waived)"
             elif reason == "":
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
-            self.report.findings.extend(_finding(rule, resource, violation, note) for violation in violations)
+            if isinstance(violation, Pending):
+                finding = _finding(rule, resource, violation, "", waiver)
+                self._deferred.append(_Deferred(finding, violation.resolve, violation.args, note))
+            else:
+                finding = _finding(rule, resource, violation, violation.message + note, waiver)
+                (self.report.findings if waiver is None else self.report.waived).append(finding)
 
     def finish(self) -> Report:
-        for resource in self._resources:
-            self._run(self._in_scope(True, resource.kind), resource)
+        for deferred in self._deferred:
+            finding = deferred.finding
+            try:
+                message = deferred.resolve(*deferred.args)
+            except Exception as error:
+                where = f"{finding.file}" if finding.file else (finding.origin or str(finding.object))
+                self.add_error(
+                    InputError(
+                        where,
+                        finding.line,
+                        f"rule {finding.rule} failed on {finding.object} at {finding.path or '/'}: {_describe(error)}; "
+                        "the other rules and objects were checked",
+                        finding.rule,
+                    )
+                )
+                continue
+            if message is not None:
+                resolved = replace(finding, message=sys.intern(message + deferred.note))
+                (self.report.findings if finding.waiver is None else self.report.waived).append(resolved)
+        self._deferred.clear()
         for findings in (self.report.findings, self.report.waived):
             findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
@@ -172,8 +258,13 @@ def check_stream(items: Iterable[LoadedDocument | InputError], config: Config | 
     for item in items:
         if isinstance(item, InputError):
             checker.add_error(item)
-        else:
+            continue
+        try:
             checker.add_object(item.obj, item)
+        except Exception as error:  # each resource is protected; this is the List expansion
+            checker.add_error(
+                InputError(item.file, item.line, f"dra-guard could not check document {item.index}: {_describe(error)}")
+            )
     return checker.finish()
 
 

@@ -27,7 +27,8 @@ class Severity(IntEnum):
             raise ValueError(f"unknown severity {text!r}; use one of {', '.join(s.label for s in cls)}") from None
 
 
-@dataclass(frozen=True)
+# Slots: a report of many findings, and the facts behind pending ones, stay small.
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     api_version: str
     kind: str
@@ -41,7 +42,7 @@ class ObjectRef:
         return f"{self.kind or '?'}/{self.namespace or '-'}/{self.name or self.generate_name or '-'}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     rule: str
     severity: Severity
@@ -63,13 +64,15 @@ class Finding:
     evidence: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InputError:
     """Input that could not be read or understood; it makes the CLI exit 2."""
 
     file: str
     line: int | None
     message: str
+    #: The rule that failed, when the error is a rule's exception rather than the input's.
+    rule: str | None = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dra_guard.findings import InputError, Unchecked
-from dra_guard.loader import STDIN_NAME, Document, iter_bytes
+from dra_guard.loader import STDIN_NAME, Document, display_name, iter_bytes
 from dra_guard.walk import STDIN, Selection
 
 #: How long one `helm template` may take.
@@ -136,7 +136,7 @@ class Inputs:
             with open(path, "rb") as handle:
                 return handle.read()
         except OSError as error:
-            return InputError(path, None, f"cannot read: {error.strerror or error}")
+            return InputError(display_name(path), None, f"cannot read: {error.strerror or error}")
 
     def _found(self, path: str, data: bytes) -> Iterator[Any]:
         """A file a walk found: its items once one of its objects has apiVersion or kind.
@@ -202,7 +202,7 @@ class Inputs:
 def _nameless(document: Document) -> Iterator[InputError]:
     """An error for each object of the document that has no name and no generateName."""
     obj = document.obj
-    if not isinstance(obj, dict) or not _has_manifest_key(obj):
+    if not isinstance(obj, dict) or not _has_manifest_key(obj) or _kustomize_kind(obj):
         return
     items = obj.get("items")
     objects: list[tuple[tuple[str | int, ...], dict[str, Any]]]
@@ -219,6 +219,12 @@ def _nameless(document: Document) -> Iterator[InputError]:
             yield InputError(
                 document.file, line, f"{where} has no metadata.name and no metadata.generateName (kubectl refuses it)"
             )
+
+
+def _kustomize_kind(obj: dict[str, Any]) -> bool:
+    """Kustomizations and Components are built by kustomize, never sent: they need no name."""
+    api_version = obj.get("apiVersion")
+    return isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/")
 
 
 def read_file(data: bytes, name: str) -> Iterator[Any]:

@@ -11,6 +11,7 @@ Documents before a broken one, and every other file, still load.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,9 @@ from dra_guard.kubectl_yaml import SentObject, document_root, read, source_line
 from dra_guard.walk import STDIN, Ignores, select
 
 STDIN_NAME = "<stdin>"
+#: The names kustomize reads a kustomization from (kustomize `api/konfig/general.go`).
+KUSTOMIZATION_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+KUSTOMIZATION_API_VERSION = "kustomize.config.k8s.io/v1beta1"
 
 
 @dataclass
@@ -103,18 +107,40 @@ class Source:
         yield from errors
         for path in files:
             self.files += 1
+            name = STDIN_NAME if path == STDIN else display_name(path)
             try:
                 if path == STDIN:
                     data = (self._stdin or sys.stdin.buffer).read()
-                    name = STDIN_NAME
                 else:
                     with open(path, "rb") as handle:
                         data = handle.read()
-                    name = path
             except OSError as error:
-                yield InputError(path, None, f"cannot read: {error.strerror or error}")
+                yield InputError(name, None, f"cannot read: {error.strerror or error}")
                 continue
             yield from iter_bytes(data, name)
+
+
+def display_name(path: str) -> str:
+    """A path as reports show it: bytes that are not UTF-8 (a file name from another
+    locale) as \\xNN escapes, so that every report can be written."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return path
+
+
+def is_kustomization_file(name: str) -> bool:
+    return os.path.basename(name) in KUSTOMIZATION_FILE_NAMES
+
+
+def as_kustomization(value: Any) -> Any:
+    """A kustomization file's document as kustomize reads it: without apiVersion and kind,
+    it is a Kustomization all the same (kustomize `FixKustomization` fills them in), and
+    it is checked as one (its patches can ask for accelerators), not refused as no object."""
+    if isinstance(value, dict) and "apiVersion" not in value and "kind" not in value:
+        return {"apiVersion": KUSTOMIZATION_API_VERSION, "kind": "Kustomization", **value}
+    return value
 
 
 def expand_paths(paths: Iterable[str]) -> tuple[list[str], list[InputError]]:
@@ -142,10 +168,18 @@ def load_paths(paths: Iterable[str], stdin: BinaryIO | None = None) -> LoadResul
 
 
 def iter_bytes(data: bytes, name: str) -> Iterator[Document | InputError]:
-    for item in read(data, name):
-        if isinstance(item, InputError):
-            yield item
-            continue
-        document = Document.sent(name, item)
-        yield document
-        document.node = None
+    """The objects of one file's bytes; an error, never an exception, for what cannot be
+    read (what comes before it is still yielded, and the caller goes on with other files)."""
+    name = display_name(name)
+    adjust = as_kustomization if is_kustomization_file(name) else None
+    try:
+        for item in read(data, name, adjust=adjust):
+            if isinstance(item, InputError):
+                yield item
+                continue
+            document = Document.sent(name, item)
+            yield document
+            document.node = None
+    except Exception as error:  # a reading nobody foresaw
+        problem = type(error).__name__
+        yield InputError(name, None, f"dra-guard could not read this file ({problem}); not checked")

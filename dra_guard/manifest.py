@@ -7,8 +7,9 @@ engine never raises on arbitrary documents.  Paths are tuples for `json_pointer(
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dra_guard import catalog
@@ -55,6 +56,21 @@ def text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """A value for a message, shortened; never raises.
+
+    An integer of thousands of digits has no str() (Python refuses beyond 4,300 digits),
+    and a document can hold one; it is described instead.
+    """
+    if type(value) is int and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    try:
+        written = repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} too large to print"
+    return written if len(written) <= limit else written[: limit - 3] + "..."
+
+
 def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping(obj.get("metadata"))
 
@@ -77,28 +93,6 @@ def is_dra_object(obj: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class PodSpecView:
-    path: Path
-    spec: Mapping[str, Any]
-    #: Metadata of the pod (Pod) or of the pod template (controllers).
-    template_metadata: Mapping[str, Any]
-    #: True when the spec is a template that stamps out many pods.
-    is_template: bool
-
-
-def pod_spec(obj: Mapping[str, Any]) -> PodSpecView | None:
-    kind = obj.get("kind")
-    path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
-    if path is None:
-        return None
-    spec = get_path(obj, path)
-    if not isinstance(spec, Mapping):
-        return None
-    template_metadata = metadata(obj) if kind == "Pod" else mapping(get_path(obj, (*path[:-1], "metadata")))
-    return PodSpecView(path, spec, template_metadata, is_template=kind != "Pod")
-
-
-@dataclass(frozen=True)
 class ContainerView:
     path: Path
     container: Mapping[str, Any]
@@ -112,19 +106,6 @@ class ContainerView:
         for index, claim in enumerate(items(resources.get("claims"))):
             if isinstance(claim, Mapping):
                 yield (*self.path, "resources", "claims", index), claim
-
-
-def containers(view: PodSpecView) -> Iterator[ContainerView]:
-    for list_name in CONTAINER_LISTS:
-        for index, container in enumerate(items(view.spec.get(list_name))):
-            if isinstance(container, Mapping):
-                yield ContainerView((*view.path, list_name, index), container)
-
-
-def pod_claims(view: PodSpecView) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    for index, claim in enumerate(items(view.spec.get("resourceClaims"))):
-        if isinstance(claim, Mapping):
-            yield (*view.path, "resourceClaims", index), claim
 
 
 # --- claims and device requests -----------------------------------------------------
@@ -144,30 +125,99 @@ def claim_devices(obj: Mapping[str, Any]) -> tuple[Path, Mapping[str, Any]] | No
     return path, mapping(get_path(obj, path))
 
 
+#: The allocation modes the API server accepts; it defaults an empty mode to ExactCount.
+EXACT_COUNT = "ExactCount"
+ALL = "All"
+ALLOCATION_MODES = (EXACT_COUNT, ALL)
+#: Counts are int64 in every resource.k8s.io version.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def count_value(value: object) -> int | None:
+    """The int64 a written `count` decodes to (0 for absent or null), or None if it cannot.
+
+    An integral float counts (`2.0`: Pulumi delivers every number as a float, and kubectl
+    writes a YAML float with no fraction as a JSON integer); NaN, infinities, fractions,
+    strings, booleans and integers beyond int64 make the API server refuse the object.
+    """
+    if value is None:
+        return 0
+    if type(value) is int:
+        return value if INT64_MIN <= value <= INT64_MAX else None
+    if type(value) is float and math.isfinite(value) and value.is_integer() and INT64_MIN <= value < 2.0**63:
+        return int(value)
+    return None
+
+
 @dataclass(frozen=True)
 class DeviceRequestView:
-    """One request that allocates devices: flat, `exactly`, or a `firstAvailable` entry."""
+    """One request that allocates devices: flat, `exactly`, or a `firstAvailable` entry.
+
+    `body` is the request as the API server stores it: an absent or null
+    `allocationMode` is ExactCount, and an ExactCount request's absent, null or 0 `count`
+    is 1 (`SetDefaults_ExactDeviceRequest` / `SetDefaults_DeviceSubRequest` /
+    `SetDefaults_DeviceRequest` in kubernetes `pkg/apis/resource/<version>/defaults.go`:
+    `count` is an int64, so 0 and absent are the same value).  `raw` is what was written,
+    for rules about explicitness.  Values the API server refuses stay as written in both.
+    """
 
     #: Path of the mapping that holds deviceClassName, selectors, count, ...
     path: Path
     #: Name of the top-level request (what claims and constraints refer to).
     request_name: str
-    body: Mapping[str, Any]
+    #: The request as written.
+    raw: Mapping[str, Any]
     #: "flat" (v1alpha3/v1beta1), "exactly" (v1beta2/v1) or "firstAvailable".
     shape: str
+    #: The request with the API server's defaults applied.
+    body: Mapping[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "body", _with_defaults(self.raw))
 
     @property
     def device_class(self) -> str:
         return text(self.body.get("deviceClassName"))
 
     @property
+    def allocation_mode(self) -> object:
+        """ "ExactCount", "All", or the refused value as written."""
+        return self.body["allocationMode"]
+
+    @property
+    def count(self) -> int | None:
+        """Devices an ExactCount request takes; None for All and for a count the API server refuses."""
+        if self.allocation_mode != EXACT_COUNT:
+            return None
+        stored = count_value(self.body.get("count"))
+        return stored if stored is not None and stored > 0 else None
+
+    @property
     def qualified_name(self) -> str:
         if self.shape == "firstAvailable":
-            return f"{self.request_name}/{text(self.body.get('name'))}"
+            return f"{self.request_name}/{text(self.raw.get('name'))}"
         return self.request_name
 
 
+def _with_defaults(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    mode = raw.get("allocationMode")
+    defaults: dict[str, Any] = {}
+    if mode is None or mode == "":
+        mode = defaults["allocationMode"] = EXACT_COUNT
+    if mode == EXACT_COUNT and count_value(raw.get("count")) == 0:
+        defaults["count"] = 1
+    return {**raw, **defaults} if defaults else raw
+
+
 def device_requests(obj: Mapping[str, Any]) -> Iterator[DeviceRequestView]:
+    """Every request that allocates devices, as the API server reads the request list.
+
+    A request is its `firstAvailable` entries when that list is non-empty; otherwise it is
+    the request itself (flat, v1alpha3/v1beta1) or its `exactly` (v1beta2/v1): an empty or
+    null `firstAvailable` is unset (Go decodes both to a nil slice), and so is a null
+    `exactly`.  A request that sets both is refused by the API server (the invalid-dra-schema rule says so);
+    both are analysed here, so that the one the user meant cannot hide the other.
+    """
     located = claim_devices(obj)
     if located is None:
         return
@@ -177,74 +227,21 @@ def device_requests(obj: Mapping[str, Any]) -> Iterator[DeviceRequestView]:
             continue
         path: Path = (*devices_path, "requests", index)
         name = text(request.get("name"))
-        if "exactly" in request:
-            yield DeviceRequestView((*path, "exactly"), name, mapping(request.get("exactly")), "exactly")
-        elif "firstAvailable" in request:
-            for sub_index, sub_request in enumerate(items(request.get("firstAvailable"))):
-                if isinstance(sub_request, Mapping):
-                    yield DeviceRequestView((*path, "firstAvailable", sub_index), name, sub_request, "firstAvailable")
-        else:
+        alternatives = items(request.get("firstAvailable"))
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping):
+            yield DeviceRequestView((*path, "exactly"), name, exactly, "exactly")
+        elif ("exactly" not in request and not alternatives) or _names_a_class(request):
             yield DeviceRequestView(path, name, request, "flat")
+        for sub_index, sub_request in enumerate(alternatives):
+            if isinstance(sub_request, Mapping):
+                yield DeviceRequestView((*path, "firstAvailable", sub_index), name, sub_request, "firstAvailable")
 
 
-def request_names(obj: Mapping[str, Any]) -> set[str]:
-    """Names a container claim's `request` may use: requests and `request/sub-request`."""
-    names: set[str] = set()
-    for request in device_requests(obj):
-        names.add(request.request_name)
-        names.add(request.qualified_name)
-    return names
-
-
-# --- legacy resources ---------------------------------------------------------------
-
-
-def _resource_sections(obj: object, track_paths: bool) -> Iterator[tuple[Any, str, Mapping[str, Any]]]:
-    """(link to the enclosing mapping, "limits"|"requests", quantities) at any depth.
-
-    Walks the whole object so CRDs (JobSet, RayCluster, PyTorchJob, LeaderWorkerSet, ...)
-    cannot hide a request behind a path we do not know.  Iterative, so a deeply nested
-    document cannot exhaust the stack.  Paths are linked (parent, key) pairs, built only
-    when `track_paths`, because this walk visits every node of every object.
-    """
-    stack: list[tuple[Any, Any]] = [(obj, None)]
-    while stack:
-        current, link = stack.pop()
-        if type(current) is dict or isinstance(current, Mapping):
-            for key, value in current.items():
-                if key == "resources" and isinstance(value, Mapping):
-                    for section in ("limits", "requests"):
-                        quantities = value.get(section)
-                        if isinstance(quantities, Mapping):
-                            yield link, section, quantities
-                if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
-                    stack.append((value, (link, str(key)) if track_paths else None))
-        else:
-            for index, value in enumerate(current):
-                if type(value) in (dict, list) or isinstance(value, (Mapping, list, tuple)):
-                    stack.append((value, (link, index) if track_paths else None))
-
-
-def resource_quantities(obj: object) -> Iterator[tuple[Path, str]]:
-    """Every key of every `resources.limits` / `resources.requests` mapping, with its path."""
-    for link, section, quantities in _resource_sections(obj, track_paths=True):
-        for name in quantities:
-            if isinstance(name, str):
-                yield (*_unlink(link), "resources", section, name), name
-
-
-def resource_names(obj: object) -> Iterator[str]:
-    """The same keys without paths: answers "is there a legacy name?" for less."""
-    for _, _, quantities in _resource_sections(obj, track_paths=False):
-        yield from (name for name in quantities if isinstance(name, str))
-
-
-def _unlink(link: Any) -> Path:
-    parts: list[str | int] = []
-    while link is not None:
-        link, part = link
-        parts.append(part)
-    return tuple(reversed(parts))
+def _names_a_class(request: Mapping[str, Any]) -> bool:
+    """A flat request's deviceClassName: then v1alpha3/v1beta1 read it as a request even
+    next to `firstAvailable` or `exactly: null` (which the API server then refuses)."""
+    return bool(text(request.get("deviceClassName")))
 
 
 # --- wrong types --------------------------------------------------------------------
@@ -328,9 +325,7 @@ def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
             yield devices_path, f"must be a mapping, not {type(devices).__name__}"
         yield from _field_problems(devices, devices_path, _DEVICES_FIELDS)
         for request in device_requests(obj):
-            selectors = request.body.get("selectors")
+            # A refused `count` or `allocationMode` is a finding (invalid-dra-schema), not an input error.
+            selectors = request.raw.get("selectors")
             if selectors is not None and not isinstance(selectors, list):
                 yield (*request.path, "selectors"), "must be a list"
-            count = request.body.get("count")
-            if count is not None and (isinstance(count, bool) or not isinstance(count, (int, float))):
-                yield (*request.path, "count"), f"must be a number, not {type(count).__name__}"

@@ -13,6 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 T_co = TypeVar("T_co", covariant=True)
@@ -70,6 +71,26 @@ class StringSet(OptionType[frozenset[str]]):
 
     def to_json(self, value: object) -> Any:
         return sorted(value) if isinstance(value, frozenset) else value
+
+
+class StringMap(OptionType[Mapping[str, str]]):
+    """A mapping of non-empty strings to non-empty strings."""
+
+    def __init__(self, description: str = "mapping of strings to strings") -> None:
+        self.description = description
+
+    def parse(self, key: str, value: object, context: ParseContext) -> Mapping[str, str]:
+        if not isinstance(value, Mapping) or not all(
+            isinstance(name, str) and name and isinstance(item, str) and item for name, item in value.items()
+        ):
+            raise ConfigError(f"{key}: must be a {self.description}")
+        return MappingProxyType(dict(value))
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": {"type": "string"}}
+
+    def to_json(self, value: object) -> Any:
+        return dict(sorted(value.items())) if isinstance(value, Mapping) else value
 
 
 class StringList(OptionType[tuple[str, ...]]):

@@ -218,6 +218,9 @@ def _stack_validator(rule: Rule, policy_name: str) -> Callable[[StackValidationA
         for finding in report.findings:
             if finding.cross_object:
                 report_violation(violation_text(finding), finding.origin)
+        for failure in report.errors:
+            if failure.rule == rule.id:  # the rule failed on the stack: that is no pass
+                report_violation(f"{rule.id} could not check the stack: {failure.message}", None)
 
     return validate
 

@@ -48,6 +48,24 @@ KEYS = st.sampled_from(
         "jobTemplate",
         "nvidia.com/gpu",
         "initContainers",
+        # Where the pod-template finder and DRA001 look in other kinds.
+        "replicatedJobs",
+        "templates",
+        "container",
+        "podSpecPatch",
+        "resourcesPerNode",
+        "predictor",
+        "model",
+        "gpus",
+        "hostDevices",
+        "deviceName",
+        "patches",
+        "patch",
+        "default",
+        "max",
+        "type",
+        "extendedResourceName",
+        "resourceClaimName",
     ]
 ) | st.text(max_size=6)
 JSON_LIKE = st.recursive(
@@ -55,9 +73,37 @@ JSON_LIKE = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(KEYS, children, max_size=5),
     max_leaves=40,
 )
-KINDS = st.sampled_from([*POD_SPEC_PATHS, "ResourceClaim", "ResourceClaimTemplate", "List", "PodGroup", "DeviceClass"])
+KINDS = st.sampled_from(
+    [
+        *POD_SPEC_PATHS,
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "List",
+        "PodGroup",
+        "DeviceClass",
+        "LimitRange",
+        "JobSet",
+        "Workflow",
+        "InferenceService",
+        "VirtualMachine",
+        "Kustomization",
+        "Anything",
+    ]
+)
 API_VERSIONS = st.sampled_from(
-    ["v1", "apps/v1", "resource.k8s.io/v1", "resource.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2"]
+    [
+        "v1",
+        "apps/v1",
+        "resource.k8s.io/v1",
+        "resource.k8s.io/v1beta1",
+        "scheduling.k8s.io/v1alpha2",
+        "jobset.x-k8s.io/v1alpha2",
+        "argoproj.io/v1alpha1",
+        "serving.kserve.io/v1beta1",
+        "kubevirt.io/v1",
+        "kustomize.config.k8s.io/v1beta1",
+        "example.com/v1",
+    ]
 )
 
 

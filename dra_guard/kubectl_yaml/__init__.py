@@ -20,7 +20,7 @@ kubernetes-sigs/yaml v1.4.0 (whose goyaml.v2 is go-yaml/yaml v2.4.0).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dra_guard.findings import InputError
@@ -105,8 +105,12 @@ def _without_bom(data: bytes) -> tuple[bytes, int, str | None]:
         return b"", 0, f"not valid {encoding.upper()} text"
 
 
-def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
-    """The objects `kubectl apply -f` would send for a file's bytes, or why not."""
+def read(data: bytes, name: str, *, adjust: Callable[[Any], Any] | None = None) -> Iterator[SentObject | InputError]:
+    """The objects `kubectl apply -f` would send for a file's bytes, or why not.
+
+    `adjust` rewrites each decoded document before it is judged: a kustomization file is
+    read by kustomize, not kubectl, and is a Kustomization without apiVersion and kind.
+    """
     data, dropped, problem = _without_bom(data)
     if problem is not None:
         yield InputError(name, 1, problem)
@@ -126,9 +130,9 @@ def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
         text = text[: text.rfind("\n") + 1]
     if json_stream:
         if bad_offset is None:
-            yield from _read_json(text, name)
+            yield from _read_json(text, name, adjust)
     else:
-        yield from _read_yaml(text, name, complete=bad_offset is None)
+        yield from _read_yaml(text, name, complete=bad_offset is None, adjust=adjust)
     if bad_offset is not None:
         # kubectl would send U+FFFD in place of the byte; a manifest like that is refused.
         line = data[:bad_offset].count(b"\n") + 1
@@ -136,7 +140,9 @@ def read(data: bytes, name: str) -> Iterator[SentObject | InputError]:
         yield InputError(name, line, f"not UTF-8 text (byte 0x{data[bad_offset]:02x} at offset {offset})")
 
 
-def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | InputError]:
+def _read_yaml(
+    text: str, name: str, complete: bool, adjust: Callable[[Any], Any] | None = None
+) -> Iterator[SentObject | InputError]:
     text = kubectl_lines(text)
     chunks = list(yaml_chunks(text))
     if not complete and chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
@@ -189,6 +195,8 @@ def _read_yaml(text: str, name: str, complete: bool) -> Iterator[SentObject | In
             continue
         if value is None:
             continue
+        if adjust is not None:
+            value = adjust(value)
         problem = document_problem(value, index)
         if problem is not None:
             path, message = problem
@@ -236,7 +244,7 @@ class _JSONLines:
         return self._lines.of(node_line(self._root, path))
 
 
-def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
+def _read_json(text: str, name: str, adjust: Callable[[Any], Any] | None = None) -> Iterator[SentObject | InputError]:
     from dra_guard.kubectl_yaml.json_stream import json_values, normalize
 
     index = 0
@@ -248,6 +256,8 @@ def _read_json(text: str, name: str) -> Iterator[SentObject | InputError]:
                 continue
             if value.value is None:
                 continue
+            if adjust is not None:
+                value.value = adjust(value.value)
             lines = _JSONLines(text, (value.start, value.end), value.line)
             problem = document_problem(value.value, index)
             if problem is not None:

@@ -9,15 +9,20 @@ dashboards show them as suppressed rather than not at all.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from dra_guard import __version__
 from dra_guard.findings import Finding, Report, Severity
+from dra_guard.report.json_report import write_items
 from dra_guard.rules import RULES
+
+if TYPE_CHECKING:
+    from dra_guard.report import Output
 
 SOURCE_ROOT = "%SRCROOT%"
 # RFC 3986 `pchar` minus ":" (unreserved and percent-encoded are handled by quote; ":" is
@@ -97,13 +102,12 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
     return result
 
 
-def render_sarif(report: Report) -> str:
+def write_sarif(report: Report, out: Output) -> None:
     rule_index = {rule_id: index for index, rule_id in enumerate(RULES)}
     ordered = sorted(
         [*report.findings, *report.waived],
         key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message, f.waiver or ""),
     )
-    results = [_result(finding, rule_index[finding.rule]) for finding in ordered]
     notifications: list[dict[str, Any]] = [
         {
             "level": "error",
@@ -136,8 +140,19 @@ def render_sarif(report: Report) -> str:
                 "invocations": [
                     {"executionSuccessful": not report.errors, "toolExecutionNotifications": notifications}
                 ],
-                "results": results,
+                "results": [],
             }
         ],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # Everything but the results at once; the results one by one where the empty list is
+    # (the last key of the document), as one json.dumps of the whole document writes them.
+    head, _, tail = json.dumps(document, indent=2, ensure_ascii=False).rpartition('"results": []')
+    out.write(head + '"results": ')
+    write_items(out, (_result(finding, rule_index[finding.rule]) for finding in ordered), 6)
+    out.write(tail + "\n")
+
+
+def render_sarif(report: Report) -> str:
+    buffer = io.StringIO()
+    write_sarif(report, buffer)
+    return buffer.getvalue()

@@ -7,9 +7,14 @@ like a clean pass.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from dra_guard.findings import Report, Severity
+
+if TYPE_CHECKING:
+    from dra_guard.report import Output
 
 
 def _location(file: str | None, line: int | None) -> str:
@@ -46,16 +51,24 @@ def summary_line(report: Report) -> str:
     return "; ".join(parts)
 
 
-def render_text(report: Report) -> str:
-    lines = [
-        f"{error.file}:{error.line}: error: {error.message}" if error.line else f"{error.file}: error: {error.message}"
-        for error in report.errors
-    ]
-    for finding in report.findings:
-        lines.append(
-            f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
-            f"{finding.object}: {finding.message}"
+def write_text(report: Report, out: Output) -> None:
+    for error in report.errors:
+        out.write(
+            f"{error.file}:{error.line}: error: {error.message}\n"
+            if error.line
+            else f"{error.file}: error: {error.message}\n"
         )
-    lines += [str(unchecked) for unchecked in report.unchecked]
-    lines.append(summary_line(report))
-    return "\n".join(lines) + "\n"
+    for finding in report.findings:
+        out.write(
+            f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
+            f"{finding.object}: {finding.message}\n"
+        )
+    for unchecked in report.unchecked:
+        out.write(f"{unchecked}\n")
+    out.write(summary_line(report) + "\n")
+
+
+def render_text(report: Report) -> str:
+    buffer = io.StringIO()
+    write_text(report, buffer)
+    return buffer.getvalue()

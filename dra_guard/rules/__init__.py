@@ -23,7 +23,7 @@ from typing import Any
 
 from dra_guard.celkit import AdmissionDeclaration, NotAdmissible
 from dra_guard.config import CORE_OPTIONS
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.options import Option
 from dra_guard.rulekit import Example, RuleModuleError
@@ -71,8 +71,10 @@ class Rule:
     summary: str
     rationale: str
     remediation: str
-    check: Callable[[Resource, Context], Iterator[Violation]]
-    #: Needs the whole input set (claim users, template lookups): runs after every object.
+    check: Callable[[Resource, Context], Iterator[Violation | Pending]]
+    #: Some findings need the whole input set (claim users, template lookups): they are
+    #: `Pending`, resolved after the last object, and front ends that see one object at a
+    #: time leave them to a check of the whole set.
     cross_object: bool
     #: The kinds it applies to; None for every kind (DRA001 scans every object).
     kinds: frozenset[str] | None

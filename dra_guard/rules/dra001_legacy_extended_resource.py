@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from dra_guard.catalog import LEGACY_RESOURCE_NAMES, LEGACY_RESOURCE_PREFIXES, is_legacy_resource
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.catalog import is_legacy_resource
+from dra_guard.context import Context, Pending, Resource, Violation
+from dra_guard.extended_resources import (
+    KUBEVIRT_DEVICE_LISTS,
+    LIMIT_RANGE_DEFAULTS,
+    REQUIREMENT_SECTIONS,
+    Asked,
+    Unverifiable,
+    asked_resources,
+)
 from dra_guard.findings import Severity
-from dra_guard.manifest import resource_names, resource_quantities
 from dra_guard.options import STRING_SET, Option
 from dra_guard.rulekit import Example
 
@@ -19,9 +26,21 @@ RATIONALE = (
     "Device-plugin extended resources (nvidia.com/gpu, nvidia.com/mig-*, google.com/tpu, ...) carry no "
     "profile pin, no exclusivity or sanitization contract and no isolation tag; nothing in the request says "
     "what the device's memory held before. The same holds for DRA's own extended-resource mapping "
-    "(deviceclass.resource.kubernetes.io/<class>), which allocates through an implicit, unpinned claim. "
-    "Every resources.limits/requests mapping is scanned at any depth, so CRDs (JobSet, RayCluster, "
-    "PyTorchJob, LeaderWorkerSet) cannot hide a request."
+    "(KEP-5004): deviceclass.resource.kubernetes.io/<class>, and any name a DeviceClass maps with "
+    "spec.extendedResourceName (DeviceClasses among the checked objects, or listed under "
+    "extended-resource-classes), which allocate through an implicit, unpinned claim. Requests are found "
+    "where Kubernetes reads them: containers and pod-level resources of every pod template (built-in "
+    "workloads, JobSet, LeaderWorkerSet, Kubeflow, Ray, Argo, KServe, and pod-spec-shaped mappings of any "
+    "other kind); a LimitRange's default and defaultRequest, and for containers its max and min, which "
+    "the API server turns into defaults (maxLimitRequestRatio too, fail closed); in kinds outside "
+    "Kubernetes' own groups every mapping with limits or requests, whatever its key (TrainJob's "
+    "resourcesPerNode); KubeVirt gpus[] and accelerator hostDevices[] deviceNames; Argo podSpecPatch "
+    "and resource-manifest strings, and a kustomization's patches (inline, and the files it names; in "
+    "JSON 6902 operations also the path, .../limits/nvidia.com~1gpu), all read as kubectl reads YAML (what "
+    "cannot be read, or a resource name that is a {{...}} placeholder, is reported as unverifiable, "
+    "medium). ResourceQuota and Kueue quotas only cap, "
+    "and are not requests. Lists are read as kubectl reads them: a List inside a List is refused by "
+    "kubectl, so it is an input error, not a check of its items."
 )
 REMEDIATION = (
     "Remove the extended resource and request the slice through a ResourceClaimTemplate: "
@@ -29,7 +48,8 @@ REMEDIATION = (
 )
 #: Every kind: a resources mapping can sit anywhere, in CRDs too.
 KINDS = None
-CROSS_OBJECT = False
+# A name a DeviceClass maps is known only once every DeviceClass of the input is read.
+CROSS_OBJECT = True
 WAIVABLE = True
 EXTRA_LEGACY_RESOURCES = Option(
     key="extra-legacy-resources",
@@ -96,6 +116,58 @@ spec:
         config={"extra-legacy-resources": ["example.com/gpu"]},
     ),
     Example(
+        title="A LimitRange that gives every container of the namespace a GPU",
+        manifests="""\
+apiVersion: v1
+kind: LimitRange
+metadata: {name: gpu-default, namespace: team-a}
+spec:
+  limits:
+  - type: Container
+    default: {nvidia.com/gpu: 1}
+""",
+        findings=("LimitRange/gpu-default#/spec/limits/0/default/nvidia.com~1gpu",),
+    ),
+    Example(
+        title="A name a DeviceClass in the input maps onto GPUs (extendedResourceName)",
+        manifests="""\
+apiVersion: v1
+kind: Pod
+metadata: {name: inference, namespace: team-a}
+spec:
+  containers:
+  - name: main
+    image: server
+    resources:
+      limits: {example.com/gpu: 1}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: example-gpu}
+spec:
+  extendedResourceName: example.com/gpu
+  selectors:
+  - cel: {expression: "device.driver == 'gpu.example.com'"}
+""",
+        findings=("Pod/inference#/spec/containers/0/resources/limits/example.com~1gpu",),
+    ),
+    Example(
+        title="A KubeVirt VM that passes a GPU through the device plugin",
+        manifests="""\
+apiVersion: kubevirt.io/v1
+kind: VirtualMachine
+metadata: {name: vm, namespace: team-a}
+spec:
+  template:
+    spec:
+      domain:
+        devices:
+          gpus:
+          - {name: gpu1, deviceName: nvidia.com/GA102GL_A10}
+""",
+        findings=("VirtualMachine/vm#/spec/template/spec/domain/devices/gpus/0/deviceName",),
+    ),
+    Example(
         title="CPU and memory only",
         manifests="""\
 apiVersion: v1
@@ -112,32 +184,79 @@ spec:
 )
 # KEP-5004: a DeviceClass is also requestable as this extended resource (implicit claim).
 IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
+IMPLICIT_CLAIM = "DRA's implicit extended-resource claim, which pins no profile"
+#: Device-plugin domains whose host devices are accelerators (KubeVirt names them
+#: `nvidia.com/<GPU model>`, `nvidia.com/GRID_<vGPU type>`, ...).
+ACCELERATOR_DEVICE_DOMAINS = ("nvidia.com/", "amd.com/", "habana.ai/", "gpu.intel.com/", "aws.amazon.com/neuron")
 
 
-_MARKERS = (*LEGACY_RESOURCE_NAMES, *LEGACY_RESOURCE_PREFIXES, IMPLICIT_DRA_PREFIX)
-
-
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     extra = context.config.get(EXTRA_LEGACY_RESOURCES)
-    # Walking every node of every object is this rule's whole cost; skip objects whose
-    # source text cannot spell a legacy name (see Resource.source_may_contain), then ask
-    # the cheap question before building paths.
-    if not resource.source_may_contain((*_MARKERS, *extra)):
-        return
-    if not any(
-        is_legacy_resource(name, extra) or _implicit_claim(name, context) for name in resource_names(resource.obj)
-    ):
-        return
-    # A finding rests on the resource name at its path alone (evidence=()).
-    for path, name in resource_quantities(resource.obj):
-        if is_legacy_resource(name, extra):
-            yield Violation(path, f"requests legacy accelerator resource {name!r} in {path[-2]}", evidence=())
-        elif _implicit_claim(name, context):
+    file = resource.document.file if resource.document else None
+    # A kustomization's patch files are named relative to it; stdin has no folder.
+    source = file if file is not None and file != "<stdin>" else None
+    for asked in asked_resources(resource.obj, resource.pods, source):
+        if isinstance(asked, Unverifiable):
             yield Violation(
-                path, f"requests {name!r}, DRA's implicit extended-resource claim, which pins no profile", evidence=()
+                asked.path,
+                f"cannot verify what this requests: {asked.why}; a legacy accelerator request could hide there",
+                severity=Severity.MEDIUM,
+                evidence=(),
             )
+            continue
+        name, path = asked.name, asked.path
+        if asked.section in KUBEVIRT_DEVICE_LISTS:
+            if (
+                asked.section == "gpus"
+                or is_legacy_resource(name, extra)
+                or name.startswith(ACCELERATOR_DEVICE_DOMAINS)
+            ):
+                message = f"passes the device-plugin accelerator {name!r} through to the VM ({asked.section})"
+                yield Violation(path, message, evidence=())
+            continue
+        where = _where(asked)
+        if is_legacy_resource(name, extra):
+            # A finding rests on the resource name at its path alone (evidence=()).
+            yield Violation(path, f"{where}legacy accelerator resource {name!r}{_how(asked)}", evidence=())
+        elif _implicit_claim(name, context):
+            how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
+            yield Violation(path, f"{where}{name!r}{how}, {IMPLICIT_CLAIM}", evidence=())
+        elif "/" in name:
+            # Any other qualified name may be one a DeviceClass maps, here or further on.
+            how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
+            yield Pending(path, _mapped(context, name, where, how), evidence=())
+
+
+def _where(asked: Asked) -> str:
+    """How the finding's message starts: who asks."""
+    if asked.inner:
+        return f"{asked.holder} requests (at {asked.inner} inside it) "
+    if asked.section in REQUIREMENT_SECTIONS:
+        return "requests "
+    return f"LimitRange {asked.section} names "
+
+
+def _how(asked: Asked) -> str:
+    if asked.section in REQUIREMENT_SECTIONS:
+        return f" in {asked.section}"
+    if asked.section in LIMIT_RANGE_DEFAULTS:
+        return ", which the API server adds to every container of the namespace that does not set it"
+    if asked.section == "maxLimitRequestRatio":
+        return " (a ratio: it adds nothing, but it makes the namespace ready for device-plugin accelerators)"
+    source = "default" if asked.section == "max" else "defaultRequest"
+    return f"; for containers the API server copies {asked.section} into {source}, so every container gets it"
 
 
 def _implicit_claim(name: str, context: Context) -> bool:
     """`deviceclass.resource.kubernetes.io/<class>` for an accelerator class (KEP-5004)."""
     return name.startswith(IMPLICIT_DRA_PREFIX) and context.config.is_accelerator(name[len(IMPLICIT_DRA_PREFIX) :])
+
+
+def _mapped(context: Context, name: str, where: str, how: str) -> Callable[[], str | None]:
+    def resolve() -> str | None:
+        classes = [cls for cls in context.extended_resource_classes(name) if context.config.is_accelerator(cls)]
+        if not classes:
+            return None
+        return f"{where}{name!r}{how}, which DeviceClass {classes[-1]!r} maps (extendedResourceName): {IMPLICIT_CLAIM}"
+
+    return resolve

@@ -21,7 +21,16 @@ from dra_guard.celkit import (
 from dra_guard.conjuncts import GUARD_TERM, conjunct_pattern, has_conjunct
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, annotations_of, get_path, items, mapping
+from dra_guard.manifest import (
+    ALL,
+    CLAIM_KINDS,
+    EXACT_COUNT,
+    DeviceRequestView,
+    annotations_of,
+    get_path,
+    items,
+    mapping,
+)
 from dra_guard.rulekit import Example
 
 ID = "DRA003"
@@ -127,7 +136,9 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 f"request {request.qualified_name!r} asks for a share of a device's capacity (capacity.requests): "
                 "the device can be allocated to other claims at the same time",
             )
-    exact = [request for request in accelerator if request.body.get("allocationMode", "ExactCount") == "ExactCount"]
+    # As stored: an absent or null mode is ExactCount.  A mode the API server refuses
+    # counts too, so a misspelt mode cannot switch the rule off.
+    exact = [request for request in accelerator if request.allocation_mode != ALL]
     if not exact:
         return
     value = annotations_of(resource.obj).get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
@@ -148,9 +159,13 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                     f"allowMultipleAllocations: true can go to other claims too, and {declared}",
                 )
     elif value is None:
+        first = exact[0]
+        label = (
+            f"{'ExactCount request' if first.allocation_mode == EXACT_COUNT else 'request'} {first.qualified_name!r}"
+        )
         yield Violation(
             ("metadata",),
-            f"ExactCount request {exact[0].qualified_name!r} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation "
+            f"{label} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation "
             f"(Kubernetes {release.version} without DRAConsumableCapacity cannot enforce exclusivity in the selector)",
         )
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import POD_SPEC_PATHS, Path, items, mapping, pod_claims, text
+from dra_guard.manifest import Path, items, mapping, text
 from dra_guard.rulekit import Example
 
 ID = "DRA005"
@@ -16,13 +16,17 @@ SUMMARY = "Each pod must get its own claim from a template; a claim shared betwe
 RATIONALE = (
     "A ResourceClaim named by resourceClaimName is one allocation: every pod that names it runs on the same "
     "devices, so tenants (or replicas) see each other's memory. In a controller's pod template it is shared "
-    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group."
+    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group. Pod "
+    "templates are found in built-in workloads, in JobSet, LeaderWorkerSet, the Kubeflow jobs and training "
+    "runtimes, Ray, Argo Workflows and KServe, and in any other kind with a pod-spec-shaped mapping. Pods are "
+    "compared across namespaces as they would land: a pod without a namespace goes to the namespace the "
+    "input is applied to, which may be any other pod's."
 )
 REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one claim per pod."
 _GROUP_KINDS = ("PodGroup", "Workload")
-#: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = frozenset({*POD_SPEC_PATHS, *_GROUP_KINDS})
-# Reads the indexes of the whole input set, so it runs after every object is in.
+#: Every kind: workload CRDs, and kinds nobody told us about, have pod templates too.
+KINDS = None
+# Whether another pod names the same claim depends on the whole input set.
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
@@ -112,35 +116,48 @@ def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:
                 )
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     if resource.kind in _GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
         for path, name in _group_claims(resource):
             yield Violation(path, f"{resource.kind} claim {name!r} is shared by every pod of the group")
         return
-    pod = resource.pod
-    if pod is None:
-        return
-    for path, claim in pod_claims(pod):
-        claim_name = claim.get("resourceClaimName")
-        if not isinstance(claim_name, str) or _claims_no_accelerator(context, resource.namespace, claim_name):
-            continue
-        if pod.is_template:
-            yield Violation(
-                (*path, "resourceClaimName"),
-                f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
-                "which every pod it creates would share",
-            )
-            continue
-        others = [
-            user for user in context.claim_users.get((resource.namespace, claim_name), []) if user is not resource
-        ]
-        if others:
-            names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
-            yield Violation(
-                (*path, "resourceClaimName"),
-                f"ResourceClaim {claim_name!r} is also used by {names}",
-                cross_object=True,
-            )
+    # Several pod specs may share one claim list (an Argo workflow's): report it once.
+    reported: set[Path] = set()
+    for pod in resource.pods:
+        for path, claim in pod.claims:
+            claim_name = claim.get("resourceClaimName")
+            if not isinstance(claim_name, str) or path in reported:
+                continue
+            reported.add(path)
+            namespace = resource.namespace
+            if pod.is_template:
+                message = (
+                    f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
+                    "which every pod it creates would share"
+                )
+                known = context.settled_claim(namespace, claim_name)
+                if known is None:  # the claim may come further on, and ask for no accelerator
+                    yield Pending(
+                        (*path, "resourceClaimName"), _unless_no_accelerator, (context, namespace, claim_name, message)
+                    )
+                elif not known.no_accelerator:
+                    yield Violation((*path, "resourceClaimName"), message)
+                continue
+            # A function and its arguments, not a closure: one is kept per pod until the end.
+            shared = (context, claim_name, namespace, resource.serial)
+            yield Pending((*path, "resourceClaimName"), _shared_with, shared)
+
+
+def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> str | None:
+    others = context.other_claim_users(claim_name, namespace, serial)
+    if not others or _claims_no_accelerator(context, namespace, claim_name):
+        return None
+    names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
+    return f"ResourceClaim {claim_name!r} is also used by {names}"
+
+
+def _unless_no_accelerator(context: Context, namespace: str, claim_name: str, message: str) -> str | None:
+    return None if _claims_no_accelerator(context, namespace, claim_name) else message
 
 
 def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
@@ -148,4 +165,4 @@ def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
     profile, an IMEX channel): sharing it is none of this rule's business.  A claim that is
     not in the input counts as an accelerator claim (fail closed)."""
     claim = context.find_claim(namespace, name)
-    return claim is not None and bool(claim.requests) and not context.accelerator_requests(claim)
+    return claim is not None and claim.no_accelerator

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS
+from dra_guard.manifest import ALL, CLAIM_KINDS, EXACT_COUNT, count_value, shown
 from dra_guard.rulekit import Example
 
 ID = "DRA008"
@@ -55,13 +55,32 @@ EXAMPLES = (
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
     for request in context.accelerator_requests(resource):
         label = f"request {request.qualified_name!r}"
-        mode = request.body.get("allocationMode")
-        if mode == "All":
+        mode = request.allocation_mode
+        if mode == ALL:
             yield Violation(
                 (*request.path, "allocationMode"),
                 f"{label} uses allocationMode: All, which takes every matching device",
             )
             continue
-        implicit = [field for field in ("allocationMode", "count") if field not in request.body]
+        if mode != EXACT_COUNT:
+            yield Violation(
+                (*request.path, "allocationMode"),
+                f"{label} has allocationMode {shown(mode)}, which is neither ExactCount nor All",
+            )
+            continue
+        if request.count is None:
+            yield Violation(
+                (*request.path, "count"),
+                f"{label} has count {shown(request.raw.get('count'))}, which is not a whole number of devices",
+            )
+            continue
+        # Explicitness is about what was written: the raw request, before API defaults.
+        implicit = [field for field in ("allocationMode", "count") if request.raw.get(field) in (None, "")]
+        zero = "count" not in implicit and count_value(request.raw.get("count")) == 0
+        if zero:
+            implicit.append("count")
         if implicit:
-            yield Violation(request.path, f"{label} leaves {' and '.join(implicit)} implicit", severity=Severity.MEDIUM)
+            note = " (count: 0 is stored as the default, 1)" if zero else ""
+            yield Violation(
+                request.path, f"{label} leaves {' and '.join(implicit)} implicit{note}", severity=Severity.MEDIUM
+            )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import ClaimFacts, Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import POD_SPEC_PATHS, Path, containers, pod_claims, request_names, text
+from dra_guard.manifest import Path, text
+from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
 
 ID = "DRA009"
@@ -24,9 +25,9 @@ REMEDIATION = (
     "Make every container's resources.claims[].name match a spec.resourceClaims[].name, use every pod claim, "
     "and check template and request names."
 )
-#: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = frozenset(POD_SPEC_PATHS)
-# Reads the indexes of the whole input set, so it runs after every object is in.
+#: Every kind: workload CRDs, and kinds nobody told us about, have pod templates too.
+KINDS = None
+# Whether a template or request exists depends on the whole input set.
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
@@ -80,67 +81,84 @@ EXAMPLES = (
 )
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    pod = resource.pod
-    if pod is None:
-        return
-    declared = {text(claim.get("name")): (path, claim) for path, claim in pod_claims(pod)}
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
+    # Pods of several templates may share one claim list (an Argo workflow's): a finding
+    # about a claim itself is made once.
+    looked_up: set[Path] = set()
+    for pod in resource.pods:
+        yield from _wiring(resource, context, pod, looked_up)
+
+
+def _wiring(
+    resource: Resource, context: Context, pod: PodSpecView, looked_up: set[Path]
+) -> Iterator[Violation | Pending]:
+    declared = {text(claim.get("name")): (path, claim) for path, claim in pod.claims}
     used: set[str] = set()
-    for container in containers(pod):
+    for container in pod.containers:
         for path, claim in container.claims():
             name = text(claim.get("name"))
             used.add(name)
             if name not in declared:
-                yield Violation(
-                    (*path, "name"), f"container {container.name!r} uses claim {name!r}, which the pod does not declare"
-                )
+                # A pod that gets claims from elsewhere (a KServe runtime) may declare it there.
+                if pod.complete:
+                    yield Violation(
+                        (*path, "name"),
+                        f"container {container.name!r}{pod.where} uses claim {name!r}, which the pod does not declare",
+                    )
                 continue
             request = claim.get("request")
             if isinstance(request, str) and context.complete:
-                yield from _check_request(
-                    resource=resource,
-                    context=context,
-                    container=container.name,
-                    pod_claim=declared[name][1],
-                    request=request,
-                    path=path,
-                )
+                unknown = _unknown_request(context, resource.namespace, container.name, declared[name][1], request)
+                # Decided now when the target is already known: nothing to keep until the end.
+                if _target(context, resource.namespace, declared[name][1], settled=True) is None:
+                    yield Pending((*path, "request"), unknown)
+                elif (message := unknown()) is not None:
+                    yield Violation((*path, "request"), message, cross_object=True)
     for name, (path, claim) in declared.items():
-        if name not in used:
-            yield Violation(path, f"pod claim {name!r} is used by no container")
+        if name not in used and pod.complete:
+            yield Violation(path, f"pod claim {name!r} is used by no container{pod.where}")
         template_name = claim.get("resourceClaimTemplateName")
-        if (
-            context.complete
-            and isinstance(template_name, str)
-            and context.find_template(resource.namespace, template_name) is None
-        ):
-            yield Violation(
+        if context.complete and isinstance(template_name, str) and path not in looked_up:
+            looked_up.add(path)
+            if context.settled_template(resource.namespace, template_name) is not None:
+                continue  # already among the checked objects: no finding, nothing to keep
+            yield Pending(
                 (*path, "resourceClaimTemplateName"),
-                f"ResourceClaimTemplate {template_name!r} is not among the checked objects",
+                _missing_template,
+                (context, resource.namespace, template_name),
                 severity=Severity.LOW,
-                cross_object=True,
             )
 
 
-def _check_request(
-    *,
-    resource: Resource,
-    context: Context,
-    container: str,
-    pod_claim: Mapping[str, Any],
-    request: str,
-    path: Path,
-) -> Iterator[Violation]:
+def _target(context: Context, namespace: str, pod_claim: Mapping[str, Any], *, settled: bool) -> ClaimFacts | None:
+    """The template or claim a pod claim names (`settled`: only if no later object can change it)."""
     template_name = pod_claim.get("resourceClaimTemplateName")
     claim_name = pod_claim.get("resourceClaimName")
-    target = None
     if isinstance(template_name, str):
-        target = context.find_template(resource.namespace, template_name)
-    elif isinstance(claim_name, str):
-        target = context.find_claim(resource.namespace, claim_name)
-    if target is not None and request not in request_names(target.obj):
-        yield Violation(
-            (*path, "request"),
-            f"container {container!r} asks for request {request!r}, which {target.kind} {target.name!r} does not have",
-            cross_object=True,
-        )
+        return (context.settled_template if settled else context.find_template)(namespace, template_name)
+    if isinstance(claim_name, str):
+        return (context.settled_claim if settled else context.find_claim)(namespace, claim_name)
+    return None
+
+
+def _missing_template(context: Context, namespace: str, template_name: str) -> str | None:
+    if context.find_template(namespace, template_name) is not None:
+        return None
+    return f"ResourceClaimTemplate {template_name!r} is not among the checked objects"
+
+
+def _unknown_request(
+    context: Context, namespace: str, container: str, pod_claim: Mapping[str, Any], request: str
+) -> Callable[[], str | None]:
+    template_name = pod_claim.get("resourceClaimTemplateName")
+    claim_name = pod_claim.get("resourceClaimName")
+    wanted = {"resourceClaimTemplateName": template_name, "resourceClaimName": claim_name}
+
+    def resolve() -> str | None:
+        target = _target(context, namespace, wanted, settled=False)
+        if target is None or request in target.request_names:
+            return None
+        owner = f"{target.kind} {target.name!r}"
+        return f"container {container!r} asks for request {request!r}, which {owner} does not have"
+
+    return resolve

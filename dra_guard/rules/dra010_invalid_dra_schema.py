@@ -11,7 +11,22 @@ from dra_guard.catalog import EXCLUSIVITY_GUARD, KubernetesRelease
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.dra_fields import FIELDS, RELEASES
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, is_dra_object, items, mapping, text
+from dra_guard.manifest import (
+    ALL,
+    ALLOCATION_MODES,
+    CLAIM_KINDS,
+    EXACT_COUNT,
+    DeviceRequestView,
+    Path,
+    claim_devices,
+    count_value,
+    get_path,
+    is_dra_object,
+    items,
+    mapping,
+    shown,
+    text,
+)
 from dra_guard.opaque import CONFIG_KIND_FOR_CLASS, NVIDIA_GPU_DRIVER, nvidia_problems
 from dra_guard.rulekit import Example
 
@@ -28,8 +43,11 @@ RATIONALE = (
     "under v1/v1beta2, `exactly` under v1beta1, or `capacity` on a release before 1.34 then protect nothing. "
     "Fields are checked against the official OpenAPI schema of the release in `kubernetes-version` (not the "
     "union of all releases), and so is the apiVersion (v1alpha3 claims only up to 1.33, v1 from 1.34). The API "
-    "server also refuses an allocationMode other than ExactCount or All, a count below 1 (or any count with "
-    "All), and constraints or configs naming a request the claim does not have; a selector on "
+    "server also refuses an allocationMode other than ExactCount or All, a count that is not an int64 (NaN, a "
+    "fraction, a string) or is negative, any count with All (0 and absent are the default: 1 for ExactCount), "
+    "a non-boolean adminAccess, a request with both `exactly` and `firstAvailable`, and constraints or configs "
+    "naming a request the claim does not have (the other rules read a refused value fail-closed, so it hides "
+    "no finding); a selector on "
     "`device.allowMultipleAllocations` does not compile without the DRAConsumableCapacity gate. NVIDIA's GPU "
     "driver decodes `opaque.parameters` strictly (unknown fields and kinds fail), in its admission webhook when "
     "deployed, else only when the node prepares the claim."
@@ -97,12 +115,16 @@ spec:
         config={"kubernetes-version": "1.33"},
     ),
     Example(
-        title="An allocation mode and a count the API server refuses",
+        title="A count the API server refuses (a fraction), and a misspelt allocation mode",
         manifests=_CLAIM
-        % ("v1", "{name: gpu, exactly: {deviceClassName: mig.nvidia.com, allocationMode: Exact, count: 0}}"),
+        % (
+            "v1",
+            "{name: gpu, exactly: {deviceClassName: mig.nvidia.com, count: 1.5}}\n"
+            "    - {name: more, exactly: {deviceClassName: mig.nvidia.com, allocationMode: Exact, count: 1}}",
+        ),
         findings=(
-            "ResourceClaim/slice#/spec/devices/requests/0/exactly/allocationMode",
             "ResourceClaim/slice#/spec/devices/requests/0/exactly/count",
+            "ResourceClaim/slice#/spec/devices/requests/1/exactly/allocationMode",
         ),
     ),
     Example(
@@ -131,7 +153,6 @@ spec:
     ),
 )
 
-_ALLOCATION_MODES = ("ExactCount", "All")
 _TOLERATION_OPERATORS = ("Exists", "Equal")
 _TOLERATION_EFFECTS = ("NoSchedule", "NoExecute")
 _GUARD_REFERENCE = re.compile(r"\bdevice\s*\.\s*allowMultipleAllocations\b")
@@ -218,12 +239,15 @@ def _unknown_fields(resource: Resource, fields: Mapping[str, frozenset[str]], ve
         if wrapped:
             exactly = request.get("exactly")
             yield from _unknown(exactly, fields["ExactDeviceRequest"], (*path, "exactly"), "exactly", version)
-            if exactly is None and "firstAvailable" not in request:
-                yield Violation(path, f"a device request in {version} needs `exactly` or `firstAvailable`")
+            yield from _one_of_exactly_first_available(request, path, version)
             body = exactly if isinstance(exactly, Mapping) else {}
             yield from _request_parts(body, fields, (*path, "exactly"), version)
         else:
             yield from _request_parts(request, fields, path, version)
+            if text(request.get("deviceClassName")) and items(request.get("firstAvailable")):
+                yield Violation(
+                    path, f"a device request in {version} sets both deviceClassName and `firstAvailable`; it takes one"
+                )
         for sub_index, sub_request in enumerate(items(request.get("firstAvailable"))):
             sub_path = (*path, "firstAvailable", sub_index)
             yield from _unknown(sub_request, fields["DeviceSubRequest"], sub_path, "a firstAvailable entry", version)
@@ -261,41 +285,63 @@ def _request_parts(
 # --- values the API server refuses ------------------------------------------------------
 
 
+def _one_of_exactly_first_available(request: Mapping[str, Any], path: Path, version: str) -> Iterator[Violation]:
+    """v1beta2/v1 `validateDeviceRequest`: exactly one of the two (an empty or null list is unset)."""
+    has_exactly = request.get("exactly") is not None
+    has_alternatives = bool(items(request.get("firstAvailable")))
+    if not has_exactly and not has_alternatives:
+        yield Violation(path, f"a device request in {version} needs `exactly` or `firstAvailable`")
+    elif has_exactly and has_alternatives:
+        yield Violation(path, f"a device request in {version} sets both `exactly` and `firstAvailable`; it takes one")
+
+
 def _values(resource: Resource) -> Iterator[Violation]:
-    """allocationMode and count (validation.go validateDeviceAllocationMode), toleration enums."""
+    """Values the API server refuses in a request, as written (validation.go
+    `validateDeviceAllocationMode`, int64 and bool decoding, toleration enums).  The
+    defaults are valid: an absent or null mode is ExactCount, an absent, null or 0 count
+    of an ExactCount request is 1 (`SetDefaults_*`: count is an int64, 0 is unset)."""
     for request in resource.requests:
-        body, name = request.body, request.qualified_name
-        mode = body.get("allocationMode", "ExactCount")
-        if mode not in _ALLOCATION_MODES:
+        label = f"request {request.qualified_name!r}"
+        mode = request.raw.get("allocationMode")
+        if mode not in (None, "") and mode not in ALLOCATION_MODES:
             yield Violation(
                 (*request.path, "allocationMode"),
-                f"request {name!r}: allocationMode must be ExactCount or All, got {mode!r}",
+                f"{label}: allocationMode must be ExactCount or All, got {shown(mode)}; the API server refuses it",
             )
-        count = body.get("count")
-        if count is not None and mode == "All":
-            yield Violation((*request.path, "count"), f"request {name!r}: count may not be set with allocationMode All")
-        elif count is not None and not _positive_integer(count):
+        yield from _count_value(request, label)
+        admin = request.raw.get("adminAccess")
+        if admin is not None and type(admin) is not bool:
             yield Violation(
-                (*request.path, "count"), f"request {name!r}: count must be an integer greater than zero, got {count!r}"
+                (*request.path, "adminAccess"),
+                f"{label}: adminAccess {shown(admin)} is not true or false; the API server refuses it",
             )
-        for index, toleration in enumerate(items(body.get("tolerations"))):
-            entry, path = mapping(toleration), (*request.path, "tolerations", index)
-            operator, effect = entry.get("operator", "Equal"), entry.get("effect", "")
-            if operator not in _TOLERATION_OPERATORS:
-                yield Violation(
-                    (*path, "operator"), f"a toleration's operator must be Exists or Equal, got {operator!r}"
-                )
-            if effect not in ("", *_TOLERATION_EFFECTS):
-                yield Violation(
-                    (*path, "effect"), f"a toleration's effect must be NoSchedule, NoExecute or empty, got {effect!r}"
-                )
+        yield from _tolerations(request)
 
 
-def _positive_integer(value: object) -> bool:
-    # Pulumi delivers every number as a float: 2.0 is the integer 2.
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+def _count_value(request: DeviceRequestView, label: str) -> Iterator[Violation]:
+    written = request.raw.get("count")
+    count = count_value(written)
+    path = (*request.path, "count")
+    if count is None:
+        yield Violation(path, f"{label}: count {shown(written)} is not an integer; the API server refuses it")
+    elif request.allocation_mode == EXACT_COUNT and count < 0:
+        yield Violation(path, f"{label}: count {count} must be greater than zero with allocationMode ExactCount")
+    elif request.allocation_mode == ALL and count != 0:
+        yield Violation(path, f"{label}: count may not be set with allocationMode All (it takes every device)")
+
+
+def _tolerations(request: DeviceRequestView) -> Iterator[Violation]:
+    for index, toleration in enumerate(items(request.body.get("tolerations"))):
+        entry, path = mapping(toleration), (*request.path, "tolerations", index)
+        operator, effect = entry.get("operator", "Equal"), entry.get("effect", "")
+        if operator not in _TOLERATION_OPERATORS:
+            yield Violation(
+                (*path, "operator"), f"a toleration's operator must be Exists or Equal, got {shown(operator)}"
+            )
+        if effect not in ("", *_TOLERATION_EFFECTS):
+            yield Violation(
+                (*path, "effect"), f"a toleration's effect must be NoSchedule, NoExecute or empty, got {shown(effect)}"
+            )
 
 
 def _request_references(devices: Mapping[str, Any], devices_path: Path) -> Iterator[Violation]:

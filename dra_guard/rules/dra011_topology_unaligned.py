@@ -79,14 +79,8 @@ EXAMPLES = (
 
 def _device_count(requests: list[DeviceRequestView]) -> int:
     """Devices the top-level request allocates: its count, or the largest alternative's."""
-    counts = []
-    for request in requests:
-        if request.body.get("allocationMode") == "All":
-            counts.append(2)  # an unknown number, possibly many
-            continue
-        count = request.body.get("count", 1)
-        counts.append(int(count) if isinstance(count, (int, float)) and not isinstance(count, bool) else 1)
-    return max(counts, default=0)
+    # All, or a count the API server refuses: an unknown number, possibly many.
+    return max((request.count or 2 for request in requests), default=0)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from dra_guard.engine import check_objects
 from dra_guard.findings import Severity
 from dra_guard.rules import dra001_legacy_extended_resource as dra001
 from testkit.rulecases import (
@@ -49,3 +52,172 @@ def test_dra001_compliant_and_configurable() -> None:
         ]
     )
     assert rule_ids(implicit, config=config({"non-accelerator-classes": ["net.example.com"]})) == set()
+
+
+def _limit_range(limit_type: str, field: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": {"name": "limits", "namespace": "ns"},
+        "spec": {"limits": [{"type": limit_type, field: {"nvidia.com/gpu": "1"}}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("limit_type", "field", "reported"),
+    [
+        ("Container", "default", True),
+        ("Container", "defaultRequest", True),
+        ("Container", "max", True),  # the API server defaults `default` from `max`
+        ("Container", "min", True),  # ... and `defaultRequest` from `min`
+        ("Container", "maxLimitRequestRatio", True),
+        ("Pod", "max", False),  # a cap on the pod's sum, like a quota
+        ("PersistentVolumeClaim", "min", False),
+    ],
+)
+def test_dra001_limit_ranges(limit_type: str, field: str, reported: bool) -> None:
+    located = [(f.rule, f.path) for f in findings(_limit_range(limit_type, field))]
+    assert located == ([("DRA001", f"/spec/limits/0/{field}/nvidia.com~1gpu")] if reported else [])
+
+
+def test_dra001_quotas_cap_and_request_nothing() -> None:
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q", "namespace": "ns"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4", "nvidia.com/gpu": "4"}},
+    }
+    cluster_queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [{"name": "a100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8}]}],
+                }
+            ]
+        },
+    }
+    assert findings(quota, cluster_queue) == []
+
+
+def test_dra001_any_requirements_shaped_mapping_of_a_crd() -> None:
+    train_job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {"trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 1}}}},
+    }
+    assert [f.path for f in findings(train_job)] == ["/spec/trainer/resourcesPerNode/limits/nvidia.com~1gpu"]
+    # Ray's logical resources are no ResourceRequirements: no finding.
+    train_job["spec"]["trainer"] = {"resources": {"GPU": "1", "nvidia.com/gpu": 1}}
+    assert findings(train_job) == []
+
+
+def _vm(devices: dict[str, Any], api_version: str = "kubevirt.io/v1", kind: str = "VirtualMachineInstance") -> Any:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "vm", "namespace": "ns"},
+        "spec": {"domain": {"devices": devices}},
+    }
+
+
+def test_dra001_kubevirt_device_names() -> None:
+    gpu = _vm({"gpus": [{"name": "g", "deviceName": "nvidia.com/GRID_T4-1Q"}]})
+    assert [f.path for f in findings(gpu)] == ["/spec/domain/devices/gpus/0/deviceName"]
+    host = _vm(
+        {"hostDevices": [{"name": "a", "deviceName": "intel.com/qat"}, {"name": "b", "deviceName": "amd.com/gpu"}]}
+    )
+    assert [f.path for f in findings(host)] == ["/spec/domain/devices/hostDevices/1/deviceName"]
+    instancetype = {
+        "apiVersion": "instancetype.kubevirt.io/v1beta1",
+        "kind": "VirtualMachineInstancetype",
+        "metadata": {"name": "gpu-large", "namespace": "ns"},
+        "spec": {"gpus": [{"name": "g", "deviceName": "nvidia.com/TU104GL_Tesla_T4"}]},
+    }
+    assert [f.path for f in findings(instancetype)] == ["/spec/gpus/0/deviceName"]
+    # Only KubeVirt's own kinds pass devices through: elsewhere a `gpus` list is just data.
+    assert findings(_vm(gpu["spec"]["domain"]["devices"], api_version="example.com/v1", kind="Inventory")) == []
+
+
+def _device_class(name: str, extended_resource: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"extendedResourceName": extended_resource},
+    }
+
+
+def _asks(name: str) -> dict[str, Any]:
+    return pod(containers=[{"name": "c", "image": "i", "resources": {"limits": {name: 1}}}])
+
+
+def test_dra001_names_a_device_class_maps_before_or_after_the_pod() -> None:
+    before = findings(_device_class("example-gpu", "example.com/gpu"), _asks("example.com/gpu"))
+    after = findings(_asks("example.com/gpu"), _device_class("example-gpu", "example.com/gpu"))
+    assert [(f.rule, f.path) for f in before] == [("DRA001", "/spec/containers/0/resources/limits/example.com~1gpu")]
+    assert [(f.rule, f.path, f.message) for f in after] == [(f.rule, f.path, f.message) for f in before]
+    assert "DeviceClass 'example-gpu'" in before[0].message and before[0].cross_object
+    assert findings(_asks("example.com/gpu"), _device_class("example-gpu", "example.com/other")) == []
+    # A class that is no accelerator (a NIC) maps nothing that matters here.
+    nic = config({"non-accelerator-classes": ["nic"]})
+    assert findings(_asks("example.com/nic"), _device_class("nic", "example.com/nic"), config=nic) == []
+
+
+def test_dra001_names_the_configuration_maps() -> None:
+    mapped = config({"extended-resource-classes": {"example.com/gpu": "gpu.nvidia.com"}})
+    (finding,) = findings(_asks("example.com/gpu"), config=mapped)
+    assert "DeviceClass 'gpu.nvidia.com'" in finding.message
+
+
+def _workflow(template: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"entrypoint": "main", "templates": [{"name": "main", **template}]},
+    }
+
+
+def test_dra001_argo_pod_spec_patches_are_read() -> None:
+    patch = '{"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}'
+    (finding,) = findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
+    assert finding.path == "/spec/templates/0/podSpecPatch" and finding.severity == Severity.CRITICAL
+    assert "/containers/0/resources/limits/nvidia.com~1gpu" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("template", "pointer"),
+    [
+        ({"container": {"image": "i"}, "podSpecPatch": "{{workflow.parameters.patch}}"}, "/podSpecPatch"),
+        ({"container": {"image": "i"}, "podSpecPatch": "containers: [{name: main"}, "/podSpecPatch"),
+        (
+            {"container": {"image": "i", "resources": {"limits": {"{{inputs.parameters.resource}}": 1}}}},
+            "/container/resources/limits/{{inputs.parameters.resource}}",
+        ),
+    ],
+    ids=["placeholder", "invalid-yaml", "placeholder-name"],
+)
+def test_dra001_what_argo_fills_in_at_run_time_cannot_be_verified(template: dict[str, Any], pointer: str) -> None:
+    (finding,) = findings(_workflow(template))
+    assert finding.path == "/spec/templates/0" + pointer and finding.severity == Severity.MEDIUM
+    assert finding.message.startswith("cannot verify")
+
+
+def test_dra001_a_list_inside_a_list_is_refused_as_kubectl_refuses_it() -> None:
+    inner = {"apiVersion": "v1", "kind": "List", "items": [_asks("nvidia.com/gpu")]}
+    report = check_objects([{"apiVersion": "v1", "kind": "List", "items": [_asks("cpu"), inner]}])
+    assert report.findings == []
+    (error,) = report.errors
+    assert "List inside a List" in error.message
+
+
+def test_dra001_pod_spec_patches_are_read_as_kubectl_reads_yaml() -> None:
+    """The same reader as files: a !!binary key is the name it encodes (PyYAML: bytes)."""
+    patch = "containers:\n- name: main\n  resources:\n    limits:\n      ? !!binary bnZpZGlhLmNvbS9ncHU=\n      : 1\n"
+    (finding,) = findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
+    assert "'nvidia.com/gpu'" in finding.message and finding.severity == Severity.CRITICAL

@@ -69,7 +69,9 @@ def _paths(obj: dict[str, Any], config: Any = None) -> list[str]:
     ("body", "where"),
     [
         ({"allocationMode": "Exact"}, "/allocationMode"),
-        ({"count": 0}, "/count"),
+        # count 0 is not refused: it is the int64 zero value, which the API server defaults
+        # to 1 (pkg/apis/resource/v1/defaults.go); tests/test_api_defaults.py has that case.
+        ({"count": 1.5}, "/count"),
         ({"count": -1}, "/count"),
         ({"allocationMode": "All", "count": 2}, "/count"),
         ({"tolerations": [{"operator": "In"}]}, "/tolerations/0/operator"),

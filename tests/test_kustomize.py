@@ -1,0 +1,65 @@
+"""Kustomizations: read as kustomize reads them, their patches checked (issue 14 item 5).
+
+The fixtures (tests/fixtures/crds/kustomize*, test_crd_fixtures.py) cover each kind of
+patch; these cover the edges: a kustomization named on the command line, from stdin,
+a patch file that is not there, inline text in patchesStrategicMerge.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from dra_guard.engine import check_stream
+from dra_guard.findings import Severity
+from dra_guard.loader import Source
+
+LEGACY_PATCH = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer}
+spec:
+  template:
+    spec:
+      containers:
+      - name: trainer
+        resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+def _check(tmp_path: Path, kustomization: str, **files: str) -> list[tuple[str, Severity, str]]:
+    (tmp_path / "kustomization.yaml").write_text(kustomization)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    report = check_stream(Source([str(tmp_path / "kustomization.yaml")]))
+    assert report.errors == []
+    return [(finding.path, finding.severity, finding.message) for finding in report.findings]
+
+
+def test_a_kustomization_without_kind_is_a_kustomization(tmp_path: Path) -> None:
+    found = _check(
+        tmp_path, "resources: [deployment.yaml]\npatchesStrategicMerge: [gpu.yaml]\n", **{"gpu.yaml": LEGACY_PATCH}
+    )
+    ((path, severity, message),) = found
+    assert path == "/patchesStrategicMerge/0" and severity == Severity.CRITICAL
+    assert str(tmp_path / "gpu.yaml") in message and "/spec/template/spec/containers/0/resources/limits" in message
+
+
+def test_inline_strategic_merge_text(tmp_path: Path) -> None:
+    inline = "patchesStrategicMerge:\n- |-\n" + "".join(f"  {line}\n" for line in LEGACY_PATCH.splitlines())
+    ((path, _, message),) = _check(tmp_path, inline)
+    assert path == "/patchesStrategicMerge/0" and "the inline patch" in message
+
+
+def test_a_patch_file_that_is_not_there_cannot_be_verified(tmp_path: Path) -> None:
+    ((path, severity, message),) = _check(tmp_path, "patches:\n- path: missing.yaml\n")
+    assert path == "/patches/0/path" and severity == Severity.MEDIUM and "cannot verify" in message
+
+
+def test_from_stdin_a_patch_file_cannot_be_verified() -> None:
+    """Read from stdin, a kustomization has no folder its patch files could be found in."""
+    text = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\npatches:\n- path: gpu.yaml\n"
+    report = check_stream(Source(["-"], stdin=io.BytesIO(text.encode())))
+    assert report.errors == []
+    ((path, severity),) = [(finding.path, finding.severity) for finding in report.findings]
+    assert path == "/patches/0/path" and severity == Severity.MEDIUM

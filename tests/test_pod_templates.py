@@ -1,0 +1,202 @@
+"""The pod-template finder: known kinds, Argo and KServe, and any other kind with a pod spec.
+
+The CRD fixtures (tests/fixtures/crds, see test_crd_fixtures.py) cover each known kind
+end to end; these tests cover what the fixtures do not: kinds nobody told us about,
+inline Argo templates, KServe's runtime merge, waivers per template, namespaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from dra_guard import pod_templates
+from dra_guard.engine import check_objects
+from dra_guard.pod_templates import pod_specs
+from testkit.rulecases import findings, template
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    return [obj for obj in yaml.safe_load_all(text) if obj]
+
+
+def _located(*objects: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(f.rule, f.object.name, f.path) for f in findings(*objects)}
+
+
+SHARED = {"name": "gpu", "resourceClaimName": "shared"}
+USES_GPU = {"name": "main", "image": "cuda", "resources": {"claims": [{"name": "gpu"}]}}
+
+
+def test_a_kind_nobody_told_us_about_has_its_pod_templates_found() -> None:
+    (obj,) = _objects(
+        """
+apiVersion: batch.example.com/v1
+kind: Trainer
+metadata: {name: t, namespace: ns}
+spec:
+  roles:
+  - name: worker
+    podTemplate:
+      metadata: {annotations: {team: a}}
+      spec:
+        resourceClaims: [{name: gpu, resourceClaimName: shared}]
+        containers:
+        - {name: main, image: cuda, resources: {claims: [{name: gpu}, {name: missing}]}}
+"""
+    )
+    (view,) = pod_specs(obj)
+    assert view.path == ("spec", "roles", 0, "podTemplate", "spec") and view.template_metadata == {
+        "annotations": {"team": "a"}
+    }
+    assert _located(obj) == {
+        ("DRA005", "t", "/spec/roles/0/podTemplate/spec/resourceClaims/0/resourceClaimName"),
+        ("DRA009", "t", "/spec/roles/0/podTemplate/spec/containers/0/resources/claims/1/name"),
+    }
+
+
+def test_the_structural_search_needs_container_shaped_containers() -> None:
+    obj = {
+        "apiVersion": "example.com/v1",
+        "kind": "Inventory",
+        "metadata": {"name": "i"},
+        "spec": {"containers": ["a", "b"], "racks": {"containers": [{"size": 20}]}},
+    }
+    assert pod_specs(obj) == ()
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "y"}},
+        {"apiVersion": "v1", "kind": "Service", "spec": {"containers": [{"name": "not-a-pod"}]}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": {"spec": {"containers": []}}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "spec": {}},
+    ],
+    ids=["configmap", "service", "deployment", "claim-template", "jobset"],
+)
+def test_known_kinds_never_take_the_structural_search(monkeypatch: pytest.MonkeyPatch, obj: dict[str, Any]) -> None:
+    """The fallback walks the whole object: built-in and tabled kinds must not pay for it."""
+
+    def refuse(obj: Any) -> Any:
+        raise AssertionError("structural search on a known kind")
+
+    monkeypatch.setattr(pod_templates, "_search", refuse)
+    pod_specs(obj)
+    check_objects([obj])
+
+
+def test_argo_inline_templates_in_steps_and_dag_tasks() -> None:
+    (obj,) = _objects(
+        """
+apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata: {name: w, namespace: ns}
+spec:
+  templates:
+  - name: main
+    steps:
+    - - name: a
+        inline:
+          resourceClaims: [{name: gpu, resourceClaimName: shared}]
+          container: {image: cuda, resources: {claims: [{name: gpu}]}}
+  - name: graph
+    dag:
+      tasks:
+      - name: b
+        inline:
+          container: {image: cuda, resources: {claims: [{name: gpu}]}}
+"""
+    )
+    assert [view.path for view in pod_specs(obj)] == [
+        ("spec", "templates", 0, "steps", 0, 0, "inline"),
+        ("spec", "templates", 1, "dag", "tasks", 0, "inline"),
+    ]
+    assert _located(obj) == {
+        ("DRA005", "w", "/spec/templates/0/steps/0/0/inline/resourceClaims/0/resourceClaimName"),
+        ("DRA009", "w", "/spec/templates/1/dag/tasks/0/inline/container/resources/claims/0/name"),
+    }
+
+
+def test_argo_workflow_claims_reach_templates_called_from_elsewhere() -> None:
+    """No template of its own falls back to them, yet templateRef'd templates do."""
+    (obj,) = _objects(
+        """
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: w, namespace: ns}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: shared}]
+  templates:
+  - name: main
+    steps: [[{name: a, templateRef: {name: library, template: train}}]]
+"""
+    )
+    assert _located(obj) == {("DRA005", "w", "/spec/resourceClaims/0/resourceClaimName")}
+
+
+def test_kserve_model_containers_may_get_their_claims_from_the_serving_runtime() -> None:
+    def service(predictor: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "serving.kserve.io/v1beta1",
+            "kind": "InferenceService",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {"predictor": predictor},
+        }
+
+    model = {"modelFormat": {"name": "tensorflow"}, "resources": {"claims": [{"name": "gpu"}]}}
+    assert _located(service({"model": model})) == set()
+    custom = {"containers": [{"name": "kserve-container", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}]}
+    assert _located(service(custom)) == {("DRA009", "s", "/spec/predictor/containers/0/resources/claims/0/name")}
+
+
+def _pytorch_job(worker_annotations: dict[str, str]) -> dict[str, Any]:
+    def replica(annotations: dict[str, str]) -> dict[str, Any]:
+        spec = {"resourceClaims": [dict(SHARED)], "containers": [dict(USES_GPU)]}
+        return {"replicas": 2, "template": {"metadata": {"annotations": annotations}, "spec": spec}}
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica({}), "Worker": replica(worker_annotations)}},
+    }
+
+
+def test_a_waiver_on_one_pod_template_waives_only_that_template() -> None:
+    waived = _pytorch_job({"dra-guard.io/ignore-DRA005": "workers share a read-only device, see OPS-7"})
+    assert _located(waived) == {
+        ("DRA005", "j", "/spec/pytorchReplicaSpecs/Master/template/spec/resourceClaims/0/resourceClaimName")
+    }
+    assert len(_located(_pytorch_job({}))) == 2
+
+
+def _pod(name: str, namespace: str | None) -> dict[str, Any]:
+    metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"resourceClaims": [dict(SHARED)], "containers": [dict(USES_GPU)]},
+    }
+
+
+def test_dra005_across_pods_with_and_without_a_namespace() -> None:
+    """Issue 14 item 1: the pod without a namespace lands where the input is applied,
+    which may be tenant-a: the two pods are compared as one namespace."""
+    assert {(rule, name) for rule, name, _ in _located(_pod("a", "tenant-a"), _pod("b", None))} == {
+        ("DRA005", "a"),
+        ("DRA005", "b"),
+    }
+    assert _located(_pod("a", "tenant-a"), _pod("b", "tenant-b")) == set()
+
+
+def test_builtin_pod_views_are_unchanged() -> None:
+    """What the rules saw before the finder: one view per built-in workload, at its path."""
+    claim_template = template()
+    assert pod_specs(claim_template) == ()
+    (view,) = pod_specs(_pod("a", "ns"))
+    assert view.path == ("spec",) and not view.is_template and view.complete
