@@ -254,7 +254,9 @@ def test_unknown_kinds_with_a_legacy_request_are_refused_with_the_path() -> None
     assert result.documents == [crd]
     [error] = result.reports[0].errors
     assert error.path == ("spec", "worker", "containers", 0, "resources", "limits", "nvidia.com/mig-1g.5gb")
-    assert "kind Trainer has no pod template migrate knows" in error.text
+    assert "kind Trainer (example.com) is no workload migrate knows: a pod spec found there only by its shape" in (
+        error.text
+    )
 
 
 def test_an_object_without_a_name_is_refused_and_generate_name_is_used() -> None:
