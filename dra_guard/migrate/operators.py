@@ -207,9 +207,9 @@ _KSERVE_GKE = (
     "set that nodeSelector in the component yourself"
 )
 _KSERVE_MERGED = (
-    "KServe merges this container into the ServingRuntime's and picks the runtime's GPU or CPU image from "
-    "its GPU limit (inferenceservice/utils/utils.go UpdateImageTag); move the model into the component's "
-    "containers, or replace it by hand"
+    "KServe merges this container into one it builds (from the ServingRuntime, or the explainer image) "
+    "and picks a model's GPU or CPU image from its GPU limit (inferenceservice/utils/utils.go "
+    "UpdateImageTag); move the model into the component's containers, or replace it by hand"
 )
 
 
