@@ -659,7 +659,7 @@ def test_kserve_inference_services_run_as_standard_deployments_are_migrated() ->
         (inference_service({"containers": [container(limits=dict(MIG))]}, "ModelMesh"), "ModelMesh serves it"),
         (
             inference_service({"model": {"modelFormat": {"name": "vllm"}, "resources": {"limits": dict(GPU)}}}),
-            "picks the runtime's GPU or CPU image",
+            "picks a model's GPU or CPU image",
         ),
         (
             inference_service(
