@@ -839,7 +839,7 @@ def test_each_pod_of_a_crd_gets_its_own_template(obj: dict[str, Any], templates:
     assert again.documents == result.documents and again.reports == []
 
 
-def test_argo_container_set_containers_run_together_and_share_the_count() -> None:
+def test_argo_container_set_containers_and_sidecars_run_together_init_containers_before() -> None:
     obj = argo(
         "Workflow",
         {
@@ -849,10 +849,11 @@ def test_argo_container_set_containers_run_together_and_share_the_count() -> Non
                     "containerSet": {
                         "containers": [container("c1", limits=dict(MIG)), container("c2", limits=dict(MIG))]
                     },
-                    "initContainers": [container("i", limits={"nvidia.com/mig-1g.5gb": 3})],
+                    "initContainers": [container("i", limits={"nvidia.com/mig-1g.5gb": 2})],
+                    "sidecars": [container("s", limits=dict(MIG))],
                 }
             ]
         },
     )
     [created] = migrated(obj)[1].templates
-    assert (created.count, created.containers) == (3, ("c1", "c2", "i"))
+    assert (created.count, created.containers) == (3, ("c1", "c2", "i", "s"))  # max(1 + 1 + 1, 2)

@@ -36,9 +36,9 @@ from dra_guard.spec import name_from_id
 #: Container lists of a pod spec whose `resources` migrate rewrites (ephemeral containers
 #: may not have any).
 CONTAINER_LISTS = ("initContainers", "containers")
-#: Containers that run before the others and hand their devices on (Argo's are init
-#: containers of the pod too).
-_BEFORE_THE_OTHERS = "initContainers"
+#: Argo's sidecars run alongside the main container (its initContainers and containerSet
+#: containers are in the lists above).
+_ARGO_SIDECARS = "sidecars"
 #: An Argo `container` or `script` template runs as the pod's container named `main`,
 #: whatever its own `name` says.
 _ARGO_MAIN_FIELDS = ("container", "script")
@@ -124,7 +124,7 @@ def knows_pods_of(obj: Mapping[str, Any]) -> bool:
 def unknown_kind_reason(obj: Mapping[str, Any]) -> str:
     """Why a request in an object with no sites cannot be migrated."""
     group, kind = kind_key(obj)
-    if group is None or (group not in BUILTIN_GROUPS and not knows_pods_of(obj)):
+    if group not in BUILTIN_GROUPS and not knows_pods_of(obj):
         spelled = f"{kind or '?'} ({group})" if group else kind or "?"
         return (
             f"kind {spelled} is no workload migrate knows: a pod spec found there only by its shape "
@@ -183,15 +183,11 @@ def _argo_fallback(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
 
 def _container(view: ContainerView) -> Container | None:
     path: Path = view.path
-    if isinstance(path[-1], int):
-        list_name = path[-2]
-        if list_name == "ephemeralContainers":
-            return None
-        concurrent = list_name != _BEFORE_THE_OTHERS or view.container.get("restartPolicy") == "Always"
-    else:
-        # An Argo `container`/`script`, a KServe model container: the pod's main container.
-        concurrent = True
     if isinstance(path[-1], str):
-        # Argo runs `container`/`script` as `main`; a KServe model container is named by its field.
-        return Container(path, "main" if path[-1] in _ARGO_MAIN_FIELDS else view.name or path[-1], concurrent)
+        # Argo runs a `container`/`script` template as the pod's `main` container; a KServe
+        # model container is named after its field when it has no name.
+        return Container(path, "main" if path[-1] in _ARGO_MAIN_FIELDS else view.name or path[-1], True)
+    if path[-2] not in CONTAINER_LISTS and path[-2] != _ARGO_SIDECARS:
+        return None  # ephemeral containers take no resources
+    concurrent = path[-2] != "initContainers" or view.container.get("restartPolicy") == "Always"
     return Container(path, view.name, concurrent)
