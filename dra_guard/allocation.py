@@ -83,21 +83,10 @@ class Inventory:
 
         Per pool only the newest generation counts, as for the scheduler.
         """
-        slices = [obj for obj in objects if obj.get("kind") == "ResourceSlice"]
-        newest: dict[str, int] = {}
-        for obj in slices:
-            pool = _pool_key(obj)
-            generation = get_path(obj, ("spec", "pool", "generation"))
-            newest[pool] = max(newest.get(pool, 0), generation if isinstance(generation, int) else 0)
-        inventory = cls()
-        nodes: set[str] = set()
-        for obj in slices:
-            generation = get_path(obj, ("spec", "pool", "generation"))
-            if (generation if isinstance(generation, int) else 0) < newest[_pool_key(obj)]:
-                continue
-            inventory._add_slice(obj, nodes)
-        inventory.nodes = sorted(nodes)
-        return inventory
+        collector = SliceCollector()
+        for obj in objects:
+            collector.add(obj)
+        return collector.inventory()
 
     def _add_slice(self, obj: Mapping[str, Any], nodes: set[str]) -> None:
         spec = mapping(obj.get("spec"))
@@ -111,28 +100,65 @@ class Inventory:
             nodes.add(node)
         else:
             node = None
-        for raw in items(spec.get("devices")):
-            device = mapping(raw)
-            # v1beta1 nests a device's fields under `basic`.
-            body = mapping(device.get("basic")) or device
-            attributes: dict[str, Any] = {}
-            for name, typed in mapping(body.get("attributes")).items():
-                value = _attribute_value(typed)
-                if value is not None:
-                    attributes[name if "/" in name else f"{driver}/{name}"] = value
-            self.devices.append(
-                Device(
-                    pool=_pool_key(obj),
-                    name=text(device.get("name")),
-                    node=node,
-                    driver=driver,
-                    attributes=attributes,
-                    allow_multiple_allocations=body.get("allowMultipleAllocations") is True,
-                )
-            )
+        for device in _devices(obj, driver, node):
+            self.devices.append(device)
 
     def reachable_from(self, node: str) -> list[Device]:
         return [device for device in self.devices if device.node is None or device.node == node]
+
+
+class SliceCollector:
+    """ResourceSlices as they arrive (a check's input, a `--slices` file), kept as devices
+    per pool and generation; `inventory()` keeps each pool's newest generation."""
+
+    def __init__(self) -> None:
+        #: pool -> generation -> (devices, nodes); problems as Inventory.problems.
+        self._pools: dict[str, dict[int, tuple[list[Device], set[str]]]] = {}
+        self._problems: list[str] = []
+        self.slices = 0
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        if obj.get("kind") != "ResourceSlice":
+            return
+        self.slices += 1
+        generation = get_path(obj, ("spec", "pool", "generation"))
+        generations = self._pools.setdefault(_pool_key(obj), {})
+        devices, nodes = generations.setdefault(generation if isinstance(generation, int) else 0, ([], set()))
+        part = Inventory()
+        part._add_slice(obj, nodes)
+        devices.extend(part.devices)
+        self._problems.extend(part.problems)
+
+    def inventory(self) -> Inventory:
+        inventory = Inventory(problems=list(self._problems))
+        nodes: set[str] = set()
+        for generations in self._pools.values():
+            devices, pool_nodes = generations[max(generations)]
+            inventory.devices.extend(devices)
+            nodes |= pool_nodes
+        inventory.nodes = sorted(nodes)
+        return inventory
+
+
+def _devices(obj: Mapping[str, Any], driver: str, node: str | None) -> Iterable[Device]:
+    spec = mapping(obj.get("spec"))
+    for raw in items(spec.get("devices")):
+        device = mapping(raw)
+        # v1beta1 nests a device's fields under `basic`.
+        body = mapping(device.get("basic")) or device
+        attributes: dict[str, Any] = {}
+        for name, typed in mapping(body.get("attributes")).items():
+            value = _attribute_value(typed)
+            if value is not None:
+                attributes[name if "/" in name else f"{driver}/{name}"] = value
+        yield Device(
+            pool=_pool_key(obj),
+            name=text(device.get("name")),
+            node=node,
+            driver=driver,
+            attributes=attributes,
+            allow_multiple_allocations=body.get("allowMultipleAllocations") is True,
+        )
 
 
 def _pool_key(obj: Mapping[str, Any]) -> str:
