@@ -287,7 +287,7 @@ _CLASSES = (
         # templates/deviceclass-gpu.yaml: rendered when the chart targets resource.k8s.io/v1
         # (since v25.12.0, commit d7b7d1ec); absent on v1beta1/v1beta2.
         chart_extended_resource=ChartExtendedResource(
-            "nvidia.com/gpu", True, "by default since v25.12.0, where the chart renders resource.k8s.io/v1"
+            "nvidia.com/gpu", True, "by default since v25.12.0 wherever it renders resource.k8s.io/v1"
         ),
         source=f"{_NVIDIA}: templates/deviceclass-gpu.yaml, cmd/gpu-kubelet-plugin/deviceinfo.go GpuInfo",
     ),
@@ -356,7 +356,7 @@ _CLASSES = (
         known_pin_values=_INTEL_GPU_MODELS,
         class_selector='device.driver == "gpu.intel.com"',
         chart_extended_resource=ChartExtendedResource(
-            "intel.com/gpu", False, "with enableDRAExtendedResources: true (values.yaml; off by default)"
+            "intel.com/gpu", False, "when installed with enableDRAExtendedResources: true; off by default"
         ),
         source="intel/intel-resource-drivers-for-kubernetes @ 1da939fa: charts/intel-gpu-resource-driver, "
         "cmd/kubelet-gpu-plugin/node_state.go, pkg/gpu/discovery/discovery-pci.go",
@@ -393,7 +393,7 @@ _CLASSES = (
         known_pin_values=("Gaudi", "Gaudi2", "Gaudi3"),
         class_selector='device.driver == "gaudi.intel.com"',
         chart_extended_resource=ChartExtendedResource(
-            "intel.com/gaudi", False, "with enableDRAExtendedResources: true (values.yaml; off by default)"
+            "intel.com/gaudi", False, "when installed with enableDRAExtendedResources: true; off by default"
         ),
         source="intel/intel-resource-drivers-for-kubernetes @ 1da939fa: charts/intel-gaudi-resource-driver, "
         "cmd/kubelet-gaudi-plugin/node_state.go, pkg/gaudi/discovery/discovery.go",

@@ -54,24 +54,22 @@ def selectors_of(name: str, config: Config, from_input: tuple[str, ...] | None) 
     return configured_selectors(name, config)
 
 
-def pin_terms(known: DeviceClass | None, expressions: Sequence[str]) -> tuple[str, ...]:
-    """The RE2 terms a pin of this class may take (see the module's docstring)."""
+def pin_attributes(known: DeviceClass | None, expressions: Sequence[str]) -> tuple[tuple[str, str] | None, ...]:
+    """The (domain, attribute) pairs a pin of this class may fix; None for any attribute
+    (see the module's docstring)."""
     if known is not None:
-        return (attribute_term(known.domain, known.pin_attribute),)
+        return ((known.domain, known.pin_attribute),)
     drivers = {a or b for expression in expressions for a, b in _DRIVER.findall(expression)}
-    attributes = sorted(
-        {(c.domain, c.pin_attribute) for c in DEVICE_CLASSES.values() if c.domain in drivers},
-    )
-    return tuple(attribute_term(domain, attribute) for domain, attribute in attributes) or (attribute_term(),)
+    pairs = sorted({(c.domain, c.pin_attribute) for c in DEVICE_CLASSES.values() if c.domain in drivers})
+    return tuple(pairs) or (None,)
 
 
 def class_pin(known: DeviceClass | None, expressions: Sequence[str]) -> str | None:
     """The pin the class's selectors make (`gpu.nvidia.com/profile == '1g.12gb'`), or None."""
-    terms = pin_terms(known, expressions)
-    for expression in expressions:
-        if any(has_conjunct(expression, term) for term in terms):
-            pins = analyse(expression).pins
-            wanted = [pin for pin in pins if known is None or pin.qualified_attribute == known.qualified_pin_attribute]
-            shown = wanted[0] if wanted else None
-            return f"{shown.qualified_attribute} == {shown.value!r}" if shown else "a profile"
+    for pair in pin_attributes(known, expressions):
+        term = attribute_term(*pair) if pair is not None else attribute_term()
+        for expression in expressions:
+            if has_conjunct(expression, term):
+                pins = [pin for pin in analyse(expression).pins if pair is None or (pin.domain, pin.attribute) == pair]
+                return f"{pins[0].qualified_attribute} == {pins[0].value!r}" if pins else "a profile"
     return None

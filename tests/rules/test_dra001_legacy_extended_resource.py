@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dra_guard.engine import check_objects
 from dra_guard.findings import Severity
@@ -221,3 +223,81 @@ def test_dra001_pod_spec_patches_are_read_as_kubectl_reads_yaml() -> None:
     patch = "containers:\n- name: main\n  resources:\n    limits:\n      ? !!binary bnZpZGlhLmNvbS9ncHU=\n      : 1\n"
     (finding,) = findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
     assert "'nvidia.com/gpu'" in finding.message and finding.severity == Severity.CRITICAL
+
+
+# --- DRA-backed extended resources (KEP-5004), on the drivers' own DeviceClasses ----------
+
+_FIXTURES = Path(__file__).parent.parent / "fixtures" / "deviceclasses"
+_CORPUS = Path(__file__).parent.parent / "corpus"
+
+
+def _objects(path: Path) -> list[dict[str, Any]]:
+    return [obj for obj in yaml.safe_load_all(path.read_text(encoding="utf-8")) if obj]
+
+
+def test_dra001_nvidia_gpu_served_by_the_charts_device_class() -> None:
+    """NVIDIA's deviceclass-gpu.yaml (v25.12.0+) maps nvidia.com/gpu; gpu-full.yaml asks for it."""
+    pod_only = _objects(_CORPUS / "nvidia-dra-driver" / "gpu-full.yaml")
+    (alone,) = findings(*pod_only)
+    assert "legacy accelerator resource 'nvidia.com/gpu'" in alone.message
+    assert "maps it to DeviceClass 'gpu.nvidia.com' (by default since v25.12.0" in alone.message
+    assert not alone.cross_object
+    (served,) = findings(*_objects(_FIXTURES / "gpu.nvidia.com.yaml"), *pod_only)
+    assert "'nvidia.com/gpu', which DeviceClass 'gpu.nvidia.com' maps (extendedResourceName)" in served.message
+    assert dra001.LOST in served.message and "no profile pin (the class pins none)" in served.message
+    # The pod alone is a finding: a per-object front end reports it, whatever the class says.
+    assert served.severity == Severity.CRITICAL and not served.cross_object
+
+
+def test_dra001_nvidia_per_profile_class_pins_but_still_has_no_template() -> None:
+    """NVIDIA's mig-1g-12gb demo: the class pins the profile, the rest is lost all the same."""
+    (finding,) = findings(*_objects(_CORPUS / "nvidia-dra-driver" / "mig-1g-12gb.yaml"))
+    assert "DeviceClass 'mig-1g-12gb.gpu.nvidia.com' maps" in finding.message
+    assert "only the class's own pin, gpu.nvidia.com/profile == '1g.12gb'" in finding.message
+    # nvidia.com/mig-* is a device-plugin name too: the pod alone is a finding.
+    assert dra001.LOST in finding.message and not finding.cross_object
+
+
+@pytest.mark.parametrize(
+    ("name", "device_class", "fixture"),
+    [
+        ("intel.com/gpu", "gpu.intel.com", "gpu.intel.com-extended-resources.yaml"),
+        ("intel.com/gaudi", "gaudi.intel.com", "gaudi.intel.com-extended-resources.yaml"),
+    ],
+)
+def test_dra001_intel_chart_names_are_reported_with_or_without_the_class(
+    name: str, device_class: str, fixture: str
+) -> None:
+    """Intel's charts map intel.com/gpu and intel.com/gaudi when enableDRAExtendedResources is set;
+    no device plugin serves those names, so a request for one is DRA's or pends (fail closed)."""
+    (alone,) = findings(_asks(name))
+    assert f"the {device_class} driver's chart maps to DeviceClass {device_class!r}" in alone.message
+    assert "enableDRAExtendedResources" in alone.message and not alone.cross_object
+    (mapped,) = findings(*_objects(_FIXTURES / fixture), _asks(name))
+    assert f"which DeviceClass {device_class!r} maps (extendedResourceName)" in mapped.message
+
+
+def test_dra001_example_driver_mapping() -> None:
+    """dra-example-driver with deviceClass.extendedResourceName=example.com/gpu (its pod1)."""
+    objects = _objects(_CORPUS / "dra-example-driver" / "extended-resource-request.yaml")
+    (implicit,) = findings(*objects)  # pod0's deviceclass.resource.kubernetes.io/gpu.example.com
+    assert implicit.object.name == "pod0" and "here 'gpu.example.com'" in implicit.message
+    assert "no profile pin" in implicit.message and not implicit.cross_object
+    both = findings(*_objects(_FIXTURES / "gpu.example.com-extended-resource.yaml"), *objects)
+    assert sorted(f.object.name for f in both) == ["pod0", "pod1"]
+
+
+def test_dra001_implicit_name_on_a_configured_per_profile_class() -> None:
+    per_profile = config(
+        {
+            "extra-classes": {
+                "mig-1g-12gb.gpu.nvidia.com": {
+                    "pin-attribute": "gpu.nvidia.com/profile",
+                    "selector": "device.driver == 'gpu.nvidia.com' && "
+                    "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'",
+                }
+            }
+        }
+    )
+    (finding,) = findings(_asks(dra001.IMPLICIT_DRA_PREFIX + "mig-1g-12gb.gpu.nvidia.com"), config=per_profile)
+    assert "only the class's own pin, gpu.nvidia.com/profile == '1g.12gb'" in finding.message
