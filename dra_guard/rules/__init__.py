@@ -44,6 +44,7 @@ RULE_MODULES = (
     "dra010_invalid_dra_schema",
     "dra011_topology_unaligned",
     "dra012_isolation_tag",
+    "dra013_extended_resource_class",
 )
 
 _ID = re.compile(r"DRA\d{3}")

@@ -192,7 +192,7 @@ spec:
 IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
 IMPLICIT_CLAIM = "the scheduler allocates it through a claim it generates per pod"
 #: What a request through an extended resource does without, compared with a claim template.
-LOST = "no claim template: no exclusivity guard, sanitization declaration or isolation tag"
+LOST = "no claim template, so no exclusivity guard, sanitization declaration or isolation tag"
 #: Device-plugin domains whose host devices are accelerators (KubeVirt names them
 #: `nvidia.com/<GPU model>`, `nvidia.com/GRID_<vGPU type>`, ...).
 ACCELERATOR_DEVICE_DOMAINS = ("nvidia.com/", "amd.com/", "habana.ai/", "gpu.intel.com/", "aws.amazon.com/neuron")
@@ -266,7 +266,7 @@ def _lost(context: Context, device_class: str) -> str:
     selectors = selectors_of(device_class, context.config, context.class_selectors(device_class))
     pinned = class_pin(known, selectors.expressions) if selectors is not None else None
     pin = f"only the class's own pin, {pinned}" if pinned else "no profile pin (the class pins none)"
-    return f"{IMPLICIT_CLAIM}, with {LOST}, and {pin}"
+    return f"{IMPLICIT_CLAIM}: {LOST}, and {pin}"
 
 
 def _mapping_class(context: Context, name: str) -> tuple[str, bool] | None:
@@ -290,8 +290,8 @@ def _legacy(context: Context, name: str, legacy: str, where: str, how: str) -> R
     if chart is not None:
         device_class, mapping = chart
         legacy += (
-            f": a device plugin's, or, where the {device_class} driver's chart maps it to DeviceClass "
-            f"{device_class!r} ({mapping.when}), {IMPLICIT_CLAIM}; either way {LOST}, and no profile pin"
+            f" (served by a device plugin, or by DeviceClass {device_class!r} where its driver's chart maps it, "
+            f"{mapping.when}): {LOST}, and no profile pin"
         )
     return Resolved(legacy, cross_object=False)
 
