@@ -91,7 +91,10 @@ EXPECTED = {
     "nvidia-dra-driver/gpu-test6.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-timeslicing.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-two-claims-one-pod.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
-    "nvidia-dra-driver/mig-1g-12gb.yaml": ["DRA001"],
+    # DRA013 new: the demo's DeviceClass maps nvidia.com/mig-1g.12gb (extendedResourceName), so any pod
+    # takes a 1g.12gb slice without a claim template (KEP-5004, facts 3.6). DRA001's message now names the
+    # class and its pin (profile == '1g.12gb') instead of calling the name a device plugin's.
+    "nvidia-dra-driver/mig-1g-12gb.yaml": ["DRA001", "DRA013"],
     "nvidia-dra-driver/rc-shared-gpu.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
     "nvidia-dra-driver/v1beta1-gpu-test1.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
     "nvidia-dra-driver/v1beta1-gpu-test4.yaml": ["DRA003", "DRA004", "DRA008", "DRA012"],
