@@ -109,35 +109,59 @@ class Inventory:
 
 class SliceCollector:
     """ResourceSlices as they arrive (a check's input, a `--slices` file), kept as devices
-    per pool and generation; `inventory()` keeps each pool's newest generation."""
+    per pool, generation and slice; `inventory()` keeps each pool's newest generation."""
 
     def __init__(self) -> None:
-        #: pool -> generation -> (devices, nodes); problems as Inventory.problems.
-        self._pools: dict[str, dict[int, tuple[list[Device], set[str]]]] = {}
+        #: pool -> generation -> slice name -> (its devices, its node or None).
+        self._pools: dict[str, dict[int, dict[str, tuple[list[Device], str | None]]]] = {}
         self._problems: list[str] = []
+        #: ResourceSlice objects taken: a file given with --slices may also be among the
+        #: checked objects, and a slice counts once.
         self.slices = 0
 
     def add(self, obj: Mapping[str, Any]) -> None:
         if obj.get("kind") != "ResourceSlice":
             return
-        self.slices += 1
-        generation = get_path(obj, ("spec", "pool", "generation"))
         generations = self._pools.setdefault(_pool_key(obj), {})
-        devices, nodes = generations.setdefault(generation if isinstance(generation, int) else 0, ([], set()))
+        held = generations.setdefault(_generation(get_path(obj, ("spec", "pool", "generation"))), {})
+        name = text(mapping(obj.get("metadata")).get("name")) or f"#{self.slices}"
+        if name in held:
+            return
         part = Inventory()
+        nodes: set[str] = set()
         part._add_slice(obj, nodes)
-        devices.extend(part.devices)
+        held[name] = (part.devices, next(iter(nodes), None))
         self._problems.extend(part.problems)
+        self.slices += 1
+
+    def extend(self, other: SliceCollector) -> None:
+        """Add the slices another collector holds (the input's, after a file's), each once."""
+        for pool, generations in other._pools.items():
+            mine = self._pools.setdefault(pool, {})
+            for generation, held in generations.items():
+                for name, entry in held.items():
+                    if name not in mine.setdefault(generation, {}):
+                        mine[generation][name] = entry
+                        self.slices += 1
+        self._problems.extend(other._problems)
 
     def inventory(self) -> Inventory:
         inventory = Inventory(problems=list(self._problems))
         nodes: set[str] = set()
         for generations in self._pools.values():
-            devices, pool_nodes = generations[max(generations)]
-            inventory.devices.extend(devices)
-            nodes |= pool_nodes
+            for devices, node in generations[max(generations)].values():
+                inventory.devices.extend(devices)
+                if node is not None:
+                    nodes.add(node)
         inventory.nodes = sorted(nodes)
         return inventory
+
+
+def _generation(value: object) -> int:
+    if type(value) is int:
+        return value
+    # Pulumi hands every number over as a float.
+    return int(value) if isinstance(value, float) and value.is_integer() else 0
 
 
 def _devices(obj: Mapping[str, Any], driver: str, node: str | None) -> Iterable[Device]:
@@ -170,6 +194,8 @@ def _attribute_value(typed: object) -> Any:
     """`{string: x}` / `{int: n}` / `{bool: b}` / `{version: v}` -> x / n / b / v."""
     for key in ("string", "int", "bool", "version"):
         value = mapping(typed).get(key)
+        if key == "int" and isinstance(value, float) and value.is_integer():
+            return int(value)  # Pulumi hands every number over as a float; CEL tells 0.0 from 0
         if value is not None:
             return value
     return None
@@ -359,7 +385,7 @@ class Allocator:
             return Verdict("satisfiable")
         if not self.inventory.nodes and not any(device.node is None for device in self.inventory.devices):
             return Verdict("unsatisfiable", "no ResourceSlice publishes any device")
-        reasons: list[str] = []
+        reasons: dict[str, list[str]] = {}
         undecided: str | None = None
         for node in self.inventory.nodes or [""]:
             devices = self.inventory.reachable_from(node)
@@ -372,10 +398,10 @@ class Allocator:
                 continue
             if reason is None:
                 return Verdict("satisfiable", node=node or None)
-            reasons.append(f"{node or 'any node'}: {reason}")
+            reasons.setdefault(reason, []).append(node or "any node")
         if undecided is not None:
             return Verdict("undecided", undecided)
-        return Verdict("unsatisfiable", "; ".join(reasons))
+        return Verdict("unsatisfiable", "; ".join(f"{_some(nodes)}: {reason}" for reason, nodes in reasons.items()))
 
     def _fits(
         self, requests: Sequence[Request], constraints: Sequence[Constraint], devices: Sequence[Device]
@@ -397,6 +423,12 @@ class Allocator:
         except (_Aborted, _Undecided):
             return set()
         return {device.attributes.get(attribute) for device in matched}
+
+
+def _some(nodes: Sequence[str], shown: int = 3) -> str:
+    """Node names for a message: a few, and how many more (a cluster has hundreds)."""
+    more = len(nodes) - shown
+    return ", ".join(nodes[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _assign(

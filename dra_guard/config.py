@@ -293,11 +293,17 @@ class Config:
 
 
 def parse_config(
-    values: object, catalog: OptionCatalog, source: str = "config", *, environ: Mapping[str, str | bytes] = os.environ
+    values: object,
+    catalog: OptionCatalog,
+    source: str = "config",
+    *,
+    environ: Mapping[str, str | bytes] = os.environ,
+    directory: str | None = None,
 ) -> Config:
-    """Options as written in a configuration file: kebab-case keys."""
+    """Options as written in a configuration file: kebab-case keys; relative paths in them
+    are relative to `directory` (the file's folder), or to the working directory."""
     spelt = {option.key: option for option in catalog.options.values()}
-    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
+    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ, directory))
 
 
 def parse_policy_config(
@@ -338,6 +344,7 @@ def load_config_file(
     path: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
 ) -> Config:
     file = os.fspath(path)
+    directory = os.path.dirname(file) or os.curdir
     try:
         with open(file, encoding="utf-8") as handle:
             text = handle.read()
@@ -353,12 +360,12 @@ def load_config_file(
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{file}: invalid TOML: {error}") from None
         table = document.get("tool", {}).get("dra-guard", {})
-        return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ)
+        return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ, directory=directory)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise ConfigError(f"{file}: invalid YAML: {error}") from None
-    return parse_config(document or {}, catalog, str(file), environ=environ)
+    return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
 
 
 def find_config_file(start: str | os.PathLike[str]) -> str | None:

@@ -6,7 +6,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from dra_guard.allocation import SliceCollector
 from dra_guard.config import Config
@@ -24,6 +24,7 @@ from dra_guard.manifest import (
 )
 from dra_guard.pod_templates import PodSpecView, pod_specs
 
+T = TypeVar("T")
 #: Scheduling objects whose resourceClaims are shared by a group of pods (KEP-5729).
 POD_GROUP_KINDS = ("PodGroup", "Workload")
 SCHEDULING_GROUP = "scheduling.k8s.io/"
@@ -265,6 +266,8 @@ class Context:
         self._claim_sharers: dict[str, list[tuple[str, str]]] = {}
         #: The input's ResourceSlices, as devices.
         self.slices = SliceCollector()
+        #: What a rule works out once per check from the whole input (`derived`).
+        self._derived: dict[str, Any] = {}
 
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:
@@ -354,6 +357,13 @@ class Context:
         """Device classes that map the extended resource `name`: configured, then in the input."""
         configured = self.config.extended_resource_class(name)
         return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
+
+    def derived(self, key: str, make: Callable[[], T]) -> T:
+        """`make()`, computed once per check (after the last object, for pending findings):
+        what several findings of a rule share, such as DRA014's device inventory."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return cast(T, self._derived[key])
 
     def class_selectors(self, name: str) -> tuple[str, ...] | None:
         """The selectors of the input's DeviceClass `name`; None when the input has none of that name."""

@@ -45,6 +45,7 @@ RULE_MODULES = (
     "dra011_topology_unaligned",
     "dra012_isolation_tag",
     "dra013_extended_resource_class",
+    "dra014_unsatisfiable",
 )
 
 _ID = re.compile(r"DRA\d{3}")
