@@ -95,9 +95,9 @@ class Resolved:
 
     `severity` replaces the pending finding's when the other objects decide it (sharing
     inside one pod is not sharing between pods).  `cross_object=False` says the other
-    objects did not decide the finding: the object alone gives it (they changed at most its
-    words), so front ends that see one object at a time, and the admission policies, report
-    it as theirs.
+    objects did not decide whether there is a finding: the object alone gives one (they
+    changed at most its words or severity), so front ends that see one object at a time,
+    and the admission policies, report it as theirs (with what the object alone shows).
     """
 
     message: str
