@@ -46,6 +46,7 @@ RULE_MODULES = (
     "dra012_isolation_tag",
     "dra013_extended_resource_class",
     "dra014_unsatisfiable",
+    "dra015_blanket_device_toleration",
 )
 
 _ID = re.compile(r"DRA\d{3}")
