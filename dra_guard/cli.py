@@ -20,7 +20,7 @@ from dra_guard.report import FORMATS
 from dra_guard.rulekit import RuleModuleError
 from dra_guard.scaffold import TARGETS
 
-#: The option `--slices` adds to (DRA014 declares it).
+#: The option `--slices` adds to (declared by the rule that reads the slices).
 SLICES_OPTION = "resource-slices"
 if TYPE_CHECKING:
     from dra_guard.config import Config
