@@ -261,5 +261,6 @@ def _reference(domain: str, attribute: str) -> re.Pattern[str]:
 
 
 ADMISSION = NotAdmissible(
-    "needs the cluster's ResourceSlices, which an admission request does not carry (and the allocator's search)"
+    "needs the cluster's ResourceSlices, which an admission request does not carry; the webhook checks it "
+    "only with resource-slices files in its configuration"
 )
