@@ -196,7 +196,7 @@ def _attribute_value(typed: object) -> Any:
         value = mapping(typed).get(key)
         if key == "int" and isinstance(value, float) and value.is_integer():
             return int(value)  # Pulumi hands every number over as a float; CEL tells 0.0 from 0
-        if value is not None:
+        if isinstance(value, (str, int, float)):  # bool is an int; anything else the API server refuses
             return value
     return None
 
@@ -244,9 +244,9 @@ def _evaluate(expression: str, device: Device) -> tuple[_Outcome, str]:
     program = _program(expression)
     if program is None:
         return "unknown", "the expression does not compile"
-    # An attribute domain the device does not have is an empty map in the DRA environment.
-    activation = {"device": json_to_cel(device.cel_device(_referenced_domains(expression)))}
     try:
+        # An attribute domain the device does not have is an empty map in the DRA environment.
+        activation = {"device": json_to_cel(device.cel_device(_referenced_domains(expression)))}
         result = program.evaluate(activation)
     except CELEvalError as error:
         message = str(error.args[0]) if error.args else str(error)
