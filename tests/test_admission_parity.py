@@ -173,6 +173,16 @@ _SELECTORS = st.sampled_from(
 )
 
 
+_TOLERATIONS = st.sampled_from(
+    [
+        {"operator": "Exists"},
+        {"operator": "Exists", "effect": "NoSchedule"},
+        {"operator": "Exists", "key": "example.com/maintenance"},
+        {"operator": "Equal", "key": "example.com/maintenance", "value": "planned"},
+    ]
+)
+
+
 @st.composite
 def generated_claims(draw: st.DrawFn) -> dict[str, Any]:
     api_version = draw(st.sampled_from(["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]))
@@ -186,6 +196,8 @@ def generated_claims(draw: st.DrawFn) -> dict[str, Any]:
             body["selectors"] = [{"cel": {"expression": expression}} for expression in selectors]
         if draw(st.booleans()) and draw(st.booleans()):
             body["capacity"] = {"requests": draw(st.sampled_from([{}, {"memory": "10Gi"}]))}
+        if draw(st.booleans()) and draw(st.booleans()):
+            body["tolerations"] = [draw(_TOLERATIONS)]
         if draw(st.booleans()):
             body["allocationMode"] = draw(st.sampled_from(["ExactCount", "All"]))
         if body.get("allocationMode", "ExactCount") == "ExactCount" and draw(st.booleans()):
