@@ -38,10 +38,11 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-# The whole suite with the fast reader (rapidyaml, required here so a missing wheel fails
-# loudly), then the reading tests with the PyYAML reader alone, the fallback.
+# The whole suite with the fast reader (rapidyaml: a missing wheel fails here, loudly),
+# then the reading tests with the PyYAML reader alone, the fallback.
 unit: $(BIN)/.installed node_modules/.installed
-	DRA_GUARD_YAML_PARSER=rapidyaml $(BIN)/pytest
+	$(BIN)/python -c "from dra_guard.kubectl_yaml.fast import active_parser as a; assert a() == 'rapidyaml', a()"
+	$(BIN)/pytest
 	DRA_GUARD_YAML_PARSER=pyyaml $(BIN)/pytest -q tests/test_kubectl_differential.py tests/test_kubectl_reading.py \
 	  tests/test_never_crash.py tests/test_robustness.py tests/test_corpus.py tests/test_golden_corpus.py
 
