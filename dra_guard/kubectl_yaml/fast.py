@@ -9,13 +9,13 @@ for findings (a document with a finding is parsed again there, once; see
   characters, where YAML parsers have differed), holds no `%` directive, no `\\/`
   escape, no `?` next to a flow collection, no alias, anchor or tag candidate (the
   triggers that send parser.py to its event composer as well), and no `...` line.
-* rapidyaml parses it without error into one document, with no anchor, alias, tag or
-  merge key (`<<`) in the tree, and no mapping or sequence used as a key.
-* The decoded value is then exactly what construct.py makes of libyaml's tree: plain
-  scalars resolved by go-yaml's rules (resolve.py), quoted ones kept as text, keys made
-  strings, later duplicates winning; a document with keys that collide once made
-  strings, or with NaN or infinity, is declined (parser.py's path refuses it with a
-  line).
+* No anchor, tag or alias stands at a node start (parser.node_property), no `<<`, no
+  backslash; rapidyaml parses it without error into one document.
+* Its JSON emitter's output, read with json.loads, is then held to construct.py's
+  reading of libyaml's tree: numbers made what kubectl sends, a string go-yaml would
+  resolve when plain kept only when it cannot have been plain, keys kept only when
+  go-yaml makes the same string of them; duplicates (counted against the tree's nodes),
+  NaN, infinity, uint64 and the nan/inf spellings rapidyaml rewrites are declined.
 
 `decode_plain(text)` returns the document's value, `EMPTY` for a document with no
 node, or `DECLINED`.  Whether a declined document would be refused is not this
