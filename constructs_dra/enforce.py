@@ -17,13 +17,22 @@ costs, not a round trip into Node per object.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import jsii
 from cdk8s import ApiObject
 from constructs import Construct, IConstruct, IValidation
 
-from constructs_dra.registry import BuiltApiObject, ChartEntry, Member, chart_of, enforcing, record_enforce
+from constructs_dra.registry import (
+    BuiltApiObject,
+    ChartEntry,
+    Member,
+    chart_of,
+    enforcing,
+    jsii_key,
+    record_enforce,
+)
 from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
@@ -57,6 +66,9 @@ class DraGuardValidation:
             self._config = parse_config(config, RULES, f"dra-guard config of {scope.node.path or 'the app'}")
         self._fail_on = fail_on
         self._scope_path: str | None = None
+        # cdk8s validates the whole app once more for each chart it renders: the same
+        # objects, read again, give the same messages without running the rules again.
+        self._last: tuple[list[str], list[Any], list[str]] | None = None
 
     @property
     def config(self) -> Config:
@@ -71,8 +83,12 @@ class DraGuardValidation:
         objects: list[Any] = []
         origins: list[str] = []
         skip: set[str] = set()
+        others: dict[str, ApiObject] = {}
+        keys: list[str] = []
         for child in self._scope.node.find_all():
-            if isinstance(child, BuiltApiObject) and child.owner_path:
+            if isinstance(child, ApiObject):
+                keys.append(jsii_key(child))
+            if isinstance(child, BuiltApiObject):
                 objects.append(child.current())
                 origins.append(child.path)
                 # Our construct reports its own objects (_ChartSelfCheck), unless it, or
@@ -81,15 +97,41 @@ class DraGuardValidation:
                     skip.add(child.path)
             elif isinstance(child, ApiObject):
                 objects.append(child.to_json())
-                origins.append(child.node.path)
+                # Its path is another round trip: asked for only if a message names it.
+                origins.append(_UNREAD_PATH + str(len(others)))
+                others[origins[-1]] = child
+        if self._last is not None and self._last[0] == keys and self._last[1] == objects:
+            return list(self._last[2])
         report = check_objects(objects, self._config, origins=origins)
-        messages = [f"{error}" for error in report.errors]
+        paths = _PathsOf(others)
+        messages = [f"{replace(error, file=paths.get(error.file))}" for error in report.errors]
         messages += [
-            format_finding(finding)
+            format_finding(replace(finding, origin=paths.get(finding.origin)))
             for finding in report.findings
             if finding.severity >= self._fail_on and finding.origin not in skip
         ]
-        return messages
+        self._last = (keys, objects, messages)
+        return list(messages)
+
+
+#: Stands for the construct path of an object until a message needs it (no path has NUL).
+_UNREAD_PATH = "\0"
+
+
+class _PathsOf:
+    """Construct paths of other objects, read through jsii when first asked for."""
+
+    def __init__(self, objects: Mapping[str, ApiObject]) -> None:
+        self._objects = objects
+        self._paths: dict[str, str] = {}
+
+    def get(self, origin: str | None) -> Any:
+        if origin is None or origin not in self._objects:
+            return origin
+        path = self._paths.get(origin)
+        if path is None:
+            path = self._paths[origin] = self._objects[origin].node.path
+        return path
 
 
 def enforce(
@@ -123,31 +165,35 @@ class _ChartSelfCheck:
 
     def __init__(self, entry: ChartEntry) -> None:
         self._entry = entry
+        # cdk8s validates the whole app once more for each chart it renders: the same
+        # objects under the same configuration give the same messages.  An unedited
+        # object's dict never changes, and is the same dict each time.
+        self._last: dict[tuple[Any, ...], tuple[list[Any], list[str]]] = {}
 
     def validate(self) -> list[str]:
-        groups: dict[tuple[int, str], tuple[Config, Severity, list[BuiltApiObject]]] = {}
+        groups: dict[tuple[int, str], tuple[Config, Severity, list[BuiltApiObject], DraGuardValidation | None]] = {}
         for member in self._entry.members:
             applying = enforcing(self._entry.app, member.path)
-            key = (id(applying), _values_key(member))
+            key = (id(applying), member.values_key)
             group = groups.get(key)
             if group is None:
                 config, fail_on = _member_config(member, applying)
-                group = groups[key] = (config, fail_on, [])
+                group = groups[key] = (config, fail_on, [], applying)
             group[2].extend(member.objects)
         messages: list[str] = []
-        for config, fail_on, objects in groups.values():
-            report = check_objects(
-                [api_object.current() for api_object in objects],
-                config,
-                origins=[api_object.path for api_object in objects],
-            )
-            messages += [f"{error}" for error in report.errors]
-            messages += [format_finding(finding) for finding in report.findings if finding.severity >= fail_on]
+        for (_, values_key), (config, fail_on, objects, applying) in groups.items():
+            current = [api_object.current() for api_object in objects]
+            cache_key = (applying, values_key, *map(id, objects))
+            last = self._last.get(cache_key)
+            if last is not None and last[0] == current:
+                messages += last[1]
+                continue
+            report = check_objects(current, config, origins=[api_object.path for api_object in objects])
+            group_messages = [f"{error}" for error in report.errors]
+            group_messages += [format_finding(finding) for finding in report.findings if finding.severity >= fail_on]
+            self._last[cache_key] = (current, group_messages)
+            messages += group_messages
         return messages
-
-
-def _values_key(member: Member) -> str:
-    return repr((sorted(member.values.items()), sorted(member.environ.items())))
 
 
 def _member_config(member: Member, applying: DraGuardValidation | None) -> tuple[Config, Severity]:
@@ -191,5 +237,12 @@ def validate_self(
         values["kubernetes-version"] = kubernetes_version
     if consumable_capacity is not None:
         values["consumable-capacity"] = consumable_capacity
-    parse_config(values, RULES, f"construct {path}", environ=environ)  # a bad value fails now
-    entry.members.append(Member(construct, path, objects, values, environ))
+    values_key = repr((sorted(values.items()), sorted(environ.items())))
+    if values_key not in _VALID_VALUES:  # a bad value fails now; the same values pass again
+        parse_config(values, RULES, f"construct {path}", environ=environ)
+        if not environ:  # a key is not kept beyond its construct
+            _VALID_VALUES.add(values_key)
+    entry.members.append(Member(construct, path, objects, values, environ, values_key))
+
+
+_VALID_VALUES: set[str] = set()

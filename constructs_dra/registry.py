@@ -11,11 +11,21 @@ path.  Synth then reads back through jsii only objects that were edited
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
+from cdk8s import (
+    ApiObject,
+    ApiObjectMetadata,
+    App,
+    Chart,
+    ImplicitTokenResolver,
+    JsonPatch,
+    LazyResolver,
+    NumberStringUnionResolver,
+)
 from constructs import IConstruct
 
 #: The two members through which an ApiObject's synthesized form can change after it is
@@ -77,13 +87,17 @@ def synthesized(
 
 
 class BuiltApiObject(ApiObject):
-    """A plain ApiObject made from a builder's dict, which knows whether it was edited since.
+    """A plain ApiObject made from a builder's dict, which gives Node that dict at synth.
 
-    Until `add_json_patch` or `metadata` is used it synthesizes to `synthesized()` of its
-    dict (kept as JSON text, so a later change to the builder's dict does not change it);
-    after that the self-check reads it back with `to_json()`.  The two members are watched
-    in `__getattribute__` rather than overridden: jsii registers an overridden member with
-    Node, which would then call back into Python each time cdk8s reads `metadata`.
+    Until it is edited, it synthesizes to `synthesized()` of its dict, kept as JSON text
+    (so a later change to the builder's dict changes nothing): `to_json` is overridden,
+    cdk8s calls it once per synth, and nothing else of the object crosses into Node — no
+    JSON patch, no read back for the self-check.  The first use of `add_json_patch` or
+    `metadata` (the two ways to change what an ApiObject synthesizes to) puts the spec into
+    the Node object as the patch a plain ApiObject would have had, ahead of the edit, and
+    from then on `to_json` is cdk8s' own.  The two members are watched in
+    `__getattribute__` rather than overridden, which would make Node call back into
+    Python each time cdk8s reads `metadata`.
     """
 
     def __init__(
@@ -107,27 +121,45 @@ class BuiltApiObject(ApiObject):
                 annotations=metadata.get("annotations"),
             ),
         )
-        # ApiObject takes no body in Python; the spec goes in as one patch, verbatim.
-        ApiObject.add_json_patch(self, JsonPatch.add("/spec", manifest["spec"]))
         self._dra_guard_json = json.dumps(synthesized(manifest, entry.namespace, entry.labels))
         #: The construct that made the object (one of ours), and the object, by `node.path`.
         self.owner_path = owner_path
         self.path = join_path(owner_path, construct_id)
         object.__setattr__(self, _EDITED, False)
+        if not entry.plain_rendering:
+            self._hand_over()
 
     def __getattribute__(self, name: str) -> Any:
-        if name in _EDITING:
-            object.__setattr__(self, _EDITED, True)
+        if name in _EDITING and not object.__getattribute__(self, _EDITED):
+            object.__getattribute__(self, "_hand_over")()
         return super().__getattribute__(name)
+
+    def _hand_over(self) -> None:
+        """From now on the Node object renders itself: give it the spec as its first patch."""
+        object.__setattr__(self, _EDITED, True)
+        spec = json.loads(self._dra_guard_json)["spec"]
+        ApiObject.add_json_patch(self, JsonPatch.add("/spec", spec))
 
     @property
     def edited(self) -> bool:
         """Whether the object may synthesize to something other than what it was built as."""
-        return bool(getattr(self, _EDITED, True))
+        return bool(object.__getattribute__(self, _EDITED))
+
+    def to_json(self) -> Any:
+        """What the object synthesizes to: its dict, or cdk8s' rendering once edited."""
+        if self.edited:
+            return ApiObject.to_json(self)  # jsii runs the Node prototype's, not this override
+        return json.loads(self._dra_guard_json)
 
     def current(self) -> Any:
-        """What the object synthesizes to now, read through jsii only if it was edited."""
-        return self.to_json() if self.edited else json.loads(self._dra_guard_json)
+        """`to_json()` for the checks, which do not change what they are given: the
+        unedited object's dict is parsed once, not at each validation."""
+        if self.edited:
+            return ApiObject.to_json(self)
+        parsed = self.__dict__.get("_dra_guard_parsed")
+        if parsed is None:
+            parsed = self._dra_guard_parsed = json.loads(self._dra_guard_json)
+        return parsed
 
 
 @dataclass(eq=False)
@@ -140,6 +172,8 @@ class Member:
     values: Mapping[str, Any]
     """The construct's own configuration (its key, Kubernetes release, capacity)."""
     environ: Mapping[str, str | bytes]
+    values_key: str
+    """`values` and `environ` as one string: members with the same one share a configuration."""
 
 
 @dataclass(eq=False)
@@ -151,6 +185,9 @@ class ChartEntry:
     path: str
     namespace: str | None
     labels: Mapping[str, str]
+    plain_rendering: bool
+    """Whether cdk8s would render an unedited object exactly as `synthesized()` does: not
+    when the app has resolvers of its own or `CDK8S_DISABLE_SORT` is set."""
     members: list[Member] = field(default_factory=list)
 
 
@@ -166,11 +203,22 @@ def chart_of(scope: IConstruct, on_first: Callable[[ChartEntry], None]) -> tuple
     entry = _CHARTS.get(key)
     if entry is None:
         node = chart.node
-        entry = ChartEntry(chart, jsii_key(node.root), node.path, chart.namespace, dict(chart.labels or {}))
+        root = node.root
+        plain = not os.environ.get("CDK8S_DISABLE_SORT") and _default_resolvers(root)
+        entry = ChartEntry(chart, jsii_key(root), node.path, chart.namespace, dict(chart.labels or {}), plain)
         _CHARTS[key] = entry
         on_first(entry)
     path = entry.path if scope is chart or jsii_key(scope) == key else scope.node.path
     return entry, path
+
+
+def _default_resolvers(root: IConstruct) -> bool:
+    """Whether the app resolves values with cdk8s' built-in resolvers only (which leave
+    plain values as they are), not ones the user gave `App(resolvers=...)`."""
+    resolvers = root.resolvers if isinstance(root, App) else None
+    return resolvers is not None and all(
+        isinstance(resolver, (LazyResolver, ImplicitTokenResolver, NumberStringUnionResolver)) for resolver in resolvers
+    )
 
 
 def record_enforce(scope: IConstruct, validation: Any) -> str:
