@@ -26,13 +26,13 @@ from typing import Any
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
 from dra_guard.kubectl_yaml.errors import Refusal
-from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, decode_plain
+from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, FastLines, decode_plain
 from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
 from dra_guard.kubectl_yaml.lines import FileLines, node_line
 from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
 from dra_guard.kubectl_yaml.parser import PLAIN, parse
 
-__all__ = ["SentObject", "document_root", "read", "source_line"]
+__all__ = ["FastLines", "SentObject", "document_root", "fast_lines", "read", "source_line"]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -42,7 +42,18 @@ _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 class SentObject:
     """One object kubectl would send, and where its source is."""
 
-    __slots__ = ("first_line", "index", "line", "obj", "root", "source_spells_strings", "span", "text", "within")
+    __slots__ = (
+        "fast",
+        "first_line",
+        "index",
+        "line",
+        "obj",
+        "root",
+        "source_spells_strings",
+        "span",
+        "text",
+        "within",
+    )
 
     def __init__(
         self,
@@ -56,8 +67,11 @@ class SentObject:
         within: Path,
         root: Any,
         source_spells_strings: bool = True,
+        fast: bool = False,
     ) -> None:
         self.obj = obj
+        #: Read by the fast reader (rapidyaml): `FastLines` can give its lines.
+        self.fast = fast
         #: 1-based number of its document in the file.
         self.index = index
         #: 1-based line of the object.
@@ -248,7 +262,13 @@ def _plain_object(
         first_line=chunk.first_line,
         within=(),
         root=None,
+        fast=True,
     )
+
+
+def fast_lines(text: str, span: tuple[int, int], root_line: int) -> FastLines:
+    """Lines of paths into the document text[span] the fast reader read (0-based, in it)."""
+    return FastLines(text[span[0] : span[1]], root_line)
 
 
 def _first_node_line(text: str, start: int, stop: int) -> int:

@@ -18,7 +18,10 @@ for findings (a document with a finding is parsed again there, once; see
   NaN, infinity, uint64 and the nan/inf spellings rapidyaml rewrites are declined.
 
 `decode_plain(text)` returns the document's value, `EMPTY` for a document with no
-node, or `DECLINED`.  Whether a declined document would be refused is not this
+node, or `DECLINED`.  `FastLines(text)` gives the lines of paths into a document it
+accepted, from where rapidyaml's tree holds each key and scalar in the text, as libyaml
+would mark them -- or None where that could differ (a container in flow style, a block
+scalar item), and the caller asks libyaml.  Whether a declined document would be refused is not this
 module's business: the caller reads it with libyaml.  `tests/test_fast_reader.py`
 holds both readers to the same objects, lines and errors on the differential corpus,
 and `tests/test_kubectl_differential.py` runs against kubectl with each.
@@ -29,6 +32,7 @@ error at start-up if the wheel is missing); unset, it is used when `ryml` import
 
 from __future__ import annotations
 
+import ctypes
 import json
 import math
 import os
@@ -92,6 +96,8 @@ _HINTS = frozenset("+-0123456789yYnNtTfFoO~.")
 #: rewrites their spelling), so a string spelled so is never taken as written.
 _REWRITTEN = frozenset((".nan", ".inf", "-.inf", "+.inf"))
 _INT64 = (-(1 << 63), 1 << 63)
+#: rapidyaml's id for "no node".
+_NONE = (1 << 64) - 1
 #: Strings and keys seen before: manifests repeat them (kinds, names, quantities).
 _STAYS_TEXT: dict[str, bool] = {}
 _SAME_KEYS: dict[str, bool] = {}
@@ -239,17 +245,20 @@ class _QuietStderr:
         self._null: int | None = None
         self._saved: int | None = None
 
-    def parse(self, data: bytes) -> Any:
+    def parse(self, data: bytes | bytearray, in_place: bool = False) -> Any:
+        """The tree of `data`: parsed in an arena copy, or `in_place` (a bytearray the
+        tree's scalars then point into)."""
+        parse = _ryml.parse_in_place if in_place else _ryml.parse_in_arena
         with self._lock:
             try:
                 if self._null is None:
                     self._null = os.open(os.devnull, os.O_WRONLY)
                 saved = os.dup(2)
             except OSError:  # no descriptor 2, or none left: parse as is
-                return _ryml.parse_in_arena(data)
+                return parse(data)
             try:
                 os.dup2(self._null, 2)
-                return _ryml.parse_in_arena(data)
+                return parse(data)
             finally:
                 os.dup2(saved, 2)
                 os.close(saved)
@@ -301,3 +310,124 @@ def decode_plain(text: str) -> Any:
     if value is None:
         return EMPTY
     return value
+
+
+class _Py_buffer(ctypes.Structure):
+    """CPython's Py_buffer, to learn where a read-only memoryview's bytes are."""
+
+    _fields_ = (
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.py_object),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    )
+
+
+def _buffer_api() -> tuple[Any, Any] | None:
+    try:
+        get, release = ctypes.pythonapi.PyObject_GetBuffer, ctypes.pythonapi.PyBuffer_Release
+    except (AttributeError, ValueError):  # not CPython: libyaml gives the lines
+        return None
+    get.argtypes = (ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int)
+    get.restype = ctypes.c_int
+    release.argtypes = (ctypes.POINTER(_Py_buffer),)
+    release.restype = None
+    return get, release
+
+
+_BUFFER_API = _buffer_api()
+
+
+def _address(view: Any) -> int | None:
+    if _BUFFER_API is None:
+        return None
+    get, release = _BUFFER_API
+    buffer = _Py_buffer()
+    if get(view, ctypes.byref(buffer), 0) != 0:
+        return None
+    try:
+        address: int | None = buffer.buf
+        return address
+    finally:
+        release(ctypes.byref(buffer))
+
+
+class FastLines:
+    """Lines of paths into a document `decode_plain` accepted, from rapidyaml's tree.
+
+    The document is parsed again in place, so that each key and scalar of the tree is a
+    view into a buffer whose address is known: its offset there is its offset in the
+    text (filtering rewrites a scalar where it starts).  libyaml marks a mapping entry at
+    its key and a sequence item where the item starts; `line` gives the 0-based line of
+    the deepest node on a path so, or None where rapidyaml's tree cannot tell the same
+    (an item in flow style or a block scalar, a nested sequence, an empty node).
+    """
+
+    def __init__(self, text: str, root_line: int) -> None:
+        self._text = text
+        self._root_line = root_line
+        self._tree: Any = None
+        self._base: int | None = None
+        if _ryml is None or _BUFFER_API is None or not text.isascii():
+            return
+        self._buffer = bytearray(text.encode("ascii"))
+        try:
+            self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._buffer))
+            self._tree = _parse_quietly(self._buffer, in_place=True)
+        except Exception:  # it parsed before; if not now, libyaml answers
+            self._tree = None
+
+    def _line_at(self, view: Any) -> int | None:
+        if len(view) == 0 or self._base is None:
+            return None
+        address = _address(view)
+        if address is None:
+            return None
+        offset = address - self._base
+        if not 0 <= offset < len(self._buffer):
+            return None
+        return self._text.count("\n", 0, offset)
+
+    def _item_line(self, node: int) -> int | None:
+        tree = self._tree
+        if tree.is_map(node):
+            if not tree.is_block(node) or tree.num_children(node) == 0:
+                return None
+            return self._line_at(tree.key(tree.first_child(node)))
+        if tree.is_seq(node) or not tree.has_val(node) or tree.val_is_null(node):
+            return None
+        if tree.is_val_literal(node) or tree.is_val_folded(node):
+            return None  # libyaml marks the indicator, the tree holds the text after it
+        return self._line_at(tree.val(node))
+
+    def line(self, path: tuple[str | int, ...]) -> int | None:
+        tree = self._tree
+        if tree is None:
+            return None
+        node = tree.root_id()
+        if tree.is_stream(node):
+            node = tree.first_child(node)
+        line: int | None = self._root_line
+        for part in path:
+            if tree.is_map(node):
+                wanted = str(part).encode("ascii", "replace")
+                child = tree.first_child(node)
+                while child != _NONE and bytes(tree.key(child)) != wanted:
+                    child = tree.next_sibling(child)
+                if child == _NONE:
+                    break
+                line = self._line_at(tree.key(child))
+            elif tree.is_seq(node) and isinstance(part, int) and 0 <= part < tree.num_children(node):
+                child = tree.child(node, part)
+                line = self._item_line(child)
+            else:
+                break
+            node = child  # a node it cannot place may still hold keys it can
+        return line
