@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dra_guard.findings import InputError
-from dra_guard.kubectl_yaml import FastLines, SentObject, document_root, fast_lines, read, source_line
+from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, source_line
 from dra_guard.walk import STDIN, Ignores, select
 
 STDIN_NAME = "<stdin>"
@@ -49,8 +49,8 @@ class Document:
     within: tuple[str | int, ...] = ()
     _source: str | None = field(default=None, repr=False)
     _first_line: int = field(default=1, repr=False)
-    #: Read by the fast reader: its lines come from rapidyaml's tree where it can tell.
-    _fast: bool = field(default=False, repr=False)
+    #: rapidyaml's tree when the fast reader read it: lines come from it where it can tell.
+    _parsed: Parsed | None = field(default=None, repr=False)
     _reparsed: bool = field(default=False, init=False, repr=False)
     _fast_lines: FastLines | None = field(default=None, init=False, repr=False)
 
@@ -67,7 +67,7 @@ class Document:
             sent.within,
             sent.text,
             sent.first_line,
-            sent.fast,
+            sent.parsed,
         )
 
     def line_of(self, path: Sequence[str | int]) -> int:
@@ -75,9 +75,9 @@ class Document:
         if not path or self._source is None:
             return self.line
         if self.node is None:
-            if self._fast:
+            if self._parsed is not None:
                 if self._fast_lines is None:
-                    self._fast_lines = fast_lines(self._source, self.span, self.line - self._first_line)
+                    self._fast_lines = FastLines(self._parsed, self.line - self._first_line)
                 line = self._fast_lines.line((*self.within, *path))
                 if line is not None:
                     return self._first_line + line

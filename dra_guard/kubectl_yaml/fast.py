@@ -32,12 +32,14 @@ error at start-up if the wheel is missing); unset, it is used when `ryml` import
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import math
 import os
 import re
 import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from dra_guard.kubectl_yaml.construct import key_string
@@ -50,6 +52,13 @@ PARSERS = ("pyyaml", "rapidyaml")
 
 DECLINED: Any = object()
 EMPTY: Any = object()
+
+
+class _Unparsed:
+    """`decode_plain` was given no `parse_plain` result: it parses the text itself."""
+
+
+UNPARSED = _Unparsed()
 
 # Characters outside printable ASCII and LF (tabs, CR, control characters): YAML
 # parsers have differed on them, so libyaml reads such text.
@@ -245,20 +254,36 @@ class _QuietStderr:
         self._null: int | None = None
         self._saved: int | None = None
 
-    def parse(self, data: bytes | bytearray, in_place: bool = False) -> Any:
-        """The tree of `data`: parsed in an arena copy, or `in_place` (a bytearray the
-        tree's scalars then point into)."""
-        parse = _ryml.parse_in_place if in_place else _ryml.parse_in_arena
+    def parse(self, data: bytes) -> Any:
+        """The tree of `data`, parsed in an arena copy (an exception if it is no YAML)."""
+        with self._quiet():
+            return _ryml.parse_in_arena(data)
+
+    def parse_in_place(self, buffers: Sequence[bytearray | None]) -> list[Any]:
+        """The tree of each buffer, parsed in place (its scalars point into the buffer),
+        or None for a buffer rapidyaml cannot parse: many documents, one swap of fd 2."""
+        trees: list[Any] = []
+        with self._quiet():
+            for buffer in buffers:
+                try:
+                    trees.append(None if buffer is None else _ryml.parse_in_place(buffer))
+                except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
+                    trees.append(None)
+        return trees
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
         with self._lock:
             try:
                 if self._null is None:
                     self._null = os.open(os.devnull, os.O_WRONLY)
                 saved = os.dup(2)
             except OSError:  # no descriptor 2, or none left: parse as is
-                return parse(data)
+                yield
+                return
             try:
                 os.dup2(self._null, 2)
-                return parse(data)
+                yield
             finally:
                 os.dup2(saved, 2)
                 os.close(saved)
@@ -282,14 +307,39 @@ def _unsafe(text: str) -> bool:
     )
 
 
-def decode_plain(text: str) -> Any:
-    """The JSON value of the one document in `text`, `EMPTY`, or `DECLINED` (see above)."""
-    if _ryml is None or _unsafe(text) or node_property(text):
+class Parsed:
+    """A document's text and rapidyaml's tree of it, parsed in place: each key and scalar
+    of the tree is a view into `buffer`, a copy of the text (see `FastLines`)."""
+
+    __slots__ = ("buffer", "text", "tree")
+
+    def __init__(self, text: str, buffer: bytearray, tree: Any) -> None:
+        self.text, self.buffer, self.tree = text, buffer, tree
+
+
+def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
+    """rapidyaml's tree of each text it may read (see above), or None: parsed together,
+    so that descriptor 2 is swapped once for them all, not once per document."""
+    if _ryml is None:
+        return [None] * len(texts)
+    buffers = [
+        None if text is None or _unsafe(text) or node_property(text) else bytearray(text, "ascii") for text in texts
+    ]
+    trees = _quiet.parse_in_place(buffers)
+    return [
+        None if tree is None or text is None or buffer is None else Parsed(text, buffer, tree)
+        for text, buffer, tree in zip(texts, buffers, trees, strict=True)
+    ]
+
+
+def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any:
+    """The JSON value of the one document in `text`, `EMPTY`, or `DECLINED` (see above);
+    `parsed` is `parse_plain`'s result for it (None: declined there), if it has one."""
+    if isinstance(parsed, _Unparsed):
+        parsed = parse_plain([text])[0]
+    if parsed is None:
         return DECLINED
-    try:
-        tree = _parse_quietly(text.encode("ascii"))
-    except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
-        return DECLINED
+    tree = parsed.tree
     root = tree.root_id()
     nodes = tree.size()
     if tree.is_stream(root):  # a `---` line opens the text
@@ -370,18 +420,16 @@ class FastLines:
     (an item in flow style or a block scalar, a nested sequence, an empty node).
     """
 
-    def __init__(self, text: str, root_line: int) -> None:
-        self._text = text
+    def __init__(self, parsed: Parsed | None, root_line: int) -> None:
         self._root_line = root_line
         self._tree: Any = None
         self._base: int | None = None
-        if _ryml is None or _BUFFER_API is None or not text.isascii():
+        if parsed is None or _BUFFER_API is None:
             return
-        self._buffer = bytearray(text.encode("ascii"))
+        self._text, self._buffer, self._tree = parsed.text, parsed.buffer, parsed.tree
         try:
             self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._buffer))
-            self._tree = _parse_quietly(self._buffer, in_place=True)
-        except Exception:  # it parsed before; if not now, libyaml answers
+        except (TypeError, ValueError):  # an empty buffer: nothing to place
             self._tree = None
 
     def _line_at(self, view: Any) -> int | None:
