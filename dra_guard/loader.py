@@ -3,9 +3,11 @@
 Reading follows kubectl exactly (see `dra_guard.kubectl_yaml`): a file yields one
 `Document` per object kubectl would send (each item of a List), or an `InputError` with
 file and line where kubectl refuses the input or dra-guard cannot be sure what it would
-send.  Node trees are not kept (they cost ~40x the text in memory and make the garbage
-collector rescan them all): a document keeps its span of the file text, and only a
-document with a finding is parsed again, once, to turn JSON pointers into lines.
+send.  libyaml's node trees are not kept (they cost ~40x the text in memory and make the
+garbage collector rescan them all): a document keeps its span of the file text, and,
+when the fast reader read it, rapidyaml's compact tree, which turns the JSON pointers of
+its findings into lines; a document read by libyaml, or a pointer rapidyaml's tree cannot
+place, is parsed again by libyaml, once, for its lines.
 Documents before a broken one, and every other file, still load.
 """
 

@@ -186,9 +186,9 @@ def _read_yaml(
         if value is EMPTY:
             continue
         if document is not None and value is not DECLINED:
-            sent = _plain_object(value, index, chunk, text, document, adjust=adjust)
+            sent = _plain_objects(value, index, chunk, text, name=name, parsed=document, adjust=adjust)
             if sent is not None:
-                yield sent
+                yield from sent
                 continue
         parsed = parse(body)
         if not parsed.documents:
@@ -254,26 +254,44 @@ def _read_yaml(
                 )
 
 
-def _plain_object(
-    value: Any, index: int, chunk: Chunk, text: str, parsed: Parsed, *, adjust: Callable[[Any], Any] | None
-) -> SentObject | None:
-    """The object of a document the fast reader decoded, or None to read it with libyaml:
-    a refused document, or a List (their messages and item lines come from its tree)."""
+def _plain_objects(
+    value: Any, index: int, chunk: Chunk, text: str, *, name: str, parsed: Parsed, adjust: Callable[[Any], Any] | None
+) -> list[SentObject | InputError] | None:
+    """What a document the fast reader decoded sends, or None to read it with libyaml: a
+    refused document, or a List item whose line rapidyaml's tree cannot place."""
     if adjust is not None:
         value = adjust(value)
-    if value.__class__ is not dict or "items" in value or document_problem(value, index) is not None:
+    if value.__class__ is not dict or document_problem(value, index) is not None:
         return None
-    return SentObject(
-        value,
-        index,
-        chunk.first_line + _first_node_line(text, chunk.start, chunk.end),
-        text=text,
-        span=(chunk.start, chunk.end),
-        first_line=chunk.first_line,
-        within=(),
-        root=None,
-        parsed=parsed,
-    )
+    root_line = _first_node_line(text, chunk.start, chunk.end)
+    lines: FastLines | None = None
+    sent: list[SentObject | InputError] = []
+    for item in objects(value, index):
+        path = item.path if isinstance(item, Rejected) else item.within
+        line = root_line
+        if path:
+            lines = lines or FastLines(parsed, root_line)
+            placed = lines.line(path)
+            if placed is None:
+                return None
+            line = placed
+        if isinstance(item, Rejected):
+            sent.append(InputError(name, chunk.first_line + line, item.message))
+        else:
+            sent.append(
+                SentObject(
+                    item.obj,
+                    index,
+                    chunk.first_line + line,
+                    text=text,
+                    span=(chunk.start, chunk.end),
+                    first_line=chunk.first_line,
+                    within=item.within,
+                    root=None,
+                    parsed=parsed,
+                )
+            )
+    return sent
 
 
 def _first_node_line(text: str, start: int, stop: int) -> int:

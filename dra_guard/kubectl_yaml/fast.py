@@ -1,9 +1,10 @@
 """rapidyaml (PyPI `rapidyaml`) as a fast reader for the plain documents most manifests are.
 
 libyaml through PyYAML (parser.py) stays the reference: it reads every document this
-module declines, gives every refusal and error its message and line, and gives lines
-for findings (a document with a finding is parsed again there, once; see
-`dra_guard.loader`).  This module takes only documents that leave nothing to chance:
+module declines, gives every refusal and error its message and line, and gives the
+lines this module cannot place (a document with such a finding is parsed again there,
+once; see `dra_guard.loader`).  This module takes only documents that leave nothing to
+chance:
 
 * The text is printable ASCII with LF line ends (no tabs, CR, NEL, LS, PS or control
   characters, where YAML parsers have differed), holds no `%` directive, no `\\/`
@@ -17,12 +18,13 @@ for findings (a document with a finding is parsed again there, once; see
   go-yaml makes the same string of them; duplicates (counted against the tree's nodes),
   NaN, infinity, uint64 and the nan/inf spellings rapidyaml rewrites are declined.
 
-`decode_plain(text)` returns the document's value, `EMPTY` for a document with no
-node, or `DECLINED`.  `FastLines(text)` gives the lines of paths into a document it
-accepted, from where rapidyaml's tree holds each key and scalar in the text, as libyaml
-would mark them -- or None where that could differ (a container in flow style, a block
-scalar item), and the caller asks libyaml.  Whether a declined document would be refused is not this
-module's business: the caller reads it with libyaml.  `tests/test_fast_reader.py`
+`parse_plain(texts)` parses the documents it may read, several at a time;
+`decode_plain(text, parsed)` returns the document's value, `EMPTY` for a document with
+no node, or `DECLINED`.  `FastLines(parsed)` gives the lines of paths into a document it
+accepted (a List's items too), from where rapidyaml's tree holds each key and scalar in
+the text, as libyaml would mark them -- or None where that could differ (an item in flow
+style, a block scalar item), and the caller asks libyaml.  Whether a declined document
+would be refused is not this module's business: the caller reads it with libyaml.  `tests/test_fast_reader.py`
 holds both readers to the same objects, lines and errors on the differential corpus,
 and `tests/test_kubectl_differential.py` runs against kubectl with each.
 
