@@ -464,20 +464,21 @@ class FastLines:
         node = tree.root_id()
         if tree.is_stream(node):
             node = tree.first_child(node)
-        line: int | None = self._root_line
+        # The deepest node found, and whether it is a mapping entry (marked at its key)
+        # or a sequence item (marked where it starts); its line is worked out once.
+        deepest, entry = None, False
         for part in path:
             if tree.is_map(node):
-                wanted = str(part).encode("ascii", "replace")
-                child = tree.first_child(node)
-                while child != _NONE and bytes(tree.key(child)) != wanted:
-                    child = tree.next_sibling(child)
+                child = tree.find_child(node, str(part).encode("ascii", "replace"))
                 if child == _NONE:
                     break
-                line = self._line_at(tree.key(child))
+                deepest, entry = child, True
             elif tree.is_seq(node) and isinstance(part, int) and 0 <= part < tree.num_children(node):
                 child = tree.child(node, part)
-                line = self._item_line(child)
+                deepest, entry = child, False
             else:
                 break
-            node = child  # a node it cannot place may still hold keys it can
-        return line
+            node = child
+        if deepest is None:
+            return self._root_line
+        return self._line_at(tree.key(deepest)) if entry else self._item_line(deepest)
