@@ -195,7 +195,8 @@ def _emitted_as_json_scalar(value: str) -> bool:
     known = _EMITTED_AS_SCALAR.get(value)
     if known is None:
         try:
-            emitted = json.loads(_ryml.emit_json(_parse_quietly(b"a: " + value.encode("ascii"))))
+            tree = _parse_quietly(b"a: " + value.encode("ascii"))
+            emitted = json.loads(_emit_json(tree, tree.root_id()))
             known = emitted.__class__ is dict and emitted.get("a").__class__ is not str and len(emitted) == 1
         except Exception:  # not a scalar rapidyaml reads alone: no conclusion
             known = False
@@ -238,6 +239,24 @@ def _spelled_bare(text: str, value: str) -> bool:
             return True
         position = text.find(value, position + 1)
     return False
+
+
+_emitted = threading.local()
+
+
+def _emit_json(tree: Any, node: int) -> bytes:
+    """rapidyaml's JSON of `node`, written into a buffer kept per thread: its
+    `emit_json` returns a malloc'd copy that is never freed (1 KiB lost per document)."""
+    buffer = _emitted.__dict__.get("buffer")
+    if buffer is None:
+        buffer = _emitted.buffer = bytearray(1 << 16)
+    failed, size = _ryml.emit_json_to_substr(tree, node, buffer)
+    if failed:
+        buffer = _emitted.buffer = bytearray(max(size, 2 * len(buffer)))
+        failed, size = _ryml.emit_json_to_substr(tree, node, buffer)
+        if failed:  # pragma: no cover - the buffer was made big enough
+            raise ValueError("rapidyaml could not write the document as JSON")
+    return bytes(memoryview(buffer)[:size])
 
 
 def _no_constant(name: str) -> Any:
@@ -352,7 +371,7 @@ def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any
     if not tree.is_map(root) and not tree.is_seq(root) and not tree.has_val(root):
         return EMPTY  # blank, or comments only
     try:
-        value = json.loads(_ryml.emit_json(tree, root), parse_constant=_no_constant)
+        value = json.loads(_emit_json(tree, root), parse_constant=_no_constant)
         checker = _Checker(text)
         value = checker.value(value, 0)
     except (_Decline, ValueError, RecursionError):
