@@ -109,10 +109,12 @@ _REWRITTEN = frozenset((".nan", ".inf", "-.inf", "+.inf"))
 _INT64 = (-(1 << 63), 1 << 63)
 #: rapidyaml's id for "no node".
 _NONE = (1 << 64) - 1
-#: Strings and keys seen before: manifests repeat them (kinds, names, quantities).
+#: Strings and keys seen before: manifests repeat them (kinds, quantities).  The first
+#: few thousand only: beyond, they are mostly each object's own (names, `--replica-id=N`),
+#: and a cache of those would grow with the input.
 _STAYS_TEXT: dict[str, bool] = {}
 _SAME_KEYS: dict[str, bool] = {}
-_CACHE_MAX = 65536
+_CACHE_MAX = 4096
 #: Nesting this reader leaves to libyaml (which refuses more than 1,000 levels).
 _MAX_DEPTH = 200
 
