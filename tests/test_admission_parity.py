@@ -25,10 +25,9 @@ from hypothesis import strategies as st
 from dra_guard import AcceleratorSlice, isolated_workload
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import admission_objects, covered_rules
-from dra_guard.celkit import AdmissionTarget
+from dra_guard.celkit import Admission, AdmissionTarget, decides
 from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
-from dra_guard.findings import Finding
 from dra_guard.rules import RULES
 from dra_guard.selectors import analyse
 from testkit.paths import REPO_ROOT
@@ -41,23 +40,20 @@ def target(config: Config | None = None) -> AdmissionTarget:
 
 
 @functools.lru_cache(maxsize=16)
-def _policies(config_key: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _policies(config_key: str) -> tuple[list[dict[str, Any]], dict[str, Admission]]:
     config = parse_config(yaml.safe_load(config_key) or {}, RULES, "test", environ={"KEY": "k"})
     chosen = target(config)
-    covers = {covered.rule.id: covered.admission.covers for covered in covered_rules(RULES, chosen)}
-    return admission_objects(RULES, chosen), covers
+    admissions = {covered.rule.id: covered.admission for covered in covered_rules(RULES, chosen)}
+    return admission_objects(RULES, chosen), admissions
 
 
-def engine_rules(obj: Mapping[str, Any], config: Config, covers: Mapping[str, Any]) -> set[str]:
+def engine_rules(obj: Mapping[str, Any], config: Config, admissions: Mapping[str, Admission]) -> set[str]:
     report = check_objects([obj], config, complete=False)
-    return {finding.rule for finding in report.findings if _covered(finding, covers)}
-
-
-def _covered(finding: Finding, covers: Mapping[str, Any]) -> bool:
-    if finding.rule not in covers or finding.cross_object:
-        return False
-    predicate = covers[finding.rule]
-    return predicate is None or bool(predicate(finding))
+    return {
+        finding.rule
+        for finding in report.findings
+        if finding.rule in admissions and decides(admissions[finding.rule], finding)
+    }
 
 
 def accepted_by_api_server(obj: Mapping[str, Any]) -> bool:
@@ -85,9 +81,9 @@ def _selector_expressions(value: Any) -> Iterator[str]:
 
 
 def assert_parity(obj: Mapping[str, Any], config_text: str = "") -> None:
-    policies, covers = _policies(config_text)
+    policies, admissions = _policies(config_text)
     config = parse_config(yaml.safe_load(config_text) or {}, RULES, "test", environ={"KEY": "k"})
-    engine = engine_rules(obj, config, covers)
+    engine = engine_rules(obj, config, admissions)
     denials = admit(policies, obj)
     assert denied_rules(denials) == engine, (
         f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}: engine reports {sorted(engine)}, "

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from dra_guard.admission.policy import KIND_RESOURCES
+from dra_guard.celkit import KIND_RESOURCES
 
 
 @dataclass(frozen=True)
