@@ -163,11 +163,25 @@ def admit(
 ) -> list[Denial]:
     """Every denial the policies give the object on CREATE."""
     stored = stored_form(obj)
+    if namespace is None and stored.get("kind") not in CLUSTER_SCOPED_KINDS:
+        namespace = _namespace_of(stored)
     denials: list[Denial] = []
     for policy in policies:
         if policy.get("kind") == "ValidatingAdmissionPolicy":
             denials += evaluate_policy(policy, stored, namespace)
     return denials
+
+
+#: The kinds policies match that have no namespace (their `namespaceObject` is null).
+CLUSTER_SCOPED_KINDS = frozenset({"DeviceClass"})
+
+
+def _namespace_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Namespace the API server reads for a namespaced object's review: the one it is
+    created in (without labels, when the caller gives no Namespace object)."""
+    metadata = obj.get("metadata")
+    name = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name if isinstance(name, str) else "default"}}
 
 
 def denied_rules(denials: Sequence[Denial]) -> set[str]:
