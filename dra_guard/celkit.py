@@ -147,15 +147,21 @@ def annotation_value(key: str) -> str:
     return f"object.metadata.annotations[{string(key)}]"
 
 
+def devices_list(field: str) -> str:
+    """CEL: the `devices.<field>` list (requests, constraints, config) of a ResourceClaim or
+    ResourceClaimTemplate, or `[]`; written with `object` alone, for matchConditions too."""
+    return (
+        "(object.kind == 'ResourceClaimTemplate' ? "
+        f"(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.{field}) "
+        f"? object.spec.spec.devices.{field} : []) : "
+        f"(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.{field}) "
+        f"? object.spec.devices.{field} : []))"
+    )
+
+
 #: The top-level device requests of a ResourceClaim or ResourceClaimTemplate, or `[]`.
 #: Written with `object` alone, so a matchCondition (which gets no variables) can use it.
-REQUESTS = (
-    "(object.kind == 'ResourceClaimTemplate' ? "
-    "(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) "
-    "? object.spec.spec.devices.requests : []) : "
-    "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) "
-    "? object.spec.devices.requests : []))"
-)
+REQUESTS = devices_list("requests")
 CLAIM_VARIABLES = (("requests", REQUESTS),)
 
 
