@@ -65,9 +65,18 @@ def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_nulls(value: Any, raw: bool = False) -> Any:
+    """Typed fields lose their nulls in decoding; a RawExtension (opaque `parameters`) keeps
+    the JSON it was given, nulls and all."""
+    if raw:
+        return value
     if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+        opaque = "driver" in value and "parameters" in value
+        return {
+            key: _without_nulls(item, raw=opaque and key == "parameters")
+            for key, item in value.items()
+            if item is not None
+        }
     if isinstance(value, list):
         return [_without_nulls(item) for item in value]
     return value
