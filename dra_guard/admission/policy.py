@@ -35,9 +35,7 @@ def covered_rules(registry: Registry, target: AdmissionTarget) -> list[Covered]:
     """The enabled rules with an ADMISSION declaration, with it built for `target`."""
     result = []
     for rule in registry.values():
-        if not target.config.rule_enabled(rule.id) or rule.admission is None:
-            continue
-        if isinstance(rule.admission, NotAdmissible):
+        if not target.config.rule_enabled(rule.id) or isinstance(rule.admission, NotAdmissible):
             continue
         result.append(Covered(rule, rule.admission(target)))
     return result
@@ -45,11 +43,7 @@ def covered_rules(registry: Registry, target: AdmissionTarget) -> list[Covered]:
 
 def uncovered_rules(registry: Registry) -> list[tuple[Rule, str]]:
     """Rules the policies do not enforce, with the reason each gives."""
-    return [
-        (rule, rule.admission.reason if isinstance(rule.admission, NotAdmissible) else "no ADMISSION declaration")
-        for rule in registry.values()
-        if not callable(rule.admission)
-    ]
+    return [(rule, rule.admission.reason) for rule in registry.values() if isinstance(rule.admission, NotAdmissible)]
 
 
 def waived(rule_id: str, kinds: Sequence[str]) -> str:
