@@ -38,17 +38,30 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
+# The whole suite with the fast reader (rapidyaml: a missing wheel fails here, loudly),
+# then the reading tests with the PyYAML reader alone, the fallback.
 unit: $(BIN)/.installed node_modules/.installed
+	$(BIN)/python -c "from dra_guard.kubectl_yaml.fast import active_parser as a; assert a() == 'rapidyaml', a()"
 	$(BIN)/pytest
+	DRA_GUARD_YAML_PARSER=pyyaml $(BIN)/pytest -q tests/test_kubectl_differential.py tests/test_kubectl_reading.py \
+	  tests/test_never_crash.py tests/test_robustness.py tests/test_corpus.py tests/test_golden_corpus.py
 
 test: lint typecheck unit
 
-bench: $(BIN)/.installed
-	$(BIN)/python -m bench.run
+# Checkov, for the comparison only, in a virtualenv of its own (never in .venv).
+BENCH_VENV := .bench-venv
+$(BENCH_VENV)/.installed:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check checkov
+	touch $@
+
+bench: $(BIN)/.installed node_modules/.installed $(BENCH_VENV)/.installed
+	$(BIN)/python -m bench.run --checkov $(BENCH_VENV)/bin/checkov
+	$(BIN)/python -m bench.cdk8s_synth
 	$(BIN)/python -m bench.pulumi_analyze
 
 docs: $(BIN)/.installed
 	$(BIN)/dra-guard rules --format markdown > docs/rules.md
 
 clean:
-	rm -rf $(VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -165,3 +165,215 @@ def write_corpus(directory: Path, documents: int = 6000, kind: str = "mixed", do
         (directory / f"manifests-{file_index:04d}.yaml").write_text(text)
         written += len(objects)
     return written
+
+
+# --- The realistic mix: what `kubectl apply -f`, Helm and kustomize users keep in a repository.
+#
+# Written as text, not dumped, so that it carries what real manifests carry and a
+# dumper never writes: comments, Helm's `# Source:` headers and empty documents, flow
+# style, quoted numbers and booleans, block scalars, Lists, an anchor for shared labels
+# (where hand-written manifests use them), and CronJobs on varied schedules (`*/15`,
+# ranges, `@hourly`), whose asterisks are text, not aliases.
+
+SCHEDULES = ('"*/15 * * * *"', "0 */6 * * *", "30 2 * * 1-5", '"@hourly"', "0 0 1 * *", "'5 4 * * sun'")
+
+
+def _service(index: int) -> str:
+    return f"""\
+# Source: svc-{index % 23}/templates/service.yaml
+apiVersion: v1
+kind: Service
+metadata:
+  name: svc-{index}
+  namespace: team-{index % 7}
+  labels: {{app.kubernetes.io/name: svc-{index}, app.kubernetes.io/part-of: shop}}
+  annotations:
+    prometheus.io/scrape: "true"
+    prometheus.io/port: "9090"
+spec:
+  type: ClusterIP
+  selector:
+    app.kubernetes.io/name: svc-{index}
+  ports:
+    - name: http
+      port: 80
+      targetPort: 8080   # the container's port
+    - {{name: metrics, port: 9090, targetPort: 9090}}
+"""
+
+
+def _config_map(index: int) -> str:
+    return f"""\
+# Source: svc-{index % 23}/templates/configmap.yaml
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: svc-{index}-config
+  namespace: team-{index % 7}
+data:
+  LOG_LEVEL: info
+  FEATURE_FLAGS: "checkout,search"
+  WORKERS: "4"
+  ENABLE_CACHE: "false"
+  app.properties: |
+    # applied at start-up; * matches every tenant
+    tenants=*
+    cache.ttl=300
+    upstream=http://svc-{(index + 1) % 97}.team-{index % 7}.svc:8080/api/*
+  nginx.conf: |
+    server {{
+      listen 8080;
+      location /static/ {{ root /srv; expires 1h; }}
+      location / {{ proxy_pass http://127.0.0.1:9000; }}
+    }}
+"""
+
+
+def _deployment(index: int) -> str:
+    # One in five shares its labels through an anchor, as some hand-written manifests do.
+    if index % 5 == 0:
+        labels = f"&labels\n      app.kubernetes.io/name: svc-{index}\n      team: team-{index % 7}"
+        selector, pod_labels = "*labels", "*labels"
+    else:
+        labels = f"\n      app.kubernetes.io/name: svc-{index}\n      team: team-{index % 7}"
+        selector = f"\n        app.kubernetes.io/name: svc-{index}"
+        pod_labels = f"\n        app.kubernetes.io/name: svc-{index}\n        team: team-{index % 7}"
+    return f"""\
+# Source: svc-{index % 23}/templates/deployment.yaml
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: svc-{index}
+  namespace: team-{index % 7}
+  labels: {labels}
+spec:
+  replicas: {1 + index % 3}
+  revisionHistoryLimit: 5
+  selector:
+    matchLabels: {selector}
+  template:
+    metadata:
+      labels: {pod_labels}
+      annotations:
+        checksum/config: {index:064x}
+    spec:
+      serviceAccountName: svc-{index}
+      securityContext: {{runAsNonRoot: true, runAsUser: 10001}}
+      containers:
+        - name: app
+          image: "registry.example/team/service-{index % 17}:1.{index % 9}.0"
+          imagePullPolicy: IfNotPresent
+          args: ["--port=8080", "--log-format=json", "--replica-id={index}"]
+          env:
+            - name: POD_NAME
+              valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}
+            - name: GOMAXPROCS
+              value: "2"
+            - {{name: CONFIG, value: /etc/app/app.properties}}
+          envFrom:
+            - configMapRef: {{name: svc-{index}-config}}
+          ports:
+            - {{name: http, containerPort: 8080}}
+            - {{name: metrics, containerPort: 9090}}
+          readinessProbe:
+            httpGet: {{path: /ready, port: http}}
+            periodSeconds: 5
+          resources:
+            requests: {{cpu: 250m, memory: 256Mi}}
+            limits: {{memory: 512Mi}}
+          volumeMounts:
+            - {{name: config, mountPath: /etc/app, readOnly: true}}
+      volumes:
+        - name: config
+          configMap: {{name: svc-{index}-config}}
+"""
+
+
+def _cronjob(index: int) -> str:
+    legacy = index % 3 == 0  # a third still ask for whole GPUs the device-plugin way
+    limits = "{nvidia.com/gpu: 1, memory: 8Gi}" if legacy else "{memory: 1Gi}"
+    return f"""\
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: report-{index}
+  namespace: ml-{index % 5}
+spec:
+  schedule: {SCHEDULES[index % len(SCHEDULES)]}
+  concurrencyPolicy: Forbid
+  successfulJobsHistoryLimit: 3
+  jobTemplate:
+    spec:
+      backoffLimit: 2
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+          - name: report
+            image: registry.example/ml/report:2.{index % 4}
+            command: [python, -m, report, "--since=24h"]
+            resources:
+              limits: {limits}
+"""
+
+
+def _list(index: int) -> str:
+    return f"""\
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ServiceAccount
+  metadata:
+    name: svc-{index}
+    namespace: team-{index % 7}
+- apiVersion: rbac.authorization.k8s.io/v1
+  kind: RoleBinding
+  metadata: {{name: svc-{index}-view, namespace: team-{index % 7}}}
+  roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}}
+  subjects:
+  - {{kind: ServiceAccount, name: svc-{index}, namespace: team-{index % 7}}}
+"""
+
+
+def _dumped(objects: list[dict[str, Any]]) -> list[str]:
+    return [yaml.dump(obj, Dumper=_NoAliasDumper, sort_keys=False) for obj in objects]
+
+
+def realistic_group(index: int) -> list[str]:
+    """Ten documents: a Helm-rendered service (Service, ConfigMap, Deployment), a List of
+    its account and binding, two CronJobs, an accelerator app (claim template and
+    workload), a legacy GPU Deployment, and an empty document as `helm template` leaves."""
+    legacy = plain_deployment(index)
+    legacy["metadata"]["name"] = f"gpu-{index}"
+    legacy["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1
+    return [
+        _service(index),
+        _config_map(index),
+        _deployment(index),
+        _list(index),
+        _cronjob(index),
+        _cronjob(index + 1),
+        *_dumped(compliant_pair(index)),
+        *_dumped([legacy]),
+        "# Source: svc/templates/hpa.yaml (disabled in these values)\n",
+    ]
+
+
+REALISTIC_GROUP_SIZE = 10
+
+
+def write_realistic(directory: Path, documents: int = 6000, documents_per_file: int = 100) -> int:
+    """Writes `documents` documents (a List is one) of the realistic mix, about 100 to a
+    file, as `helm template` output is separated: every document after a `---` line."""
+    directory.mkdir(parents=True, exist_ok=True)
+    groups = max(documents // REALISTIC_GROUP_SIZE, 1)
+    per_file = max(documents_per_file // REALISTIC_GROUP_SIZE, 1)
+    written = 0
+    for file_index, first in enumerate(range(0, groups, per_file)):
+        texts: list[str] = []
+        for index in range(first, min(first + per_file, groups)):
+            texts += realistic_group(index)
+        (directory / f"rendered-{file_index:04d}.yaml").write_text("".join("---\n" + text for text in texts))
+        written += len(texts)
+    return written

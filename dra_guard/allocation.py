@@ -83,21 +83,10 @@ class Inventory:
 
         Per pool only the newest generation counts, as for the scheduler.
         """
-        slices = [obj for obj in objects if obj.get("kind") == "ResourceSlice"]
-        newest: dict[str, int] = {}
-        for obj in slices:
-            pool = _pool_key(obj)
-            generation = get_path(obj, ("spec", "pool", "generation"))
-            newest[pool] = max(newest.get(pool, 0), generation if isinstance(generation, int) else 0)
-        inventory = cls()
-        nodes: set[str] = set()
-        for obj in slices:
-            generation = get_path(obj, ("spec", "pool", "generation"))
-            if (generation if isinstance(generation, int) else 0) < newest[_pool_key(obj)]:
-                continue
-            inventory._add_slice(obj, nodes)
-        inventory.nodes = sorted(nodes)
-        return inventory
+        collector = SliceCollector()
+        for obj in objects:
+            collector.add(obj)
+        return collector.inventory()
 
     def _add_slice(self, obj: Mapping[str, Any], nodes: set[str]) -> None:
         spec = mapping(obj.get("spec"))
@@ -111,28 +100,89 @@ class Inventory:
             nodes.add(node)
         else:
             node = None
-        for raw in items(spec.get("devices")):
-            device = mapping(raw)
-            # v1beta1 nests a device's fields under `basic`.
-            body = mapping(device.get("basic")) or device
-            attributes: dict[str, Any] = {}
-            for name, typed in mapping(body.get("attributes")).items():
-                value = _attribute_value(typed)
-                if value is not None:
-                    attributes[name if "/" in name else f"{driver}/{name}"] = value
-            self.devices.append(
-                Device(
-                    pool=_pool_key(obj),
-                    name=text(device.get("name")),
-                    node=node,
-                    driver=driver,
-                    attributes=attributes,
-                    allow_multiple_allocations=body.get("allowMultipleAllocations") is True,
-                )
-            )
+        for device in _devices(obj, driver, node):
+            self.devices.append(device)
 
     def reachable_from(self, node: str) -> list[Device]:
         return [device for device in self.devices if device.node is None or device.node == node]
+
+
+class SliceCollector:
+    """ResourceSlices as they arrive (a check's input, a `--slices` file), kept as devices
+    per pool, generation and slice; `inventory()` keeps each pool's newest generation."""
+
+    def __init__(self) -> None:
+        #: pool -> generation -> slice name -> (its devices, its node or None).
+        self._pools: dict[str, dict[int, dict[str, tuple[list[Device], str | None]]]] = {}
+        self._problems: list[str] = []
+        #: ResourceSlice objects taken: a file given with --slices may also be among the
+        #: checked objects, and a slice counts once.
+        self.slices = 0
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        if obj.get("kind") != "ResourceSlice":
+            return
+        generations = self._pools.setdefault(_pool_key(obj), {})
+        held = generations.setdefault(_generation(get_path(obj, ("spec", "pool", "generation"))), {})
+        name = text(mapping(obj.get("metadata")).get("name")) or f"#{self.slices}"
+        if name in held:
+            return
+        part = Inventory()
+        nodes: set[str] = set()
+        part._add_slice(obj, nodes)
+        held[name] = (part.devices, next(iter(nodes), None))
+        self._problems.extend(part.problems)
+        self.slices += 1
+
+    def extend(self, other: SliceCollector) -> None:
+        """Add the slices another collector holds (the input's, after a file's), each once."""
+        for pool, generations in other._pools.items():
+            mine = self._pools.setdefault(pool, {})
+            for generation, held in generations.items():
+                for name, entry in held.items():
+                    if name not in mine.setdefault(generation, {}):
+                        mine[generation][name] = entry
+                        self.slices += 1
+        self._problems.extend(other._problems)
+
+    def inventory(self) -> Inventory:
+        inventory = Inventory(problems=list(self._problems))
+        nodes: set[str] = set()
+        for generations in self._pools.values():
+            for devices, node in generations[max(generations)].values():
+                inventory.devices.extend(devices)
+                if node is not None:
+                    nodes.add(node)
+        inventory.nodes = sorted(nodes)
+        return inventory
+
+
+def _generation(value: object) -> int:
+    if type(value) is int:
+        return value
+    # Pulumi hands every number over as a float.
+    return int(value) if isinstance(value, float) and value.is_integer() else 0
+
+
+def _devices(obj: Mapping[str, Any], driver: str, node: str | None) -> Iterable[Device]:
+    spec = mapping(obj.get("spec"))
+    for raw in items(spec.get("devices")):
+        device = mapping(raw)
+        # v1beta1 nests a device's fields under `basic`.
+        body = mapping(device.get("basic")) or device
+        attributes: dict[str, Any] = {}
+        for name, typed in mapping(body.get("attributes")).items():
+            value = _attribute_value(typed)
+            if value is not None:
+                attributes[name if "/" in name else f"{driver}/{name}"] = value
+        yield Device(
+            pool=_pool_key(obj),
+            name=text(device.get("name")),
+            node=node,
+            driver=driver,
+            attributes=attributes,
+            allow_multiple_allocations=body.get("allowMultipleAllocations") is True,
+        )
 
 
 def _pool_key(obj: Mapping[str, Any]) -> str:
@@ -144,7 +194,9 @@ def _attribute_value(typed: object) -> Any:
     """`{string: x}` / `{int: n}` / `{bool: b}` / `{version: v}` -> x / n / b / v."""
     for key in ("string", "int", "bool", "version"):
         value = mapping(typed).get(key)
-        if value is not None:
+        if key == "int" and isinstance(value, float) and value.is_integer():
+            return int(value)  # Pulumi hands every number over as a float; CEL tells 0.0 from 0
+        if isinstance(value, (str, int, float)):  # bool is an int; anything else the API server refuses
             return value
     return None
 
@@ -192,9 +244,9 @@ def _evaluate(expression: str, device: Device) -> tuple[_Outcome, str]:
     program = _program(expression)
     if program is None:
         return "unknown", "the expression does not compile"
-    # An attribute domain the device does not have is an empty map in the DRA environment.
-    activation = {"device": json_to_cel(device.cel_device(_referenced_domains(expression)))}
     try:
+        # An attribute domain the device does not have is an empty map in the DRA environment.
+        activation = {"device": json_to_cel(device.cel_device(_referenced_domains(expression)))}
         result = program.evaluate(activation)
     except CELEvalError as error:
         message = str(error.args[0]) if error.args else str(error)
@@ -333,7 +385,7 @@ class Allocator:
             return Verdict("satisfiable")
         if not self.inventory.nodes and not any(device.node is None for device in self.inventory.devices):
             return Verdict("unsatisfiable", "no ResourceSlice publishes any device")
-        reasons: list[str] = []
+        reasons: dict[str, list[str]] = {}
         undecided: str | None = None
         for node in self.inventory.nodes or [""]:
             devices = self.inventory.reachable_from(node)
@@ -346,10 +398,10 @@ class Allocator:
                 continue
             if reason is None:
                 return Verdict("satisfiable", node=node or None)
-            reasons.append(f"{node or 'any node'}: {reason}")
+            reasons.setdefault(reason, []).append(node or "any node")
         if undecided is not None:
             return Verdict("undecided", undecided)
-        return Verdict("unsatisfiable", "; ".join(reasons))
+        return Verdict("unsatisfiable", "; ".join(f"{_some(nodes)}: {reason}" for reason, nodes in reasons.items()))
 
     def _fits(
         self, requests: Sequence[Request], constraints: Sequence[Constraint], devices: Sequence[Device]
@@ -371,6 +423,12 @@ class Allocator:
         except (_Aborted, _Undecided):
             return set()
         return {device.attributes.get(attribute) for device in matched}
+
+
+def _some(nodes: Sequence[str], shown: int = 3) -> str:
+    """Node names for a message: a few, and how many more (a cluster has hundreds)."""
+    more = len(nodes) - shown
+    return ", ".join(nodes[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _assign(

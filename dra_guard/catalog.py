@@ -198,6 +198,18 @@ _PCIE_ROOT_WHEN_DERIVABLE = TopologyAttribute(
 
 
 @dataclass(frozen=True)
+class ChartExtendedResource:
+    """An extended resource name a driver's chart maps to its DeviceClass (KEP-5004): a pod
+    that asks for it gets a device of the class through a claim the scheduler generates."""
+
+    name: str
+    #: Whether the chart sets it without being asked.
+    by_default: bool
+    #: When the chart sets it.
+    when: str
+
+
+@dataclass(frozen=True)
 class DeviceClass:
     """One DeviceClass of a DRA driver: what it selects, and what its driver publishes."""
 
@@ -224,8 +236,12 @@ class DeviceClass:
     known_pin_values: tuple[str, ...] = ()
     #: Values people write that the driver never publishes -> what it publishes instead.
     pin_value_hints: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    #: The selector of the driver's own DeviceClass (its chart), for reference and tests.
+    #: The selector of the driver's own DeviceClass (its chart): what the allocator
+    #: evaluates before a request's own selectors (dra-guard check --slices).
     class_selector: str = ""
+    #: The extended resource name the driver's chart can map to this class
+    #: (spec.extendedResourceName, KEP-5004), and whether it does by default.
+    chart_extended_resource: ChartExtendedResource | None = None
     #: Where the facts above come from.
     source: str = ""
 
@@ -268,6 +284,11 @@ _CLASSES = (
         topology=(_PCIE_ROOT_WHEN_DERIVABLE,),  # deviceinfo.go: `if d.pcieRootAttr != nil`
         legacy_resources=("nvidia.com/gpu", "nvidia.com/gpu.shared"),
         class_selector="device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        # templates/deviceclass-gpu.yaml: rendered when the chart targets resource.k8s.io/v1
+        # (since v25.12.0, commit d7b7d1ec); absent on v1beta1/v1beta2.
+        chart_extended_resource=ChartExtendedResource(
+            "nvidia.com/gpu", True, "by default since v25.12.0 wherever it renders resource.k8s.io/v1"
+        ),
         source=f"{_NVIDIA}: templates/deviceclass-gpu.yaml, cmd/gpu-kubelet-plugin/deviceinfo.go GpuInfo",
     ),
     DeviceClass(
@@ -334,6 +355,9 @@ _CLASSES = (
         legacy_resources=("gpu.intel.com/i915", "gpu.intel.com/xe"),
         known_pin_values=_INTEL_GPU_MODELS,
         class_selector='device.driver == "gpu.intel.com"',
+        chart_extended_resource=ChartExtendedResource(
+            "intel.com/gpu", False, "when installed with enableDRAExtendedResources: true; off by default"
+        ),
         source="intel/intel-resource-drivers-for-kubernetes @ 1da939fa: charts/intel-gpu-resource-driver, "
         "cmd/kubelet-gpu-plugin/node_state.go, pkg/gpu/discovery/discovery-pci.go",
     ),
@@ -368,6 +392,9 @@ _CLASSES = (
         legacy_resources=("habana.ai/gaudi",),
         known_pin_values=("Gaudi", "Gaudi2", "Gaudi3"),
         class_selector='device.driver == "gaudi.intel.com"',
+        chart_extended_resource=ChartExtendedResource(
+            "intel.com/gaudi", False, "when installed with enableDRAExtendedResources: true; off by default"
+        ),
         source="intel/intel-resource-drivers-for-kubernetes @ 1da939fa: charts/intel-gaudi-resource-driver, "
         "cmd/kubelet-gaudi-plugin/node_state.go, pkg/gaudi/discovery/discovery.go",
     ),
@@ -396,6 +423,8 @@ class NonAcceleratorClass:
     driver: str
     what: str
     source: str
+    #: The selector of its DeviceClass, where it has an upstream source ("" otherwise).
+    class_selector: str = ""
 
 
 _NON_ACCELERATORS = (
@@ -404,12 +433,17 @@ _NON_ACCELERATORS = (
         "compute-domain.nvidia.com",
         "the IMEX daemon of an NVIDIA ComputeDomain (multi-node NVLink), one per node",
         f"{_NVIDIA}: templates/deviceclass-compute-domain-daemon.yaml",
+        "device.driver == 'compute-domain.nvidia.com' && "
+        "device.attributes['compute-domain.nvidia.com'].type == 'daemon'",
     ),
     NonAcceleratorClass(
         "compute-domain-default-channel.nvidia.com",
         "compute-domain.nvidia.com",
         "IMEX channel 0 of an NVIDIA ComputeDomain",
         f"{_NVIDIA}: templates/deviceclass-compute-domain-default-channel.yaml",
+        "device.driver == 'compute-domain.nvidia.com' && "
+        "device.attributes['compute-domain.nvidia.com'].type == 'channel' && "
+        "device.attributes['compute-domain.nvidia.com'].id == 0",
     ),
     NonAcceleratorClass(
         "netdev.google.com",
@@ -428,18 +462,23 @@ _NON_ACCELERATORS = (
         "dra.net",
         "the NIC class of DRANET's multi-network demo (DRANET classes are user-defined)",
         "kubernetes-sigs/dranet @ f258477c: examples/demo_gke_multinetwork/deviceclass.yaml",
+        'device.driver == "dra.net"',
     ),
     NonAcceleratorClass(
         "net.example.com",
         "net.example.com",
         "the example driver's NIC profile (shareable devices)",
-        "kubernetes-sigs/dra-example-driver @ 31914cea: internal/profiles/net/net.go",
+        "kubernetes-sigs/dra-example-driver @ 31914cea: internal/profiles/net/net.go, "
+        "deployments/helm/dra-example-driver/templates/deviceclass.yaml",
+        "device.driver == 'net.example.com'",
     ),
     NonAcceleratorClass(
         "cpu.example.com",
         "cpu.example.com",
         "the example driver's CPU profile (NUMA nodes as shareable devices)",
-        "kubernetes-sigs/dra-example-driver @ 31914cea: internal/profiles/cpu/cpu.go",
+        "kubernetes-sigs/dra-example-driver @ 31914cea: internal/profiles/cpu/cpu.go, "
+        "deployments/helm/dra-example-driver/templates/deviceclass.yaml",
+        "device.driver == 'cpu.example.com'",
     ),
 )
 
@@ -451,6 +490,22 @@ NON_ACCELERATOR_CLASSES: Mapping[str, NonAcceleratorClass] = MappingProxyType({c
 LEGACY_RESOURCE_NAMES = frozenset(name for device_class in _CLASSES for name in device_class.legacy_resources)
 #: Legacy names that are families: `nvidia.com/mig-<profile>`, `aws.amazon.com/neuron*`.
 LEGACY_RESOURCE_PREFIXES = ("nvidia.com/mig-", "aws.amazon.com/neuron")
+
+
+#: Extended resource names the drivers' charts map to their DeviceClasses (KEP-5004), by name.
+CHART_EXTENDED_RESOURCES: Mapping[str, tuple[str, ChartExtendedResource]] = MappingProxyType(
+    {
+        c.chart_extended_resource.name: (c.name, c.chart_extended_resource)
+        for c in _CLASSES
+        if c.chart_extended_resource is not None
+    }
+)
+
+
+def class_selector(name: str) -> str | None:
+    """The selector of a driver's own DeviceClass of this name, if dra-guard knows it."""
+    known = DEVICE_CLASSES.get(name) or NON_ACCELERATOR_CLASSES.get(name)
+    return known.class_selector if known is not None and known.class_selector else None
 
 
 def is_legacy_resource(name: str, extra_names: frozenset[str] = frozenset()) -> bool:

@@ -12,13 +12,18 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dra_guard import __version__
 from dra_guard.admission.commands import add_admission_policy_parser, add_webhook_parser
 from dra_guard.report import FORMATS
 from dra_guard.rulekit import RuleModuleError
 from dra_guard.scaffold import TARGETS
+
+#: The option `--slices` adds to (declared by the rule that reads the slices).
+SLICES_OPTION = "resource-slices"
+if TYPE_CHECKING:
+    from dra_guard.config import Config
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -65,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GLOB",
         help="leave paths matching this .gitignore-style pattern out of directory walks (repeatable; adds to "
         "the configuration's exclude)",
+    )
+    check.add_argument(
+        "--slices",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the cluster's ResourceSlices (`kubectl get resourceslices -o yaml > FILE`): report claims no "
+        "node can allocate and pins that match several profiles (repeatable; adds to resource-slices)",
     )
     check.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files in walks")
     check.add_argument(
@@ -189,6 +202,12 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
+    if arguments.slices:
+        try:
+            config = _with_slices(config, arguments.slices)
+        except ConfigError as error:
+            stderr.write(f"dra-guard: {error}\n")
+            return EXIT_ERROR
     excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
     if config_file:
         excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
@@ -236,6 +255,19 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         return EXIT_ERROR
     threshold = Severity.parse(arguments.fail_on)
     return EXIT_FINDINGS if any(finding.severity >= threshold for finding in report.findings) else EXIT_CLEAN
+
+
+def _with_slices(config: Config, paths: Sequence[str]) -> Config:
+    """The configuration with `--slices` files added to its resource-slices (read now: a file
+    that cannot be read is an error before anything is checked)."""
+    from dra_guard.options import ConfigError, ParseContext
+    from dra_guard.rules import RULES
+
+    option = RULES.options[SLICES_OPTION]
+    if "-" in paths:
+        raise ConfigError("--slices: standard input holds the manifests; give the ResourceSlices as a file")
+    added = option.parse("--slices", list(paths), ParseContext(RULES.rule_ids, os.environ))
+    return config.with_value(option, config.get(option) + added)
 
 
 def _holds_a_manifest(path: str, is_manifest: Callable[[bytes], bool]) -> bool:

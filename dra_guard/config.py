@@ -67,12 +67,12 @@ CONFIG_FILE_NAMES = (".dra-guard.yaml", ".dra-guard.yml", "pyproject.toml")
 class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
     """Device classes the catalog does not know, each with the attribute that pins a profile."""
 
-    description = "mapping of device class name to {pin-attribute, topology-attribute}"
-    _KEYS = ("pin-attribute", "topology-attribute")
+    description = "mapping of device class name to {pin-attribute, topology-attribute, selector}"
+    _KEYS = ("pin-attribute", "topology-attribute", "selector")
 
     def parse(self, key: str, value: object, context: ParseContext) -> Mapping[str, DeviceClass]:
         if not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: must map device class names to {{pin-attribute, topology-attribute}}")
+            raise ConfigError(f"{key}: must map device class names to {{pin-attribute, topology-attribute, selector}}")
         classes = {}
         for name, spec in value.items():
             if not isinstance(spec, Mapping) or not isinstance(spec.get("pin-attribute"), str):
@@ -81,25 +81,33 @@ class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
             if unknown:
                 raise ConfigError(f"{key}.{name}: unknown key {', '.join(unknown)}")
             domain, attribute = _qualified(f"{key}.{name}.pin-attribute", spec["pin-attribute"])
+            selector = _selector(f"{key}.{name}.selector", spec.get("selector"))
             topology = spec.get("topology-attribute")
             if topology is None:
-                classes[str(name)] = DeviceClass(str(name), domain, attribute)
+                classes[str(name)] = DeviceClass(str(name), domain, attribute, class_selector=selector)
                 continue
             _qualified(f"{key}.{name}.topology-attribute", topology)
             # Declared by the user: every device of this class publishes it, so it is asked for.
             aligned_on = TopologyAttribute(topology, "always", "declared in the configuration")
             classes[str(name)] = DeviceClass(
-                str(name), domain, attribute, topology=(aligned_on,), default_alignment=topology
+                str(name),
+                domain,
+                attribute,
+                topology=(aligned_on,),
+                default_alignment=topology,
+                class_selector=selector,
             )
         return MappingProxyType(classes)
 
     def json_schema(self) -> dict[str, Any]:
         attribute = {"type": "string", "pattern": "^[^/]+/.+$"}
+        properties: dict[str, Any] = {key: attribute for key in self._KEYS[:2]}
+        properties["selector"] = {"type": "string", "minLength": 1}
         return {
             "type": "object",
             "additionalProperties": {
                 "type": "object",
-                "properties": {key: attribute for key in self._KEYS},
+                "properties": properties,
                 "required": ["pin-attribute"],
                 "additionalProperties": False,
             },
@@ -113,7 +121,23 @@ class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
             written[name] = {"pin-attribute": item.qualified_pin_attribute}
             if item.default_alignment is not None:
                 written[name]["topology-attribute"] = item.default_alignment
+            if item.class_selector:
+                written[name]["selector"] = item.class_selector
         return written
+
+
+def _selector(key: str, value: object) -> str:
+    """A DeviceClass's CEL selector as the configuration gives it ("" when it gives none)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key}: must be the CEL expression of the class's selector")
+    from dra_guard.selectors import analyse  # the CEL parser: only when a selector is configured
+
+    problem = analyse(value).error
+    if problem is not None:
+        raise ConfigError(f"{key}: not valid CEL ({problem})")
+    return value
 
 
 def _qualified(key: str, value: object) -> tuple[str, str]:
@@ -161,7 +185,9 @@ EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
     doc="Device classes dra-guard does not know, with the attribute that pins a profile "
     "(`<driver domain>/<attribute>`) and, optionally, an attribute every device of the class publishes "
     "that several devices of one claim must share (a matchAttribute on it is then required; "
-    "without one, no alignment is asked for).",
+    "without one, no alignment is asked for), and the CEL `selector` of the class as your cluster defines "
+    "it: a pin there (NVIDIA's per-profile class mig-1g-12gb.gpu.nvidia.com pins profile == '1g.12gb') "
+    "pins every request of the class, and `check --slices` evaluates it before the request's selectors.",
 )
 KUBERNETES_VERSION = Option(
     key="kubernetes-version",
@@ -267,11 +293,17 @@ class Config:
 
 
 def parse_config(
-    values: object, catalog: OptionCatalog, source: str = "config", *, environ: Mapping[str, str | bytes] = os.environ
+    values: object,
+    catalog: OptionCatalog,
+    source: str = "config",
+    *,
+    environ: Mapping[str, str | bytes] = os.environ,
+    directory: str | None = None,
 ) -> Config:
-    """Options as written in a configuration file: kebab-case keys."""
+    """Options as written in a configuration file: kebab-case keys; relative paths in them
+    are relative to `directory` (the file's folder), or to the working directory."""
     spelt = {option.key: option for option in catalog.options.values()}
-    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
+    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ, directory))
 
 
 def parse_policy_config(
@@ -312,6 +344,7 @@ def load_config_file(
     path: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
 ) -> Config:
     file = os.fspath(path)
+    directory = os.path.dirname(file) or os.curdir
     try:
         with open(file, encoding="utf-8") as handle:
             text = handle.read()
@@ -327,12 +360,12 @@ def load_config_file(
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{file}: invalid TOML: {error}") from None
         table = document.get("tool", {}).get("dra-guard", {})
-        return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ)
+        return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ, directory=directory)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise ConfigError(f"{file}: invalid YAML: {error}") from None
-    return parse_config(document or {}, catalog, str(file), environ=environ)
+    return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
 
 
 def find_config_file(start: str | os.PathLike[str]) -> str | None:

@@ -6,8 +6,9 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
+from dra_guard.allocation import SliceCollector
 from dra_guard.config import Config
 from dra_guard.findings import ObjectRef, Severity
 from dra_guard.manifest import (
@@ -16,11 +17,17 @@ from dra_guard.manifest import (
     Path,
     device_requests,
     is_dra_object,
+    items,
     mapping,
     metadata,
     text,
 )
 from dra_guard.pod_templates import PodSpecView, pod_specs
+
+T = TypeVar("T")
+#: Scheduling objects whose resourceClaims are shared by a group of pods (KEP-5729).
+POD_GROUP_KINDS = ("PodGroup", "Workload")
+SCHEDULING_GROUP = "scheduling.k8s.io/"
 
 
 class Location(Protocol):
@@ -66,19 +73,36 @@ class Pending:
     """A finding that depends on objects the input may hold further on.
 
     The engine keeps it, with its line and waiver worked out while the object is at hand,
-    and calls `resolve(*args)` once after the last object: the finding's message, or None
-    when the other objects clear it.  `resolve` and `args` must hold only small facts
+    and calls `resolve(*args)` once after the last object: the finding's message (or a
+    `Resolved`, when the other objects also decide its severity or did not decide it at
+    all), or None when the other objects clear it.  `resolve` and `args` must hold only small facts
     (names, the context), never the resource or its object: every pending finding lives
     until the end.  (A module-level function with `args` is smaller than a closure, for
     findings kept once per object.)
     """
 
     path: Path
-    resolve: Callable[..., str | None]
+    resolve: Callable[..., str | Resolved | None]
     args: tuple[Any, ...] = ()
     severity: Severity | None = None
     #: As for a Violation: what else in the object the finding rests on (None: anything).
     evidence: tuple[Path, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What a `Pending`'s resolve may return instead of a bare message.
+
+    `severity` replaces the pending finding's when the other objects decide it (sharing
+    inside one pod is not sharing between pods).  `cross_object=False` says the other
+    objects did not decide whether there is a finding: the object alone gives one (they
+    changed at most its words or severity), so front ends that see one object at a time,
+    and the admission policies, report it as theirs (with what the object alone shows).
+    """
+
+    message: str
+    severity: Severity | None = None
+    cross_object: bool = True
 
 
 class Resource:
@@ -231,6 +255,19 @@ class Context:
         self._claim_users: dict[str, ClaimUser | list[ClaimUser]] = {}
         #: Extended resource names the input's DeviceClasses map (spec.extendedResourceName).
         self._extended_resources: dict[str, list[str]] = defaultdict(list)
+        #: The CEL selectors of the input's DeviceClasses, by name: the last object of a
+        #: name wins, as `kubectl apply` leaves it.
+        self._class_selectors: dict[str, tuple[str, ...]] = {}
+        #: The claims each PodGroup shares among its pods, by (namespace, PodGroup name):
+        #: (claim name, resourceClaimName, resourceClaimTemplateName), "" for what is unset.
+        self._pod_group_claims: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        #: What shares a ResourceClaim by itself, by the claim's name: (namespace, who) for
+        #: each controller's pod template and each PodGroup that names it.
+        self._claim_sharers: dict[str, list[tuple[str, str]]] = {}
+        #: The input's ResourceSlices, as devices.
+        self.slices = SliceCollector()
+        #: What a rule works out once per check from the whole input (`derived`).
+        self._derived: dict[str, Any] = {}
 
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:
@@ -245,15 +282,54 @@ class Context:
             facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, no_accelerator)
             (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
         elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
-            mapped = mapping(resource.obj.get("spec")).get("extendedResourceName")
+            spec = mapping(resource.obj.get("spec"))
+            mapped = spec.get("extendedResourceName")
             if isinstance(mapped, str) and mapped:
                 self._extended_resources[mapped].append(resource.name)
+            self._class_selectors[resource.name] = tuple(
+                expression
+                for selector in items(spec.get("selectors"))
+                if isinstance(expression := mapping(mapping(selector).get("cel")).get("expression"), str)
+            )
+        elif resource.kind == "ResourceSlice" and is_dra_object(resource.obj):
+            self.slices.add(resource.obj)
+        elif resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_GROUP):
+            self._add_pod_group(resource)
         elif resource.kind == "Pod":
             for pod in resource.pods:
                 for _, claim in pod.claims:
                     claim_name = claim.get("resourceClaimName")
                     if isinstance(claim_name, str):
                         self._add_claim_user(claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
+        if resource.kind != "Pod" and resource.pods:
+            # A pod template stamps out pods that all name the claim.
+            for pod in resource.pods:
+                for _, claim in pod.claims:
+                    claim_name = claim.get("resourceClaimName")
+                    if pod.is_template and isinstance(claim_name, str) and claim_name:
+                        sharer = f"the pod template of {resource.kind}/{resource.name}"
+                        self._claim_sharers.setdefault(claim_name, []).append((resource.namespace, sharer))
+
+    def _add_pod_group(self, resource: Resource) -> None:
+        spec = mapping(resource.obj.get("spec"))
+        if resource.kind == "PodGroup":
+            entries = [(resource.name, claim) for claim in items(spec.get("resourceClaims"))]
+        else:  # a Workload's pod group templates become PodGroups whose names we cannot know
+            entries = [
+                ("", claim)
+                for group in items(spec.get("podGroupTemplates"))
+                for claim in items(mapping(group).get("resourceClaims"))
+            ]
+        for group_name, raw in entries:
+            claim = mapping(raw)
+            name, claim_name = text(claim.get("name")), text(claim.get("resourceClaimName"))
+            template_name = text(claim.get("resourceClaimTemplateName"))
+            if group_name:
+                key = (resource.namespace, group_name)
+                self._pod_group_claims.setdefault(key, []).append((name, claim_name, template_name))
+            if claim_name:
+                sharer = f"{resource.kind}/{resource.name}"
+                self._claim_sharers.setdefault(claim_name, []).append((resource.namespace, sharer))
 
     def _add_claim_user(self, claim_name: str, user: ClaimUser) -> None:
         present = self._claim_users.get(claim_name)
@@ -281,6 +357,46 @@ class Context:
         """Device classes that map the extended resource `name`: configured, then in the input."""
         configured = self.config.extended_resource_class(name)
         return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
+
+    def derived(self, key: str, make: Callable[[], T]) -> T:
+        """`make()`, computed once per check (after the last object, for pending findings):
+        what several findings of a rule share, such as DRA014's device inventory."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return cast(T, self._derived[key])
+
+    def class_selectors(self, name: str) -> tuple[str, ...] | None:
+        """The selectors of the input's DeviceClass `name`; None when the input has none of that name."""
+        return self._class_selectors.get(name)
+
+    def pod_group_shares(self, namespace: str, group: str, claim: Mapping[str, Any]) -> bool:
+        """Whether PodGroup `group` (in the input) declares this pod claim, every field equal, so
+        that it resolves to the one claim of the group (DRAWorkloadResourceClaims, core/v1
+        `PodResourceClaim` @ v0.36.0)."""
+        wanted = (
+            text(claim.get("name")),
+            text(claim.get("resourceClaimName")),
+            text(claim.get("resourceClaimTemplateName")),
+        )
+        return any(
+            wanted in entries
+            for (group_namespace, group_name), entries in self._pod_group_claims.items()
+            if group_name == group and same_namespace(group_namespace, namespace)
+        )
+
+    def template_group_shared(self, namespace: str, template: str) -> list[str]:
+        """PodGroups in the input that share a claim made from this template among their pods."""
+        return sorted(
+            f"PodGroup/{group_name}"
+            for (group_namespace, group_name), entries in self._pod_group_claims.items()
+            if same_namespace(group_namespace, namespace) and any(entry[2] == template for entry in entries)
+        )
+
+    def claim_sharers(self, claim_name: str, namespace: str) -> list[str]:
+        """What shares the ResourceClaim by itself: controllers' pod templates and PodGroups naming it."""
+        return sorted(
+            {who for where, who in self._claim_sharers.get(claim_name, ()) if same_namespace(where, namespace)}
+        )
 
     def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:
         """Pods besides the one at `serial` that name this claim and may share its namespace."""

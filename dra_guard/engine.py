@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
-from dra_guard.context import Context, Location, Pending, Resource, Violation
+from dra_guard.context import Context, Location, Pending, Resolved, Resource, Violation
 from dra_guard.findings import Finding, InputError, Report, json_pointer
 from dra_guard.manifest import Path, is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
@@ -124,7 +124,7 @@ class _Deferred:
     """A pending finding, everything but its message decided while its object was at hand."""
 
     finding: Finding
-    resolve: Callable[..., str | None]
+    resolve: Callable[..., str | Resolved | None]
     args: tuple[Any, ...]
     note: str
 
@@ -243,9 +243,18 @@ class Checker:
                     )
                 )
                 continue
-            if message is not None:
+            if isinstance(message, Resolved):
+                resolved = replace(
+                    finding,
+                    message=sys.intern(message.message + deferred.note),
+                    severity=message.severity or finding.severity,
+                    cross_object=message.cross_object,
+                )
+            elif message is not None:
                 resolved = replace(finding, message=sys.intern(message + deferred.note))
-                (self.report.findings if finding.waiver is None else self.report.waived).append(resolved)
+            else:
+                continue
+            (self.report.findings if finding.waiver is None else self.report.waived).append(resolved)
         self._deferred.clear()
         for findings in (self.report.findings, self.report.waived):
             findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))

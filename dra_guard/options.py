@@ -36,6 +36,9 @@ class ParseContext:
     rule_ids: Sequence[str]
     #: Where options that name an environment variable read it (os.environ by default).
     environ: Mapping[str, str | bytes]
+    #: The folder relative paths in the values are relative to: the configuration file's
+    #: (None: the working directory, for values that come from no file).
+    directory: str | None = None
 
 
 class OptionType(ABC, Generic[T_co]):

@@ -22,7 +22,8 @@ from dra_guard.catalog import (
 )
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+#: A DNS-1035 label (Service names): a DNS-1123 label that starts with a letter.
+DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # DRA attribute names are C identifiers of at most 32 characters (resource.k8s.io API).
 ATTRIBUTE_NAME = ATTRIBUTE_NAME_PATTERN
@@ -47,7 +48,7 @@ def require_dns_label(field: str, value: object) -> str:
 
 def require_dns1035_label(field: str, value: object) -> str:
     """A DNS-1035 label (a Service name): a DNS-1123 label that starts with a letter."""
-    if not isinstance(value, str) or len(value) > 63 or not _DNS1035_LABEL.fullmatch(value):
+    if not isinstance(value, str) or len(value) > 63 or not DNS1035_LABEL.fullmatch(value):
         raise ValueError(
             f"{field}: must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter "
             f"and ending with an alphanumeric, at most 63 characters), got {describe(value)}"

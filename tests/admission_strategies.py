@@ -35,6 +35,13 @@ SELECTORS = (
     "!(device.allowMultipleAllocations == false)",
     "device.attributes['fpga.example.org'].bitstream == 'b1'",
 )
+#: Blanket (no key, operator Exists) and targeted device tolerations.
+TOLERATIONS = (
+    {"operator": "Exists"},
+    {"operator": "Exists", "effect": "NoSchedule"},
+    {"operator": "Exists", "key": "example.com/maintenance"},
+    {"operator": "Equal", "key": "example.com/maintenance", "value": "planned"},
+)
 ANNOTATION_VALUES = ("WipeOnDeallocate", "ZeroFillMemoryOnRelease", "Wipe", "", " ", "\u200b", "false", "true")
 TAGS = ("sha256:" + "a" * 64, "hmac-sha256:" + "0" * 64, "sha256:" + "A" * 64, "md5:abc", "")
 #: Strategies as written: the engine compares them case-insensitively, the policy with RE2's (?i).
@@ -119,6 +126,8 @@ def _body(draw: st.DrawFn, *, sub_request: bool) -> dict[str, Any]:
         body["selectors"] = [{"cel": {"expression": expression}} for expression in selectors]
     if draw(st.integers(0, 3)) == 0:
         body["capacity"] = {"requests": draw(st.sampled_from([{}, {"memory": "10Gi"}]))}
+    if draw(st.integers(0, 3)) == 0:
+        body["tolerations"] = [draw(st.sampled_from(TOLERATIONS))]
     if draw(st.booleans()):
         body["allocationMode"] = draw(st.sampled_from(["ExactCount", "All"]))
     if body.get("allocationMode", "ExactCount") == "ExactCount" and draw(st.booleans()):
@@ -157,7 +166,7 @@ def claims(draw: st.DrawFn) -> dict[str, Any]:
             {"matchAttribute": draw(attribute), **({"requests": names} if names else {})}
             for names in draw(st.lists(st.lists(st.sampled_from(references), unique=True), min_size=1, max_size=2))
         ]
-    if draw(st.integers(0, 2)) == 0:
+    if draw(st.booleans()):
         devices["config"] = [
             {**({"requests": names} if names else {}), "opaque": _opaque(draw)}
             for names in draw(st.lists(st.lists(st.sampled_from(references or ["-"]), unique=True), max_size=2))
@@ -171,7 +180,8 @@ def claims(draw: st.DrawFn) -> dict[str, Any]:
     ):
         if draw(st.booleans()):
             annotations[key] = draw(st.sampled_from(values))
-    annotations.update(_waivers(draw, ("DRA002", "DRA003", "DRA004", "DRA006", "DRA007", "DRA008", "DRA011", "DRA012")))
+    rules = ("DRA002", "DRA003", "DRA004", "DRA006", "DRA007", "DRA008", "DRA011", "DRA012", "DRA015")
+    annotations.update(_waivers(draw, rules))
     metadata: dict[str, Any] = {"name": "c", "namespace": draw(st.sampled_from(NAMESPACES))}
     if annotations:
         metadata["annotations"] = annotations
@@ -181,15 +191,18 @@ def claims(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def device_classes(draw: st.DrawFn) -> dict[str, Any]:
-    """A DeviceClass whose configs may share devices in time."""
-    metadata: dict[str, Any] = {"name": "shared-gpu"}
-    waivers = _waivers(draw, ("DRA007",))
+    """A DeviceClass whose configs may share devices in time, and which may map an
+    extended resource name (an accelerator class, or one a configuration says is a NIC)."""
+    metadata: dict[str, Any] = {"name": draw(st.sampled_from(["shared-gpu", "nic.example.com", "gpu.nvidia.com"]))}
+    waivers = _waivers(draw, ("DRA007", "DRA013"))
     if waivers:
         metadata["annotations"] = waivers
-    configs = [{"opaque": _opaque(draw)} for _ in range(draw(st.integers(0, 2)))]
+    configs = [{"opaque": _opaque(draw)} for _ in range(draw(st.integers(0, 3)))]
     spec: dict[str, Any] = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
     if configs:
         spec["config"] = configs
+    if draw(st.booleans()):
+        spec["extendedResourceName"] = draw(st.sampled_from(["example.com/gpu", "nvidia.com/gpu"]))
     return {
         "apiVersion": draw(st.sampled_from(CLAIM_VERSIONS)),
         "kind": "DeviceClass",
@@ -243,7 +256,7 @@ WORKLOAD_RULES = ("DRA001", "DRA005", "DRA009")
 @st.composite
 def workloads(draw: st.DrawFn) -> dict[str, Any]:
     """A Pod, PodTemplate or built-in controller, with waivers on it and its pod template."""
-    kind = draw(st.sampled_from(sorted(POD_KINDS)))
+    kind = draw(st.sampled_from(["Pod", "Pod", *sorted(POD_KINDS)]))
     metadata: dict[str, Any] = {"name": "w", "namespace": draw(st.sampled_from(NAMESPACES))}
     waivers = _waivers(draw, WORKLOAD_RULES)
     if waivers:

@@ -165,7 +165,8 @@ CONFIGURATIONS: tuple[tuple[str, tuple[str, str] | None], ...] = (
         "hmac-key-env: KEY\nextended-resource-classes: {example.com/accel: gpu.nvidia.com, "
         "example.com/nic: nic.example.com}\nnon-accelerator-classes: [nic.example.com]\n"
         "extra-classes: {fpga.example.org: {pin-attribute: fpga.example.org/bitstream, "
-        "topology-attribute: fpga.example.org/board}}\n",
+        "topology-attribute: fpga.example.org/board, selector: \"device.attributes['fpga.example.org']"
+        ".bitstream == 'b2'\"}}\n",
         None,
     ),
     ("kubernetes-version: '1.36'\nnon-waivable: []\nadmin-namespaces: [team-a]\n", ("dra-guard.io/admin", "true")),

@@ -250,3 +250,15 @@ def test_v1beta1_devices_nest_their_fields_under_basic() -> None:
     obj["spec"]["devices"] = [{"name": "d", "basic": {"attributes": {"model": {"string": "M"}}}}]
     (device,) = Inventory.from_objects([obj]).devices
     assert device.attributes == {"gpu.example.com/model": "M"}
+
+
+def test_attribute_values_of_a_shape_the_api_server_refuses_are_left_out() -> None:
+    """A ResourceSlice in the input may be anything; the model must not fail on it."""
+    obj = _slice(1, "n", [])
+    obj["spec"]["devices"] = [
+        {"name": "d", "attributes": {"model": {"string": {"a": 1}}, "other": {"string": ["x"]}, "index": {"int": 2.0}}}
+    ]
+    (device,) = Inventory.from_objects([obj]).devices
+    assert device.attributes == {"gpu.example.com/index": 2}  # Pulumi's float, as the int it was
+    claim = raw_claim(exactly("g", "gpu.example.com"), constraints=[{"distinctAttribute": "gpu.example.com/model"}])
+    assert decide(claim, Inventory.from_objects([obj])).status == "unsatisfiable"

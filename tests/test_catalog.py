@@ -5,17 +5,21 @@ drivers' own DeviceClasses (tests/fixtures/deviceclasses)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+import yaml
 
 from dra_guard.allocation import Allocator, Alternative, Device
 from dra_guard.catalog import (
+    CHART_EXTENDED_RESOURCES,
     DEVICE_CLASSES,
     NON_ACCELERATOR_CLASSES,
     PCIE_ROOT,
     DeviceClass,
 )
 from dra_guard.config import Config
+from tests.test_allocation import FIXTURES as FIXTURES_DIR
 from tests.test_allocation import device_classes, inventory
 
 #: The fixtures that hold devices of each class; a class whose topology attribute is
@@ -137,3 +141,32 @@ def test_attribute_domains_fit_the_api_limit() -> None:
 def test_the_consumable_capacity_fixture_is_shareable() -> None:
     assert all(device.allow_multiple_allocations for device in inventory("example-consumable-capacity").devices)
     assert not any(device.allow_multiple_allocations for device in inventory("example-driver").devices)
+
+
+@pytest.mark.parametrize(
+    "name", sorted(name for name, known in NON_ACCELERATOR_CLASSES.items() if known.class_selector)
+)
+def test_non_accelerator_class_selectors_are_the_drivers_own(name: str) -> None:
+    """`check --slices` evaluates them for the non-accelerator requests of a claim."""
+    assert (NON_ACCELERATOR_CLASSES[name].class_selector,) == device_classes()[name]
+
+
+def _extended_resource_names(path: Path) -> dict[str, str]:
+    found = {}
+    for obj in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        mapped = obj["spec"].get("extendedResourceName") if obj else None
+        if mapped:
+            found[mapped] = obj["metadata"]["name"]
+    return found
+
+
+def test_chart_extended_resources_are_what_the_charts_render() -> None:
+    """The name each chart can map, and whether its default render maps it (KEP-5004)."""
+    folder = FIXTURES_DIR / "deviceclasses"
+    opted_in: dict[str, str] = {}
+    for path in sorted(folder.glob("*-extended-resource*.yaml")):
+        opted_in.update(_extended_resource_names(path))
+    for name, (device_class, chart) in CHART_EXTENDED_RESOURCES.items():
+        default = _extended_resource_names(folder / f"{device_class}.yaml")
+        assert (default.get(name) == device_class) is chart.by_default, name
+        assert (default.get(name) or opted_in.get(name)) == device_class, name

@@ -66,7 +66,12 @@ def test_exit_codes_and_fail_on(compliant: Path) -> None:
 def test_text_format(compliant: Path) -> None:
     result = run("check", str(GPU_POD), str(compliant))
     lines = result.stdout.splitlines()
-    message = "requests legacy accelerator resource 'nvidia.com/gpu' in limits"
+    message = (
+        "requests legacy accelerator resource 'nvidia.com/gpu' in limits (served by a device plugin, or by "
+        "DeviceClass 'gpu.nvidia.com' where its driver's chart maps it, by default since v25.12.0 wherever it "
+        "renders resource.k8s.io/v1): no claim template, so no exclusivity guard, sanitization declaration or "
+        "isolation tag, and no profile pin"
+    )
     assert lines[0] == f"{GPU_POD}:13: DRA001 [critical] Pod/-/gpu-operator-test: {message}"
     assert lines[-1] == "1 finding (1 critical) in 3 objects from 2 files"
 

@@ -45,6 +45,8 @@ else:  # pragma: no cover - Python 3.10
         ({"extra-classes": {"x.io": {"pin-attribute": "model"}}}, "qualified"),
         ({"extra-classes": {"x.io": {"pin-attribute": "x.io/model", "colour": "red"}}}, "unknown key colour"),
         ({"extra-classes": ["x.io"]}, "must map device class names"),
+        ({"extra-classes": {"x.io": {"pin-attribute": "x.io/model", "selector": "device.driver =="}}}, "not valid CEL"),
+        ({"extra-classes": {"x.io": {"pin-attribute": "x.io/model", "selector": ""}}}, "the CEL expression"),
     ],
 )
 def test_bad_values_are_errors(values: dict[str, Any], message: str) -> None:

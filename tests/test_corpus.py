@@ -25,6 +25,8 @@ EXPECTED = {
     # so a matchAttribute could only make the claim unallocatable.
     "dra-example-driver/admin-access.yaml": ["DRA002", "DRA004", "DRA006", "DRA008", "DRA012"],
     # DRA011 gone: the example driver publishes no topology attribute (catalog: gpu.example.com).
+    # DRA007 now medium, was critical: the template gives each pod its own claim, so the sharing stays
+    # among one pod's containers (facts 3.5: NVIDIA's own MPS and time-slicing examples are per pod).
     "dra-example-driver/basic-resourceclaim-opaque-config.yaml": [
         "DRA002",
         "DRA003",
@@ -47,6 +49,8 @@ EXPECTED = {
     "dra-example-driver/gpu-allow-multiple-allocations.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
     # DRA011 gone: the example driver publishes no topology attribute (catalog: gpu.example.com).
     "dra-example-driver/partitionable-devices.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    # DRA005 also on each Deployment's template claim now: its PodGroup declares the same claim, so every
+    # pod of the group resolves to the group's one claim (facts 3.2, DRAWorkloadResourceClaims).
     "dra-example-driver/podgroup-resourceclaimtemplate.yaml": [
         "DRA002",
         "DRA003",
@@ -73,12 +77,21 @@ EXPECTED = {
     "legacy-device-plugin/training_singlehost.yaml": ["DRA001"],
     "nvidia-dra-driver/claims.yaml": ["DRA010"],
     "nvidia-dra-driver/gpu-anymig.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    # DRA001's message (here and for nvidia.com/gpu in the device-plugin files): NVIDIA's chart maps the name
+    # to DeviceClass gpu.nvidia.com since v25.12.0, so it may be DRA's claim rather than a device plugin's
+    # (facts 1.2, 3.6).
     "nvidia-dra-driver/gpu-full.yaml": ["DRA001"],
     "nvidia-dra-driver/gpu-job-rct.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    # DRA007 now medium, was critical: the template gives each pod its own claim, so the sharing stays
+    # among one pod's containers (facts 3.5: NVIDIA's own MPS and time-slicing examples are per pod).
     "nvidia-dra-driver/gpu-mps.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-multiple-mig.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA011", "DRA012"],
+    # DRA007 now medium, was critical: the template gives each pod its own claim, so the sharing stays
+    # among one pod's containers (facts 3.5: NVIDIA's own MPS and time-slicing examples are per pod).
     "nvidia-dra-driver/gpu-simple-mig-ts.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-simple-mig.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
+    # DRA007 now medium, was critical: the template gives each pod its own claim, so the sharing stays
+    # among one pod's containers (facts 3.5: NVIDIA's own MPS and time-slicing examples are per pod).
     "nvidia-dra-driver/gpu-test-mps.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-test-vfio-config.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA009", "DRA012"],
     "nvidia-dra-driver/gpu-test1.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
@@ -86,12 +99,18 @@ EXPECTED = {
     "nvidia-dra-driver/gpu-test3.yaml": ["DRA002", "DRA003", "DRA004", "DRA005", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-test4.yaml": ["DRA003", "DRA004", "DRA008", "DRA012"],
     # DRA011 gone: NVIDIA publishes pcieRoot only where it can derive it (catalog: gpu.nvidia.com),
-    # so it is accepted for whole GPUs but not required.
+    # so it is accepted for whole GPUs but not required. DRA007 (both configs) now medium: one pod's claim.
     "nvidia-dra-driver/gpu-test5.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    # DRA007 now medium: a Deployment's replicas each get their own claim from the template (facts 3.2).
     "nvidia-dra-driver/gpu-test6.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
+    # DRA007 now medium, was critical: the template gives each pod its own claim, so the sharing stays
+    # among one pod's containers (facts 3.5: NVIDIA's own MPS and time-slicing examples are per pod).
     "nvidia-dra-driver/gpu-timeslicing.yaml": ["DRA002", "DRA003", "DRA004", "DRA007", "DRA008", "DRA012"],
     "nvidia-dra-driver/gpu-two-claims-one-pod.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
-    "nvidia-dra-driver/mig-1g-12gb.yaml": ["DRA001"],
+    # DRA013 new: the demo's DeviceClass maps nvidia.com/mig-1g.12gb (extendedResourceName), so any pod
+    # takes a 1g.12gb slice without a claim template (KEP-5004, facts 3.6). DRA001's message now names the
+    # class and its pin (profile == '1g.12gb') instead of calling the name a device plugin's.
+    "nvidia-dra-driver/mig-1g-12gb.yaml": ["DRA001", "DRA013"],
     "nvidia-dra-driver/rc-shared-gpu.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
     "nvidia-dra-driver/v1beta1-gpu-test1.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012"],
     "nvidia-dra-driver/v1beta1-gpu-test4.yaml": ["DRA003", "DRA004", "DRA008", "DRA012"],
@@ -120,3 +139,26 @@ def test_highlights_from_the_corpus() -> None:
     loaded = load_paths([str(CORPUS / "legacy-device-plugin" / "gpu-pod.yaml")])
     (legacy,) = check_stream(loaded.documents).findings
     assert legacy.rule == "DRA001" and "nvidia.com/gpu" in legacy.message
+
+
+#: Findings whose severity or number changed on the corpus, by file: (rule, severity, how many).
+CHANGED = {
+    "dra-example-driver/basic-resourceclaim-opaque-config.yaml": ("DRA007", "medium", 1),
+    "nvidia-dra-driver/gpu-mps.yaml": ("DRA007", "medium", 1),
+    "nvidia-dra-driver/gpu-simple-mig-ts.yaml": ("DRA007", "medium", 1),
+    "nvidia-dra-driver/gpu-test-mps.yaml": ("DRA007", "medium", 1),
+    "nvidia-dra-driver/gpu-test5.yaml": ("DRA007", "medium", 2),
+    "nvidia-dra-driver/gpu-test6.yaml": ("DRA007", "medium", 1),
+    "nvidia-dra-driver/gpu-timeslicing.yaml": ("DRA007", "medium", 1),
+    # Two PodGroups' claims and the two Deployments' template claims they share.
+    "dra-example-driver/podgroup-resourceclaimtemplate.yaml": ("DRA005", "high", 4),
+    "nvidia-dra-driver/mig-1g-12gb.yaml": ("DRA013", "high", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_changed_findings_have_the_severity_and_number_the_table_says(name: str) -> None:
+    rule, severity, count = CHANGED[name]
+    loaded = load_paths([str(CORPUS / name)])
+    found = [finding for finding in check_stream(loaded.documents).findings if finding.rule == rule]
+    assert [finding.severity.label for finding in found] == [severity] * count

@@ -254,7 +254,9 @@ def test_unknown_kinds_with_a_legacy_request_are_refused_with_the_path() -> None
     assert result.documents == [crd]
     [error] = result.reports[0].errors
     assert error.path == ("spec", "worker", "containers", 0, "resources", "limits", "nvidia.com/mig-1g.5gb")
-    assert "kind Trainer has no pod template migrate knows" in error.text
+    assert "kind Trainer (example.com) is no workload migrate knows: a pod spec found there only by its shape" in (
+        error.text
+    )
 
 
 def test_an_object_without_a_name_is_refused_and_generate_name_is_used() -> None:
@@ -485,3 +487,373 @@ def test_empty_documents_and_separators_as_helm_prints_them() -> None:
     assert not result.refused, [error for entry in result.reports for error in entry.report.errors] + result.errors
     assert output.startswith(text[: text.index("spec:")])
     assert output.endswith("count: 1\n---\n")
+
+
+# --- pod templates inside workload CRDs (rules in dra_guard/migrate/operators.py) ----------------
+
+
+def crd(api_version: str, kind: str, spec: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "w", "namespace": "team", **metadata},
+        "spec": spec,
+    }
+
+
+def template_spec(*containers: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"template": {"spec": {"containers": list(containers), **spec}}}
+
+
+GPU = {"nvidia.com/gpu": 2}
+MIG = {"nvidia.com/mig-1g.5gb": 1}
+
+
+def migrated(obj: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    result = migrate_documents([copy.deepcopy(obj)], SETTINGS)
+    [report] = result.reports
+    return result.documents[0], report
+
+
+def refused(obj: dict[str, Any]) -> str:
+    result = migrate_documents([copy.deepcopy(obj)], SETTINGS)
+    assert result.documents == [obj]
+    [report] = result.reports
+    assert report.status == "refused"
+    return " | ".join(error.text for error in report.errors)
+
+
+def ray_cluster(group: dict[str, Any], *, head: bool = False) -> dict[str, Any]:
+    if head:
+        return crd("ray.io/v1", "RayCluster", {"headGroupSpec": group})
+    head_group = template_spec(container("ray-head"))
+    return crd("ray.io/v1", "RayCluster", {"headGroupSpec": head_group, "workerGroupSpecs": [group]})
+
+
+@pytest.mark.parametrize(
+    ("group", "num_gpus"),
+    [
+        ({"rayStartParams": {}, **template_spec(container(limits=dict(GPU)))}, "2"),
+        ({**template_spec(container(limits=dict(GPU)))}, "2"),  # no rayStartParams: one is added
+        ({"rayStartParams": {}, **template_spec(container(limits=dict(MIG)))}, "1"),  # KubeRay counts MIG too
+        # The first non-zero GPU name in name order wins, as in KubeRay: amd.com/gpu before nvidia.com/gpu.
+        ({"rayStartParams": {}, **template_spec(container(limits={"nvidia.com/gpu": 2, "amd.com/gpu": 3}))}, "3"),
+        ({"rayStartParams": {"num-gpus": "1"}, **template_spec(container(limits=dict(GPU)))}, "1"),  # already set
+        ({"resources": {"GPU": "2"}, **template_spec(container(limits=dict(GPU)))}, None),  # the group's resources win
+        ({"rayStartParams": {}, **template_spec(container(limits={"nvidia.com/gpu": 2}, requests={}))}, "2"),
+        # Only limits count, and only the Ray container (the first).
+        ({"rayStartParams": {}, **template_spec(container(requests=dict(GPU)))}, None),
+        ({"rayStartParams": {}, **template_spec(container("ray"), container("side", limits=dict(GPU)))}, None),
+    ],
+)
+def test_kuberay_keeps_the_num_gpus_it_took_from_the_limit(group: dict[str, Any], num_gpus: str | None) -> None:
+    pins = MigrationSettings(pins={**PINS, "gpu.amd.com": "cpx_nps4"})
+    for head in (False, True):
+        obj = ray_cluster(copy.deepcopy(group), head=head)
+        result = migrate_documents([obj], pins)
+        migrated_group = result.documents[0]["spec"]["headGroupSpec" if head else "workerGroupSpecs"]
+        migrated_group = migrated_group if head else migrated_group[0]
+        assert migrated_group.get("rayStartParams", {}).get("num-gpus") == num_gpus
+        assert check_objects(result.documents).findings == []
+
+
+def test_kuberay_tpu_resources_and_submitter_pods() -> None:
+    tpu = ray_cluster({"rayStartParams": {}, **template_spec(container(limits={"google.com/tpu": 4}))})
+    document, report = migrated(tpu)
+    assert document["spec"]["workerGroupSpecs"][0]["rayStartParams"] == {}
+    assert any("TPU resource of 4" in note.text for note in report.notes)
+    job = crd(
+        "ray.io/v1",
+        "RayJob",
+        {"submitterPodTemplate": {"spec": {"containers": [container(limits=dict(GPU))]}}},
+    )
+    document, report = migrated(job)
+    assert "rayStartParams" not in document["spec"] and report.status == "migrated"
+
+
+def argo(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return crd("argoproj.io/v1alpha1", kind, spec)
+
+
+NIC = {"name": "nic", "resourceClaimTemplateName": "rdma"}
+ARGO_TRAIN = {"name": "train", "container": {"image": "i", "resources": {"limits": dict(MIG)}}}
+
+
+def test_argo_templates_get_claims_of_their_own_with_what_they_inherited_copied_in() -> None:
+    workflow = argo("Workflow", {"resourceClaims": [dict(NIC)], "templates": [copy.deepcopy(ARGO_TRAIN)]})
+    document, report = migrated(workflow)
+    [template] = document["spec"]["templates"]
+    assert template["resourceClaims"] == [NIC, {"name": "accelerator", "resourceClaimTemplateName": "w-mig-1g-5gb"}]
+    assert template["container"]["resources"] == {"claims": [{"name": "accelerator"}]}
+    assert document["spec"]["resourceClaims"] == [NIC]  # templates reached by templateRef still get it
+    assert [note.path for note in report.notes] == [("spec", "templates", 0), ("spec",)]
+    assert "4.1 or later" in report.notes[1].text and "(nic)" in report.notes[0].text
+    # templateDefaults' claims come before the workflow's; an empty list of its own is none.
+    defaults = {"name": "scratch", "resourceClaimName": "scratch"}
+    cron = argo(
+        "CronWorkflow",
+        {
+            "workflowSpec": {
+                "resourceClaims": [dict(NIC)],
+                "templateDefaults": {"resourceClaims": [dict(defaults)]},
+                "templates": [{**copy.deepcopy(ARGO_TRAIN), "resourceClaims": []}],
+            }
+        },
+    )
+    document, _ = migrated(cron)
+    claims = document["spec"]["workflowSpec"]["templates"][0]["resourceClaims"]
+    assert [claim["name"] for claim in claims] == ["scratch", "accelerator"]
+
+
+def test_argo_claim_names_avoid_the_inherited_ones() -> None:
+    taken = {"name": "accelerator", "resourceClaimTemplateName": "rdma"}
+    document, _ = migrated(argo("Workflow", {"resourceClaims": [taken], "templates": [copy.deepcopy(ARGO_TRAIN)]}))
+    assert [claim["name"] for claim in document["spec"]["templates"][0]["resourceClaims"]] == [
+        "accelerator",
+        "accelerator-2",
+    ]
+
+
+def test_argo_workflow_templates_whose_fallback_depends_on_the_caller_are_refused() -> None:
+    inherited = argo("WorkflowTemplate", {"resourceClaims": [dict(NIC)], "templates": [copy.deepcopy(ARGO_TRAIN)]})
+    assert "depends on how it is called" in refused(inherited)
+    own = copy.deepcopy(inherited)
+    own["spec"]["templates"][0]["resourceClaims"] = [dict(NIC)]
+    document, report = migrated(own)
+    assert [claim["name"] for claim in document["spec"]["templates"][0]["resourceClaims"]] == ["nic", "accelerator"]
+    # Without a fallback in sight, the report says the list replaces what a caller would give.
+    plain = argo("ClusterWorkflowTemplate", {"templates": [copy.deepcopy(ARGO_TRAIN)]})
+    plain["metadata"].pop("namespace")
+    _, report = migrated(plain)
+    texts = [note.text for note in report.notes]
+    assert any("from a calling workflow" in text for text in texts)
+    assert any("ClusterWorkflowTemplate has no namespace" in text for text in texts)
+    referencing = argo("Workflow", {"workflowTemplateRef": {"name": "base"}, "templates": [copy.deepcopy(ARGO_TRAIN)]})
+    assert any("referenced WorkflowTemplate" in note.text for note in migrated(referencing)[1].notes)
+
+
+def inference_service(predictor: dict[str, Any], mode: str | None = "Standard", **annotations: str) -> dict[str, Any]:
+    if mode is not None:
+        annotations["serving.kserve.io/deploymentMode"] = mode
+    return crd("serving.kserve.io/v1beta1", "InferenceService", {"predictor": predictor}, annotations=annotations)
+
+
+def test_kserve_inference_services_run_as_standard_deployments_are_migrated() -> None:
+    for mode in ("Standard", "RawDeployment"):
+        document, report = migrated(inference_service({"containers": [container(limits=dict(MIG))]}, mode))
+        assert document["spec"]["predictor"]["resourceClaims"] == [
+            {"name": "accelerator", "resourceClaimTemplateName": "w-mig-1g-5gb"}
+        ]
+        assert report.notes == []
+    gke = inference_service(
+        {"containers": [container(limits=dict(GPU))]}, **{"serving.kserve.io/gke-accelerator": "nvidia-l4"}
+    )
+    assert "gke-accelerator" in migrated(gke)[1].notes[0].text
+
+
+@pytest.mark.parametrize(
+    ("obj", "reason"),
+    [
+        (inference_service({"containers": [container(limits=dict(MIG))]}, None), "with Knative"),
+        (inference_service({"containers": [container(limits=dict(MIG))]}, "Serverless"), "with Knative"),
+        (inference_service({"containers": [container(limits=dict(MIG))]}, "ModelMesh"), "ModelMesh serves it"),
+        (
+            inference_service({"model": {"modelFormat": {"name": "vllm"}, "resources": {"limits": dict(GPU)}}}),
+            "picks a model's GPU or CPU image",
+        ),
+        (
+            inference_service(
+                {"containers": [container(limits=dict(GPU))], "workerSpec": {"containers": [container("w")]}}
+            ),
+            "multi-node predictor",
+        ),
+        (
+            crd("serving.kserve.io/v1alpha1", "ServingRuntime", {"containers": [container(limits=dict(GPU))]}),
+            "runs under every InferenceService",
+        ),
+        (
+            crd(
+                "trainer.kubeflow.org/v1alpha1",
+                "TrainingRuntime",
+                {
+                    "template": {
+                        "spec": {
+                            "replicatedJobs": [
+                                {
+                                    "name": "node",
+                                    "template": {"spec": template_spec(container("node", limits=dict(GPU)))},
+                                }
+                            ]
+                        }
+                    }
+                },
+            ),
+            "Kubeflow Trainer reads the node container's resources",
+        ),
+        (
+            crd(
+                "kubeflow.org/v1",
+                "MPIJob",
+                {"mpiReplicaSpecs": {"Launcher": template_spec(container("mpi", limits=dict(GPU)))}},
+            ),
+            "makes a launcher with a GPU limit one of the MPI hosts",
+        ),
+        (
+            crd(
+                "leaderworkerset.x-k8s.io/v1",
+                "LeaderWorkerSet",
+                {
+                    "leaderWorkerTemplate": {
+                        "workerTemplate": template_spec(container(limits={"google.com/tpu": 4}))["template"]
+                    }
+                },
+            ),
+            "TPU_WORKER_HOSTNAMES",
+        ),
+        # A kind of a known group the finder has no paths for is a guess like any other.
+        (
+            crd("ray.io/v1", "RayFleet", {"pod": {"containers": [container(limits=dict(GPU))]}}),
+            "found there only by its shape",
+        ),
+    ],
+    ids=[
+        "isvc-unset",
+        "isvc-serverless",
+        "isvc-modelmesh",
+        "isvc-model-container",
+        "isvc-multi-node",
+        "serving-runtime",
+        "training-runtime-node",
+        "mpi-launcher-gpu",
+        "lws-tpu",
+        "unknown-kind-of-a-known-group",
+    ],
+)
+def test_crds_whose_controllers_read_the_request_are_refused(obj: dict[str, Any], reason: str) -> None:
+    assert reason in refused(obj)
+
+
+def test_what_those_controllers_do_not_read_is_migrated() -> None:
+    """The MPI launcher's MIG slice (isGPULauncher looks for "gpu"), a training runtime's
+    other containers, LeaderWorkerSet GPUs."""
+    launcher = crd(
+        "kubeflow.org/v1",
+        "MPIJob",
+        {"mpiReplicaSpecs": {"Launcher": template_spec(container("mpi", limits=dict(MIG)))}},
+    )
+    assert migrated(launcher)[1].status == "migrated"
+    runtime = crd(
+        "trainer.kubeflow.org/v1alpha1",
+        "ClusterTrainingRuntime",
+        {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "model-initializer",
+                            "template": {"spec": template_spec(container("init", limits=dict(MIG)))},
+                        }
+                    ]
+                }
+            }
+        },
+    )
+    runtime["metadata"].pop("namespace")
+    _, report = migrated(runtime)
+    assert report.status == "migrated"
+    assert any("ClusterTrainingRuntime has no namespace" in note.text for note in report.notes)
+    lws = crd(
+        "leaderworkerset.x-k8s.io/v1",
+        "LeaderWorkerSet",
+        {"leaderWorkerTemplate": {"workerTemplate": template_spec(container(limits=dict(GPU)))["template"]}},
+    )
+    assert migrated(lws)[1].status == "migrated"
+
+
+@pytest.mark.parametrize(
+    ("obj", "templates"),
+    [
+        (
+            crd(
+                "jobset.x-k8s.io/v1alpha2",
+                "JobSet",
+                {
+                    "replicatedJobs": [
+                        {"name": "workers", "template": {"spec": template_spec(container(limits=dict(MIG)))}},
+                        {"name": "driver", "template": {"spec": template_spec(container(limits=dict(GPU)))}},
+                    ]
+                },
+            ),
+            ["w-workers-mig-1g-5gb", "w-driver-gpu-nvidia-h100-80gb-hbm3"],
+        ),
+        (
+            crd(
+                "serving.kserve.io/v1alpha1",
+                "LLMInferenceService",
+                {
+                    "template": {"containers": [container(limits=dict(MIG))]},
+                    "prefill": {"template": {"containers": [container(limits=dict(MIG))]}},
+                },
+            ),
+            ["w-pod-mig-1g-5gb", "w-prefill-mig-1g-5gb"],
+        ),
+        (
+            argo(
+                "Workflow",
+                {
+                    "templates": [
+                        {
+                            "name": "main",
+                            "steps": [
+                                [
+                                    {
+                                        "name": "a",
+                                        "inline": {
+                                            "script": {"image": "i", "source": "x", "resources": {"limits": dict(MIG)}}
+                                        },
+                                    }
+                                ]
+                            ],
+                        },
+                        {
+                            "name": "b",
+                            "containerSet": {
+                                "containers": [container("c1", limits=dict(MIG)), container("c2", limits=dict(MIG))]
+                            },
+                        },
+                    ]
+                },
+            ),
+            ["w-main-0-a-mig-1g-5gb", "w-b-mig-1g-5gb"],
+        ),
+    ],
+    ids=["jobset", "llm-inference-service", "argo-inline-and-container-set"],
+)
+def test_each_pod_of_a_crd_gets_its_own_template(obj: dict[str, Any], templates: list[str]) -> None:
+    result = migrate_documents([copy.deepcopy(obj)], SETTINGS)
+    assert [
+        template["metadata"]["name"] for template in by_kind(result.documents, "ResourceClaimTemplate")
+    ] == templates
+    assert check_objects(result.documents).findings == []
+    again = migrate_documents(copy.deepcopy(result.documents), SETTINGS)
+    assert again.documents == result.documents and again.reports == []
+
+
+def test_argo_container_set_containers_and_sidecars_run_together_init_containers_before() -> None:
+    obj = argo(
+        "Workflow",
+        {
+            "templates": [
+                {
+                    "name": "b",
+                    "containerSet": {
+                        "containers": [container("c1", limits=dict(MIG)), container("c2", limits=dict(MIG))]
+                    },
+                    "initContainers": [container("i", limits={"nvidia.com/mig-1g.5gb": 2})],
+                    "sidecars": [container("s", limits=dict(MIG))],
+                }
+            ]
+        },
+    )
+    [created] = migrated(obj)[1].templates
+    assert (created.count, created.containers) == (3, ("c1", "c2", "i", "s"))  # max(1 + 1 + 1, 2)

@@ -27,6 +27,7 @@ import yaml
 from dra_guard.catalog import is_legacy_resource
 from dra_guard.cli import main
 from dra_guard.loader import Document, iter_bytes
+from dra_guard.pod_templates import BUILTIN_GROUPS, api_group, pod_specs
 from testkit.paths import REPO_ROOT
 from tests.kubectl_oracle import read_many, same_objects
 from tests.test_allocation import decide
@@ -56,6 +57,17 @@ SLICES = {
 }
 CLEAN_SOURCES = sorted(CORPUS.glob("*.yaml")) + [
     FIXTURES / name for name in ("mig-training.yaml", "workloads.yaml", "two-profiles.yaml", "flow-style.yaml")
+]
+#: The CRD fixtures migrate refuses on purpose, and the reason it gives (README.md,
+#: "Migrate from the device plugin": what the controller does with the request).
+CRD_REFUSALS = {
+    "kserve-isvc-legacy-gpu.yaml": "KServe runs it with Knative",
+    "trainingruntime-legacy-gpu.yaml": "Kubeflow Trainer reads the node container's resources",
+    "trainjob-legacy-gpu.yaml": "a TrainJob has no pod template",
+}
+#: Pod templates inside workload CRDs: every CRD fixture migrate knows, and ours.
+CRD_SOURCES = [path for path in sorted(CRDS.glob("*-legacy-gpu.yaml")) if path.name not in CRD_REFUSALS] + [
+    FIXTURES / "crd-workloads.yaml"
 ]
 
 
@@ -99,6 +111,9 @@ _LEGACY_ENTRY = re.compile(rf"""^\s*{_LEGACY}\s*:\s*["']?\d+["']?\s*(#.*)?$""")
 _EMPTIED_SECTION = re.compile(r"^\s*(limits|requests):\s*(#.*)?$")
 _FLOW_WITH_LEGACY = re.compile(rf"[{{,]\s*{_LEGACY}\s*:")
 _WIRING = re.compile(r"^\s*(?:-\s+)?(?:claims:|resourceClaims:|name: [\w.-]+|resourceClaimTemplateName: [\w.-]+)$")
+#: KubeRay's num-gpus, which migrate keeps when the limit it came from goes (a flow
+#: `rayStartParams: {}` line is rewritten whole).
+_RAY_START_PARAMS = re.compile(r"^\s*(?:rayStartParams:.*|num-gpus: '\d+')$")
 
 
 def assert_only_migration_lines_changed(original: str, output: str) -> None:
@@ -108,31 +123,53 @@ def assert_only_migration_lines_changed(original: str, output: str) -> None:
         if tag == "equal":
             continue
         for line in old[first:last]:
-            assert _LEGACY_ENTRY.match(line) or _EMPTIED_SECTION.match(line) or _FLOW_WITH_LEGACY.search(line), line
+            assert (
+                _LEGACY_ENTRY.match(line)
+                or _EMPTIED_SECTION.match(line)
+                or _FLOW_WITH_LEGACY.search(line)
+                or _RAY_START_PARAMS.match(line)
+            ), line
         in_new_document = False
         for line in new[added_first:added_last]:
             in_new_document = in_new_document or line == "---"
             if not in_new_document and "{" not in line:  # flow lines: see the flow-style tests
-                assert _WIRING.match(line), line
+                assert _WIRING.match(line) or _RAY_START_PARAMS.match(line), line
 
 
-def _strip(value: Any, created: set[str], claims: set[str]) -> Any:
-    """`value` without legacy requests and without the claims migrate adds."""
+def _strip(value: Any, created: set[str], claims: set[str], inherited: tuple[Any, ...] = ()) -> Any:
+    """`value` without legacy requests, the claims migrate adds, the workflow-level claims
+    it copies into an Argo template (`inherited`), and KubeRay's num-gpus (which migrate
+    writes where the limit gave it; test_migrate.py checks when)."""
     if isinstance(value, list):
-        return [_strip(item, created, claims) for item in value]
+        return [_strip(item, created, claims, inherited) for item in value]
     if not isinstance(value, dict):
         return value
     result = {}
     for key, item in value.items():
-        kept = item
+        kept, below = item, inherited
         if key in ("limits", "requests") and isinstance(item, dict):
             kept = {name: quantity for name, quantity in item.items() if not is_legacy_resource(name)}
         elif key == "resourceClaims" and isinstance(item, list):
-            kept = [claim for claim in item if claim.get("resourceClaimTemplateName") not in created]
+            kept = [
+                claim
+                for claim in item
+                if claim.get("resourceClaimTemplateName") not in created and claim not in inherited
+            ]
         elif key == "claims" and isinstance(item, list):
             kept = [claim for claim in item if claim.get("name") not in claims]
-        kept = _strip(kept, created, claims)
-        if kept not in ({}, []) or key not in ("limits", "requests", "resourceClaims", "claims", "resources"):
+        elif key == "rayStartParams" and isinstance(item, dict):
+            kept = {name: param for name, param in item.items() if name != "num-gpus"}
+        elif key == "templates" and isinstance(value.get("resourceClaims"), list):
+            below = tuple(value["resourceClaims"])
+        kept = _strip(kept, created, claims, below)
+        if kept not in ({}, []) or key not in (
+            "limits",
+            "requests",
+            "resourceClaims",
+            "claims",
+            "resources",
+            "rayStartParams",
+        ):
             result[key] = kept
     return result
 
@@ -162,7 +199,45 @@ def _pod_claims(value: Any) -> list[dict[str, Any]]:
 # --- the corpus and the fixtures, migrated -------------------------------------------------
 
 
-@pytest.mark.parametrize("source", CLEAN_SOURCES, ids=lambda path: path.name)
+def validate_strictly(obj: dict[str, Any]) -> None:
+    """Built-in kinds against the official schema (kubernetes-validate, strict, 1.34).  In a
+    workload CRD, what migrate edits is of core types the CRD embeds (PodSpec or
+    PodTemplateSpec, Container, PodResourceClaim): each pod template the finder knows is
+    validated as one, and the containers and pod claims of every pod it builds as a Pod."""
+    if api_group(obj) in BUILTIN_GROUPS:
+        kubernetes_validate.validate(obj, "1.34.0", strict=True)
+        return
+    views = pod_specs(obj)
+    assert views, f"no pod spec in {obj['kind']}"
+    for view in views:
+        if not view.containers:
+            continue  # an Argo workflow's claims for templates defined elsewhere
+        if view.path[-2:] == ("template", "spec"):  # a PodTemplateSpec
+            template = {"metadata": view.template_metadata, "spec": view.spec}
+            kubernetes_validate.validate(
+                {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "probe"}, "template": template},
+                "1.34.0",
+                strict=True,
+            )
+        kubernetes_validate.validate(_as_pod(view), "1.34.0", strict=True)
+
+
+#: What Argo adds to a core Container (ScriptTemplate, ContainerNode, UserContainer).
+_ARGO_CONTAINER_EXTRAS = ("source", "dependencies", "mirrorVolumeMounts")
+
+
+def _as_pod(view: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [], "initContainers": []}
+    for found in view.containers:
+        container = {key: value for key, value in found.container.items() if key not in _ARGO_CONTAINER_EXTRAS}
+        container.setdefault("name", "main")  # an Argo container or script template runs as `main`
+        spec["initContainers" if found.path[-2] == "initContainers" else "containers"].append(container)
+    spec["resourceClaims"] = [dict(claim) for _, claim in view.claims]
+    spec = {key: value for key, value in spec.items() if value}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec}
+
+
+@pytest.mark.parametrize("source", CLEAN_SOURCES + CRD_SOURCES, ids=lambda path: path.name)
 def test_migrated_files_are_valid_compliant_and_idempotent_and_change_nothing_else(
     source: Path, tmp_path: Path
 ) -> None:
@@ -174,7 +249,7 @@ def test_migrated_files_are_valid_compliant_and_idempotent_and_change_nothing_el
     original, migrated = source.read_text(), output.read_text()
 
     for obj in objects(migrated):
-        kubernetes_validate.validate(obj, "1.34.0", strict=True)
+        validate_strictly(obj)
     code, findings = check(output)
     assert code == 0, findings
     assert assert_nothing_else_changed(original, migrated), "every clean source has something to migrate"
@@ -186,7 +261,9 @@ def test_migrated_files_are_valid_compliant_and_idempotent_and_change_nothing_el
     assert again.read_bytes() == output.read_bytes()
 
 
-@pytest.mark.parametrize("source", CLEAN_SOURCES, ids=lambda path: path.name)
+# The CRD fixtures ask for MIG 1g.10gb, an A100-80GB/H100 profile the A100-40GB slices do
+# not publish; crd-workloads.yaml stands in for them here.
+@pytest.mark.parametrize("source", [*CLEAN_SOURCES, FIXTURES / "crd-workloads.yaml"], ids=lambda path: path.name)
 def test_migrated_claims_are_satisfiable_on_their_drivers_slices(source: Path, tmp_path: Path) -> None:
     output = tmp_path / "out.yaml"
     assert migrate(source, "-o", output, *PINS)[0] == 0
@@ -303,7 +380,7 @@ def test_objects_that_cannot_be_migrated_exit_2_with_file_and_line_and_the_rest_
         (26, "error: Pod/team-g/inferentia: aws.amazon.com/neuroncore: dra-guard knows no DRA device class"),
         (41, "error: Pod/team-g/unequal: nvidia.com/mig-1g.5gb: limits (2) and requests (1) differ"),
         (54, "error: Pod/team-g/fractional: nvidia.com/mig-1g.5gb: '500m' is not a whole number of devices"),
-        (69, "error: Trainer/team-g/custom: nvidia.com/mig-1g.5gb: kind Trainer has no pod template migrate knows"),
+        (69, "error: Trainer/team-g/custom: nvidia.com/mig-1g.5gb: kind Trainer (example.com) is no workload migrate"),
         (92, "note: LimitRange/team-g/defaults: removed nvidia.com/mig-1g.5gb from this LimitRange's default"),
     ]:
         assert f"{source}:{line}: {expected}" in report
@@ -347,7 +424,7 @@ def test_a_json_file_gets_its_template_as_one_more_json_object(tmp_path: Path) -
     assert (tmp_path / "again.json").read_bytes() == output.read_bytes()
 
 
-@pytest.mark.parametrize("source", [*CLEAN_SOURCES, FIXTURES / "pod.json"], ids=lambda path: path.name)
+@pytest.mark.parametrize("source", [*CLEAN_SOURCES, *CRD_SOURCES, FIXTURES / "pod.json"], ids=lambda path: path.name)
 def test_kubectl_sends_the_migrated_objects(source: Path, tmp_path: Path) -> None:
     """The migrated file, read by the real kubectl, gives the objects check reads from it."""
     output = tmp_path / ("out" + source.suffix)
@@ -358,15 +435,20 @@ def test_kubectl_sends_the_migrated_objects(source: Path, tmp_path: Path) -> Non
     assert same_objects(ours, kubectl.objects)
 
 
-@pytest.mark.parametrize("source", sorted(CRDS.glob("*-legacy-gpu.yaml")), ids=lambda path: path.name)
-def test_pod_templates_inside_crds_are_refused_until_migrate_knows_them(source: Path, tmp_path: Path) -> None:
-    output = tmp_path / "out.yaml"
+def test_every_crd_fixture_with_a_legacy_request_is_migrated_or_refused_on_purpose() -> None:
+    names = {path.name for path in CRDS.glob("*-legacy-gpu.yaml")}
+    assert set(CRD_REFUSALS) <= names
+    assert {path.name for path in CRD_SOURCES if path.parent == CRDS} == names - set(CRD_REFUSALS)
+
+
+@pytest.mark.parametrize("name", sorted(CRD_REFUSALS))
+def test_crds_whose_controllers_read_the_request_are_refused_with_the_reason(name: str, tmp_path: Path) -> None:
+    source, output = CRDS / name, tmp_path / "out.yaml"
     code, report, _ = migrate(source, "-o", output, *PINS)
     assert code == 2
-    assert "has no pod template migrate knows; replace it by hand; not migrated" in report or (
-        "a TrainJob has no pod template; its pods come from the training runtime in spec.runtimeRef" in report
+    assert re.search(
+        rf"{re.escape(str(source))}:\d+: error: \w+/tenant-a/[\w-]+: [\w./-]+: {CRD_REFUSALS[name]}", report
     )
-    assert re.search(rf"{re.escape(str(source))}:\d+: error: ", report)
     assert output.read_bytes() == source.read_bytes()
 
 

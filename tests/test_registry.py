@@ -80,7 +80,12 @@ def test_rule_scopes_by_kind() -> None:
 
 def test_options_are_collected_with_the_rule_that_declares_them() -> None:
     owners = {key: owner.id for key, option in RULES.options.items() if (owner := RULES.owner(option))}
-    assert owners == {"extra-legacy-resources": "DRA001", "admin-namespaces": "DRA006", "hmac-key-env": "DRA012"}
+    assert owners == {
+        "extra-legacy-resources": "DRA001",
+        "admin-namespaces": "DRA006",
+        "hmac-key-env": "DRA012",
+        "resource-slices": "DRA014",
+    }
     assert {"enable", "disable", "non-waivable", "non-accelerator-classes", "extra-classes"} <= set(RULES.options)
 
 

@@ -26,10 +26,14 @@ from testkit.paths import REPO_ROOT
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "repo"
 BIN = Path(sys.executable).parent
 BAD = "k8s/legacy-gpu.yaml"
-BAD_FINDING = (
-    "k8s/legacy-gpu.yaml:14: DRA001 [critical] Pod/tenant-b/cuda-test: "
-    "requests legacy accelerator resource 'nvidia.com/gpu' in limits"
+#: What DRA001 says of `nvidia.com/gpu: 1` in a container's limits.
+NVIDIA_GPU = (
+    "requests legacy accelerator resource 'nvidia.com/gpu' in limits (served by a device plugin, or by "
+    "DeviceClass 'gpu.nvidia.com' where its driver's chart maps it, by default since v25.12.0 wherever it "
+    "renders resource.k8s.io/v1): no claim template, so no exclusivity guard, sanitization declaration or "
+    "isolation tag, and no profile pin"
 )
+BAD_FINDING = f"k8s/legacy-gpu.yaml:14: DRA001 [critical] Pod/tenant-b/cuda-test: {NVIDIA_GPU}"
 #: What a walk of the fixture finds that is not a Kubernetes manifest.  (k8s/kustomization.yaml
 #: is read as the Kustomization it is, without apiVersion and kind, for its patches.)
 NOT_MANIFESTS = [
@@ -320,8 +324,7 @@ def test_charts_are_rendered_with_helm_and_findings_point_at_the_template(repo: 
     result = check(".", cwd=repo, env=env)
     assert result.returncode == 1
     assert findings(result.stdout) == [
-        "./charts/inference/templates/deployment.yaml: DRA001 [critical] Deployment/-/inference: "
-        "requests legacy accelerator resource 'nvidia.com/gpu' in limits",
+        f"./charts/inference/templates/deployment.yaml: DRA001 [critical] Deployment/-/inference: {NVIDIA_GPU}",
         f"./{BAD_FINDING}",
     ]
     assert "not checked" not in result.stdout

@@ -30,6 +30,13 @@ from dra_guard.celkit import AdmissionTarget
 from dra_guard.config import Config, parse_config
 from dra_guard.options import EnvSecret
 from dra_guard.rules import RULES, Registry
+from dra_guard.validators import (
+    DNS1035_LABEL,
+    describe,
+    require_dns_label,
+    require_dns_subdomain,
+    require_positive_int,
+)
 
 # --- the in-cluster webhook's shape ---------------------------------------------------
 
@@ -53,32 +60,19 @@ CONFIG_DIGEST_ANNOTATION = "dra-guard.io/config-sha256"
 #: The longest object-name suffix the prefix gets ("<prefix>-webhook-config").
 _LONGEST_SUFFIX = "-webhook-config"
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-# A Service name is a DNS-1035 label: it starts with a letter.
-_DNS1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
 _LABEL = re.compile(r"([^=\s]+)=([^=\s]*)")
 _PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 
 
-def _describe(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
-def _require_dns_label(name: str, value: object) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _DNS1123_LABEL.fullmatch(value):
-        raise ValueError(
-            f"{name}: must be a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters), "
-            f"got {_describe(value)}"
-        )
-    return value
-
-
 def _require_secret_name(name: str, value: object) -> str:
-    if not isinstance(value, str) or len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
-        raise ValueError(f"{name}: must be the name of a Secret (a DNS-1123 subdomain), got {_describe(value)}")
-    return value
+    """The name of a Secret: a DNS-1123 subdomain (said in the Secret's terms)."""
+    try:
+        return require_dns_subdomain(name, value)
+    except ValueError:
+        raise ValueError(
+            f"{name}: must be the name of a Secret (a DNS-1123 subdomain), got {describe(value)}"
+        ) from None
 
 
 def parse_kubernetes_version(text: object) -> str | None:
@@ -138,14 +132,13 @@ class WebhookDeployment:
         if not isinstance(self.image, str) or not self.image.strip() or any(c.isspace() for c in self.image):
             raise ValueError(
                 f"image: must be a container image reference (dra-guard publishes none; build one with "
-                f"dra-guard[webhook] installed), got {_describe(self.image)}"
+                f"dra-guard[webhook] installed), got {describe(self.image)}"
             )
-        _require_dns_label("namespace", self.namespace)
+        require_dns_label("namespace", self.namespace)
         _require_secret_name("tls_secret", self.tls_secret)
         if self.hmac_key_secret is not None:
             _require_secret_name("hmac_key_secret", self.hmac_key_secret)
-        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int) or self.replicas < 1:
-            raise ValueError(f"replicas: must be an integer >= 1, got {_describe(self.replicas)}")
+        require_positive_int("replicas", self.replicas)
         # A file name here is the likely mistake: say what is wanted instead of encoding it.
         if not isinstance(self.ca_bundle, (str, bytes)) or _PEM_CERTIFICATE not in self.ca_pem:
             shown = self.ca_bundle if isinstance(self.ca_bundle, str) and len(self.ca_bundle) < 80 else "..."
@@ -219,21 +212,20 @@ class AdmissionGuardSpec:
 
     def __post_init__(self) -> None:
         if self.enforcement not in ENFORCEMENTS:
-            raise ValueError(
-                f"enforcement: must be one of {', '.join(ENFORCEMENTS)}, got {_describe(self.enforcement)}"
-            )
+            raise ValueError(f"enforcement: must be one of {', '.join(ENFORCEMENTS)}, got {describe(self.enforcement)}")
         parse_kubernetes_version(self.kubernetes_version)
         parse_namespace_label(self.admin_namespace_label)
         limit = 63 - len(_LONGEST_SUFFIX)
+        # A Service name is a DNS-1035 label: it starts with a letter.
         if (
             not isinstance(self.name_prefix, str)
             or len(self.name_prefix) > limit
-            or not _DNS1035_LABEL.fullmatch(self.name_prefix)
+            or not DNS1035_LABEL.fullmatch(self.name_prefix)
         ):
             raise ValueError(
                 f"name_prefix: must be lower-case letters, digits and '-', starting with a letter, at most "
                 f"{limit} characters (object names such as <prefix>{_LONGEST_SUFFIX} must fit), "
-                f"got {_describe(self.name_prefix)}"
+                f"got {describe(self.name_prefix)}"
             )
         if isinstance(self.config, Config):
             config = self.config
@@ -246,7 +238,7 @@ class AdmissionGuardSpec:
             object.__setattr__(self, "webhook", WebhookDeployment.from_mapping(self.webhook))
         elif self.webhook is not None and not isinstance(self.webhook, WebhookDeployment):
             raise ValueError(
-                f"webhook: must be a WebhookDeployment or a mapping of its settings, got {_describe(self.webhook)}"
+                f"webhook: must be a WebhookDeployment or a mapping of its settings, got {describe(self.webhook)}"
             )
         deployment = self.webhook_deployment
         if deployment is not None and deployment.hmac_key_secret is None and config.values.get(HMAC_KEY_OPTION):

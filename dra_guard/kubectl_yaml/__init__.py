@@ -26,6 +26,7 @@ from typing import Any
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
 from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, decode_plain
 from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
 from dra_guard.kubectl_yaml.lines import FileLines, node_line
 from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
@@ -157,6 +158,14 @@ def _read_yaml(
             )
             return
         body = text[chunk.start : chunk.end]
+        value = decode_plain(body)
+        if value is EMPTY:
+            continue
+        if value is not DECLINED:
+            sent = _plain_object(value, index, chunk, text, adjust=adjust)
+            if sent is not None:
+                yield sent
+                continue
         parsed = parse(body)
         if not parsed.documents:
             if parsed.error is not None:
@@ -219,6 +228,41 @@ def _read_yaml(
                     root=root,
                     source_spells_strings=not binary,
                 )
+
+
+def _plain_object(
+    value: Any, index: int, chunk: Chunk, text: str, *, adjust: Callable[[Any], Any] | None
+) -> SentObject | None:
+    """The object of a document the fast reader decoded, or None to read it with libyaml:
+    a refused document, or a List (their messages and item lines come from its tree)."""
+    if adjust is not None:
+        value = adjust(value)
+    if value.__class__ is not dict or "items" in value or document_problem(value, index) is not None:
+        return None
+    return SentObject(
+        value,
+        index,
+        chunk.first_line + _first_node_line(text, chunk.start, chunk.end),
+        text=text,
+        span=(chunk.start, chunk.end),
+        first_line=chunk.first_line,
+        within=(),
+        root=None,
+    )
+
+
+def _first_node_line(text: str, start: int, stop: int) -> int:
+    """0-based line in text[start:stop] where the document's root node starts (past blank
+    and comment lines, and a `---` line opening it) -- the line libyaml gives the root."""
+    position, line = start, 0
+    while True:
+        end = text.find("\n", position, stop)
+        if end < 0:
+            return line
+        content = text[position:end].strip(" ")
+        if content and content[0] != "#" and not (line == 0 and (content == "---" or content.startswith("--- "))):
+            return line
+        position, line = end + 1, line + 1
 
 
 def _is_null(root: Any) -> bool:

@@ -49,9 +49,10 @@ QUOTED = "?quoted"
 NON_SPECIFIC = "!"
 COLLECTION = "?collection"
 
-# An alias can only be `*` followed by an anchor character (libyaml and go-yaml both
-# take [0-9A-Za-z_-]) at the start of a node: after blanks or a flow/mapping indicator.
-_ALIAS_CANDIDATE = re.compile(r"(?:^|(?<=[\s\[\]{},:?-]))\*[0-9A-Za-z_-]", re.MULTILINE)
+#: Anchor name characters (libyaml and go-yaml both take [0-9A-Za-z_-]).
+_ANCHOR_CHARACTERS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_-")
+#: Line breaks as libyaml counts them.
+_LINE_BREAKS = frozenset("\n\r\x85\u2028\u2029")
 # A tag starts with `!` at the start of a node.  `!=` followed by a blank or a quote is a
 # comparison (CEL selectors are full of them), never a tag that matters here.
 _TAG_CANDIDATE = re.compile(r"(?:^|(?<=[\s\[\]{},:]))!(?!=[\s'\"])", re.MULTILINE)
@@ -60,6 +61,46 @@ _ANCHOR_NAME = re.compile(r"&[0-9A-Za-z_-]+")
 _TAG_TOKEN = re.compile(r"!<[^>]*>|![^\s,\[\]{}]*")
 _BLANKS = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+
+
+def at_node_start(text: str, position: int) -> bool:
+    """Whether a node can start at text[position]: at the start of a line (after its
+    indentation), after the indicators `- `, `? ` and `: ` (with a blank between), or
+    after `[`, `{`, `,` or a flow `:` (blanks or not).  Anchors, tags and aliases can
+    only stand there; inside a plain scalar (`0 */6 * * *`, a comment, `a != b`) they
+    are text."""
+    index = position - 1
+    while index >= 0 and text[index] in " \t\ufeff":
+        index -= 1
+    if index < 0:
+        return True
+    char = text[index]
+    if char in _LINE_BREAKS or char in "[{,:":
+        return True
+    return char in "-?" and index < position - 1
+
+
+def may_hold_alias(text: str) -> bool:
+    """Whether `text` may hold an alias (`*name` at a node start): such text is composed
+    from events, where each alias stays an `AliasRef` and construct.py counts its
+    expansion against go-yaml's limits.  A cron schedule's `*` never counts."""
+    position = text.find("*")
+    while position >= 0:
+        if text[position + 1 : position + 2] in _ANCHOR_CHARACTERS and at_node_start(text, position):
+            return True
+        position = text.find("*", position + 1)
+    return False
+
+
+def node_property(text: str) -> bool:
+    """Whether `text` may hold an anchor, a tag or an alias: `&`, `!` or `*` at a node start."""
+    for indicator in "&!*":
+        position = text.find(indicator)
+        while position >= 0:
+            if at_node_start(text, position):
+                return True
+            position = text.find(indicator, position + 1)
+    return False
 
 
 class AliasRef:
@@ -106,7 +147,7 @@ def parse(text: str) -> Parsed:
         # keeps marks and `text` in step (lines do not move).
         text = text[1:]
     if (
-        _ALIAS_CANDIDATE.search(text)
+        may_hold_alias(text)
         or ("!" in text and _TAG_CANDIDATE.search(text))
         or _DIRECTIVE.search(text)
         # Where libyaml reads on and go-yaml stops: `?` in a flow plain scalar, `\/`.

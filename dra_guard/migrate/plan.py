@@ -21,8 +21,9 @@ from typing import Any
 from dra_guard.builders import POD_CLAIM_NAME, claim_template
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
+from dra_guard.migrate.operators import Removal, review
 from dra_guard.migrate.settings import MigrationSettings
-from dra_guard.migrate.sites import Container, PodSite, pod_sites
+from dra_guard.migrate.sites import Container, PodSite, pod_sites, unknown_kind_reason
 from dra_guard.spec import name_from_id
 
 SECTIONS = ("limits", "requests")
@@ -35,8 +36,9 @@ _WHOLE_NUMBER = re.compile(r"[0-9]+")
 REQUIREMENT_KEYS = frozenset({"resources", "resourcesPerNode"})
 #: Why a kind's legacy requests cannot be rewritten in place (tests/fixtures/crds/POD-TEMPLATES.md).
 NO_POD_TEMPLATE = {
-    "TrainJob": "a TrainJob has no pod template; its pods come from the training runtime in spec.runtimeRef, "
-    "so give that runtime the claim and remove resourcesPerNode's request",
+    "TrainJob": "a TrainJob has no pod template: its pods come from the training runtime in spec.runtimeRef, "
+    "whose node container's resources Kubeflow Trainer replaces with resourcesPerNode, claims included "
+    "(pkg/runtime/core/trainingruntime.go)",
 }
 
 
@@ -240,6 +242,11 @@ def migrate_object(
         return ObjectMigration()
     migration = ObjectMigration(report=report)
     sites = _site_needs(obj, legacy, settings, report)
+    controllers = review(
+        obj, [Removal(site.site, need.container, need.remove) for site in sites for need in site.needs]
+    )
+    report.errors.extend(Message(path, text) for path, text in controllers.errors)
+    report.notes.extend(Message(path, text) for path, text in controllers.notes)
     base = name or (metadata.get("generateName") or "").rstrip("-") or None
     if base is None:
         report.errors.append(Message(("metadata",), "has no metadata.name to name its claim template after"))
@@ -259,6 +266,8 @@ def migrate_object(
         )
         migration.templates.extend(template for _, _, template in templates)
         migration.edits.extend(_wiring_edits(prefix, obj, site, templates))
+    if migration.templates:
+        migration.edits.extend(Edit(edit.action, (*prefix, *edit.path), edit.value) for edit in controllers.edits)
     if report.errors:
         report.templates.clear()
         migration.templates.clear()
@@ -281,7 +290,9 @@ def _site_templates(
     profiles = site.profiles
     pod_spec = _mapping(_get(obj, site.site.path))
     pod_claims_taken = {
-        claim.get("name") for claim in _list(pod_spec.get("resourceClaims")) if isinstance(claim, Mapping)
+        claim.get("name")
+        for claim in (*_list(pod_spec.get("resourceClaims")), *site.site.inherited_claims)
+        if isinstance(claim, Mapping)
     }
     templates = []
     for profile in profiles:
@@ -357,7 +368,7 @@ def _site_needs(
         found = needs.get(path[:-3])
         if found is None:
             where = (
-                NO_POD_TEMPLATE.get(kind, f"kind {kind} has no pod template migrate knows")
+                NO_POD_TEMPLATE.get(kind) or unknown_kind_reason(obj)
                 if not sites
                 else "this is not in a container of the pod template"
             )
@@ -427,6 +438,9 @@ def _wiring_edits(
         {"name": pod_claim, "resourceClaimTemplateName": template["metadata"]["name"]}
         for _, pod_claim, template in templates
     ]
+    if pod_claims:
+        # A list of the site's own replaces what its pods inherited (Argo): keep that first.
+        pod_claims = [dict(claim) for claim in site.site.inherited_claims] + pod_claims
     at = (*prefix, *site.site.claims_path)
     if isinstance(_get(obj, site.site.claims_path), list):
         edits.extend(Edit("append", at, claim) for claim in pod_claims)

@@ -45,6 +45,9 @@ RULE_MODULES = (
     "dra010_invalid_dra_schema",
     "dra011_topology_unaligned",
     "dra012_isolation_tag",
+    "dra013_extended_resource_class",
+    "dra014_unsatisfiable",
+    "dra015_blanket_device_toleration",
 )
 
 _ID = re.compile(r"DRA\d{3}")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-from dra_guard.catalog import LEGACY_RESOURCE_NAMES, LEGACY_RESOURCE_PREFIXES, is_legacy_resource
+from dra_guard.catalog import (
+    CHART_EXTENDED_RESOURCES,
+    LEGACY_RESOURCE_NAMES,
+    LEGACY_RESOURCE_PREFIXES,
+    is_legacy_resource,
+)
 from dra_guard.celkit import (
     POD_KINDS,
     Admission,
@@ -17,7 +22,8 @@ from dra_guard.celkit import (
     string_list,
 )
 from dra_guard.config import EXTENDED_RESOURCE_CLASSES, Config
-from dra_guard.context import Context, Pending, Resource, Violation
+from dra_guard.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.device_classes import class_pin, selectors_of
 from dra_guard.extended_resources import (
     KUBEVIRT_DEVICE_LISTS,
     LIMIT_RANGE_DEFAULTS,
@@ -26,7 +32,7 @@ from dra_guard.extended_resources import (
     Unverifiable,
     asked_resources,
 )
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Severity
 from dra_guard.options import STRING_SET, Option
 from dra_guard.rulekit import Example
 
@@ -37,10 +43,15 @@ SUMMARY = "Accelerators must be requested through DRA claims, not extended resou
 RATIONALE = (
     "Device-plugin extended resources (nvidia.com/gpu, nvidia.com/mig-*, google.com/tpu, ...) carry no "
     "profile pin, no exclusivity or sanitization contract and no isolation tag; nothing in the request says "
-    "what the device's memory held before. The same holds for DRA's own extended-resource mapping "
-    "(KEP-5004): deviceclass.resource.kubernetes.io/<class>, and any name a DeviceClass maps with "
-    "spec.extendedResourceName (DeviceClasses among the checked objects, or listed under "
-    "extended-resource-classes), which allocate through an implicit, unpinned claim. Requests are found "
+    "what the device's memory held before. DRA-backed extended resources (KEP-5004; beta and on by default "
+    "in Kubernetes 1.36, GA in 1.37) are no better: deviceclass.resource.kubernetes.io/<class>, and any name "
+    "a DeviceClass maps with spec.extendedResourceName (DeviceClasses among the checked objects, or listed "
+    "under extended-resource-classes), are allocated through a claim the scheduler generates per pod, with "
+    "no claim template, so no exclusivity guard, sanitization declaration or isolation tag, and no pin "
+    "unless the class's own selector pins one (NVIDIA's per-profile classes such as mig-1g-12gb.gpu.nvidia.com "
+    "do). nvidia.com/gpu is such a name wherever NVIDIA's chart (v25.12.0+) renders resource.k8s.io/v1; "
+    "intel.com/gpu and intel.com/gaudi where Intel's charts set enableDRAExtendedResources, and no device "
+    "plugin serves them, so they are reported even without the class. Requests are found "
     "where Kubernetes reads them: containers and pod-level resources of every pod template (built-in "
     "workloads, JobSet, LeaderWorkerSet, Kubeflow, Ray, Argo, KServe, and pod-spec-shaped mappings of any "
     "other kind); a LimitRange's default and defaultRequest, and for containers its max and min, which "
@@ -196,7 +207,9 @@ spec:
 )
 # KEP-5004: a DeviceClass is also requestable as this extended resource (implicit claim).
 IMPLICIT_DRA_PREFIX = "deviceclass.resource.kubernetes.io/"
-IMPLICIT_CLAIM = "DRA's implicit extended-resource claim, which pins no profile"
+IMPLICIT_CLAIM = "the scheduler allocates it through a claim it generates per pod"
+#: What a request through an extended resource does without, compared with a claim template.
+LOST = "no claim template, so no exclusivity guard, sanitization declaration or isolation tag"
 #: Device-plugin domains whose host devices are accelerators (KubeVirt names them
 #: `nvidia.com/<GPU model>`, `nvidia.com/GRID_<vGPU type>`, ...).
 ACCELERATOR_DEVICE_DOMAINS = ("nvidia.com/", "amd.com/", "habana.ai/", "gpu.intel.com/", "aws.amazon.com/neuron")
@@ -227,16 +240,21 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 yield Violation(path, message, evidence=())
             continue
         where = _where(asked)
+        how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
         if is_legacy_resource(name, extra):
-            # A finding rests on the resource name at its path alone (evidence=()).
-            yield Violation(path, f"{where}legacy accelerator resource {name!r}{_how(asked)}", evidence=())
-        elif _implicit_claim(name, context):
-            how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
-            yield Violation(path, f"{where}{name!r}{how}, {IMPLICIT_CLAIM}", evidence=())
+            # A finding rests on the resource name at its path alone (evidence=()); a
+            # DeviceClass further on may only say that DRA serves the name.
+            args = (context, name, f"{where}legacy accelerator resource {name!r}{_how(asked)}", where, how)
+            yield Pending(path, _legacy, args, evidence=())
+        elif name.startswith(IMPLICIT_DRA_PREFIX):
+            device_class = name[len(IMPLICIT_DRA_PREFIX) :]
+            if context.config.is_accelerator(device_class):
+                yield Pending(path, _implicit, (context, name, device_class, where, how), evidence=())
+        elif name in CHART_EXTENDED_RESOURCES:
+            yield Pending(path, _chart_mapped, (context, name, where, how), evidence=())
         elif "/" in name:
             # Any other qualified name may be one a DeviceClass maps, here or further on.
-            how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
-            yield Pending(path, _mapped(context, name, where, how), evidence=())
+            yield Pending(path, _mapped, (context, name, where, how), evidence=())
 
 
 def _where(asked: Asked) -> str:
@@ -259,19 +277,70 @@ def _how(asked: Asked) -> str:
     return f"; for containers the API server copies {asked.section} into {source}, so every container gets it"
 
 
-def _implicit_claim(name: str, context: Context) -> bool:
-    """`deviceclass.resource.kubernetes.io/<class>` for an accelerator class (KEP-5004)."""
-    return name.startswith(IMPLICIT_DRA_PREFIX) and context.config.is_accelerator(name[len(IMPLICIT_DRA_PREFIX) :])
+def _lost(context: Context, device_class: str) -> str:
+    """What a request through an extended resource does without, for this class."""
+    known = context.config.device_class(device_class)
+    selectors = selectors_of(device_class, context.config, context.class_selectors(device_class))
+    pinned = class_pin(known, selectors.expressions) if selectors is not None else None
+    pin = f"only the class's own pin, {pinned}" if pinned else "no profile pin (the class pins none)"
+    return f"{IMPLICIT_CLAIM}: {LOST}, and {pin}"
 
 
-def _mapped(context: Context, name: str, where: str, how: str) -> Callable[[], str | None]:
-    def resolve() -> str | None:
-        classes = [cls for cls in context.extended_resource_classes(name) if context.config.is_accelerator(cls)]
-        if not classes:
-            return None
-        return f"{where}{name!r}{how}, which DeviceClass {classes[-1]!r} maps (extendedResourceName): {IMPLICIT_CLAIM}"
+def _mapping_class(context: Context, name: str) -> tuple[str, bool] | None:
+    """The accelerator DeviceClass that serves `name` (the one created last wins, v1 types.go
+    `extendedResourceName`), and whether the configuration alone says so."""
+    configured = context.config.extended_resource_class(name)
+    classes = [cls for cls in context.extended_resource_classes(name) if context.config.is_accelerator(cls)]
+    if not classes:
+        return None
+    chosen = classes[-1]
+    return chosen, chosen == configured and len(classes) == 1
 
-    return resolve
+
+def _legacy(context: Context, name: str, legacy: str, where: str, how: str) -> Resolved:
+    mapped = _mapping_class(context, name)
+    if mapped is not None:
+        device_class, _ = mapped
+        message = f"{where}{name!r}{how}, which DeviceClass {device_class!r} maps (extendedResourceName): "
+        return Resolved(message + _lost(context, device_class), cross_object=False)
+    chart = CHART_EXTENDED_RESOURCES.get(name)
+    if chart is not None:
+        device_class, mapping = chart
+        legacy += (
+            f" (served by a device plugin, or by DeviceClass {device_class!r} where its driver's chart maps it, "
+            f"{mapping.when}): {LOST}, and no profile pin"
+        )
+    return Resolved(legacy, cross_object=False)
+
+
+def _implicit(context: Context, name: str, device_class: str, where: str, how: str) -> Resolved:
+    message = f"{where}{name!r}{how}, the extended resource every DeviceClass has (KEP-5004), here {device_class!r}: "
+    return Resolved(message + _lost(context, device_class), cross_object=False)
+
+
+def _chart_mapped(context: Context, name: str, where: str, how: str) -> Resolved:
+    mapped = _mapping_class(context, name)
+    if mapped is not None:
+        device_class, _ = mapped
+        message = f"{where}{name!r}{how}, which DeviceClass {device_class!r} maps (extendedResourceName): "
+    else:
+        device_class, chart = CHART_EXTENDED_RESOURCES[name]
+        message = (
+            f"{where}{name!r}{how}, which the {device_class} driver's chart maps to DeviceClass "
+            f"{device_class!r} ({chart.when}): "
+        )
+    # No device plugin serves the name: it is DRA's, or nothing's.
+    return Resolved(message + _lost(context, device_class), cross_object=False)
+
+
+def _mapped(context: Context, name: str, where: str, how: str) -> Resolved | None:
+    mapped = _mapping_class(context, name)
+    if mapped is None:
+        return None
+    device_class, configured = mapped
+    message = f"{where}{name!r}{how}, which DeviceClass {device_class!r} maps (extendedResourceName): "
+    # Mapped by the configuration alone, the object and the configuration decide it.
+    return Resolved(message + _lost(context, device_class), cross_object=not configured)
 
 
 # --- admission ---------------------------------------------------------------------------
@@ -282,7 +351,8 @@ def _legacy_name(name: str, config: Config) -> str:
 
     The configuration is compiled in: its extra legacy names, the names its
     extended-resource-classes map onto accelerator classes, and its non-accelerator classes
-    (whose implicit `deviceclass.resource.kubernetes.io/<class>` names are not accelerators).
+    (whose implicit `deviceclass.resource.kubernetes.io/<class>` names are not accelerators);
+    so are the names drivers' charts map (reported with or without their DeviceClass).
     Names that DeviceClasses map are another object's business: the webhook's, at best."""
     non_accelerator = non_accelerator_classes(config)
     mapped = {
@@ -290,7 +360,9 @@ def _legacy_name(name: str, config: Config) -> str:
         for resource, device_class in config.get(EXTENDED_RESOURCE_CLASSES).items()
         if device_class not in non_accelerator
     }
-    exact = string_list({*LEGACY_RESOURCE_NAMES, *config.get(EXTRA_LEGACY_RESOURCES), *mapped})
+    exact = string_list(
+        {*LEGACY_RESOURCE_NAMES, *CHART_EXTENDED_RESOURCES, *config.get(EXTRA_LEGACY_RESOURCES), *mapped}
+    )
     prefixes = " || ".join(f"{name}.startsWith({string(prefix)})" for prefix in LEGACY_RESOURCE_PREFIXES)
     implicit = f"{name}.startsWith({string(IMPLICIT_DRA_PREFIX)})"
     if non_accelerator:
@@ -358,18 +430,7 @@ def _admission(target: AdmissionTarget) -> Admission:
                 "nvidia.com/gpu)",
             ),
         ),
-        covers=lambda finding: _decided_in_admission(finding, config),
     )
-
-
-def _decided_in_admission(finding: Finding, config: Config) -> bool:
-    """Per-object findings, and names the configuration maps (compiled into the policy);
-    not names that DeviceClasses among the checked objects map (another object)."""
-    if not finding.cross_object:
-        return True
-    name = finding.path.rpartition("/")[2].replace("~1", "/").replace("~0", "~")
-    mapped = config.extended_resource_class(name)
-    return mapped is not None and config.is_accelerator(mapped)
 
 
 ADMISSION = _admission

@@ -17,7 +17,8 @@ from dra_guard.celkit import (
 )
 from dra_guard.config import EXTRA_CLASSES
 from dra_guard.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.device_classes import class_pin, configured_selectors
 from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import CLAIM_KINDS, get_path, items, text
 from dra_guard.rulekit import Example
@@ -31,8 +32,14 @@ RATIONALE = (
     "Without a pin the scheduler may hand out any slice the class offers (a 7g.80gb for a job sized for "
     "1g.10gb, or another tenant's partition layout). A pin counts only as a top-level && conjunct "
     "device.attributes['<domain>'].<attribute> == '<literal>': under || (e.g. `|| true`), ! or ?: it "
-    "constrains nothing. An attribute the class does not publish never matches: a MIG `profile` selector "
-    "on class gpu.nvidia.com (which selects whole GPUs) is the standard's own example of this."
+    "constrains nothing. The class's own selectors count too (the allocator applies them first): NVIDIA's "
+    "per-profile class mig-1g-12gb.gpu.nvidia.com pins profile == '1g.12gb' for every request of it, when "
+    "dra-guard knows the class, from a DeviceClass among the checked objects or from extra-classes.<class>."
+    "selector (an admission policy sees only the claim, so it knows classes from the configuration only). "
+    "A pin on an attribute the class's devices do not publish is no pin at all: the CEL selector fails on "
+    "such a device with an evaluation error and the allocator aborts the claim (it does not quietly match "
+    "nothing). A MIG `profile` selector on class gpu.nvidia.com, which selects whole GPUs, is the "
+    "standard's own example of this."
 )
 REMEDIATION = (
     "Add a selector such as device.attributes['gpu.nvidia.com'].profile == '1g.10gb' on class "
@@ -40,9 +47,14 @@ REMEDIATION = (
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset(CLAIM_KINDS)
-CROSS_OBJECT = False
+# The class's selectors may pin: a DeviceClass further on in the input can clear a finding.
+CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
+_PER_PROFILE_SELECTOR = (
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && "
+    "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
+)
 EXAMPLES = (
     Example(
         title="A MIG request without a selector: any profile will do",
@@ -98,6 +110,28 @@ spec:
         findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0",),
     ),
     Example(
+        title="NVIDIA's per-profile class, declared in the configuration, pins the profile itself",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: slice, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig-1g-12gb.gpu.nvidia.com, allocationMode: ExactCount, count: 1}
+""",
+        config={
+            "extra-classes": {
+                "mig-1g-12gb.gpu.nvidia.com": {
+                    "pin-attribute": "gpu.nvidia.com/profile",
+                    "selector": _PER_PROFILE_SELECTOR,
+                }
+            }
+        },
+    ),
+    Example(
         title="One MIG profile pinned in a top-level conjunct",
         manifests="""\
 apiVersion: resource.k8s.io/v1
@@ -122,7 +156,7 @@ spec:
 )
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     for request in context.accelerator_requests(resource):
         label = f"request {request.qualified_name!r}"
         if not request.device_class:
@@ -162,22 +196,47 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 "next to a triple-quoted string, or with escapes in the domain or attribute); write it as a plain "
                 "top-level && conjunct",
             )
-        elif pins:
+            continue
+        if pins:
             others = ", ".join(sorted({pin.qualified_attribute for pin in pins}))
             hint = ""
             if request.device_class == "gpu.nvidia.com" and any(pin.attribute == "profile" for pin in pins):
-                hint = "; MIG slices are requested from class mig.nvidia.com"
-            yield Violation(
-                request.path,
+                hint = (
+                    "; whole GPUs publish no profile, so the selector fails on them with an evaluation error and "
+                    "allocation aborts: MIG slices are requested from class mig.nvidia.com"
+                )
+            message = (
                 f"{label} on class {request.device_class} pins {others}, which that class does not publish "
-                f"for pinning; it is pinned by {wanted}{hint}",
+                f"for pinning; it is pinned by {wanted}{hint}"
             )
         else:
-            yield Violation(
-                request.path,
+            message = (
                 f"{label} on class {text(request.device_class)} does not pin {wanted} to one value "
-                "in a top-level && conjunct",
+                "in a top-level && conjunct"
             )
+        configured = configured_selectors(request.device_class, context.config)
+        configured_pin = class_pin(known, configured.expressions) if configured is not None else None
+        if context.complete:
+            # A DeviceClass of that name among the objects (before or after this one) is what
+            # the cluster gets: its selectors decide.
+            args = (context, request.device_class, known, configured_pin, message)
+            yield Pending(request.path, _unless_the_class_pins, args)
+        elif configured_pin is None:
+            yield Violation(request.path, message)
+
+
+def _unless_the_class_pins(
+    context: Context, device_class: str, known: DeviceClass | None, configured_pin: str | None, message: str
+) -> Resolved | None:
+    from_input = context.class_selectors(device_class)
+    if from_input is None:
+        # The claim and the configuration decide alone, as an admission policy would.
+        return None if configured_pin else Resolved(message, cross_object=False)
+    if class_pin(known, from_input):
+        return None
+    # The input's class replaces the configured one: then it is the other object that decides.
+    pins_nothing = f"; DeviceClass {device_class} among the checked objects pins nothing either"
+    return Resolved(message + pins_nothing, cross_object=configured_pin is not None)
 
 
 def _admission(target: AdmissionTarget) -> Admission:
@@ -187,9 +246,14 @@ def _admission(target: AdmissionTarget) -> Admission:
     extra: Mapping[str, DeviceClass] = config.get(EXTRA_CLASSES)
     classes = {**DEVICE_CLASSES, **extra}
     by_pin: dict[tuple[str, str], list[str]] = {}
+    # Classes whose own selector (as configured) pins: every request of them is pinned.
+    pinned_by_class: list[str] = []
     for name, device_class in classes.items():
         if config.is_accelerator(name):
             by_pin.setdefault((device_class.domain, device_class.pin_attribute), []).append(name)
+            configured = configured_selectors(name, config)
+            if configured is not None and class_pin(device_class, configured.expressions):
+                pinned_by_class.append(name)
 
     def pinned(body: str) -> str:
         chain = selector_matches(body, conjunct_pattern(attribute_term()))
@@ -199,7 +263,10 @@ def _admission(target: AdmissionTarget) -> Admission:
         return chain
 
     def check(body: str) -> str:
-        return f"!({is_accelerator_body(body, config)}) || (has({body}.deviceClassName) && {pinned(body)})"
+        chain = pinned(body)
+        if pinned_by_class:
+            chain = f"({body}.deviceClassName in {string_list(pinned_by_class)} || {chain})"
+        return f"!({is_accelerator_body(body, config)}) || (has({body}.deviceClassName) && {chain})"
 
     return Admission(
         kinds=tuple(sorted(CLAIM_KINDS)),
@@ -218,7 +285,9 @@ def _admission(target: AdmissionTarget) -> Admission:
 
 def _decided_in_admission(finding: Finding) -> bool:
     # The API server compiles selectors before admission: invalid CEL never reaches a policy.
-    return "is not valid CEL" not in finding.message
+    # A finding a DeviceClass among the objects decided is the engine's and the webhook's:
+    # a policy sees the claim alone (cross-object findings are never compared).
+    return "is not valid CEL" not in finding.message and not finding.cross_object
 
 
 ADMISSION = _admission

@@ -28,8 +28,11 @@ SUMMARY = (
 )
 RATIONALE = (
     "Device memory outlives the pod: weights and KV-cache of one tenant can be read by the next unless it "
-    "is wiped. No DRA driver implements wiping today and the API has no field for it, so the policy is a "
-    "declared, tamper-evident contract (covered by the isolation tag) for the driver or node agent to honour."
+    "is wiped. The API has no field for it, and none of the drivers dra-guard has read (NVIDIA's, Intel's) "
+    "wipes a device when its claim is deallocated, so the policy is a declared, tamper-evident contract "
+    "(covered by the isolation tag) for the driver or a node agent to honour. Kubernetes' own hook for a "
+    "device awaiting its wipe is a device taint (DeviceTaintRule, KEP-5055): a claim that tolerates every "
+    "taint can still be given it (DRA015)."
 )
 REMEDIATION = f"Add {SANITIZATION_ANNOTATION}: WipeOnDeallocate (or ZeroFillMemoryOnRelease) and re-tag the object."
 #: The kinds this rule looks at (the engine runs it on nothing else).

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from dra_guard.celkit import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
-from dra_guard.context import Context, Pending, Resource, Violation
+from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import Path, items, mapping, text
+from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
 
 ID = "DRA005"
@@ -17,7 +19,11 @@ SUMMARY = "Each pod must get its own claim from a template; a claim shared betwe
 RATIONALE = (
     "A ResourceClaim named by resourceClaimName is one allocation: every pod that names it runs on the same "
     "devices, so tenants (or replicas) see each other's memory. In a controller's pod template it is shared "
-    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group. Pod "
+    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group, and with "
+    "DRAWorkloadResourceClaims (alpha 1.36) a pod claim from a template resolves to the group's one claim when "
+    "the pod's PodGroup (schedulingGroup.podGroupName) declares a claim with the same name and template (core/v1 "
+    "PodResourceClaim): such template claims are reported as shared too, where the PodGroup is among the "
+    "objects. Claims and templates that ask for no accelerator (non-accelerator-classes) may be shared. Pod "
     "templates are found in built-in workloads, in JobSet, LeaderWorkerSet, the Kubeflow jobs and training "
     "runtimes, Ray, Argo Workflows and KServe, and in any other kind with a pod-spec-shaped mapping. Pods are "
     "compared across namespaces as they would land: a pod without a namespace goes to the namespace the "
@@ -103,24 +109,24 @@ spec:
 )
 
 
-def _group_claims(resource: Resource) -> Iterator[tuple[Path, str]]:
+def _group_claims(resource: Resource) -> Iterator[tuple[Path, Mapping[str, Any]]]:
     spec = mapping(resource.obj.get("spec"))
     if resource.kind == "PodGroup":
         for index, claim in enumerate(items(spec.get("resourceClaims"))):
-            yield ("spec", "resourceClaims", index), text(mapping(claim).get("name"))
+            yield ("spec", "resourceClaims", index), mapping(claim)
     else:
         for group_index, group in enumerate(items(spec.get("podGroupTemplates"))):
             for index, claim in enumerate(items(mapping(group).get("resourceClaims"))):
-                yield (
-                    ("spec", "podGroupTemplates", group_index, "resourceClaims", index),
-                    text(mapping(claim).get("name")),
-                )
+                yield ("spec", "podGroupTemplates", group_index, "resourceClaims", index), mapping(claim)
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     if resource.kind in _GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
-        for path, name in _group_claims(resource):
-            yield Violation(path, f"{resource.kind} claim {name!r} is shared by every pod of the group")
+        for path, claim in _group_claims(resource):
+            message = f"{resource.kind} claim {text(claim.get('name'))!r} is shared by every pod of the group"
+            args = (context, resource.namespace, text(claim.get("resourceClaimName")), message)
+            template = text(claim.get("resourceClaimTemplateName"))
+            yield Pending(path, _group_claim, (*args, template))
         return
     # Several pod specs may share one claim list (an Argo workflow's): report it once.
     reported: set[Path] = set()
@@ -147,6 +153,49 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             # A function and its arguments, not a closure: one is kept per pod until the end.
             shared = (context, claim_name, namespace, resource.serial)
             yield Pending((*path, "resourceClaimName"), _shared_with, shared)
+        yield from _group_shared_templates(resource, context, pod, reported)
+
+
+def _group_shared_templates(
+    resource: Resource, context: Context, pod: PodSpecView, reported: set[Path]
+) -> Iterator[Pending]:
+    """Template claims that resolve to the one claim of the pod's PodGroup (KEP-5729)."""
+    group = text(mapping(pod.spec.get("schedulingGroup")).get("podGroupName"))
+    if not group:
+        return
+    for path, claim in pod.claims:
+        template = claim.get("resourceClaimTemplateName")
+        if not isinstance(template, str) or not template or (*path, "resourceClaimTemplateName") in reported:
+            continue
+        reported.add((*path, "resourceClaimTemplateName"))
+        facts = (text(claim.get("name")), text(claim.get("resourceClaimName")), template)
+        args = (context, resource.namespace, group, facts)
+        yield Pending((*path, "resourceClaimTemplateName"), _shared_by_group, args)
+
+
+def _shared_by_group(context: Context, namespace: str, group: str, facts: tuple[str, str, str]) -> str | None:
+    name, claim_name, template = facts
+    claim = {"name": name, "resourceClaimName": claim_name, "resourceClaimTemplateName": template}
+    if not context.pod_group_shares(namespace, group, claim) or _template_no_accelerator(context, namespace, template):
+        return None
+    return (
+        f"pod claim {name!r} resolves to the one claim PodGroup {group!r} makes from template {template!r} "
+        "(the group declares the same claim): every pod of the group shares it"
+    )
+
+
+def _group_claim(context: Context, namespace: str, claim_name: str, message: str, template: str) -> Resolved | None:
+    if (claim_name and _claims_no_accelerator(context, namespace, claim_name)) or (
+        template and _template_no_accelerator(context, namespace, template)
+    ):
+        return None
+    # The group object alone gives the finding; a claim or template among the objects can only clear it.
+    return Resolved(message, cross_object=False)
+
+
+def _template_no_accelerator(context: Context, namespace: str, name: str) -> bool:
+    template = context.find_template(namespace, name)
+    return template is not None and template.no_accelerator
 
 
 def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> str | None:

@@ -16,9 +16,12 @@ NAME = "admin-access"
 SEVERITY = Severity.CRITICAL
 SUMMARY = "adminAccess: true is allowed only in namespaces configured as admin namespaces."
 RATIONALE = (
-    "A request with adminAccess gets access to devices that are already allocated to other claims, "
-    "including other tenants' slices and their memory. It is meant for monitoring and maintenance agents "
-    "in a few trusted namespaces."
+    "A request with adminAccess ignores every ordinary claim on a device, as to access modes and "
+    "allocations (resource.k8s.io v1 types.go), so it reaches devices already allocated to other claims, "
+    "other tenants' slices and their memory included. It is meant for monitoring and maintenance agents in "
+    "a few trusted namespaces. The API server itself allows it only in namespaces that carry the admin-access "
+    "label (KEP-5018, GA in 1.36); this rule checks, before apply, the namespaces you list under "
+    "admin-namespaces, which a Namespace object's labels do not change."
 )
 REMEDIATION = (
     "Remove adminAccess, or move the object to a namespace listed under admin-namespaces in the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_guard.celkit import Admission, AdmissionTarget, Validation
-from dra_guard.context import Context, Resource, Violation
+from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, items, mapping, text
 from dra_guard.rulekit import Example
@@ -16,13 +16,22 @@ SEVERITY = Severity.CRITICAL
 SUMMARY = "Opaque device configuration must not share a device in time (sharing.strategy TimeSlicing or MPS)."
 RATIONALE = (
     "Time-slicing and MPS run several processes on one GPU or MIG slice with shared memory and no isolation "
-    "boundary: one tenant's workload can observe or disturb another's, which is what slicing is meant to stop."
+    "boundary. The sharing stays among the consumers of the claim the device is allocated to, so its blast "
+    "radius decides the severity: a ResourceClaimTemplate gives each pod a claim of its own, and sharing among "
+    "that pod's containers stays with one tenant (medium; NVIDIA's own MPS and time-slicing examples do this); "
+    "a ResourceClaim is shared by every pod that names it, and a template that a PodGroup in the input names "
+    "(DRAWorkloadResourceClaims) gives one claim to all the group's pods, so there one workload can observe or "
+    "disturb another's (critical), as with a DeviceClass whose config time-slices every claim of the class. "
+    "A GpuConfig or MigDeviceConfig without `sharing`, or no config at all, is no proof that a device is not "
+    "time-sliced: with the NVIDIA driver's TimeSlicingSettings gate on, the driver normalises it to TimeSlicing "
+    "(gpuconfig.go, migconfig.go Normalize; DefaultGpuConfig at prepare), which a manifest does not show."
 )
 REMEDIATION = "Remove the sharing section; give each workload its own slice (a MIG profile) instead."
 _SHARING = {"timeslicing", "mps"}
 #: The kinds this rule looks at (the engine runs it on nothing else).
 KINDS = frozenset({*CLAIM_KINDS, "DeviceClass"})
-CROSS_OBJECT = False
+# A PodGroup further on may share a template's claim among its pods.
+CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
 _TEMPLATE = """\
@@ -46,7 +55,7 @@ spec:
 """
 EXAMPLES = (
     Example(
-        title="MPS on a MIG slice",
+        title="MPS on a MIG slice, among the containers of each pod (medium: one pod's claim)",
         manifests=_TEMPLATE % "MPS",
         findings=("ResourceClaimTemplate/slice#/spec/spec/devices/config/0/opaque/parameters/sharing/strategy",),
     ),
@@ -70,6 +79,21 @@ spec:
         findings=("DeviceClass/shared-gpu#/spec/config/0/opaque/parameters/sharing/strategy",),
     ),
     Example(
+        title="A PodGroup shares one claim from the template among all its pods (critical)",
+        manifests=_TEMPLATE % "TimeSlicing"
+        + """\
+---
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata: {name: workers, namespace: team-a}
+spec:
+  schedulingPolicy: {gang: {minCount: 4}}
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: slice}
+""",
+        findings=("ResourceClaimTemplate/slice#/spec/spec/devices/config/0/opaque/parameters/sharing/strategy",),
+    ),
+    Example(
         title="A configuration that shares nothing",
         manifests=_TEMPLATE % "None",
     ),
@@ -87,17 +111,34 @@ def _configs(resource: Resource) -> Iterator[tuple[Path, object]]:
             yield ("spec", "config", index), config
 
 
-def check(resource: Resource, context: Context) -> Iterator[Violation]:
+def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     for path, config in _configs(resource):
         parameters = get_path(config, ("opaque", "parameters"))
         strategy = text(get_path(parameters, ("sharing", "strategy")))
         # Compared case-insensitively: the driver's decoder is the judge, not our spelling.
-        if strategy.casefold() in _SHARING:
-            kind = text(mapping(parameters).get("kind")) or "opaque configuration"
-            yield Violation(
-                (*path, "opaque", "parameters", "sharing", "strategy"),
-                f"{kind} shares the device in time (sharing.strategy: {strategy})",
-            )
+        if strategy.casefold() not in _SHARING:
+            continue
+        kind = text(mapping(parameters).get("kind")) or "opaque configuration"
+        where = (*path, "opaque", "parameters", "sharing", "strategy")
+        shares = f"{kind} shares the device in time (sharing.strategy: {strategy})"
+        if resource.kind == "ResourceClaimTemplate":
+            # One claim per pod, unless a PodGroup shares one claim of the template among its pods.
+            args = (context, resource.namespace, resource.name, shares)
+            yield Pending(where, _template_blast_radius, args, severity=Severity.MEDIUM)
+        elif resource.kind == "ResourceClaim":
+            yield Violation(where, f"{shares} among every pod that names this ResourceClaim")
+        else:
+            yield Violation(where, f"{shares} in every claim of this class, claims several pods share included")
+
+
+def _template_blast_radius(context: Context, namespace: str, name: str, shares: str) -> Resolved:
+    groups = context.template_group_shared(namespace, name)
+    if groups:
+        message = f"{shares} among all the pods of {', '.join(groups)}, which share one claim from this template"
+        # The template alone is a finding: the group only makes it graver.
+        return Resolved(message, Severity.CRITICAL, cross_object=False)
+    message = f"{shares} among the containers of each pod that gets a claim from this template (one pod's own)"
+    return Resolved(message, Severity.MEDIUM, cross_object=False)
 
 
 # --- admission ---------------------------------------------------------------------------

@@ -15,9 +15,10 @@ NAME = "nondeterministic-allocation"
 SEVERITY = Severity.HIGH
 SUMMARY = "Accelerator requests must say allocationMode: ExactCount and an explicit count."
 RATIONALE = (
-    "allocationMode: All takes every matching device on the node, however many that is today; an implicit "
-    "mode or count depends on API defaults and hides the size of the allocation from review. "
-    "(All is high severity; a merely implicit mode or count is medium.)"
+    "allocationMode: All takes every matching device on the node, however many that is today (high). An "
+    "implicit mode or count takes the API's defaults, ExactCount and count 1, which are documented and "
+    "stable: that is a review policy, not a correctness problem (medium), so that the size of every "
+    "allocation is written where reviewers read it."
 )
 REMEDIATION = "Set allocationMode: ExactCount and count: <n> on every accelerator request."
 #: The kinds this rule looks at (the engine runs it on nothing else).

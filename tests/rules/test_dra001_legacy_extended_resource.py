@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dra_guard.engine import check_objects
 from dra_guard.findings import Severity
@@ -152,25 +154,30 @@ def _device_class(name: str, extended_resource: str) -> dict[str, Any]:
     }
 
 
+def dra001_findings(*objects: dict[str, Any], config: Any = None) -> list[Any]:
+    """This rule's findings (a DeviceClass that maps a name is DRA013's too)."""
+    return [finding for finding in findings(*objects, config=config) if finding.rule == "DRA001"]
+
+
 def _asks(name: str) -> dict[str, Any]:
     return pod(containers=[{"name": "c", "image": "i", "resources": {"limits": {name: 1}}}])
 
 
 def test_dra001_names_a_device_class_maps_before_or_after_the_pod() -> None:
-    before = findings(_device_class("example-gpu", "example.com/gpu"), _asks("example.com/gpu"))
-    after = findings(_asks("example.com/gpu"), _device_class("example-gpu", "example.com/gpu"))
+    before = dra001_findings(_device_class("example-gpu", "example.com/gpu"), _asks("example.com/gpu"))
+    after = dra001_findings(_asks("example.com/gpu"), _device_class("example-gpu", "example.com/gpu"))
     assert [(f.rule, f.path) for f in before] == [("DRA001", "/spec/containers/0/resources/limits/example.com~1gpu")]
     assert [(f.rule, f.path, f.message) for f in after] == [(f.rule, f.path, f.message) for f in before]
     assert "DeviceClass 'example-gpu'" in before[0].message and before[0].cross_object
-    assert findings(_asks("example.com/gpu"), _device_class("example-gpu", "example.com/other")) == []
+    assert dra001_findings(_asks("example.com/gpu"), _device_class("example-gpu", "example.com/other")) == []
     # A class that is no accelerator (a NIC) maps nothing that matters here.
     nic = config({"non-accelerator-classes": ["nic"]})
-    assert findings(_asks("example.com/nic"), _device_class("nic", "example.com/nic"), config=nic) == []
+    assert dra001_findings(_asks("example.com/nic"), _device_class("nic", "example.com/nic"), config=nic) == []
 
 
 def test_dra001_names_the_configuration_maps() -> None:
     mapped = config({"extended-resource-classes": {"example.com/gpu": "gpu.nvidia.com"}})
-    (finding,) = findings(_asks("example.com/gpu"), config=mapped)
+    (finding,) = dra001_findings(_asks("example.com/gpu"), config=mapped)
     assert "DeviceClass 'gpu.nvidia.com'" in finding.message
 
 
@@ -185,7 +192,7 @@ def _workflow(template: dict[str, Any]) -> dict[str, Any]:
 
 def test_dra001_argo_pod_spec_patches_are_read() -> None:
     patch = '{"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}'
-    (finding,) = findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
+    (finding,) = dra001_findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
     assert finding.path == "/spec/templates/0/podSpecPatch" and finding.severity == Severity.CRITICAL
     assert "/containers/0/resources/limits/nvidia.com~1gpu" in finding.message
 
@@ -203,7 +210,7 @@ def test_dra001_argo_pod_spec_patches_are_read() -> None:
     ids=["placeholder", "invalid-yaml", "placeholder-name"],
 )
 def test_dra001_what_argo_fills_in_at_run_time_cannot_be_verified(template: dict[str, Any], pointer: str) -> None:
-    (finding,) = findings(_workflow(template))
+    (finding,) = dra001_findings(_workflow(template))
     assert finding.path == "/spec/templates/0" + pointer and finding.severity == Severity.MEDIUM
     assert finding.message.startswith("cannot verify")
 
@@ -219,5 +226,85 @@ def test_dra001_a_list_inside_a_list_is_refused_as_kubectl_refuses_it() -> None:
 def test_dra001_pod_spec_patches_are_read_as_kubectl_reads_yaml() -> None:
     """The same reader as files: a !!binary key is the name it encodes (PyYAML: bytes)."""
     patch = "containers:\n- name: main\n  resources:\n    limits:\n      ? !!binary bnZpZGlhLmNvbS9ncHU=\n      : 1\n"
-    (finding,) = findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
+    (finding,) = dra001_findings(_workflow({"container": {"image": "i"}, "podSpecPatch": patch}))
     assert "'nvidia.com/gpu'" in finding.message and finding.severity == Severity.CRITICAL
+
+
+# --- DRA-backed extended resources (KEP-5004), on the drivers' own DeviceClasses ----------
+
+_FIXTURES = Path(__file__).parent.parent / "fixtures" / "deviceclasses"
+_CORPUS = Path(__file__).parent.parent / "corpus"
+
+
+def _objects(path: Path) -> list[dict[str, Any]]:
+    return [obj for obj in yaml.safe_load_all(path.read_text(encoding="utf-8")) if obj]
+
+
+def test_dra001_nvidia_gpu_served_by_the_charts_device_class() -> None:
+    """NVIDIA's deviceclass-gpu.yaml (v25.12.0+) maps nvidia.com/gpu; gpu-full.yaml asks for it."""
+    pod_only = _objects(_CORPUS / "nvidia-dra-driver" / "gpu-full.yaml")
+    (alone,) = dra001_findings(*pod_only)
+    assert "legacy accelerator resource 'nvidia.com/gpu'" in alone.message
+    assert "or by DeviceClass 'gpu.nvidia.com' where its driver's chart maps it, by default since v25.12.0" in (
+        alone.message
+    )
+    assert not alone.cross_object
+    (served,) = dra001_findings(*_objects(_FIXTURES / "gpu.nvidia.com.yaml"), *pod_only)
+    assert "'nvidia.com/gpu', which DeviceClass 'gpu.nvidia.com' maps (extendedResourceName)" in served.message
+    assert dra001.LOST in served.message and "no profile pin (the class pins none)" in served.message
+    # The pod alone is a finding: a per-object front end reports it, whatever the class says.
+    assert served.severity == Severity.CRITICAL and not served.cross_object
+
+
+def test_dra001_nvidia_per_profile_class_pins_but_still_has_no_template() -> None:
+    """NVIDIA's mig-1g-12gb demo: the class pins the profile, the rest is lost all the same."""
+    (finding,) = dra001_findings(*_objects(_CORPUS / "nvidia-dra-driver" / "mig-1g-12gb.yaml"))
+    assert "DeviceClass 'mig-1g-12gb.gpu.nvidia.com' maps" in finding.message
+    assert "only the class's own pin, gpu.nvidia.com/profile == '1g.12gb'" in finding.message
+    # nvidia.com/mig-* is a device-plugin name too: the pod alone is a finding.
+    assert dra001.LOST in finding.message and not finding.cross_object
+
+
+@pytest.mark.parametrize(
+    ("name", "device_class", "fixture"),
+    [
+        ("intel.com/gpu", "gpu.intel.com", "gpu.intel.com-extended-resources.yaml"),
+        ("intel.com/gaudi", "gaudi.intel.com", "gaudi.intel.com-extended-resources.yaml"),
+    ],
+)
+def test_dra001_intel_chart_names_are_reported_with_or_without_the_class(
+    name: str, device_class: str, fixture: str
+) -> None:
+    """Intel's charts map intel.com/gpu and intel.com/gaudi when enableDRAExtendedResources is set;
+    no device plugin serves those names, so a request for one is DRA's or pends (fail closed)."""
+    (alone,) = dra001_findings(_asks(name))
+    assert f"the {device_class} driver's chart maps to DeviceClass {device_class!r}" in alone.message
+    assert "enableDRAExtendedResources" in alone.message and not alone.cross_object
+    (mapped,) = dra001_findings(*_objects(_FIXTURES / fixture), _asks(name))
+    assert f"which DeviceClass {device_class!r} maps (extendedResourceName)" in mapped.message
+
+
+def test_dra001_example_driver_mapping() -> None:
+    """dra-example-driver with deviceClass.extendedResourceName=example.com/gpu (its pod1)."""
+    objects = _objects(_CORPUS / "dra-example-driver" / "extended-resource-request.yaml")
+    (implicit,) = dra001_findings(*objects)  # pod0's deviceclass.resource.kubernetes.io/gpu.example.com
+    assert implicit.object.name == "pod0" and "here 'gpu.example.com'" in implicit.message
+    assert "no profile pin" in implicit.message and not implicit.cross_object
+    both = dra001_findings(*_objects(_FIXTURES / "gpu.example.com-extended-resource.yaml"), *objects)
+    assert sorted(f.object.name for f in both) == ["pod0", "pod1"]
+
+
+def test_dra001_implicit_name_on_a_configured_per_profile_class() -> None:
+    per_profile = config(
+        {
+            "extra-classes": {
+                "mig-1g-12gb.gpu.nvidia.com": {
+                    "pin-attribute": "gpu.nvidia.com/profile",
+                    "selector": "device.driver == 'gpu.nvidia.com' && "
+                    "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'",
+                }
+            }
+        }
+    )
+    (finding,) = dra001_findings(_asks(dra001.IMPLICIT_DRA_PREFIX + "mig-1g-12gb.gpu.nvidia.com"), config=per_profile)
+    assert "only the class's own pin, gpu.nvidia.com/profile == '1g.12gb'" in finding.message

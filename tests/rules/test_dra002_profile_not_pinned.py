@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from dra_guard.catalog import EXCLUSIVITY_GUARD
+from dra_guard.engine import check_objects
+from dra_guard.findings import Finding
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,
@@ -113,3 +117,83 @@ def test_dra002_ignores_non_accelerator_classes() -> None:
     del request_body(obj)["selectors"]
     retag(obj)
     assert rule_ids(obj, config=config({"non-accelerator-classes": ["mig.nvidia.com"]})) == set()
+
+
+# --- pins in the class's own selectors --------------------------------------------------
+
+_DEVICE_CLASSES = Path(__file__).parent.parent / "fixtures" / "deviceclasses"
+PER_PROFILE = "mig-1g-12gb.gpu.nvidia.com"
+
+
+def _per_profile_class() -> dict[str, Any]:
+    """NVIDIA's demo class (demo/specs/extended-resources/mig-1g-12gb.yaml), without its mapping."""
+    obj = yaml.safe_load((_DEVICE_CLASSES / f"{PER_PROFILE}.yaml").read_text(encoding="utf-8"))
+    del obj["spec"]["extendedResourceName"]
+    return dict(obj)
+
+
+def _claim_on(device_class: str) -> dict[str, Any]:
+    obj = template()
+    request_body(obj)["deviceClassName"] = device_class
+    # Only the builders' guard stays: the request itself pins nothing.
+    request_body(obj)["selectors"] = [{"cel": {"expression": EXCLUSIVITY_GUARD}}]
+    return retag(obj)
+
+
+def dra002(*objects: dict[str, Any], **kwargs: Any) -> list[Finding]:
+    return [finding for finding in findings(*objects, **kwargs) if finding.rule == "DRA002"]
+
+
+def test_dra002_a_device_class_in_the_input_that_pins_the_profile_pins_its_requests() -> None:
+    claim = _claim_on(PER_PROFILE)
+    (alone,) = dra002(claim)
+    assert not alone.cross_object  # without the class, the claim alone decides (as a policy would)
+    assert dra002(claim, _per_profile_class()) == []
+    assert dra002(_per_profile_class(), claim) == []  # before or after the claim
+
+
+def test_dra002_a_device_class_that_selects_all_migs_pins_nothing() -> None:
+    all_migs = _per_profile_class()
+    all_migs["spec"]["selectors"][0]["cel"]["expression"] = (
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
+    )
+    (finding,) = dra002(_claim_on(PER_PROFILE), all_migs)
+    # For a class dra-guard does not know, the driver's pin attributes count (profile, productName), not `type`.
+    assert f"DeviceClass {PER_PROFILE} among the checked objects pins nothing either" in finding.message
+
+
+def test_dra002_the_configuration_can_declare_the_class_and_its_selector() -> None:
+    declared = config(
+        {
+            "extra-classes": {
+                PER_PROFILE: {
+                    "pin-attribute": "gpu.nvidia.com/profile",
+                    "selector": "device.driver == 'gpu.nvidia.com' && "
+                    "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'",
+                }
+            }
+        }
+    )
+    assert dra002(_claim_on(PER_PROFILE), config=declared) == []
+    # A class object among the inputs replaces what is configured: what the cluster will get decides.
+    all_migs = _per_profile_class()
+    all_migs["spec"]["selectors"][0]["cel"]["expression"] = "device.driver == 'gpu.nvidia.com'"
+    (finding,) = dra002(_claim_on(PER_PROFILE), all_migs, config=declared)
+    assert finding.cross_object  # decided by the other object, left to the engine and the webhook
+
+
+def test_dra002_a_front_end_that_sees_one_object_cannot_see_the_class() -> None:
+    report = check_objects([_claim_on(PER_PROFILE), _per_profile_class()], complete=False)
+    assert [finding.rule for finding in report.findings if finding.rule == "DRA002"] == ["DRA002"]
+
+
+def test_dra002_catalog_classes_pin_nothing_of_their_own() -> None:
+    assert [f.rule for f in dra002(_claim_on("mig.nvidia.com"))] == ["DRA002"]
+
+
+def test_dra002_a_profile_on_whole_gpus_aborts_allocation() -> None:
+    obj = template()
+    request_body(obj)["deviceClassName"] = "gpu.nvidia.com"
+    _set_selector(obj, "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'")
+    (finding,) = dra002(obj)
+    assert "evaluation error and allocation aborts" in finding.message

@@ -9,9 +9,11 @@ import pytest
 from testkit.rulecases import (
     claim,
     config,
+    devices,
     findings,
     pod,
     rule_ids,
+    template,
     workload,
 )
 
@@ -70,3 +72,62 @@ def test_dra005_claims_for_non_accelerators_may_be_shared() -> None:
     assert {f.rule for f in findings(fpga_claim, user("a"), user("b"))} >= {"DRA005"}
     configured = config({"non-accelerator-classes": ["fpga.example.org"]})
     assert [f for f in findings(fpga_claim, user("a"), user("b"), config=configured) if f.rule == "DRA005"] == []
+
+
+# --- template claims a PodGroup shares (DRAWorkloadResourceClaims, KEP-5729) -----------
+
+
+def _group(claims: list[dict[str, str]], name: str = "group-1") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "resourceClaims": claims},
+    }
+
+
+def _member(group: str = "group-1", claim_name: str = "gpu", template_name: str = "one-gpu") -> dict[str, Any]:
+    return pod(
+        containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": claim_name}]}}],
+        schedulingGroup={"podGroupName": group},
+        resourceClaims=[{"name": claim_name, "resourceClaimTemplateName": template_name}],
+    )
+
+
+def _dra005(*objects: dict[str, Any], **kwargs: Any) -> list[tuple[str, str]]:
+    return [(f.object.kind, f.path) for f in findings(*objects, **kwargs) if f.rule == "DRA005"]
+
+
+def test_dra005_a_template_claim_the_pods_group_declares_is_shared() -> None:
+    declared = _group([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    where = ("Pod", "/spec/resourceClaims/0/resourceClaimTemplateName")
+    assert where in _dra005(_member(), declared)
+    assert where in _dra005(declared, _member())  # before or after the pod
+    (finding,) = [f for f in findings(_member(), declared) if f.rule == "DRA005" and f.path == where[1]]
+    assert "PodGroup 'group-1'" in finding.message and finding.cross_object
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        _member(group="group-2"),  # another group
+        _member(claim_name="other"),  # every field must be equal: the name too
+        _member(template_name="two-gpus"),  # ... and the template
+    ],
+    ids=["other-group", "other-name", "other-template"],
+)
+def test_dra005_a_claim_the_group_does_not_declare_is_the_pods_own(member: dict[str, Any]) -> None:
+    declared = _group([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    assert ("Pod", "/spec/resourceClaims/0/resourceClaimTemplateName") not in _dra005(member, declared)
+
+
+def test_dra005_without_the_group_among_the_objects_nothing_is_known() -> None:
+    assert _dra005(_member()) == []
+
+
+def test_dra005_group_claims_for_non_accelerators_may_be_shared() -> None:
+    nic = template()
+    nic["metadata"]["name"] = "one-gpu"
+    devices(nic)["requests"][0]["exactly"]["deviceClassName"] = "net.example.com"
+    declared = _group([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    assert _dra005(_member(), declared, nic) == []

@@ -1,0 +1,75 @@
+"""What a DeviceClass selects, wherever dra-guard learns it, and whether it pins a profile.
+
+A request's devices must pass its DeviceClass's selectors before its own (the allocator
+ANDs them), so a class can pin a profile for every request of it: NVIDIA's per-profile
+class `mig-1g-12gb.gpu.nvidia.com` selects `profile == '1g.12gb'`.  dra-guard learns a
+class's selectors from, in this order: a DeviceClass among the checked objects (what
+`kubectl apply` would make of it), the configuration (`extra-classes.<class>.selector`),
+the catalog (the drivers' own classes, which pin nothing).
+
+A pin counts as it does in a request (DRA002): a top-level `&&` conjunct
+`device.attributes['<domain>'].<attribute> == '<literal>'`, decided by the RE2 pattern the
+admission policies share (`dra_guard.conjuncts`).  The attribute must be the class's pin
+attribute when the class is known; for a class dra-guard does not know, the pin attributes
+of the catalog classes of the driver its selector names (`device.driver == '<driver>'`),
+or any attribute when it names no driver dra-guard knows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dra_guard.catalog import DEVICE_CLASSES, DeviceClass, class_selector
+from dra_guard.config import EXTRA_CLASSES, Config
+from dra_guard.conjuncts import attribute_term, has_conjunct
+from dra_guard.selectors import analyse
+
+_DRIVER = re.compile(r"""device\s*\.\s*driver\s*==\s*(?:'([^'\\]*)'|"([^"\\]*)")""")
+
+
+@dataclass(frozen=True)
+class ClassSelectors:
+    """A class's selectors and where they come from."""
+
+    expressions: tuple[str, ...]
+    #: "the input", "the configuration" or "the catalog".
+    source: str
+
+
+def configured_selectors(name: str, config: Config) -> ClassSelectors | None:
+    """The class's selectors from the configuration or the catalog (not the input)."""
+    extra = config.get(EXTRA_CLASSES).get(name)
+    if extra is not None and extra.class_selector:
+        return ClassSelectors((extra.class_selector,), "the configuration")
+    known = class_selector(name)
+    return ClassSelectors((known,), "the catalog") if known is not None else None
+
+
+def selectors_of(name: str, config: Config, from_input: tuple[str, ...] | None) -> ClassSelectors | None:
+    """The class's selectors: the input's DeviceClass of that name first, then as configured."""
+    if from_input is not None:
+        return ClassSelectors(from_input, "the input")
+    return configured_selectors(name, config)
+
+
+def pin_attributes(known: DeviceClass | None, expressions: Sequence[str]) -> tuple[tuple[str, str] | None, ...]:
+    """The (domain, attribute) pairs a pin of this class may fix; None for any attribute
+    (see the module's docstring)."""
+    if known is not None:
+        return ((known.domain, known.pin_attribute),)
+    drivers = {a or b for expression in expressions for a, b in _DRIVER.findall(expression)}
+    pairs = sorted({(c.domain, c.pin_attribute) for c in DEVICE_CLASSES.values() if c.domain in drivers})
+    return tuple(pairs) or (None,)
+
+
+def class_pin(known: DeviceClass | None, expressions: Sequence[str]) -> str | None:
+    """The pin the class's selectors make (`gpu.nvidia.com/profile == '1g.12gb'`), or None."""
+    for pair in pin_attributes(known, expressions):
+        term = attribute_term(*pair) if pair is not None else attribute_term()
+        for expression in expressions:
+            if has_conjunct(expression, term):
+                pins = [pin for pin in analyse(expression).pins if pair is None or (pin.domain, pin.attribute) == pair]
+                return f"{pins[0].qualified_attribute} == {pins[0].value!r}" if pins else "a profile"
+    return None

@@ -1,0 +1,113 @@
+"""DRA013: accelerator DeviceClasses that any pod can ask for by an extended resource name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_guard.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
+from dra_guard.celkit import Admission, AdmissionTarget, Validation, string_list
+from dra_guard.config import NON_ACCELERATOR_CLASSES
+from dra_guard.context import Context, Resource, Violation
+from dra_guard.device_classes import class_pin
+from dra_guard.findings import Severity
+from dra_guard.manifest import get_path, is_dra_object, items
+from dra_guard.rulekit import Example
+
+ID = "DRA013"
+NAME = "extended-resource-class"
+SEVERITY = Severity.HIGH
+SUMMARY = "An accelerator DeviceClass must not map an extended resource name (spec.extendedResourceName)."
+RATIONALE = (
+    "With spec.extendedResourceName (KEP-5004: beta and on by default in Kubernetes 1.36, GA in 1.37), any "
+    "pod in any namespace that puts the name in its resources (nvidia.com/gpu: 1) gets a device of the class "
+    "through a claim the scheduler generates for it: no ResourceClaimTemplate, so no exclusivity guard, "
+    "sanitization declaration, isolation tag or profile pin of its own, only what the class's selector "
+    "says. Every request that reaches the class that way escapes the claim rules; DRA001 reports the "
+    "requests it can see, this rule the door itself. NVIDIA's chart sets nvidia.com/gpu on gpu.nvidia.com "
+    "wherever it renders resource.k8s.io/v1 (since v25.12.0), Intel's charts set intel.com/gpu and "
+    "intel.com/gaudi with enableDRAExtendedResources. The implicit name deviceclass.resource.kubernetes.io/"
+    "<class> exists for every class while the DRAExtendedResource feature gate is on; requests for it are "
+    "DRA001's. Classes listed under non-accelerator-classes (NICs, IMEX channels) are not reported."
+)
+REMEDIATION = (
+    "Remove spec.extendedResourceName from the class (NVIDIA's chart has no value for it: patch the rendered "
+    "class; Intel's charts: leave enableDRAExtendedResources false) and give workloads ResourceClaimTemplates; "
+    "on a cluster with one tenant, waive it with dra-guard.io/ignore-DRA013 and the reason."
+)
+KINDS = frozenset({"DeviceClass"})
+CROSS_OBJECT = False
+WAIVABLE = True
+OPTIONS = ()
+_CLASS = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: %s
+spec:
+  selectors:
+  - cel:
+      expression: "%s"%s
+"""
+_GPU = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+EXAMPLES = (
+    Example(
+        title="NVIDIA's chart on resource.k8s.io/v1: nvidia.com/gpu hands out whole GPUs",
+        manifests=_CLASS % ("gpu.nvidia.com", _GPU, "\n  extendedResourceName: nvidia.com/gpu"),
+        findings=("DeviceClass/gpu.nvidia.com#/spec/extendedResourceName",),
+    ),
+    Example(
+        title="The same class without the mapping: only claims reach it",
+        manifests=_CLASS % ("gpu.nvidia.com", _GPU, ""),
+    ),
+    Example(
+        title="A NIC class the configuration says is no accelerator",
+        manifests=_CLASS
+        % ("sriov-nic", "device.driver == 'sriov.example.com'", "\n  extendedResourceName: example.com/vf"),
+        config={"non-accelerator-classes": ["sriov-nic"]},
+    ),
+)
+
+
+def check(resource: Resource, context: Context) -> Iterator[Violation]:
+    if not is_dra_object(resource.obj) or not context.config.is_accelerator(resource.name):
+        return
+    mapped = get_path(resource.obj, ("spec", "extendedResourceName"))
+    if not isinstance(mapped, str) or not mapped:
+        return
+    selectors = tuple(
+        expression
+        for selector in items(get_path(resource.obj, ("spec", "selectors")))
+        if isinstance(expression := get_path(selector, ("cel", "expression")), str)
+    )
+    # The object is the class: its own selectors are what the generated claims get.
+    pinned = class_pin(context.config.device_class(resource.name), selectors)
+    pin = f"only this class's own pin ({pinned})" if pinned else "no profile pin"
+    yield Violation(
+        ("spec", "extendedResourceName"),
+        f"maps extended resource {mapped!r}: any pod of any namespace that asks for it gets a "
+        f"{resource.name} device through a claim the scheduler generates, with no claim template "
+        f"(no exclusivity guard, sanitization declaration or isolation tag) and {pin}",
+        evidence=(("metadata", "name"), ("spec", "selectors")),
+    )
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    configured: frozenset[str] = target.config.get(NON_ACCELERATOR_CLASSES)
+    exempt = sorted({*KNOWN_NON_ACCELERATOR_CLASSES, *configured})
+    mapped = "has(object.spec) && has(object.spec.extendedResourceName) && object.spec.extendedResourceName != ''"
+    exempt_name = f"has(object.metadata.name) && object.metadata.name in {string_list(exempt)}"
+    return Admission(
+        kinds=("DeviceClass",),
+        validations=(
+            Validation(
+                expression=f"!({mapped}) || ({exempt_name})",
+                message="an accelerator DeviceClass maps an extended resource name: any pod can take its "
+                "devices without a claim template",
+                message_expression="'DeviceClass maps extended resource ' + object.spec.extendedResourceName + "
+                "': any pod of any namespace can take its devices without a claim template'",
+            ),
+        ),
+    )
+
+
+ADMISSION = _admission

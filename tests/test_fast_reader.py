@@ -1,0 +1,241 @@
+"""The fast reader (rapidyaml) yields exactly what the libyaml reader yields, or declines.
+
+For every file -- the kubectl cases, generated manifests with anchors, tags, merge keys,
+number spellings and separators, and the benchmark's realistic corpus -- reading with
+rapidyaml gives the same objects, the same lines (of the objects and of every path a
+finding may point at) and the same errors as reading with PyYAML alone.  The alias
+pre-filter (parser.py) is held to the same standard: a report with it is the report
+without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from bench.corpus import write_corpus, write_realistic
+from dra_guard.findings import InputError
+from dra_guard.kubectl_yaml import fast, parser
+from dra_guard.loader import Document, iter_bytes
+from tests.kubectl_cases import CASES
+from tests.manifest_strategies import manifest_file
+
+pytestmark = pytest.mark.skipif(fast.active_parser() != "rapidyaml", reason="the fast reader is off here")
+
+
+def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from _paths(item, (*prefix, position))
+
+
+def _reading(data: bytes, name: str) -> list[Any]:
+    """Everything a check sees of a file: objects with their lines, errors with theirs."""
+    seen: list[Any] = []
+    for item in iter_bytes(data, name):
+        if isinstance(item, InputError):
+            seen.append(("error", item.file, item.line, item.message))
+        else:
+            assert isinstance(item, Document)
+            lines = [item.line_of(path) for path in _paths(item.obj)]
+            seen.append(("object", json.dumps(item.obj, sort_keys=True), item.index, item.line, lines))
+    return seen
+
+
+def _with_pyyaml_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast, "_ryml", None)
+
+
+def _same_reading(data: bytes, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast_reading = _reading(data, name)
+    with monkeypatch.context() as patch:
+        _with_pyyaml_only(patch)
+        reference = _reading(data, name)
+    assert fast_reading == reference, data.decode(errors="replace")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_kubectl_cases_read_the_same(case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    _same_reading(case.data, case.name, monkeypatch)
+
+
+def test_generated_manifests_read_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    @settings(
+        max_examples=300,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(manifest_file())
+    def compare(data: bytes) -> None:
+        _same_reading(data, "m.json" if data.lstrip().startswith(b"{") else "m.yaml", monkeypatch)
+
+    compare()
+
+
+def test_the_benchmark_corpora_read_the_same_and_mostly_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_realistic(tmp_path / "realistic", 300)
+    write_corpus(tmp_path / "dra-heavy", 240, "dra-heavy")
+    declined = accepted = 0
+    original = fast.decode_plain
+
+    def counting(text: str) -> Any:
+        nonlocal declined, accepted
+        value = original(text)
+        if fast._ryml is None:  # the reference reading, with PyYAML alone
+            return value
+        declined += value is fast.DECLINED
+        accepted += value is not fast.DECLINED
+        return value
+
+    monkeypatch.setattr("dra_guard.kubectl_yaml.decode_plain", counting)
+    for path in sorted(tmp_path.glob("*/*.yaml")):
+        _same_reading(path.read_bytes(), path.name, monkeypatch)
+    # The fast reader must not get by on declining: real manifests are plain text.
+    assert accepted >= 4 * declined, (accepted, declined)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("a: 1\na: 2\n", "a duplicate key: the last wins"),
+        ("a: 0x1F\nb: '0x1F'\n", "the same spelling plain and quoted"),
+        ("a: nan\nb: .Inf\n", "spellings rapidyaml rewrites"),
+        ("a: 1e400\n", "a float beyond float64 stays text"),
+        ("a: &x {b: 1}\nc: *x\n", "an alias"),
+        ("a: !!binary aGk=\n", "a tag"),
+        ("<<: {a: 1}\nb: 2\n", "a merge key"),
+        ("a: 'on'\nb: on\n", "a boolean spelled both ways"),
+        ("a: on\n", "a YAML 1.1 boolean, which rapidyaml writes as text"),
+        ("on: 1\n'on': 2\n", "keys that become the same string"),
+        ('a: "\\/"\n', "an escape go-yaml lacks"),
+        ("a: 12345678901234567890\n", "uint64"),
+    ],
+)
+def test_what_the_fast_reader_leaves_to_libyaml(text: str, why: str) -> None:
+    assert fast.decode_plain(text) is fast.DECLINED, why
+
+
+def test_plain_documents_are_read_fast() -> None:
+    assert fast.decode_plain('a: "9090"\nb: 9090\nc: true\nd: "true"\ne: 1.5\nf: [x, {g: null}]\n') == {
+        "a": "9090",
+        "b": 9090,
+        "c": True,
+        "d": "true",
+        "e": 1.5,
+        "f": ["x", {"g": None}],
+    }
+    assert fast.decode_plain("# a comment only\n") is fast.EMPTY
+
+
+def test_invalid_yaml_gets_libyamls_message_and_no_cplusplus_text(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: b: c\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "dra_guard.cli", "check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, fast.PARSER_VARIABLE: "rapidyaml"},
+    )
+    assert result.returncode == 2
+    output = result.stdout + result.stderr
+    assert f"{path}:5: error: invalid YAML: mapping values are not allowed" in output, output
+    assert "ryml" not in output and ".hpp" not in output and "ERROR: [parse]" not in output, output
+
+
+def test_the_parser_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(fast.PARSER_VARIABLE, "libfancy")
+    with pytest.raises(fast.UnavailableParser, match="expected one of pyyaml, rapidyaml"):
+        fast._load()
+    monkeypatch.setenv(fast.PARSER_VARIABLE, "pyyaml")
+    assert fast._load() is None
+    monkeypatch.setitem(sys.modules, "ryml", None)  # as if the wheel were missing
+    monkeypatch.setenv(fast.PARSER_VARIABLE, "rapidyaml")
+    with pytest.raises(fast.UnavailableParser, match="does not import"):
+        fast._load()
+    monkeypatch.delenv(fast.PARSER_VARIABLE)
+    assert fast._load() is None  # unset: PyYAML, quietly
+
+
+# --- The alias pre-filter: only `*name` where a node can start sends text to the event composer.
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: *x\n",
+        "- *x\n",
+        "a:\n  *x\n",
+        "[a, *x]\n",
+        "[a,*x]\n",
+        "{a: *x}\n",
+        '{"a":*x}\n',
+        "? *x\n: b\n",
+        "a:\t*x\n",
+        "- - *x\n",
+        "a: [\n  *x]\n",
+        "a:\r*x\n",
+    ],
+)
+def test_every_place_an_alias_can_stand_is_seen(text: str) -> None:
+    assert parser.may_hold_alias(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "schedule: 0 */6 * * *\n",
+        "schedule: '*/15 * * * *'\n",
+        "# *see* the docs\n",
+        "a: b *c\n",
+        "a: -*c\n",
+        "args: [--glob=*.yaml]\n",
+        "upstream: http://x/api/*\n",
+        "data: |\n  tenants=*\n",
+    ],
+)
+def test_asterisks_that_are_text_are_not_aliases(text: str) -> None:
+    assert not parser.may_hold_alias(text)
+
+
+def test_the_report_is_the_same_without_the_alias_pre_filter(tmp_path: Path) -> None:
+    """Every document composed from events (as if each held an alias): the same report."""
+    corpus = tmp_path / "corpus"
+    write_realistic(corpus, 300)
+    write_corpus(corpus / "mixed", 200)
+    script = (
+        "import sys\n"
+        "from dra_guard.kubectl_yaml import parser\n"
+        "if sys.argv[1] == 'off':\n"
+        "    parser.may_hold_alias = lambda text: True\n"
+        "from dra_guard.cli import main\n"
+        "sys.exit(main(sys.argv[2:]))\n"
+    )
+    reports = []
+    for mode in ("on", "off"):
+        output = tmp_path / f"{mode}.json"
+        result = subprocess.run(
+            [sys.executable, "-c", script, mode, "check", "--format", "json", "-o", str(output), str(corpus)],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, fast.PARSER_VARIABLE: "pyyaml"},
+        )
+        assert result.returncode == 1, result.stderr
+        reports.append(output.read_text())
+    assert json.loads(reports[0])["summary"]["findings"] > 0
+    assert reports[0] == reports[1]
