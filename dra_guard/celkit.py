@@ -104,10 +104,11 @@ AdmissionDeclaration = Callable[[AdmissionTarget], Admission] | NotAdmissible
 def decides(admission: Admission, finding: Finding) -> bool:
     """Whether the policy, rather than the webhook, answers for this finding of its rule.
 
-    A rule's `covers` says so; without one, the policy decides what needs no other object
-    (findings that are not cross-object).  A `covers` may claim a cross-object finding
-    whose other object the policy has compiled in (a name the configuration maps) or whose
-    verdict does not depend on it at admission (a controller's shared claim).
+    A policy decides only findings on objects of the kinds (and API groups) it matches.
+    Among those, a rule's `covers` says which; without one, the policy decides what needs no
+    other object (findings that are not cross-object).  A `covers` may claim a cross-object
+    finding whose verdict the policy reaches without the other object, as a check of the
+    object alone does (a controller's pod template naming a claim).
     """
     group = finding.object.api_version.rpartition("/")[0]
     if finding.object.kind not in admission.kinds or KIND_RESOURCES[finding.object.kind][0] != group:
