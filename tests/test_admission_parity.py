@@ -199,3 +199,19 @@ def test_policies_deny_what_the_engine_reports_on_generated_objects(
             "metadata": {"name": obj["metadata"]["namespace"], "labels": labels},
         }
     assert_parity(obj, config_text, label, namespace)
+
+
+def test_every_message_expression_renders() -> None:
+    """A messageExpression that fails falls back to the static message, silently in the API
+    server: every denial of a validation that has one must carry what it rendered."""
+    fallbacks: dict[str, str] = {}
+    for policy in _policies("")[0]:
+        for validation in policy["spec"].get("validations", []):
+            if "messageExpression" in validation:
+                fallbacks[validation["message"]] = policy["metadata"]["name"]
+    rendered = 0
+    for name, obj, config_text in IN_SCOPE:
+        for denial in admit(_policies(config_text)[0], obj):
+            assert denial.message not in fallbacks, f"{name}: {fallbacks[denial.message]}'s messageExpression failed"
+            rendered += 1
+    assert rendered > 300

@@ -448,6 +448,8 @@ def _admission(target: AdmissionTarget) -> Admission:
     )
     nvidia = f"has(c.opaque) && has(c.opaque.driver) && c.opaque.driver == {string(NVIDIA_GPU_DRIVER)}"
     refused = f"{nvidia} && has({parameters}) && (!({decodes_cel(parameters)}) || ({misfit}))"
+    entry = "variables.refused[0]"
+    first = f"has({entry}.requests) && size({entry}.requests) > 0 ? 'request ' + {entry}.requests[0] : 'every request'"
     return Admission(
         kinds=tuple(sorted(CLAIM_KINDS)),
         variables=(("requests", REQUESTS), ("refused", f"{devices_list('config')}.filter(c, {refused})")),
@@ -456,6 +458,11 @@ def _admission(target: AdmissionTarget) -> Admission:
                 expression="size(variables.refused) == 0",
                 message=f"{_NVIDIA_MESSAGE} opaque parameters for driver {NVIDIA_GPU_DRIVER} that its strict decoder "
                 "refuses, or a config kind that does not fit its devices' class",
+                message_expression=f"{string(_NVIDIA_MESSAGE + ' the opaque parameters for ')} + ({first}) + "
+                + string(
+                    f" are refused by the {NVIDIA_GPU_DRIVER} driver's strict decoder, or their kind does not fit "
+                    "the devices' class"
+                ),
             ),
         ),
         covers=_decided_in_admission,
