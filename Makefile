@@ -29,6 +29,18 @@ demo: $(BIN)/.installed node_modules/.installed
 	  echo "  $$f"; \
 	  $(BIN)/python -c 'import sys, yaml; [print("    %s %s/%s" % (d["kind"], d["metadata"].get("namespace", "-"), d["metadata"]["name"])) for d in yaml.safe_load_all(open(sys.argv[1])) if d]' "$$f"; \
 	done
+	@echo
+	@echo "== dra-guard check dist/   (what we built: compliant)"
+	$(BIN)/dra-guard check dist/
+	@echo
+	@echo "== dra-guard check examples/manifests/   (a legacy MIG request: a finding, exit 1)"
+	$(BIN)/dra-guard check examples/manifests/; test $$? -eq 1
+	@echo
+	@echo "== dra-guard migrate --dry-run examples/manifests/   (the same workload, rewritten to DRA)"
+	$(BIN)/dra-guard migrate --dry-run examples/manifests/
+	@echo
+	@echo "== dra-guard admission-policy   (the rules as ValidatingAdmissionPolicies for the cluster)"
+	@$(BIN)/dra-guard admission-policy | $(BIN)/python -c 'import sys, yaml; policies = [d["metadata"]["name"] for d in yaml.safe_load_all(sys.stdin) if d["kind"] == "ValidatingAdmissionPolicy"]; print("\n".join("  " + name for name in policies)); print("  (%d policies, each with its binding)" % len(policies))'
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .

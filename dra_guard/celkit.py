@@ -16,12 +16,31 @@ objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dra_guard.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
+from dra_guard.catalog import POD_SPEC_PATHS
 from dra_guard.config import KUBERNETES_VERSION, NON_ACCELERATOR_CLASSES, Config
 from dra_guard.findings import Finding
+
+#: kind -> (API group, resource): what a policy's resourceRules name for each kind (a
+#: policy matches these kinds in these groups only).
+KIND_RESOURCES: Mapping[str, tuple[str, str]] = {
+    "Pod": ("", "pods"),
+    "PodTemplate": ("", "podtemplates"),
+    "ReplicationController": ("", "replicationcontrollers"),
+    "LimitRange": ("", "limitranges"),
+    "Deployment": ("apps", "deployments"),
+    "StatefulSet": ("apps", "statefulsets"),
+    "DaemonSet": ("apps", "daemonsets"),
+    "ReplicaSet": ("apps", "replicasets"),
+    "Job": ("batch", "jobs"),
+    "CronJob": ("batch", "cronjobs"),
+    "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
+    "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
+    "DeviceClass": ("resource.k8s.io", "deviceclasses"),
+}
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,8 @@ class Admission:
     #: `object` only: the API server gives matchConditions no variables.
     condition: str | None = None
     #: Which of the engine's findings the policy decides (default: every one that needs
-    #: only the object itself). The parity test compares exactly these.
+    #: only the object itself). The parity test compares exactly these, and the webhook
+    #: leaves them to the policy; see `decides`.
     covers: Callable[[Finding], bool] | None = field(default=None, compare=False)
 
 
@@ -79,6 +99,23 @@ class NotAdmissible:
 
 
 AdmissionDeclaration = Callable[[AdmissionTarget], Admission] | NotAdmissible
+
+
+def decides(admission: Admission, finding: Finding) -> bool:
+    """Whether the policy, rather than the webhook, answers for this finding of its rule.
+
+    A policy decides only findings on objects of the kinds (and API groups) it matches.
+    Among those, a rule's `covers` says which; without one, the policy decides what needs no
+    other object (findings that are not cross-object).  A `covers` may claim a cross-object
+    finding whose verdict the policy reaches without the other object, as a check of the
+    object alone does (a controller's pod template naming a claim).
+    """
+    group = finding.object.api_version.rpartition("/")[0]
+    if finding.object.kind not in admission.kinds or KIND_RESOURCES[finding.object.kind][0] != group:
+        return False  # a kind the policy does not match (a CRD's pod template, a kind of another group)
+    if admission.covers is not None:
+        return bool(admission.covers(finding))
+    return not finding.cross_object
 
 
 # --- writing CEL ------------------------------------------------------------------------
@@ -111,15 +148,21 @@ def annotation_value(key: str) -> str:
     return f"object.metadata.annotations[{string(key)}]"
 
 
+def devices_list(field: str) -> str:
+    """CEL: the `devices.<field>` list (requests, constraints, config) of a ResourceClaim or
+    ResourceClaimTemplate, or `[]`; written with `object` alone, for matchConditions too."""
+    return (
+        "(object.kind == 'ResourceClaimTemplate' ? "
+        f"(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.{field}) "
+        f"? object.spec.spec.devices.{field} : []) : "
+        f"(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.{field}) "
+        f"? object.spec.devices.{field} : []))"
+    )
+
+
 #: The top-level device requests of a ResourceClaim or ResourceClaimTemplate, or `[]`.
 #: Written with `object` alone, so a matchCondition (which gets no variables) can use it.
-REQUESTS = (
-    "(object.kind == 'ResourceClaimTemplate' ? "
-    "(has(object.spec.spec) && has(object.spec.spec.devices) && has(object.spec.spec.devices.requests) "
-    "? object.spec.spec.devices.requests : []) : "
-    "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.requests) "
-    "? object.spec.devices.requests : []))"
-)
+REQUESTS = devices_list("requests")
 CLAIM_VARIABLES = (("requests", REQUESTS),)
 
 
@@ -169,8 +212,7 @@ def failing_requests(check: Callable[[str], str], requests: str = "variables.req
 
 def is_accelerator_body(body: str, config: Config) -> str:
     """The body requests a device class the configuration counts as an accelerator."""
-    configured: frozenset[str] = config.get(NON_ACCELERATOR_CLASSES)
-    non_accelerator = sorted({*KNOWN_NON_ACCELERATOR_CLASSES, *configured})
+    non_accelerator = non_accelerator_classes(config)
     if not non_accelerator:
         return "true"
     return f"!(has({body}.deviceClassName) && {body}.deviceClassName in {string_list(non_accelerator)})"
@@ -179,6 +221,45 @@ def is_accelerator_body(body: str, config: Config) -> str:
 def has_accelerator_request(config: Config, requests: str = REQUESTS) -> str:
     """The claim requests at least one accelerator (usable in a matchCondition)."""
     return some_request_body(lambda body: is_accelerator_body(body, config), requests)
+
+
+def non_accelerator_classes(config: Config) -> list[str]:
+    """The device classes that are not accelerators: dra-guard's own and the configuration's."""
+    configured: frozenset[str] = config.get(NON_ACCELERATOR_CLASSES)
+    return sorted({*KNOWN_NON_ACCELERATOR_CLASSES, *configured})
+
+
+def has_chain(place: str) -> str:
+    """`has(a.b) && has(a.b.c) ...` for every field on the way to `place` (`true` for an identifier)."""
+    parts = place.split(".")
+    return " && ".join(f"has({'.'.join(parts[: index + 1])})" for index in range(1, len(parts))) or "true"
+
+
+#: The kinds whose objects carry pods: Pod, PodTemplate and the built-in controllers.
+POD_KINDS = tuple(sorted(POD_SPEC_PATHS))
+#: The built-in kinds whose pod spec is a template that stamps out many pods.
+CONTROLLER_KINDS = tuple(kind for kind in POD_KINDS if kind != "Pod")
+
+
+def pod_spec(kinds: Iterable[str] = POD_KINDS) -> str:
+    """CEL: the object's pod spec (where `POD_SPEC_PATHS` puts it for its kind), or `{}`.
+
+    Written with `object` alone; policies bind it to `variables.pod` once.  The API server
+    compiles policies with `object` untyped, so the branches need not share a type."""
+    by_path: dict[tuple[str, ...], list[str]] = {}
+    for kind in sorted(set(kinds)):
+        by_path.setdefault(tuple(POD_SPEC_PATHS[kind]), []).append(kind)
+    expression = "{}"
+    for path, names in sorted(by_path.items(), reverse=True):
+        place = "object." + ".".join(path)
+        expression = f"(object.kind in {string_list(names)} && {has_chain(place)} ? {place} : {expression})"
+    return expression
+
+
+def containers(pod: str = "variables.pod") -> str:
+    """CEL: the pod's init, regular and ephemeral containers, in that order, as one list."""
+    lists = ("initContainers", "containers", "ephemeralContainers")
+    return " + ".join(f"(has({pod}.{name}) ? {pod}.{name} : [])" for name in lists)
 
 
 def all_of(parts: Sequence[str]) -> str:

@@ -157,3 +157,63 @@ def _sharing(sharing: Mapping[str, Any]) -> Iterator[Problem]:
         # Normalize() fills a missing timeSlicingConfig, not a missing interval, and Validate()
         # then reads the interval it does not have.
         yield Problem(("sharing", "timeSlicingConfig"), "timeSlicingConfig needs an interval (Default, Short, ...)")
+
+
+# --- the same decoding in CEL, for DRA010's admission policy ---------------------------------
+
+_CEL_SCALARS: Mapping[str, str] = {
+    "percentage": "type({v}) == int && {v} >= 0 && {v} <= 100",
+    "bool": "type({v}) == bool",
+    "quantity": "(type({v}) == string || type({v}) == int || type({v}) == double)",
+    "non-empty": "type({v}) == string && size({v}) > 0",
+    "string": "type({v}) == string",
+}
+
+
+def _cel_list(values: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join(f"'{value}'" for value in values) + "]"
+
+
+def _cel_value(value: str, field_type: str | _Struct, name: str, depth: int) -> str:
+    if isinstance(field_type, Mapping):
+        return _cel_struct(value, field_type, name, depth + 1)
+    if field_type in _ENUMS:
+        return f"type({value}) == string && {value} in {_cel_list(_ENUMS[field_type])}"
+    if field_type == "quantity-map":
+        device = f"d{depth}"
+        quantity = _CEL_SCALARS["quantity"].format(v=f"{value}[{device}]")
+        return f"type({value}) == map && {value}.all({device}, {quantity})"
+    return _CEL_SCALARS[field_type].format(v=value)
+
+
+def _cel_struct(value: str, struct: _Struct, name: str, depth: int = 0) -> str:
+    """CEL: `value` is an object with only the struct's fields, the required ones, each valid."""
+    key = f"k{depth}"
+    parts = [f"type({value}) == map", f"{value}.all({key}, {key} in {_cel_list(list(struct))})"]
+    parts += [f"has({value}.{required})" for required in _REQUIRED.get(name, ())]
+    for field, field_type in struct.items():
+        parts.append(f"(!has({value}.{field}) || ({_cel_value(f'{value}.{field}', field_type, field, depth)}))")
+    return " && ".join(parts)
+
+
+def decodes_cel(parameters: str) -> str:
+    """CEL: what `nvidia_problems` finds nothing in: the parameters (a CEL expression for an
+    object's `opaque.parameters`) decode strictly, pass Validate() and the sharing rules."""
+    kinds = []
+    for kind, struct in _KINDS.items():
+        whole = {"apiVersion": "string", "kind": "string", **struct}
+        kinds.append(f"({parameters}.kind == '{kind}' && {_cel_struct(parameters, whole, kind)})")
+    sharing = f"{parameters}.sharing"
+    strategy = f"{sharing}.strategy"
+    rules = (
+        f"(!has({sharing}) || type({sharing}) != map || ("
+        f"!({strategy} == 'TimeSlicing' && has({sharing}.mpsConfig)) && "
+        f"!({strategy} == 'MPS' && has({sharing}.timeSlicingConfig)) && "
+        f"!({strategy} == 'TimeSlicing' && has({sharing}.timeSlicingConfig) && "
+        f"type({sharing}.timeSlicingConfig) == map && !has({sharing}.timeSlicingConfig.interval))))"
+    )
+    return (
+        f"type({parameters}) == map && has({parameters}.apiVersion) && "
+        f"type({parameters}.apiVersion) == string && {parameters}.apiVersion == '{NVIDIA_CONFIG_API_VERSION}' && "
+        f"has({parameters}.kind) && type({parameters}.kind) == string && ({' || '.join(kinds)}) && {rules}"
+    )

@@ -351,7 +351,7 @@ def _argo_containers(path: Path, template: Mapping[str, Any]) -> Iterator[Contai
 # --- KServe InferenceService ---------------------------------------------------------
 
 #: Component fields that are a container merged with the ServingRuntime's `kserve-container`.
-_KSERVE_MERGED_CONTAINERS = (
+KSERVE_MERGED_CONTAINERS = (
     "model",
     "sklearn",
     "xgboost",
@@ -384,7 +384,7 @@ def _kserve(obj: Mapping[str, Any]) -> Iterator[PodSpecView]:
             continue
         merged = [
             ContainerView((*path, field), container)
-            for field in _KSERVE_MERGED_CONTAINERS
+            for field in KSERVE_MERGED_CONTAINERS
             if isinstance(container := component.get(field), Mapping)
         ]
         # Components carry their own annotations and labels (ComponentExtensionSpec).

@@ -1,12 +1,13 @@
 """The generated admission policies deny exactly what the engine reports, rule by rule.
 
 For every object the tests know — each rule's EXAMPLES, the vendored corpus, the CRD and
-driver fixtures, the builders' outputs and a Hypothesis-generated set of claims — the
-policies are evaluated as the API server evaluates them (`dra_guard.admission.emulate`)
-and the rule IDs they deny are compared with the engine's findings for the rules the
-policies cover (per-object findings the rule's ADMISSION says it decides). Objects the API
-server would reject before admission (strict schema of the target release) are out of
-scope and counted, so the comparison cannot silently shrink.
+driver fixtures, the builders' outputs — and a Hypothesis-generated set of claims,
+DeviceClasses, pods, workloads and LimitRanges (`tests/admission_strategies.py`) under
+several configurations, the policies are evaluated as the API server evaluates them
+(`dra_guard.admission.emulate`) and the rule IDs they deny are compared with the engine's
+findings that the policies decide (`dra_guard.celkit.decides`). Objects the API server
+would reject before admission (strict schema of the target release) are out of scope and
+counted, so the comparison cannot silently shrink; a difference prints both verdicts.
 """
 
 from __future__ import annotations
@@ -25,48 +26,35 @@ from hypothesis import strategies as st
 from dra_guard import AcceleratorSlice, isolated_workload
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import admission_objects, covered_rules
-from dra_guard.celkit import AdmissionTarget
-from dra_guard.config import Config, parse_config
+from dra_guard.celkit import Admission, AdmissionTarget, decides
+from dra_guard.config import parse_config
 from dra_guard.engine import check_objects
-from dra_guard.findings import Finding
 from dra_guard.rules import RULES
+from dra_guard.rules.dra006_admin_access import ADMIN_NAMESPACES
 from dra_guard.selectors import analyse
 from testkit.paths import REPO_ROOT
+from tests.admission_strategies import admitted_objects
 
 TARGET_RELEASE = "1.36.0"
 
 
-def target(config: Config | None = None) -> AdmissionTarget:
-    return AdmissionTarget(config or Config())
-
-
 @functools.lru_cache(maxsize=16)
-def _policies(config_key: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _policies(
+    config_key: str, label: tuple[str, str] | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Admission]]:
     config = parse_config(yaml.safe_load(config_key) or {}, RULES, "test", environ={"KEY": "k"})
-    chosen = target(config)
-    covers = {covered.rule.id: covered.admission.covers for covered in covered_rules(RULES, chosen)}
-    return admission_objects(RULES, chosen), covers
+    chosen = AdmissionTarget(config, label)
+    admissions = {covered.rule.id: covered.admission for covered in covered_rules(RULES, chosen)}
+    return admission_objects(RULES, chosen), admissions
 
 
-def engine_rules(obj: Mapping[str, Any], config: Config, covers: Mapping[str, Any]) -> set[str]:
-    report = check_objects([obj], config, complete=False)
-    return {finding.rule for finding in report.findings if _covered(finding, covers)}
-
-
-def _covered(finding: Finding, covers: Mapping[str, Any]) -> bool:
-    if finding.rule not in covers or finding.cross_object:
-        return False
-    predicate = covers[finding.rule]
-    return predicate is None or bool(predicate(finding))
-
-
-def accepted_by_api_server(obj: Mapping[str, Any]) -> bool:
+def accepted_by_api_server(obj: Mapping[str, Any], release: str = TARGET_RELEASE) -> bool:
     """What the API server refuses never reaches admission: the strict schema of the target
     release, and device selectors that are not CEL (it compiles them when it validates)."""
     if not isinstance(obj.get("apiVersion"), str) or not isinstance(obj.get("kind"), str):
         return False
     try:
-        kubernetes_validate.validate(dict(obj), TARGET_RELEASE, strict=True)
+        kubernetes_validate.validate(dict(obj), release, strict=True)
     except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError):
         return False
     return all(analyse(expression).error is None for expression in _selector_expressions(obj))
@@ -84,14 +72,30 @@ def _selector_expressions(value: Any) -> Iterator[str]:
             yield from _selector_expressions(item)
 
 
-def assert_parity(obj: Mapping[str, Any], config_text: str = "") -> None:
-    policies, covers = _policies(config_text)
+def assert_parity(
+    obj: Mapping[str, Any],
+    config_text: str = "",
+    label: tuple[str, str] | None = None,
+    namespace: Mapping[str, Any] | None = None,
+) -> None:
+    """The rule IDs the policies deny are the engine's covered findings; a namespace the
+    label marks is one of the engine's admin namespaces (it has no other way to know)."""
+    policies, admissions = _policies(config_text, label)
     config = parse_config(yaml.safe_load(config_text) or {}, RULES, "test", environ={"KEY": "k"})
-    engine = engine_rules(obj, config, covers)
-    denials = admit(policies, obj)
+    labels = namespace.get("metadata", {}).get("labels", {}) if namespace is not None else {}
+    if label is not None and labels.get(label[0]) == label[1]:
+        config = config.with_value(ADMIN_NAMESPACES, config.get(ADMIN_NAMESPACES) | {namespace["metadata"]["name"]})  # type: ignore[index]
+    report = check_objects([obj], config, complete=False)
+    engine = {
+        finding.rule
+        for finding in report.findings
+        if finding.rule in admissions and decides(admissions[finding.rule], finding)
+    }
+    denials = admit(policies, obj, namespace)
     assert denied_rules(denials) == engine, (
-        f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}: engine reports {sorted(engine)}, "
-        f"the policies deny {[denial.message for denial in denials]}"
+        f"{obj.get('kind')}/{obj.get('metadata', {}).get('name')}: the engine reports "
+        f"{[f'{finding.rule} {finding.path}: {finding.message}' for finding in report.findings]} "
+        f"(the policies decide {sorted(engine)}); the policies deny {[denial.message for denial in denials]}"
     )
 
 
@@ -143,96 +147,71 @@ def test_policies_deny_what_the_engine_reports(name: str, obj: dict[str, Any], c
     assert_parity(obj, config_text)
 
 
-# --- generated claims --------------------------------------------------------------------
+# --- generated objects, under several configurations -------------------------------------
 
-_ANNOTATION_VALUES = st.sampled_from(
-    ["WipeOnDeallocate", "ZeroFillMemoryOnRelease", "Wipe", "", " ", "\u200b", "false", "true"]
-)
-_TAGS = st.one_of(
-    st.just("sha256:" + "a" * 64),
-    st.just("hmac-sha256:" + "0" * 64),
-    st.just("sha256:" + "A" * 64),
-    st.just("md5:abc"),
-    st.text(max_size=8),
-)
-
-
-_SELECTORS = st.sampled_from(
-    [
-        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'",
-        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.10gb' "
-        "&& device.allowMultipleAllocations == false",
-        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB'",
-        "device.attributes['tpu.google.com'].tpuGen == 'v6e' && device.allowMultipleAllocations == false",
-        "device.attributes['gpu.nvidia.com'].profile == '1g.10gb' || true",
-        "device.allowMultipleAllocations == false",
-        "(device.attributes['nic.example.com'].model == 'x' && device.allowMultipleAllocations == false)",
-        "device.attributes['gpu.nvidia.com'].profile.startsWith('1g')",
-        "!(device.allowMultipleAllocations == false)",
-    ]
+#: Configurations the generated objects are checked under: each release with its own CEL
+#: (the exclusivity guard compiles from 1.36), admin namespaces by name and by label, extra
+#: legacy names and names the configuration maps, non-accelerator classes, a class of the
+#: configuration with an alignment, an HMAC key, and every rule waivable.
+CONFIGURATIONS: tuple[tuple[str, tuple[str, str] | None], ...] = (
+    ("", None),
+    ("kubernetes-version: '1.34'\nadmin-namespaces: [gpu-ops]\n", None),
+    (
+        "kubernetes-version: '1.35'\nextra-legacy-resources: [example.com/gpu]\n"
+        "non-accelerator-classes: [nic.example.com]\n",
+        ("dra-guard.io/admin", "true"),
+    ),
+    (
+        "hmac-key-env: KEY\nextended-resource-classes: {example.com/accel: gpu.nvidia.com, "
+        "example.com/nic: nic.example.com}\nnon-accelerator-classes: [nic.example.com]\n"
+        "extra-classes: {fpga.example.org: {pin-attribute: fpga.example.org/bitstream, "
+        "topology-attribute: fpga.example.org/board, selector: \"device.attributes['fpga.example.org']"
+        ".bitstream == 'b2'\"}}\n",
+        None,
+    ),
+    ("kubernetes-version: '1.36'\nnon-waivable: []\nadmin-namespaces: [team-a]\n", ("dra-guard.io/admin", "true")),
 )
 
 
-_TOLERATIONS = st.sampled_from(
-    [
-        {"operator": "Exists"},
-        {"operator": "Exists", "effect": "NoSchedule"},
-        {"operator": "Exists", "key": "example.com/maintenance"},
-        {"operator": "Equal", "key": "example.com/maintenance", "value": "planned"},
-    ]
+def _release(config_text: str) -> str:
+    config = parse_config(yaml.safe_load(config_text) or {}, RULES, "test", environ={"KEY": "k"})
+    return f"{config.kubernetes_release.version}.0"
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    obj=admitted_objects(),
+    configuration=st.sampled_from(CONFIGURATIONS),
+    labelled=st.booleans(),
 )
-
-
-@st.composite
-def generated_claims(draw: st.DrawFn) -> dict[str, Any]:
-    api_version = draw(st.sampled_from(["resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1"]))
-    kind = draw(st.sampled_from(["ResourceClaim", "ResourceClaimTemplate"]))
-    classes = st.sampled_from(["mig.nvidia.com", "gpu.nvidia.com", "nic.example.com", "tpu.google.com"])
-    requests = []
-    for index in range(draw(st.integers(0, 3))):
-        body: dict[str, Any] = {"deviceClassName": draw(classes)}
-        selectors = draw(st.lists(_SELECTORS, max_size=2))
-        if selectors:
-            body["selectors"] = [{"cel": {"expression": expression}} for expression in selectors]
-        if draw(st.booleans()) and draw(st.booleans()):
-            body["capacity"] = {"requests": draw(st.sampled_from([{}, {"memory": "10Gi"}]))}
-        if draw(st.booleans()) and draw(st.booleans()):
-            body["tolerations"] = [draw(_TOLERATIONS)]
-        if draw(st.booleans()):
-            body["allocationMode"] = draw(st.sampled_from(["ExactCount", "All"]))
-        if body.get("allocationMode", "ExactCount") == "ExactCount" and draw(st.booleans()):
-            body["count"] = draw(st.integers(1, 4))
-        if api_version == "resource.k8s.io/v1beta1":
-            requests.append({"name": f"r{index}", **body})
-        elif draw(st.booleans()):
-            requests.append({"name": f"r{index}", "exactly": body})
-        else:
-            requests.append({"name": f"r{index}", "firstAvailable": [{"name": "a", **body}]})
-    annotations: dict[str, str] = {}
-    for key, values in (
-        ("dra-guard.io/sanitization", _ANNOTATION_VALUES),
-        ("dra-guard.io/isolation-tag", _TAGS),
-        ("dra-guard.io/ignore-DRA012", st.sampled_from(["", " ", "reviewed by ops", "\u200b"])),
-        ("dra-guard.io/ignore-DRA004", st.sampled_from(["", "reason"])),
-    ):
-        if draw(st.booleans()):
-            annotations[key] = draw(values)
-    metadata: dict[str, Any] = {"name": "c", "namespace": "ns"}
-    if annotations:
-        metadata["annotations"] = annotations
-    devices = {"devices": {"requests": requests}}
-    spec = {"spec": devices} if kind == "ResourceClaimTemplate" else devices
-    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
-
-
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(obj=generated_claims(), keyed=st.booleans(), nic_is_not_accelerator=st.booleans())
-def test_policies_deny_what_the_engine_reports_on_generated_claims(
-    obj: dict[str, Any], keyed: bool, nic_is_not_accelerator: bool
+def test_policies_deny_what_the_engine_reports_on_generated_objects(
+    obj: dict[str, Any], configuration: tuple[str, tuple[str, str] | None], labelled: bool
 ) -> None:
-    config: dict[str, Any] = {}
-    if keyed:
-        config["hmac-key-env"] = "KEY"
-    if nic_is_not_accelerator:
-        config["non-accelerator-classes"] = ["nic.example.com"]
-    assert_parity(obj, yaml.safe_dump(config) if config else "")
+    config_text, label = configuration
+    release = _release(config_text)
+    assert accepted_by_api_server(obj, release), f"the strategy drew an object the API server refuses: {obj}"
+    namespace = None
+    if obj["kind"] != "DeviceClass":
+        labels = {label[0]: label[1]} if label is not None and labelled else {"team": "x"}
+        namespace = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": obj["metadata"]["namespace"], "labels": labels},
+        }
+    assert_parity(obj, config_text, label, namespace)
+
+
+def test_every_message_expression_renders() -> None:
+    """A messageExpression that fails falls back to the static message, silently in the API
+    server: every denial of a validation that has one must carry what it rendered."""
+    fallbacks: dict[str, str] = {}
+    for policy in _policies("")[0]:
+        for validation in policy["spec"].get("validations", []):
+            if "messageExpression" in validation:
+                fallbacks[validation["message"]] = policy["metadata"]["name"]
+    rendered = 0
+    for name, obj, config_text in IN_SCOPE:
+        for denial in admit(_policies(config_text)[0], obj):
+            assert denial.message not in fallbacks, f"{name}: {fallbacks[denial.message]}'s messageExpression failed"
+            rendered += 1
+    assert rendered > 300

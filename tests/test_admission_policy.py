@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from dra_guard.admission.policy import admission_objects, webhook_configuration
-from dra_guard.celkit import AdmissionTarget
+from dra_guard.celkit import KIND_RESOURCES, Admission, AdmissionTarget, NotAdmissible
 from dra_guard.config import Config, parse_config
 from dra_guard.rules import RULES
 
@@ -145,3 +145,28 @@ def test_cli_prints_policies_and_the_webhook_configuration(tmp_path: Path) -> No
 def test_cli_refuses_bad_arguments_clearly(tmp_path: Path, arguments: list[str], message: str) -> None:
     result = run("admission-policy", *arguments, cwd=tmp_path)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+TARGETS = [
+    AdmissionTarget.for_release(Config(), version, label)
+    for version in ("1.34", "1.35", "1.36", "1.37")
+    for label in (None, ("dra-guard.io/admin", "true"))
+]
+
+
+@pytest.mark.parametrize("rule_id", list(RULES))
+def test_every_rule_declares_its_admission(rule_id: str) -> None:
+    """ADMISSION is required (the registry refuses a module without one): a policy for
+    every target release, over kinds the policies know how to match, or a reason."""
+    rule = RULES[rule_id]
+    if isinstance(rule.admission, NotAdmissible):
+        assert len(rule.admission.reason.split()) >= 5, f"{rule_id}: say why the API server cannot decide it"
+        return
+    for chosen in TARGETS:
+        admission = rule.admission(chosen)
+        assert isinstance(admission, Admission) and admission.validations
+        assert admission.kinds and set(admission.kinds) <= set(KIND_RESOURCES), admission.kinds
+        if rule.kinds is not None:
+            assert set(admission.kinds) <= rule.kinds, "a policy for kinds its rule never looks at"
+        names = [name for name, _ in admission.variables]
+        assert len(names) == len(set(names)), f"{rule_id}: a variable declared twice"

@@ -31,6 +31,7 @@ spec:
 CRASHING_RULE = '''\
 """DRA098: raises on ConfigMaps that say so."""
 
+from dra_guard.celkit import NotAdmissible
 from dra_guard.context import Pending, Violation
 from dra_guard.findings import Severity
 from dra_guard.rulekit import Example
@@ -48,6 +49,7 @@ EXAMPLES = (
             findings=("ConfigMap/a#/data",)),
     Example(title="passes", manifests="apiVersion: v1\\nkind: Secret\\nmetadata: {name: a}\\n"),
 )
+ADMISSION = NotAdmissible("a rule that exists only in a test has no policy")
 
 
 def check(resource, context):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from dra_guard.celkit import NotAdmissible
 from dra_guard.findings import Severity
 from dra_guard.options import STRING_SET, Option
 from dra_guard.rulekit import Example, RuleModuleError
@@ -34,6 +35,7 @@ def module(name: str = "dra099_synthetic_rule", **overrides: Any) -> types.Modul
         "OPTIONS": (),
         "EXAMPLES": (FAILING, PASSING),
         "check": lambda resource, context: iter(()),
+        "ADMISSION": NotAdmissible("a synthetic rule has no policy"),
     }
     declared.update(overrides)
     result = types.ModuleType(f"tests.synthetic.{name}")
@@ -112,6 +114,9 @@ _broken: list[tuple[str, Callable[[], types.ModuleType], str]] = [
     ("example type", lambda: module(EXAMPLES=(FAILING, PASSING, "x")), "EXAMPLES must hold only Example"),
     ("option type", lambda: module(OPTIONS=("admin-namespaces",)), "OPTIONS must hold only Option"),
     ("check", lambda: module(check=None), "check(resource, context) is missing or not callable"),
+    ("no admission", lambda: module(ADMISSION=_MISSING), "missing ADMISSION"),
+    ("admission type", lambda: module(ADMISSION="DRA099"), "ADMISSION must be a function of the AdmissionTarget"),
+    ("unexplained", lambda: module(ADMISSION=NotAdmissible(" ")), "ADMISSION is NotAdmissible without a reason"),
 ]
 
 

@@ -24,6 +24,7 @@ RULE_SOURCE = '''\
 
 from collections.abc import Iterator
 
+from dra_guard.celkit import NotAdmissible
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.options import STRING_SET, Option
@@ -53,6 +54,9 @@ EXAMPLES = (
         manifests="apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: app}\\ndata: {level: debug}\\n",
     ),
 )
+
+
+ADMISSION = NotAdmissible("a rule that exists only in a test has no policy")
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:

@@ -1,16 +1,19 @@
 """Evaluate ValidatingAdmissionPolicies on an object the way the API server does.
 
-For the parity test (the policies must deny exactly what the engine reports) and for
-`dra-guard admission-policy --test`. Follows the admission chain for a CREATE:
-the API server first decodes the object into its typed form (null fields disappear) and
+For the parity test (the policies must deny exactly what the engine reports). Follows the
+admission chain for a CREATE: the API server first decodes the object into its typed form
+(null fields disappear, except inside opaque `parameters`, which it keeps as given) and
 applies its defaults (a DRA request's `allocationMode` becomes `ExactCount`, its `count`
 1); then for each policy whose match constraints select the object's resource and whose
-binding selects its namespace, the matchConditions are evaluated (all must be true; an
-error applies the failurePolicy), the variables are bound in order (lazily in the API
-server: an error surfaces only where a variable is used, which binding errors as error
-values reproduces), and each validation's expression must be true — false denies with the
-message (or the messageExpression's value), an error denies under `failurePolicy: Fail`.
-CEL is evaluated with cel-python, whose regular expressions are RE2 like the API server's.
+binding selects its namespace, every matchCondition is evaluated (one false skips the
+policy; otherwise an error applies the failurePolicy), the variables are bound in order
+(lazily in the API server: an error surfaces only where a variable is used, which binding
+errors as error values reproduces), and each validation's expression must be true — false
+denies with the message (or the messageExpression's value), an error denies under
+`failurePolicy: Fail`. CEL is evaluated with cel-python, whose regular expressions are RE2
+like the API server's. What the evaluation costs is counted apart (`costs`, with
+`dra_guard.admission.cost`): an evaluation over the API server's limits is an error, which
+denies under `failurePolicy: Fail`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_guard.admission.policy import KIND_RESOURCES
+from dra_guard.celkit import KIND_RESOURCES
+
+if TYPE_CHECKING:
+    from dra_guard.admission.cost import PolicyCost
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,18 @@ def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def _without_nulls(value: Any) -> Any:
+def _without_nulls(value: Any, raw: bool = False) -> Any:
+    """Typed fields lose their nulls in decoding; a RawExtension (opaque `parameters`) keeps
+    the JSON it was given, nulls and all."""
+    if raw:
+        return value
     if isinstance(value, dict):
-        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+        opaque = "driver" in value and "parameters" in value
+        return {
+            key: _without_nulls(item, raw=opaque and key == "parameters")
+            for key, item in value.items()
+            if item is not None
+        }
     if isinstance(value, list):
         return [_without_nulls(item) for item in value]
     return value
@@ -129,12 +144,17 @@ def evaluate_policy(
         return []
     activation = _activation(obj, namespace)
     fail = spec.get("failurePolicy", "Fail") == "Fail"
+    # All matchConditions are evaluated: one that is false skips the policy, even next to an
+    # error; otherwise an error applies the failure policy (matchconditions/matcher.go).
+    failed = []
     for condition in spec.get("matchConditions", []):
         value = _evaluate(condition["expression"], activation)
         if isinstance(value, BaseException) or not isinstance(value, BoolType):
-            return [Denial(name, f"matchCondition {condition['name']} failed: {value}")] if fail else []
-        if not value:
+            failed.append(f"matchCondition {condition['name']} failed: {value}")
+        elif not value:
             return []
+    if failed:
+        return [Denial(name, "; ".join(failed))] if fail else []
     bound: dict[Any, Any] = {}
     for variable in spec.get("variables", []):
         activation["variables"] = MapType(bound)
@@ -162,12 +182,47 @@ def admit(
     policies: Iterable[Mapping[str, Any]], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None = None
 ) -> list[Denial]:
     """Every denial the policies give the object on CREATE."""
-    stored = stored_form(obj)
+    stored, namespace = _review(obj, namespace)
     denials: list[Denial] = []
     for policy in policies:
         if policy.get("kind") == "ValidatingAdmissionPolicy":
             denials += evaluate_policy(policy, stored, namespace)
     return denials
+
+
+def costs(
+    policies: Iterable[Mapping[str, Any]], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None = None
+) -> list[PolicyCost]:
+    """What each policy that matches the object costs the API server to evaluate on CREATE
+    (`dra_guard.admission.cost`); `PolicyCost.problems()` names the limits it exceeds."""
+    from dra_guard.admission.cost import policy_cost
+
+    stored, namespace = _review(obj, namespace)
+    return [
+        policy_cost(policy, stored, namespace)
+        for policy in policies
+        if policy.get("kind") == "ValidatingAdmissionPolicy" and _matches_resource(policy, stored)
+    ]
+
+
+def _review(obj: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> tuple[dict[str, Any], Any]:
+    """The object and Namespace a review gives the policies."""
+    stored = stored_form(obj)
+    if namespace is None and stored.get("kind") not in CLUSTER_SCOPED_KINDS:
+        namespace = _namespace_of(stored)
+    return stored, namespace
+
+
+#: The kinds policies match that have no namespace (their `namespaceObject` is null).
+CLUSTER_SCOPED_KINDS = frozenset({"DeviceClass"})
+
+
+def _namespace_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Namespace the API server reads for a namespaced object's review: the one it is
+    created in (without labels, when the caller gives no Namespace object)."""
+    metadata = obj.get("metadata")
+    name = metadata.get("namespace") if isinstance(metadata, Mapping) else None
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name if isinstance(name, str) else "default"}}
 
 
 def denied_rules(denials: Sequence[Denial]) -> set[str]:

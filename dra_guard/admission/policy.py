@@ -16,30 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, POD_SPEC_PATHS, VISIBLE_CHARACTER_RE2
-from dra_guard.celkit import Admission, AdmissionTarget, NotAdmissible, string
+from dra_guard.celkit import KIND_RESOURCES, Admission, AdmissionTarget, NotAdmissible, has_chain, string
 from dra_guard.config import NON_WAIVABLE
 from dra_guard.rules import Registry, Rule
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 ENFORCEMENTS = ("Deny", "Warn", "Audit")
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dra-guard"}
-
-#: kind -> (API group, resource): what a policy's resourceRules name for each kind.
-KIND_RESOURCES: Mapping[str, tuple[str, str]] = {
-    "Pod": ("", "pods"),
-    "PodTemplate": ("", "podtemplates"),
-    "ReplicationController": ("", "replicationcontrollers"),
-    "LimitRange": ("", "limitranges"),
-    "Deployment": ("apps", "deployments"),
-    "StatefulSet": ("apps", "statefulsets"),
-    "DaemonSet": ("apps", "daemonsets"),
-    "ReplicaSet": ("apps", "replicasets"),
-    "Job": ("batch", "jobs"),
-    "CronJob": ("batch", "cronjobs"),
-    "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
-    "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
-    "DeviceClass": ("resource.k8s.io", "deviceclasses"),
-}
 
 
 @dataclass(frozen=True)
@@ -52,9 +35,7 @@ def covered_rules(registry: Registry, target: AdmissionTarget) -> list[Covered]:
     """The enabled rules with an ADMISSION declaration, with it built for `target`."""
     result = []
     for rule in registry.values():
-        if not target.config.rule_enabled(rule.id) or rule.admission is None:
-            continue
-        if isinstance(rule.admission, NotAdmissible):
+        if not target.config.rule_enabled(rule.id) or isinstance(rule.admission, NotAdmissible):
             continue
         result.append(Covered(rule, rule.admission(target)))
     return result
@@ -62,11 +43,7 @@ def covered_rules(registry: Registry, target: AdmissionTarget) -> list[Covered]:
 
 def uncovered_rules(registry: Registry) -> list[tuple[Rule, str]]:
     """Rules the policies do not enforce, with the reason each gives."""
-    return [
-        (rule, rule.admission.reason if isinstance(rule.admission, NotAdmissible) else "no ADMISSION declaration")
-        for rule in registry.values()
-        if not callable(rule.admission)
-    ]
+    return [(rule, rule.admission.reason) for rule in registry.values() if isinstance(rule.admission, NotAdmissible)]
 
 
 def waived(rule_id: str, kinds: Sequence[str]) -> str:
@@ -75,22 +52,17 @@ def waived(rule_id: str, kinds: Sequence[str]) -> str:
     places = ["object.metadata"]
     for kind in sorted(set(kinds)):
         path = POD_SPEC_PATHS.get(kind)
-        if path is not None and kind != "Pod":
-            places.append("object." + ".".join(path[:-1]) + ".metadata")
+        place = "object." + ".".join(path[:-1]) + ".metadata" if path is not None and kind != "Pod" else None
+        if place is not None and place not in places:  # the controllers share one place
+            places.append(place)
     clauses = []
     for place in places:
-        guards = _has_chain(place)
+        guards = has_chain(place)
         clauses.append(
             f"({guards} && has({place}.annotations) && {key} in {place}.annotations && "
             f"{place}.annotations[{key}].matches({string(VISIBLE_CHARACTER_RE2)}))"
         )
     return " || ".join(clauses)
-
-
-def _has_chain(place: str) -> str:
-    """`has(a.b) && has(a.b.c) ...` for every optional field on the way to `place`."""
-    parts = place.split(".")
-    return " && ".join(f"has({'.'.join(parts[: index + 1])})" for index in range(1, len(parts))) or "true"
 
 
 def _resource_rules(kinds: Sequence[str]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dra_guard.admission.policy import covered_rules
-from dra_guard.celkit import AdmissionTarget
+from dra_guard.celkit import AdmissionTarget, decides
 from dra_guard.config import Config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
@@ -94,7 +94,7 @@ class Webhook:
 
     def __post_init__(self) -> None:
         target = AdmissionTarget(self.config)
-        self._covers = {covered.rule.id: covered.admission.covers for covered in covered_rules(self.registry, target)}
+        self._admissions = {covered.rule.id: covered.admission for covered in covered_rules(self.registry, target)}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -172,10 +172,8 @@ class Webhook:
 
     def _decides(self, finding: Finding) -> bool:
         """Whether this webhook, rather than the policies, answers for the finding."""
-        if self.all_rules or finding.cross_object or finding.rule not in self._covers:
-            return True
-        covers = self._covers[finding.rule]
-        return covers is not None and not covers(finding)
+        admission = self._admissions.get(finding.rule)
+        return self.all_rules or admission is None or not decides(admission, finding)
 
     def _templates_named_by(self, obj: Mapping[str, Any], namespace: str) -> list[Mapping[str, Any]]:
         names = sorted(set(_template_names(obj)))

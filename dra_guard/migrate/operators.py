@@ -19,9 +19,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_guard.manifest import get_path
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.sites import Container, PodSite, argo_workflow_spec, kind_key
-from dra_guard.pod_templates import ARGO_GROUP, KSERVE_GROUP
+from dra_guard.pod_templates import ARGO_GROUP, KSERVE_GROUP, KSERVE_MERGED_CONTAINERS
 
 #: Kinds that live in no namespace, while the pods they describe look for their
 #: ResourceClaimTemplate in their own.
@@ -37,22 +38,7 @@ KSERVE_STANDARD_MODES = frozenset({"Standard", "RawDeployment"})
 KSERVE_GKE_ACCELERATOR = "serving.kserve.io/gke-accelerator"
 #: Component fields that KServe merges into the ServingRuntime's container (the finder's
 #: "merged" containers).
-_KSERVE_RUNTIME_CONTAINERS = frozenset(
-    {
-        "model",
-        "sklearn",
-        "xgboost",
-        "tensorflow",
-        "pytorch",
-        "triton",
-        "onnx",
-        "huggingface",
-        "pmml",
-        "lightgbm",
-        "paddle",
-        "art",
-    }
-)
+_KSERVE_RUNTIME_CONTAINERS = frozenset(KSERVE_MERGED_CONTAINERS)
 _LWS_GROUPS = frozenset({"leaderworkerset.x-k8s.io", "disaggregatedset.x-k8s.io"})
 _TRAINING_RUNTIMES = frozenset({"TrainingRuntime", "ClusterTrainingRuntime"})
 #: KubeRay's GPU resource names (`ray-operator/controllers/ray/utils/resources.go` IsGPUResourceKey).
@@ -82,15 +68,6 @@ class Review:
     errors: list[tuple[Path, str]] = field(default_factory=list)
     notes: list[tuple[Path, str]] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
-
-
-def _get(obj: object, path: Path) -> Any:
-    for part in path:
-        if isinstance(part, int):
-            obj = obj[part] if isinstance(obj, list) and part < len(obj) else None
-        else:
-            obj = obj.get(part) if isinstance(obj, Mapping) else None
-    return obj
 
 
 def review(obj: Mapping[str, Any], removals: Sequence[Removal]) -> Review:
@@ -164,7 +141,7 @@ def _kserve(obj: Mapping[str, Any], kind: str, removals: Sequence[Removal], resu
         return
     if kind != "InferenceService":
         return
-    annotations = _get(obj, ("metadata", "annotations"))
+    annotations = get_path(obj, ("metadata", "annotations"))
     mode = annotations.get(KSERVE_DEPLOYMENT_MODE) if isinstance(annotations, Mapping) else None
     if mode not in KSERVE_STANDARD_MODES:
         if mode == "ModelMesh":
@@ -183,14 +160,14 @@ def _kserve(obj: Mapping[str, Any], kind: str, removals: Sequence[Removal], resu
     for removal in removals:
         path = removal.site.path
         component = path[:-1] if path[-1] == "workerSpec" else path
-        if isinstance(_get(obj, (*component, "workerSpec")), Mapping):
+        if isinstance(get_path(obj, (*component, "workerSpec")), Mapping):
             why = _KSERVE_MULTI_NODE
         elif removal.container.path[-1] in _KSERVE_RUNTIME_CONTAINERS:
             why = _KSERVE_MERGED
         else:
             if "nvidia.com/gpu" in removal.removed.get("limits", ()) and any(
                 isinstance(found, Mapping) and KSERVE_GKE_ACCELERATOR in found
-                for found in (annotations, _get(obj, (*component, "annotations")))
+                for found in (annotations, get_path(obj, (*component, "annotations")))
             ):
                 result.notes.append((removal.site.path, _KSERVE_GKE))
             continue
@@ -221,7 +198,7 @@ def _argo(obj: Mapping[str, Any], kind: str, removals: Sequence[Removal], result
     workflow_path, workflow = found if found else ((), {})
     shared = kind in ("WorkflowTemplate", "ClusterWorkflowTemplate")
     for site in dict.fromkeys(removal.site for removal in removals):
-        own = _get(obj, site.claims_path)
+        own = get_path(obj, site.claims_path)
         if site.inherited_claims and shared:
             result.errors.append((site.path, _ARGO_SHARED_FALLBACK))
         elif site.inherited_claims:
@@ -282,10 +259,10 @@ def _kuberay(obj: Mapping[str, Any], site: PodSite, removals: Sequence[Removal],
         if removal.container.path == ray_container
         for name in removal.removed.get("limits", ())
     }
-    limits = _get(obj, (*ray_container, "resources", "limits"))
+    limits = get_path(obj, (*ray_container, "resources", "limits"))
     if not removed or not isinstance(limits, Mapping):
         return
-    group = _get(obj, group_path)
+    group = get_path(obj, group_path)
     if not isinstance(group, Mapping):
         return
     params, group_resources = group.get("rayStartParams"), group.get("resources")

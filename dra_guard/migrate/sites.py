@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.manifest import ContainerView
+from dra_guard.manifest import ContainerView, get_path
 from dra_guard.migrate.edits import Path
 from dra_guard.pod_templates import (
     ARGO_GROUP,
@@ -74,15 +74,6 @@ class PodSite:
         return (*self.path, "resourceClaims")
 
 
-def _get(obj: object, path: Path) -> Any:
-    for part in path:
-        if isinstance(part, int):
-            obj = obj[part] if isinstance(obj, list) and part < len(obj) else None
-        else:
-            obj = obj.get(part) if isinstance(obj, Mapping) else None
-    return obj
-
-
 def site_label(obj: Mapping[str, Any], path: Path) -> str:
     """A short name for the pod spec at `path`: the names of the list items on the way
     (`replicatedJobs[].name`, `workerGroupSpecs[].groupName`, Argo `templates[].name`),
@@ -91,7 +82,7 @@ def site_label(obj: Mapping[str, Any], path: Path) -> str:
     names = []
     for depth, part in enumerate(path):
         if isinstance(part, int):
-            item = _get(obj, path[: depth + 1])
+            item = get_path(obj, path[: depth + 1])
             named = item.get("name") or item.get("groupName") if isinstance(item, Mapping) else None
             names.append(str(named) if isinstance(named, str) and named else str(part))
     if not names:
@@ -161,7 +152,7 @@ def argo_workflow_spec(obj: Mapping[str, Any]) -> tuple[Path, Mapping[str, Any]]
     path = ARGO_WORKFLOW_SPECS.get(kind) if group == ARGO_GROUP else None
     if path is None:
         return None
-    spec = _get(obj, path)
+    spec = get_path(obj, path)
     return (path, spec) if isinstance(spec, Mapping) else None
 
 

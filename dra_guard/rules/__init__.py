@@ -2,8 +2,9 @@
 
 A rule is one module, `dra0NN_<name>.py`, whose top declares everything about it (see
 `_CONSTANTS`): identity, severity and texts, the kinds it looks at, whether it needs the
-whole object set, whether it can be waived, its options and its examples; and whose
-`check(resource, context)` yields violations.  Everything else (the config parser, CLI
+whole object set, whether it can be waived, its options and its examples; whose
+`check(resource, context)` yields violations; and whose `ADMISSION` is its CEL form for the
+API server, or `NotAdmissible("why")` (`dra_guard.celkit`).  Everything else (the config parser, CLI
 listings, docs/rules.md, SARIF metadata, the Pulumi policies) is derived from here.
 
 `DRA_GUARD_EXTRA_RULES` (comma-separated module names) appends rule modules from outside
@@ -85,9 +86,9 @@ class Rule:
     examples: tuple[Example, ...]
     #: The module that declares it.
     module: str
-    #: Its form as a ValidatingAdmissionPolicy (`ADMISSION`), or why it has none; None
-    #: while a rule has not declared it yet.
-    admission: AdmissionDeclaration | None = None
+    #: Its form as a ValidatingAdmissionPolicy (`ADMISSION`: a function of the target), or
+    #: `NotAdmissible` saying why it has none.
+    admission: AdmissionDeclaration
 
     def applies_to(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds
@@ -139,9 +140,15 @@ def _rule(module: ModuleType) -> Rule:
     check = getattr(module, "check", None)
     if not callable(check):
         raise refuse("check(resource, context) is missing or not callable")
-    admission = getattr(module, "ADMISSION", None)
-    if admission is not None and not (isinstance(admission, NotAdmissible) or callable(admission)):
+    if not hasattr(module, "ADMISSION"):
+        raise refuse(
+            "missing ADMISSION (a function of the AdmissionTarget returning an Admission, or NotAdmissible('why'))"
+        )
+    admission = module.ADMISSION
+    if not (isinstance(admission, NotAdmissible) or callable(admission)):
         raise refuse("ADMISSION must be a function of the AdmissionTarget, or NotAdmissible('why')")
+    if isinstance(admission, NotAdmissible) and not (isinstance(admission.reason, str) and admission.reason.strip()):
+        raise refuse("ADMISSION is NotAdmissible without a reason: say why the API server cannot decide the rule")
     return Rule(
         id=rule_id,
         name=name,

@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import CHART_EXTENDED_RESOURCES, is_legacy_resource
+from dra_guard.catalog import (
+    CHART_EXTENDED_RESOURCES,
+    LEGACY_RESOURCE_NAMES,
+    LEGACY_RESOURCE_PREFIXES,
+    is_legacy_resource,
+)
+from dra_guard.celkit import (
+    POD_KINDS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    containers,
+    non_accelerator_classes,
+    pod_spec,
+    string,
+    string_list,
+)
+from dra_guard.config import EXTENDED_RESOURCE_CLASSES, Config
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.device_classes import class_pin, selectors_of
 from dra_guard.extended_resources import (
@@ -326,3 +343,96 @@ def _mapped(context: Context, name: str, where: str, how: str) -> Resolved | Non
     message = f"{where}{name!r}{how}, which DeviceClass {device_class!r} maps (extendedResourceName): "
     # Mapped by the configuration alone, the object and the configuration decide it.
     return Resolved(message + _lost(context, device_class), cross_object=not configured)
+
+
+# --- admission ---------------------------------------------------------------------------
+
+
+def _legacy_name(name: str, config: Config) -> str:
+    """CEL: the resource name `name` asks for an accelerator the way `check` says it does.
+
+    The configuration is compiled in: its extra legacy names, the names its
+    extended-resource-classes map onto accelerator classes, and its non-accelerator classes
+    (whose implicit `deviceclass.resource.kubernetes.io/<class>` names are not accelerators);
+    so are the names drivers' charts map (reported with or without their DeviceClass).
+    Names that DeviceClasses map are another object's business: the webhook's, at best."""
+    non_accelerator = non_accelerator_classes(config)
+    mapped = {
+        resource
+        for resource, device_class in config.get(EXTENDED_RESOURCE_CLASSES).items()
+        if device_class not in non_accelerator
+    }
+    exact = string_list(
+        {*LEGACY_RESOURCE_NAMES, *CHART_EXTENDED_RESOURCES, *config.get(EXTRA_LEGACY_RESOURCES), *mapped}
+    )
+    prefixes = " || ".join(f"{name}.startsWith({string(prefix)})" for prefix in LEGACY_RESOURCE_PREFIXES)
+    implicit = f"{name}.startsWith({string(IMPLICIT_DRA_PREFIX)})"
+    if non_accelerator:
+        implicit += f" && !({name} in {string_list(IMPLICIT_DRA_PREFIX + cls for cls in non_accelerator)})"
+    return f"({name} in {exact} || {prefixes} || ({implicit}))"
+
+
+def _names_legacy(quantities: str, config: Config) -> str:
+    """CEL: the (guarded) `quantities` map has a legacy key."""
+    return f"(has({quantities}) && {quantities}.exists(k, {_legacy_name('k', config)}))"
+
+
+def _first_legacy(owner: str, config: Config) -> str:
+    """CEL: the first legacy name in the owner's resources (limits, then requests)."""
+    found = " + ".join(
+        f"(has({owner}.{section}) ? {owner}.{section}.filter(k, {_legacy_name('k', config)}) : [])"
+        for section in REQUIREMENT_SECTIONS
+    )
+    return f"({found})[0]"
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """Legacy names in the containers and the pod-level resources of every built-in kind with
+    pods, and in LimitRanges (what their items inject into containers)."""
+    config = target.config
+
+    def asks(owner: str) -> str:
+        resources = f"{owner}.resources"
+        sections = " || ".join(_names_legacy(f"{resources}.{section}", config) for section in REQUIREMENT_SECTIONS)
+        return f"(has({resources}) && ({sections}))"
+
+    bounds = " || ".join(_names_legacy(f"l.{field}", config) for field in ("max", "min", "maxLimitRequestRatio"))
+    defaults = " || ".join(_names_legacy(f"l.{field}", config) for field in LIMIT_RANGE_DEFAULTS)
+    # For type Container (and a type the API server would refuse), bounds become defaults.
+    injects = "(!has(l.type) || !(l.type in ['Pod', 'PersistentVolumeClaim']))"
+    limit_items = (
+        "(object.kind == 'LimitRange' && has(object.spec) && has(object.spec.limits) ? "
+        f"object.spec.limits.filter(l, {defaults} || ({injects} && ({bounds}))) : [])"
+    )
+    return Admission(
+        kinds=(*POD_KINDS, "LimitRange"),
+        variables=(
+            ("pod", pod_spec()),
+            ("legacy", f"({containers()}).filter(c, {asks('c')})"),
+            ("limits", limit_items),
+        ),
+        validations=(
+            Validation(
+                expression="size(variables.legacy) == 0",
+                message="a container requests a legacy accelerator resource (an extended resource such as "
+                "nvidia.com/gpu); request it through a DRA claim",
+                message_expression="'container ' + variables.legacy[0].name + ' requests legacy accelerator "
+                "resource ' + "
+                + _first_legacy("variables.legacy[0].resources", config)
+                + " + '; request it through a DRA claim'",
+            ),
+            Validation(
+                expression=f"!{asks('variables.pod')}",
+                message="the pod-level resources request a legacy accelerator resource (an extended resource such "
+                "as nvidia.com/gpu); request it through a DRA claim",
+            ),
+            Validation(
+                expression="size(variables.limits) == 0",
+                message="a LimitRange gives containers a legacy accelerator resource (an extended resource such as "
+                "nvidia.com/gpu)",
+            ),
+        ),
+    )
+
+
+ADMISSION = _admission

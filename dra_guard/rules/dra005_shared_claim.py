@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from dra_guard.celkit import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
-from dra_guard.findings import Severity
+from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import Path, items, mapping, text
 from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
@@ -215,3 +216,46 @@ def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
     not in the input counts as an accelerator claim (fail closed)."""
     claim = context.find_claim(namespace, name)
     return claim is not None and claim.no_accelerator
+
+
+# --- admission ---------------------------------------------------------------------------
+
+_TEMPLATE_MESSAGE = "the pod template of this "
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """A controller's (or PodTemplate's) pod template naming a ResourceClaim: every pod it
+    makes would share it.  Decided without the claim: at admission the claim cannot be read,
+    so one that asks only for a NIC counts as an accelerator claim (fail closed), as in a
+    check of the workload alone.  Pods that share a claim are cross-object (the webhook's);
+    PodGroup and Workload (scheduling.k8s.io) are alpha APIs no cluster serves by default,
+    so their claims are left to the webhook too."""
+    named = "has(c.resourceClaimName)"
+    return Admission(
+        kinds=CONTROLLER_KINDS,
+        variables=(
+            ("pod", pod_spec(CONTROLLER_KINDS)),
+            (
+                "shared",
+                f"has(variables.pod.resourceClaims) ? variables.pod.resourceClaims.filter(c, {named}) : []",
+            ),
+        ),
+        validations=(
+            Validation(
+                expression="size(variables.shared) == 0",
+                message="the pod template names a ResourceClaim (resourceClaimName), which every pod it creates "
+                "would share; use resourceClaimTemplateName",
+                message_expression="'the pod template of this ' + object.kind + ' names ResourceClaim ' + "
+                "variables.shared[0].resourceClaimName + ', which every pod it creates would share; use "
+                "resourceClaimTemplateName'",
+            ),
+        ),
+        covers=_decided_in_admission,
+    )
+
+
+def _decided_in_admission(finding: Finding) -> bool:
+    return finding.message.startswith(_TEMPLATE_MESSAGE)
+
+
+ADMISSION = _admission

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, string, string_list
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS
@@ -78,3 +79,48 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                 f"(on Kubernetes {release.version} the namespace also needs the label {label})",
                 evidence=(("metadata", "namespace"),),
             )
+
+
+# --- admission ---------------------------------------------------------------------------
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """adminAccess outside the admin namespaces: those of the configuration, and (with
+    `--admin-namespace-label`) namespaces whose Namespace object carries that label, read from
+    `namespaceObject`, which the API server gives every namespaced object's review."""
+    release = target.config.kubernetes_release
+    admin: list[str] = []
+    configured = target.config.get(ADMIN_NAMESPACES)
+    if configured:
+        admin.append(f"(has(object.metadata.namespace) && object.metadata.namespace in {string_list(configured)})")
+    if target.admin_namespace_label is not None:
+        key, value = (string(part) for part in target.admin_namespace_label)
+        labels = "namespaceObject.metadata.labels"
+        admin.append(
+            f"(has(namespaceObject.metadata) && has({labels}) && {key} in {labels} && {labels}[{key}] == {value})"
+        )
+    admitted = " || ".join(admin) or "false"
+    asks = "has(b.adminAccess) && b.adminAccess == true"
+    label = f'{release.admin_access_label}: "true"'
+    consequence = (
+        ", which is not an admin namespace (on Kubernetes "
+        f"{release.version} the namespace also needs the label {label})"
+    )
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        variables=(
+            ("requests", REQUESTS),
+            ("adminRequests", f"variables.requests.filter(r, {bodies('r')}.exists(b, {asks})).map(r, r.name)"),
+        ),
+        validations=(
+            Validation(
+                expression=f"size(variables.adminRequests) == 0 || {admitted}",
+                message="a request asks for adminAccess outside the admin namespaces",
+                message_expression="'request ' + variables.adminRequests[0] + ' asks for adminAccess in namespace ' "
+                "+ (has(object.metadata.namespace) ? object.metadata.namespace : '') + " + string(consequence),
+            ),
+        ),
+    )
+
+
+ADMISSION = _admission

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dra_guard.celkit import Admission, AdmissionTarget, Validation
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, items, mapping, text
@@ -138,3 +139,51 @@ def _template_blast_radius(context: Context, namespace: str, name: str, shares: 
         return Resolved(message, Severity.CRITICAL, cross_object=False)
     message = f"{shares} among the containers of each pod that gets a claim from this template (one pod's own)"
     return Resolved(message, Severity.MEDIUM, cross_object=False)
+
+
+# --- admission ---------------------------------------------------------------------------
+
+#: The strategies `_SHARING` names, matched as `str.casefold` compares them (RE2 folds case
+#: by Unicode's simple folding, which agrees on these letters, the long s U+017F for `s` included).
+_SHARING_RE2 = "^(?i)(timeslicing|mps)$"
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """Opaque configs of claims, templates and DeviceClasses whose parameters say
+    sharing.strategy TimeSlicing or MPS.  Parameters are any JSON object the driver reads
+    (the API server checks only that it is one), so every step is type-checked before it is
+    read: a value of another type shares nothing, as in `check`, rather than erroring."""
+    configs = (
+        "(object.kind == 'DeviceClass' ? "
+        "(has(object.spec) && has(object.spec.config) ? object.spec.config : []) : "
+        "object.kind == 'ResourceClaimTemplate' ? "
+        "(has(object.spec) && has(object.spec.spec) && has(object.spec.spec.devices) && "
+        "has(object.spec.spec.devices.config) ? object.spec.spec.devices.config : []) : "
+        "(has(object.spec) && has(object.spec.devices) && has(object.spec.devices.config) ? "
+        "object.spec.devices.config : []))"
+    )
+    parameters = "c.opaque.parameters"
+    shares = (
+        f"has(c.opaque) && has({parameters}) && type({parameters}) == map && "
+        f"has({parameters}.sharing) && type({parameters}.sharing) == map && "
+        f"has({parameters}.sharing.strategy) && type({parameters}.sharing.strategy) == string && "
+        f"{parameters}.sharing.strategy.matches('{_SHARING_RE2}')"
+    )
+    sharing = "variables.sharing[0].opaque.parameters"
+    kind = f"(has({sharing}.kind) && type({sharing}.kind) == string ? {sharing}.kind : 'opaque configuration')"
+    return Admission(
+        kinds=tuple(sorted(KINDS)),
+        variables=(("sharing", f"{configs}.filter(c, {shares})"),),
+        validations=(
+            Validation(
+                expression="size(variables.sharing) == 0",
+                message="an opaque device configuration shares the device in time (sharing.strategy TimeSlicing "
+                "or MPS)",
+                message_expression=f"{kind} + ' shares the device in time (sharing.strategy: ' + "
+                f"{sharing}.sharing.strategy + ')'",
+            ),
+        ),
+    )
+
+
+ADMISSION = _admission

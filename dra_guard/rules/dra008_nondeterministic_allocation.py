@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, failing_requests, is_accelerator_body
 from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
+from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import ALL, CLAIM_KINDS, EXACT_COUNT, count_value, shown
 from dra_guard.rulekit import Example
 
@@ -85,3 +86,41 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             yield Violation(
                 request.path, f"{label} leaves {' and '.join(implicit)} implicit{note}", severity=Severity.MEDIUM
             )
+
+
+# --- admission ---------------------------------------------------------------------------
+
+_ALL_MESSAGE = "uses allocationMode: All"
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """allocationMode: All on an accelerator request.  The rest of the rule is invisible at
+    admission: the API server has already defaulted an absent mode to ExactCount and an absent
+    count to 1 (so "implicit" cannot be seen), and refused any other mode or count."""
+    config = target.config
+
+    def not_all(body: str) -> str:
+        return (
+            f"!({is_accelerator_body(body, config)}) || !has({body}.allocationMode) || {body}.allocationMode != 'All'"
+        )
+
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        variables=(("requests", REQUESTS), ("takeAll", failing_requests(not_all))),
+        validations=(
+            Validation(
+                expression="size(variables.takeAll) == 0",
+                message="an accelerator request uses allocationMode: All, which takes every matching device",
+                message_expression="'request ' + variables.takeAll[0] + ' uses allocationMode: All, which takes "
+                "every matching device'",
+            ),
+        ),
+        covers=_decided_in_admission,
+    )
+
+
+def _decided_in_admission(finding: Finding) -> bool:
+    return _ALL_MESSAGE in finding.message
+
+
+ADMISSION = _admission

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from dra_guard.celkit import POD_KINDS, Admission, AdmissionTarget, Validation, containers, pod_spec
 from dra_guard.context import ClaimFacts, Context, Pending, Resource, Violation
-from dra_guard.findings import Severity
+from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import Path, text
 from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
@@ -162,3 +163,44 @@ def _unknown_request(
         return f"container {container!r} asks for request {request!r}, which {owner} does not have"
 
     return resolve
+
+
+# --- admission ---------------------------------------------------------------------------
+
+_UNUSED_MESSAGE = "is used by no container"
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """The one part of this rule that one object shows and the API server lets through: a
+    pod claim that no container uses.  A container claim naming no pod claim is refused by
+    the API server's own pod validation; whether a template exists, or has the request a
+    container names, needs the namespace's templates: the webhook reads them."""
+    used = "has(c.resources) && has(c.resources.claims) ? c.resources.claims.map(x, x.name) : []"
+    return Admission(
+        kinds=POD_KINDS,
+        variables=(
+            ("pod", pod_spec()),
+            ("used", f"({containers()}).map(c, {used})"),
+            (
+                "unused",
+                "has(variables.pod.resourceClaims) ? variables.pod.resourceClaims.filter(p, "
+                "!variables.used.exists(names, p.name in names)).map(p, p.name) : []",
+            ),
+        ),
+        validations=(
+            Validation(
+                expression="size(variables.unused) == 0",
+                message="a pod claim is used by no container: it holds a device for nothing",
+                message_expression="'pod claim ' + variables.unused[0] + ' is used by no container: it holds a "
+                "device for nothing'",
+            ),
+        ),
+        covers=_decided_in_admission,
+    )
+
+
+def _decided_in_admission(finding: Finding) -> bool:
+    return _UNUSED_MESSAGE in finding.message
+
+
+ADMISSION = _admission

@@ -8,9 +8,10 @@ from functools import lru_cache
 from typing import Any
 
 from dra_guard.catalog import EXCLUSIVITY_GUARD, KubernetesRelease
+from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, devices_list, string
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.dra_fields import FIELDS, RELEASES
-from dra_guard.findings import Severity
+from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import (
     ALL,
     ALLOCATION_MODES,
@@ -27,7 +28,7 @@ from dra_guard.manifest import (
     shown,
     text,
 )
-from dra_guard.opaque import CONFIG_KIND_FOR_CLASS, NVIDIA_GPU_DRIVER, nvidia_problems
+from dra_guard.opaque import CONFIG_KIND_FOR_CLASS, NVIDIA_GPU_DRIVER, decodes_cel, nvidia_problems
 from dra_guard.rulekit import Example
 
 ID = "DRA010"
@@ -415,3 +416,61 @@ def _nvidia_parameters(resource: Resource, devices: Mapping[str, Any], devices_p
                     f"NVIDIA config: a {kind} applies to devices of class {device_class}, which take a {wanted}; "
                     "the node fails to prepare the claim",
                 )
+
+
+# --- admission ---------------------------------------------------------------------------
+
+_NVIDIA_MESSAGE = "NVIDIA config:"
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """NVIDIA's opaque parameters, the one part of this rule that reaches admission.
+
+    The API server decodes and validates a claim before any policy sees it: a field its
+    release does not have is refused (strict field validation) or dropped (lax), an
+    apiVersion it does not serve never arrives, and it refuses an invalid allocationMode,
+    count, adminAccess or toleration, both `exactly` and `firstAvailable`, constraints or
+    configs naming no request, and a selector that does not compile (the exclusivity guard
+    without DRAConsumableCapacity).  Opaque parameters it only requires to be a JSON object
+    of at most 10 KiB: whether NVIDIA's driver decodes them is decided here."""
+    parameters = "c.opaque.parameters"
+    wanted = "{" + ", ".join(f"{string(cls)}: {string(kind)}" for cls, kind in sorted(CONFIG_KIND_FOR_CLASS.items()))
+    wanted += "}"
+    config_kinds = "[" + ", ".join(sorted({string(kind) for kind in CONFIG_KIND_FOR_CLASS.values()})) + "]"
+    kind = f"{parameters}.kind"
+    covered = (
+        "(!has(c.requests) || size(c.requests) == 0 || c.requests.exists(n, n == r.name || n.startsWith(r.name + '/')))"
+    )
+    misfit = (
+        f"type({parameters}) == map && has({kind}) && type({kind}) == string && {kind} in {config_kinds} && "
+        f"variables.requests.exists(r, {covered} && {bodies('r')}.exists(b, has(b.deviceClassName) && "
+        f"b.deviceClassName in {wanted} && {wanted}[b.deviceClassName] != {kind}))"
+    )
+    nvidia = f"has(c.opaque) && has(c.opaque.driver) && c.opaque.driver == {string(NVIDIA_GPU_DRIVER)}"
+    refused = f"{nvidia} && has({parameters}) && (!({decodes_cel(parameters)}) || ({misfit}))"
+    entry = "variables.refused[0]"
+    first = f"has({entry}.requests) && size({entry}.requests) > 0 ? 'request ' + {entry}.requests[0] : 'every request'"
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        variables=(("requests", REQUESTS), ("refused", f"{devices_list('config')}.filter(c, {refused})")),
+        validations=(
+            Validation(
+                expression="size(variables.refused) == 0",
+                message=f"{_NVIDIA_MESSAGE} opaque parameters for driver {NVIDIA_GPU_DRIVER} that its strict decoder "
+                "refuses, or a config kind that does not fit its devices' class",
+                message_expression=f"{string(_NVIDIA_MESSAGE + ' the opaque parameters for ')} + ({first}) + "
+                + string(
+                    f" are refused by the {NVIDIA_GPU_DRIVER} driver's strict decoder, or their kind does not fit "
+                    "the devices' class"
+                ),
+            ),
+        ),
+        covers=_decided_in_admission,
+    )
+
+
+def _decided_in_admission(finding: Finding) -> bool:
+    return finding.message.startswith(_NVIDIA_MESSAGE)
+
+
+ADMISSION = _admission

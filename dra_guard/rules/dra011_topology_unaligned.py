@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from dra_guard.catalog import DeviceClass
+from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
+from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, devices_list, string, string_list
+from dra_guard.config import EXTRA_CLASSES
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, claim_devices, items, mapping, text
@@ -122,3 +124,55 @@ def _aligns(constraint: object, acceptable: set[str], names: set[str]) -> bool:
     entry = mapping(constraint)
     covered = {text(name) for name in items(entry.get("requests"))}
     return text(entry.get("matchAttribute")) in acceptable and (not covered or names <= covered)
+
+
+# --- admission ---------------------------------------------------------------------------
+
+
+def _admission(target: AdmissionTarget) -> Admission:
+    """For each accelerator class with an alignment (MIG's parent GPU, an extra class's
+    topology-attribute), compiled in: two or more devices of it (two requests, or a count of
+    2 or more, or All) need a constraint whose matchAttribute is one of the class's topology
+    attributes and whose requests (none: all) include every request of the class.  Counts
+    are read as stored: the API server has defaulted them (ExactCount, 1) and refused 0."""
+    config = target.config
+    extra: Mapping[str, DeviceClass] = config.get(EXTRA_CLASSES)
+    classes = {**DEVICE_CLASSES, **extra}
+    # Each class's acceptable attributes, the one to ask for first (for the message).
+    alignments = {
+        name: [known.default_alignment, *sorted(set(known.topology_attributes) - {known.default_alignment})]
+        for name, known in sorted(classes.items())
+        if known.default_alignment is not None and config.is_accelerator(name)
+    }
+    table = "{" + ", ".join(f"{string(name)}: [{', '.join(map(string, names))}]" for name, names in alignments.items())
+    table += "}"
+    of_class = "has(b.deviceClassName) && b.deviceClassName == k"
+    names = f"variables.requests.filter(r, {bodies('r')}.exists(b, {of_class})).map(r, has(r.name) ? r.name : '')"
+    several = (
+        f"(size({names}) >= 2 || variables.requests.exists(r, {bodies('r')}.exists(b, {of_class} && "
+        "((has(b.allocationMode) && b.allocationMode == 'All') || (has(b.count) && b.count >= 2)))))"
+    )
+    aligned = (
+        f"variables.constraints.exists(c, has(c.matchAttribute) && c.matchAttribute in {table}[k] && "
+        f"(!has(c.requests) || size(c.requests) == 0 || {names}.all(n, n in c.requests)))"
+    )
+    return Admission(
+        kinds=tuple(sorted(CLAIM_KINDS)),
+        variables=(
+            ("requests", REQUESTS),
+            ("constraints", devices_list("constraints")),
+            ("unaligned", f"{string_list(alignments)}.filter(k, {several} && !{aligned})"),
+        ),
+        validations=(
+            Validation(
+                expression="size(variables.unaligned) == 0",
+                message="several devices of a class with an alignment attribute have no matchAttribute on it "
+                "across them",
+                message_expression="'several ' + variables.unaligned[0] + ' devices with no matchAttribute on ' + "
+                f"{table}[variables.unaligned[0]][0] + ' across them'",
+            ),
+        ),
+    )
+
+
+ADMISSION = _admission
