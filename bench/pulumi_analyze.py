@@ -19,6 +19,7 @@ no-op pack has no stack policy), shown for reference.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -86,6 +87,8 @@ def start_up_seconds(pack_dir: Path) -> float:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        # With their .pyc files, as installed packs have them (the warm-up run writes them).
+        env={key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"},
     )
     try:
         assert process.stdout is not None

@@ -4,34 +4,40 @@
 any non-compliant ApiObject under `scope` — raw objects, cdk8s-plus objects and ours —
 with the construct path, the rule, the object and the fix in each message.
 
-Our constructs validate their own objects too (that catches later `add_json_patch`
-edits), with the configuration of the nearest `enforce()` above them when there is one
-— the user's HMAC key, extra legacy resources, disabled rules and `fail_on` — so that
-one configuration applies to every object; the construct's own `hmac_key` verifies its
-tags only when that configuration names no key.
+Our constructs are checked too even without `enforce()` (that catches later
+`add_json_patch` edits): one validation per chart checks all of them, each with the
+configuration of the nearest `enforce()` above it when there is one — the user's HMAC
+key, extra legacy resources, disabled rules and `fail_on` — so that one configuration
+applies to every object; a construct's own `hmac_key` verifies its tags only when that
+configuration names no key.  What they made is read from the builders' dicts unless it
+was edited (`constructs_dra/registry.py`), so this costs about what checking the dicts
+costs, not a round trip into Node per object.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import jsii
 from cdk8s import ApiObject
 from constructs import Construct, IConstruct, IValidation
 
+from constructs_dra.registry import (
+    BuiltApiObject,
+    ChartEntry,
+    Member,
+    chart_of,
+    enforcing,
+    jsii_key,
+    record_enforce,
+)
 from dra_guard.config import Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
 from dra_guard.rules import RULES
 
-#: Set on constructs that validate their own objects, so `enforce()` does not repeat them.
-SELF_VALIDATING_ATTRIBUTE = "_dra_guard_self_validating"
-#: The node metadata type `enforce()` leaves on its scope, naming its validation: node
-#: metadata, not a Python attribute, because a scope made on the JavaScript side (cdk8s'
-#: `Testing.app()`) comes back as a new proxy object each time it is looked up.
-ENFORCED_METADATA = "dra-guard:enforce"
-_ENFORCED: dict[str, DraGuardValidation] = {}
 _HMAC_KEY_OPTION = "hmac-key-env"
 # A construct holds its HMAC key in memory.  It reaches the rules through the one config
 # parser, as the value of the variable `hmac-key-env` names, so it is checked like any key.
@@ -44,17 +50,6 @@ def format_finding(finding: Finding) -> str:
         f"{finding.rule} [{finding.severity.label}] {finding.object} (construct {finding.origin}, "
         f"at {finding.path or '/'}): {finding.message}. Fix: {finding.remediation}"
     )
-
-
-def _api_objects(scope: IConstruct) -> list[ApiObject]:
-    return [child for child in scope.node.find_all() if isinstance(child, ApiObject)]
-
-
-def _under_self_validating(api_object: ApiObject, scope: IConstruct) -> bool:
-    for ancestor in api_object.node.scopes:
-        if ancestor is not scope and getattr(ancestor, SELF_VALIDATING_ATTRIBUTE, False):
-            return True
-    return False
 
 
 @jsii.implements(IValidation)
@@ -70,6 +65,10 @@ class DraGuardValidation:
         else:  # options as in .dra-guard.yaml; a bad one fails here, where it is written
             self._config = parse_config(config, RULES, f"dra-guard config of {scope.node.path or 'the app'}")
         self._fail_on = fail_on
+        self._scope_path: str | None = None
+        # cdk8s validates the whole app once more for each chart it renders: the same
+        # objects, read again, give the same messages without running the rules again.
+        self._last: tuple[list[str], list[Any], list[str]] | None = None
 
     @property
     def config(self) -> Config:
@@ -80,24 +79,59 @@ class DraGuardValidation:
         return self._fail_on
 
     def validate(self) -> list[str]:
-        api_objects = _api_objects(self._scope)
-        report = check_objects(
-            [api_object.to_json() for api_object in api_objects],
-            self._config,
-            origins=[api_object.node.path for api_object in api_objects],
-        )
-        skip = {
-            api_object.node.path
-            for api_object in api_objects
-            if self._scope is not api_object and _under_self_validating(api_object, self._scope)
-        }
-        messages = [f"{error}" for error in report.errors]
+        scope_path = self._scope.node.path if self._scope_path is None else self._scope_path
+        objects: list[Any] = []
+        origins: list[str] = []
+        skip: set[str] = set()
+        others: dict[str, ApiObject] = {}
+        keys: list[str] = []
+        for child in self._scope.node.find_all():
+            if isinstance(child, ApiObject):
+                keys.append(jsii_key(child))
+            if isinstance(child, BuiltApiObject):
+                objects.append(child.current())
+                origins.append(child.path)
+                # Our construct reports its own objects (_ChartSelfCheck), unless it, or
+                # the object, is the scope enforced.
+                if scope_path not in (child.owner_path, child.path):
+                    skip.add(child.path)
+            elif isinstance(child, ApiObject):
+                objects.append(child.to_json())
+                # Its path is another round trip: asked for only if a message names it.
+                origins.append(_UNREAD_PATH + str(len(others)))
+                others[origins[-1]] = child
+        if self._last is not None and self._last[0] == keys and self._last[1] == objects:
+            return list(self._last[2])
+        report = check_objects(objects, self._config, origins=origins)
+        paths = _PathsOf(others)
+        messages = [f"{replace(error, file=paths.get(error.file))}" for error in report.errors]
         messages += [
-            format_finding(finding)
+            format_finding(replace(finding, origin=paths.get(finding.origin)))
             for finding in report.findings
             if finding.severity >= self._fail_on and finding.origin not in skip
         ]
-        return messages
+        self._last = (keys, objects, messages)
+        return list(messages)
+
+
+#: Stands for the construct path of an object until a message needs it (no path has NUL).
+_UNREAD_PATH = "\0"
+
+
+class _PathsOf:
+    """Construct paths of other objects, read through jsii when first asked for."""
+
+    def __init__(self, objects: Mapping[str, ApiObject]) -> None:
+        self._objects = objects
+        self._paths: dict[str, str] = {}
+
+    def get(self, origin: str | None) -> Any:
+        if origin is None or origin not in self._objects:
+            return origin
+        path = self._paths.get(origin)
+        if path is None:
+            path = self._paths[origin] = self._objects[origin].node.path
+        return path
 
 
 def enforce(
@@ -114,60 +148,82 @@ def enforce(
     """
     validation = DraGuardValidation(scope, config, Severity.parse(fail_on))
     scope.node.add_validation(validation)
-    token = f"enforce-{len(_ENFORCED) + 1}"
-    _ENFORCED[token] = validation
-    scope.node.add_metadata(ENFORCED_METADATA, token)
+    validation._scope_path = record_enforce(scope, validation)
     return validation
 
 
-def _enforcing(construct: IConstruct) -> DraGuardValidation | None:
-    """The latest `enforce()` validation of the nearest scope at or above `construct`."""
-    for scope in reversed(construct.node.scopes):
-        tokens = [entry.data for entry in scope.node.metadata if entry.type == ENFORCED_METADATA]
-        if tokens and tokens[-1] in _ENFORCED:
-            return _ENFORCED[tokens[-1]]
-    return None
-
-
 @jsii.implements(IValidation)
-class _SelfValidation:
-    """One of our constructs' objects, checked with the configuration that applies to it.
+class _ChartSelfCheck:
+    """Our constructs' objects in one chart, each checked with the configuration that
+    applies to it: one engine run per distinct configuration, usually one per chart.
 
-    Resolved when cdk8s validates (at synth), not when the construct is built, so an
-    `enforce()` called after the construct still applies.  The user's configuration
-    wins for every option it sets; the construct's own facts (its key, the release and
-    capacity it was built for) fill in the rest.
+    Resolved when cdk8s validates (at synth), not when the constructs are built, so an
+    `enforce()` called after them still applies.  The user's configuration wins for
+    every option it sets; a construct's own facts (its key, the release and capacity it
+    was built for) fill in the rest.
     """
 
-    def __init__(self, construct: Construct, values: Mapping[str, Any], environ: Mapping[str, str | bytes]) -> None:
-        self._construct = construct
-        self._values = values
-        self._environ = environ
-
-    def _config(self, enforcing: DraGuardValidation | None) -> tuple[Config, Severity]:
-        user = enforcing.config if enforcing is not None else Config()
-        fail_on = enforcing.fail_on if enforcing is not None else Severity.LOW
-        own_values = {key: value for key, value in self._values.items() if key not in user.values}
-        if not own_values:
-            return user, fail_on
-        own = parse_config(own_values, RULES, f"construct {self._construct.node.path}", environ=self._environ)
-        return Config({**own.values, **user.values}, user.source or own.source), fail_on
+    def __init__(self, entry: ChartEntry) -> None:
+        self._entry = entry
+        # cdk8s validates the whole app once more for each chart it renders: the same
+        # objects under the same configuration give the same messages.  An unedited
+        # object's dict never changes, and is the same dict each time.
+        self._last: dict[tuple[Any, ...], tuple[list[Any], list[str]]] = {}
 
     def validate(self) -> list[str]:
-        config, fail_on = self._config(_enforcing(self._construct))
-        return DraGuardValidation(self._construct, config, fail_on).validate()
+        groups: dict[tuple[int, str], tuple[Config, Severity, list[BuiltApiObject], DraGuardValidation | None]] = {}
+        for member in self._entry.members:
+            applying = enforcing(self._entry.app, member.path)
+            key = (id(applying), member.values_key)
+            group = groups.get(key)
+            if group is None:
+                config, fail_on = _member_config(member, applying)
+                group = groups[key] = (config, fail_on, [], applying)
+            group[2].extend(member.objects)
+        messages: list[str] = []
+        for (_, values_key), (config, fail_on, objects, applying) in groups.items():
+            current = [api_object.current() for api_object in objects]
+            cache_key = (applying, values_key, *map(id, objects))
+            last = self._last.get(cache_key)
+            if last is not None and last[0] == current:
+                messages += last[1]
+                continue
+            report = check_objects(current, config, origins=[api_object.path for api_object in objects])
+            group_messages = [f"{error}" for error in report.errors]
+            group_messages += [format_finding(finding) for finding in report.findings if finding.severity >= fail_on]
+            self._last[cache_key] = (current, group_messages)
+            messages += group_messages
+        return messages
+
+
+def _member_config(member: Member, applying: DraGuardValidation | None) -> tuple[Config, Severity]:
+    user = applying.config if applying is not None else Config()
+    fail_on = applying.fail_on if applying is not None else Severity.LOW
+    own_values = {key: value for key, value in member.values.items() if key not in user.values}
+    if not own_values:
+        return user, fail_on
+    own = parse_config(own_values, RULES, f"construct {member.path}", environ=member.environ)
+    return Config({**own.values, **user.values}, user.source or own.source), fail_on
+
+
+def self_checked_chart(scope: IConstruct) -> tuple[ChartEntry, str]:
+    """The chart `scope` is in, with its self-check attached, and `scope`'s path."""
+    return chart_of(scope, lambda entry: entry.chart.node.add_validation(_ChartSelfCheck(entry)))
 
 
 def validate_self(
     construct: Construct,
+    entry: ChartEntry,
+    path: str,
+    objects: list[BuiltApiObject],
     hmac_key: str | bytes | None = None,
     *,
     kubernetes_version: str | None = None,
     consumable_capacity: bool | None = None,
 ) -> None:
-    """Attach the rules to one of our constructs, over its own objects.
+    """Put one of our constructs, at `path` in `entry`'s chart, under the chart's self-check.
 
-    They are compliant when built; this catches later edits (`add_json_patch`, ...),
+    Its objects are compliant when built; this catches later edits (`add_json_patch`, ...),
     with the configuration of the nearest `enforce()` above the construct, if any.
     The construct's own key verifies its tags, and its objects are checked for the
     Kubernetes release they were built for, where that configuration says nothing else.
@@ -181,6 +237,12 @@ def validate_self(
         values["kubernetes-version"] = kubernetes_version
     if consumable_capacity is not None:
         values["consumable-capacity"] = consumable_capacity
-    parse_config(values, RULES, f"construct {construct.node.path}", environ=environ)  # a bad value fails now
-    setattr(construct, SELF_VALIDATING_ATTRIBUTE, True)
-    construct.node.add_validation(_SelfValidation(construct, values, environ))
+    values_key = repr((sorted(values.items()), sorted(environ.items())))
+    if values_key not in _VALID_VALUES:  # a bad value fails now; the same values pass again
+        parse_config(values, RULES, f"construct {path}", environ=environ)
+        if not environ:  # a key is not kept beyond its construct
+            _VALID_VALUES.add(values_key)
+    entry.members.append(Member(construct, path, objects, values, environ, values_key))
+
+
+_VALID_VALUES: set[str] = set()

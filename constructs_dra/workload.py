@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
+from cdk8s import ApiObject, JsonPatch
 from constructs import Construct, IValidation
 
-from constructs_dra.enforce import validate_self
+from constructs_dra.enforce import self_checked_chart, validate_self
+from constructs_dra.registry import BuiltApiObject, join_path
 from dra_guard.builders import POD_CLAIM_NAME, build_claim_template, build_isolated_workload, with_claim_template
 from dra_guard.catalog import POD_SPEC_PATHS
 from dra_guard.spec import ClaimOptions, ClaimSpec, WorkloadOptions, WorkloadSpec, claim_template_name, name_from_id
@@ -19,29 +20,6 @@ if sys.version_info >= (3, 11):
     from typing import Unpack
 else:
     from typing_extensions import Unpack
-
-
-def _api_object(scope: Construct, construct_id: str, manifest: Mapping[str, Any]) -> ApiObject:
-    metadata = manifest["metadata"]
-    api_object = ApiObject(
-        scope,
-        construct_id,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=ApiObjectMetadata(
-            name=metadata["name"],
-            namespace=metadata.get("namespace"),
-            labels=metadata.get("labels"),
-            annotations=metadata.get("annotations"),
-        ),
-    )
-    # ApiObject takes no body in Python; the spec goes in as one patch, verbatim.
-    api_object.add_json_patch(JsonPatch.add("/spec", manifest["spec"]))
-    return api_object
-
-
-def _chart_namespace(scope: Construct, namespace: str | None) -> str | None:
-    return namespace if namespace is not None else Chart.of(scope).namespace
 
 
 class IsolatedClaimTemplate(Construct):
@@ -61,20 +39,25 @@ class IsolatedClaimTemplate(Construct):
         namespace: str | None = None,
         **options: Unpack[ClaimOptions],
     ) -> None:
+        chart, scope_path = self_checked_chart(scope)
         # The spec first: a bad argument raises before this construct joins the tree.
         spec = ClaimSpec.from_options(
             "IsolatedClaimTemplate",
             name=name if name is not None else name_from_id(id),
-            namespace=_chart_namespace(scope, namespace),
+            namespace=namespace if namespace is not None else chart.namespace,
             options=options,
             takes=("name", "namespace"),
         )
         super().__init__(scope, id)
+        path = join_path(scope_path, id)
         self.spec = spec
         self.manifest = build_claim_template(self.spec)
-        self.api_object = _api_object(self, "Resource", self.manifest)
+        self.api_object: ApiObject = BuiltApiObject(self, "Resource", self.manifest, chart, path)
         validate_self(
             self,
+            chart,
+            path,
+            [self.api_object],
             self.spec.hmac_key,
             kubernetes_version=self.spec.kubernetes_version,
             consumable_capacity=self.spec.consumable_capacity,
@@ -106,26 +89,36 @@ class IsolatedAcceleratorWorkload(Construct):
         namespace: str | None = None,
         **options: Unpack[WorkloadOptions],
     ) -> None:
+        chart, scope_path = self_checked_chart(scope)
         # The spec first: a bad argument raises before this construct joins the tree.
         spec = WorkloadSpec.from_options(
             "IsolatedAcceleratorWorkload",
             name=name_from_id(id),
-            namespace=_chart_namespace(scope, namespace),
+            namespace=namespace if namespace is not None else chart.namespace,
             options=options,
             takes=("namespace",),
         )
         super().__init__(scope, id)
+        path = join_path(scope_path, id)
         self.spec = spec
         self.manifests = build_isolated_workload(self.spec)
-        self.claim_template = _api_object(self, "ClaimTemplate", self.manifests.claim_template)
-        self.workload = _api_object(self, "Workload", self.manifests.workload)
-        self.workload.add_dependency(self.claim_template)
+        claim_template = BuiltApiObject(self, "ClaimTemplate", self.manifests.claim_template, chart, path)
+        workload = BuiltApiObject(self, "Workload", self.manifests.workload, chart, path)
+        workload.add_dependency(claim_template)
+        objects = [claim_template, workload]
+        self.claim_template: ApiObject = claim_template
+        self.workload: ApiObject = workload
         #: The StatefulSet's headless Service, when we emit it (no `service_name` given).
         self.service: ApiObject | None = None
         if self.manifests.service is not None:
-            self.service = _api_object(self, "Service", self.manifests.service)
+            service = BuiltApiObject(self, "Service", self.manifests.service, chart, path)
+            objects.append(service)
+            self.service = service
         validate_self(
             self,
+            chart,
+            path,
+            objects,
             self.spec.hmac_key,
             kubernetes_version=self.spec.kubernetes_version,
             consumable_capacity=self.spec.consumable_capacity,

@@ -130,12 +130,16 @@ class Resource:
         self._requests: list[DeviceRequestView] | None = None
         #: Filled by Context.accelerator_requests (it depends on the configuration).
         self.accelerator_requests: list[DeviceRequestView] | None = None
+        self._ref: ObjectRef | None = None
 
     @property
     def ref(self) -> ObjectRef:
-        generate_name = "" if self.name else text(metadata(self.obj).get("generateName"))
-        api_version = sys.intern(text(self.obj.get("apiVersion")))
-        return ObjectRef(api_version, self.kind, self.namespace, self.name, generate_name)
+        """The object's reference (one per object, however many findings keep it)."""
+        if self._ref is None:
+            generate_name = "" if self.name else text(metadata(self.obj).get("generateName"))
+            api_version = sys.intern(text(self.obj.get("apiVersion")))
+            self._ref = ObjectRef(api_version, self.kind, self.namespace, self.name, generate_name)
+        return self._ref
 
     @property
     def pods(self) -> tuple[PodSpecView, ...]:
@@ -268,6 +272,8 @@ class Context:
         self.slices = SliceCollector()
         #: What a rule works out once per check from the whole input (`derived`).
         self._derived: dict[str, Any] = {}
+        #: Facts pending findings keep, each kept once however many objects repeat it.
+        self._shared: dict[Any, Any] = {}
 
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:
@@ -357,6 +363,12 @@ class Context:
         """Device classes that map the extended resource `name`: configured, then in the input."""
         configured = self.config.extended_resource_class(name)
         return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
+
+    def shared(self, facts: T) -> T:
+        """`facts` (hashable), or equal facts seen before: what a pending finding keeps of
+        its object -- a claim's requests -- repeats across objects, and is kept once."""
+        kept: T = self._shared.setdefault(facts, facts)
+        return kept
 
     def derived(self, key: str, make: Callable[[], T]) -> T:
         """`make()`, computed once per check (after the last object, for pending findings):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
 from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Pending, Resolved, Resource, Violation
-from dra_guard.findings import Finding, InputError, Report, json_pointer
+from dra_guard.findings import Finding, InputError, ObjectRef, Report, Severity, json_pointer
 from dra_guard.manifest import Path, is_list_kind, items, mapping, shape_problems
 from dra_guard.rules import RULES, Rule
 
@@ -120,13 +120,49 @@ def _failure(resource: Resource, what: str, error: Exception, rule_id: str | Non
 
 
 @dataclass(frozen=True, slots=True)
-class _Deferred:
-    """A pending finding, everything but its message decided while its object was at hand."""
+class _PendingKind:
+    """What the pending findings of one rule and check mostly share (kept once)."""
 
-    finding: Finding
-    resolve: Callable[..., str | Resolved | None]
-    args: tuple[Any, ...]
+    rule: Rule
+    severity: Severity
+    origin: str | None
+    waiver: str | None
+    evidence: tuple[str, ...] | None
     note: str
+    resolve: Callable[..., str | Resolved | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    """A pending finding: everything but its message decided while its object was at hand.
+
+    Kept as the few facts that vary, the rest shared (`_PendingKind`), and made a finding
+    once it is resolved: some rules leave one for every claim of the input.
+    """
+
+    kind: _PendingKind
+    object: ObjectRef
+    path: str
+    file: str | None
+    line: int | None
+    args: tuple[Any, ...]
+
+    def finding(self, message: str, severity: Severity, cross_object: bool) -> Finding:
+        kind = self.kind
+        return Finding(
+            rule=kind.rule.id,
+            severity=severity,
+            message=sys.intern(message),
+            object=self.object,
+            path=self.path,
+            remediation=kind.rule.remediation,
+            file=self.file,
+            line=self.line,
+            origin=kind.origin,
+            cross_object=cross_object,
+            waiver=kind.waiver,
+            evidence=kind.evidence,
+        )
 
 
 class Checker:
@@ -149,6 +185,9 @@ class Checker:
         self._non_waivable = declared if configured is None else configured
         self._by_kind: dict[str, list[Rule]] = {}
         self._deferred: list[_Deferred] = []
+        self._pending_kinds: dict[tuple[Any, ...], _PendingKind] = {}
+        #: One int object per line number that pending findings keep (most are > 256).
+        self._lines: dict[int, int] = {}
         self.report = Report()
 
     def add(self, resource: Resource) -> None:
@@ -221,40 +260,43 @@ class Checker:
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             if isinstance(violation, Pending):
                 finding = _finding(rule, resource, violation, "", waiver)
-                self._deferred.append(_Deferred(finding, violation.resolve, violation.args, note))
+                key = (rule.id, finding.severity, finding.origin, waiver, finding.evidence, note, violation.resolve)
+                kind = self._pending_kinds.get(key)
+                if kind is None:
+                    kind = self._pending_kinds[key] = _PendingKind(rule, *key[1:])
+                line = finding.line if finding.line is None else self._lines.setdefault(finding.line, finding.line)
+                self._deferred.append(_Deferred(kind, finding.object, finding.path, finding.file, line, violation.args))
             else:
                 finding = _finding(rule, resource, violation, violation.message + note, waiver)
                 (self.report.findings if waiver is None else self.report.waived).append(finding)
 
     def finish(self) -> Report:
         for deferred in self._deferred:
-            finding = deferred.finding
+            kind = deferred.kind
             try:
-                message = deferred.resolve(*deferred.args)
+                message = kind.resolve(*deferred.args)
             except Exception as error:
-                where = f"{finding.file}" if finding.file else (finding.origin or str(finding.object))
+                rule_id = kind.rule.id
+                where = f"{deferred.file}" if deferred.file else (kind.origin or str(deferred.object))
                 self.add_error(
                     InputError(
                         where,
-                        finding.line,
-                        f"rule {finding.rule} failed on {finding.object} at {finding.path or '/'}: {_describe(error)}; "
+                        deferred.line,
+                        f"rule {rule_id} failed on {deferred.object} at {deferred.path or '/'}: {_describe(error)}; "
                         "the other rules and objects were checked",
-                        finding.rule,
+                        rule_id,
                     )
                 )
                 continue
             if isinstance(message, Resolved):
-                resolved = replace(
-                    finding,
-                    message=sys.intern(message.message + deferred.note),
-                    severity=message.severity or finding.severity,
-                    cross_object=message.cross_object,
+                resolved = deferred.finding(
+                    message.message + kind.note, message.severity or kind.severity, message.cross_object
                 )
             elif message is not None:
-                resolved = replace(finding, message=sys.intern(message + deferred.note))
+                resolved = deferred.finding(message + kind.note, kind.severity, True)
             else:
                 continue
-            (self.report.findings if finding.waiver is None else self.report.waived).append(resolved)
+            (self.report.findings if kind.waiver is None else self.report.waived).append(resolved)
         self._deferred.clear()
         for findings in (self.report.findings, self.report.waived):
             findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))

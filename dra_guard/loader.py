@@ -3,9 +3,11 @@
 Reading follows kubectl exactly (see `dra_guard.kubectl_yaml`): a file yields one
 `Document` per object kubectl would send (each item of a List), or an `InputError` with
 file and line where kubectl refuses the input or dra-guard cannot be sure what it would
-send.  Node trees are not kept (they cost ~40x the text in memory and make the garbage
-collector rescan them all): a document keeps its span of the file text, and only a
-document with a finding is parsed again, once, to turn JSON pointers into lines.
+send.  libyaml's node trees are not kept (they cost ~40x the text in memory and make the
+garbage collector rescan them all): a document keeps its span of the file text, and,
+when the fast reader read it, rapidyaml's compact tree, which turns the JSON pointers of
+its findings into lines; a document read by libyaml, or a pointer rapidyaml's tree cannot
+place, is parsed again by libyaml, once, for its lines.
 Documents before a broken one, and every other file, still load.
 """
 
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dra_guard.findings import InputError
-from dra_guard.kubectl_yaml import SentObject, document_root, read, source_line
+from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, source_line
 from dra_guard.walk import STDIN, Ignores, select
 
 STDIN_NAME = "<stdin>"
@@ -49,7 +51,10 @@ class Document:
     within: tuple[str | int, ...] = ()
     _source: str | None = field(default=None, repr=False)
     _first_line: int = field(default=1, repr=False)
+    #: rapidyaml's tree when the fast reader read it: lines come from it where it can tell.
+    _parsed: Parsed | None = field(default=None, repr=False)
     _reparsed: bool = field(default=False, init=False, repr=False)
+    _fast_lines: FastLines | None = field(default=None, init=False, repr=False)
 
     @classmethod
     def sent(cls, file: str, sent: SentObject) -> Document:
@@ -64,6 +69,7 @@ class Document:
             sent.within,
             sent.text,
             sent.first_line,
+            sent.parsed,
         )
 
     def line_of(self, path: Sequence[str | int]) -> int:
@@ -71,6 +77,12 @@ class Document:
         if not path or self._source is None:
             return self.line
         if self.node is None:
+            if self._parsed is not None:
+                if self._fast_lines is None:
+                    self._fast_lines = FastLines(self._parsed, self.line - self._first_line)
+                line = self._fast_lines.line((*self.within, *path))
+                if line is not None:
+                    return self._first_line + line
             if self._reparsed:
                 return self.line
             self._reparsed = True

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+#: Comma-separated names of rule modules to register after the built-in ones.
+EXTRA_RULES_ENV = "DRA_GUARD_EXTRA_RULES"
+
 
 class RuleModuleError(ValueError):
     """A rule module whose declaration the registry refuses; the message names the module."""

@@ -8,7 +8,9 @@ same protobuf message object within one request), one entry per gRPC worker thre
 holding strong references so an identity cannot be reused while cached.
 
 Only the dra-guard pack's own `__main__` installs this, so only our policies share the
-read-only proxies (none of them writes to props).  If the SDK's internals ever change
+read-only proxies (none of them writes to props), the resource options, and (through
+`plain_props`) the plain values behind the proxies, which `pulumi_dra.props` reads
+without the proxies' per-item checks.  If the SDK's internals ever change
 shape, `install()` does nothing and the pack behaves exactly as the SDK alone would,
 only slower; `install_or_warn()` then says so on stderr (stdout is the Pulumi CLI's: its
 first line must be the port).  `python -m bench.pulumi_analyze` measures both ways.
@@ -34,13 +36,15 @@ def memoize_last_call(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def wrapper(*args: Any) -> Any:
-        previous = getattr(state, "call", None)
-        if (
-            previous is not None
-            and len(previous[0]) == len(args)
-            and all(a is b for a, b in zip(previous[0], args, strict=True))
-        ):
-            return previous[1]
+        # Called about fifty times per resource: the common case, one argument, is cheap.
+        previous = state.__dict__.get("call")
+        if previous is not None:
+            last_args = previous[0]
+            if len(args) == 1 == len(last_args):
+                if args[0] is last_args[0]:
+                    return previous[1]
+            elif len(previous[0]) == len(args) and all(a is b for a, b in zip(last_args, args, strict=True)):
+                return previous[1]
         result = function(*args)
         state.call = (args, result)
         return result
@@ -64,9 +68,35 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     public["MessageToDict"] = memoize_last_call(public["MessageToDict"])
     sdk.json_format = SimpleNamespace(**public)
     sdk.deserialize_properties = memoize_last_call(sdk.deserialize_properties)
-    sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy)
+    sdk.unknown_checking_proxy = _remembering_plain(memoize_last_call(sdk.unknown_checking_proxy))
+    servicer: Any = getattr(sdk, "_PolicyAnalyzerServicer", None)
+    if callable(getattr(servicer, "_get_resource_options", None)):
+        # Read from the request once too (a PolicyResourceOptions our policies never change).
+        servicer._get_resource_options = memoize_last_call(servicer._get_resource_options)
     setattr(sdk, _PATCHED, True)
     return True
+
+
+_proxied = threading.local()
+
+
+def _remembering_plain(make_proxy: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`unknown_checking_proxy`, remembering the plain value behind the proxy it made last."""
+
+    @functools.wraps(make_proxy)
+    def wrapper(plain: Any) -> Any:
+        proxied = make_proxy(plain)
+        _proxied.last = (proxied, plain)
+        return proxied
+
+    return wrapper
+
+
+def plain_props(props: Any) -> Any:
+    """The deserialized props behind `props` when it is the proxy made last on this thread,
+    else None: the rules can read them without going through the proxy's checked reads."""
+    last = _proxied.__dict__.get("last")
+    return last[1] if last is not None and last[0] is props else None
 
 
 def install_or_warn(sdk: Any = pulumi_policy.policy, stderr: TextIO | None = None) -> bool:

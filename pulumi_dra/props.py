@@ -89,6 +89,22 @@ def _fast_plain(value: Any) -> Any:
     return value
 
 
+def _holds_unknown(value: Any) -> bool:
+    """Whether plain deserialized props hold an unknown value anywhere."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str:
+            if item in _UNKNOWN_SENTINELS:
+                return True
+        elif kind is dict:
+            pending.extend(item.values())
+        elif kind is list:
+            pending.extend(item)
+    return False
+
+
 def _read(container: Any, key: Any) -> tuple[Any, str | None]:
     """(item, None), or (None, sentinel) for an unknown item.  Reading a proxy the SDK
     does not let us unwrap raises its own UnknownValueError, which says the same."""
@@ -209,24 +225,37 @@ class PropsObject:
         return CannotVerifyUntilApply(UnknownValueError(sentinel, list(path)), len(more))
 
 
-def read_props(resource_type: str, props: Mapping[str, Any]) -> PropsObject | None:
+def is_patch_type(resource_type: str) -> bool:
+    """A `*Patch` Kubernetes resource type (`kubernetes:apps/v1:DeploymentPatch`)."""
+    if kubernetes_api_version(resource_type) is None:
+        return False
+    kind = resource_type.rsplit(":", 1)[1]
+    return kind.endswith(PATCH_SUFFIX) and len(kind) > len(PATCH_SUFFIX)
+
+
+def read_props(resource_type: str, props: Mapping[str, Any], plain: Any = None) -> PropsObject | None:
     """The object of a Kubernetes resource's props (None for other types).
 
     apiVersion and kind come from the type when the props leave them out; a `*Patch`
-    type names the kind it patches.
+    type names the kind it patches.  `plain`, the deserialized props behind the proxy
+    (`pulumi_dra.analyze_once.plain_props`), is read directly when it holds no unknown
+    value: the object shares its nested values, which the rules never change.
     """
     api_version = kubernetes_api_version(resource_type)
     if api_version is None:
         return None
     kind = resource_type.rsplit(":", 1)[1]
-    patch = kind.endswith(PATCH_SUFFIX) and len(kind) > len(PATCH_SUFFIX)
+    patch = is_patch_type(resource_type)
     if patch:
         kind = kind[: -len(PATCH_SUFFIX)]
     unknown: list[tuple[Path, str]] = []
-    try:
-        obj = _fast_plain(props)
-    except (_UnknownSeen, UnknownValueError):
-        obj = _strip_unknowns(props, (), unknown)
+    if type(plain) is dict and not _holds_unknown(plain):
+        obj: Any = dict(plain)
+    else:
+        try:
+            obj = _fast_plain(props)
+        except (_UnknownSeen, UnknownValueError):
+            obj = _strip_unknowns(props, (), unknown)
     if not isinstance(obj, dict):  # pragma: no cover - props are always a mapping
         return None
     if "apiVersion" not in obj or any(path == ("apiVersion",) for path, _ in unknown):

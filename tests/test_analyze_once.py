@@ -57,3 +57,32 @@ def test_the_pack_warns_on_stderr_when_it_cannot_install() -> None:
     assert stderr.getvalue().startswith("dra-guard policy pack: warning:") and "once per policy" in stderr.getvalue()
     stderr = io.StringIO()
     assert install_or_warn(stderr=stderr) is True and stderr.getvalue() == ""
+
+
+def test_two_argument_calls_are_memoized_by_both_identities() -> None:
+    calls: list[Any] = []
+    options = memoize_last_call(lambda servicer, request: calls.append(request) or object())
+    servicer, request = object(), object()
+    assert options(servicer, request) is options(servicer, request) and len(calls) == 1
+    options(object(), request)
+    assert len(calls) == 2
+
+
+def test_the_plain_props_behind_the_last_proxy_read_as_the_proxy_does() -> None:
+    import pulumi_policy.policy as sdk
+
+    from pulumi_dra.analyze_once import plain_props
+    from pulumi_dra.props import read_props
+    from testkit.pulumi_props import UNKNOWN
+
+    install()
+    token = "kubernetes:core/v1:Pod"
+    for deserialized in (
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"x": 1.0}}}]}},
+        {"metadata": {"name": "p", "labels": UNKNOWN}, "spec": {"containers": [UNKNOWN]}},
+    ):
+        proxied = sdk.unknown_checking_proxy(deserialized)
+        assert plain_props(proxied) is deserialized
+        assert plain_props(sdk.unknown_checking_proxy(dict(deserialized))) is not deserialized  # only the last
+        proxied = sdk.unknown_checking_proxy(deserialized)
+        assert read_props(token, proxied, plain_props(proxied)) == read_props(token, proxied)

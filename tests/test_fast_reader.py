@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from bench.corpus import write_corpus, write_realistic
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml import fast, parser
+from dra_guard.kubectl_yaml.lines import node_line
 from dra_guard.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.manifest_strategies import manifest_file
@@ -92,9 +93,9 @@ def test_the_benchmark_corpora_read_the_same_and_mostly_fast(tmp_path: Path, mon
     declined = accepted = 0
     original = fast.decode_plain
 
-    def counting(text: str) -> Any:
+    def counting(text: str, parsed: Any = fast.UNPARSED) -> Any:
         nonlocal declined, accepted
-        value = original(text)
+        value = original(text, parsed)
         if fast._ryml is None:  # the reference reading, with PyYAML alone
             return value
         declined += value is fast.DECLINED
@@ -106,6 +107,47 @@ def test_the_benchmark_corpora_read_the_same_and_mostly_fast(tmp_path: Path, mon
         _same_reading(path.read_bytes(), path.name, monkeypatch)
     # The fast reader must not get by on declining: real manifests are plain text.
     assert accepted >= 4 * declined, (accepted, declined)
+
+
+_LINE_SHAPES = (
+    "a: 1\nb:\n  c: [x, w]\n  d: |\n    text\n  'e': \"q\"\nlist:\n- {k: v}\n- name: z\n  v: 2\n",
+    "items:\n-\n  name: on-the-next-line\n- - nested\n  - seq\n- |\n  literal\n- >-\n  folded\n"
+    "- ''\n-\n- plain\n  continued\n",
+    "# a comment first\nspec:\n  # between\n  containers:\n  - name: c  # after\n"
+    '    args: ["--a",\n      "--b"]\n  - {name: d,\n     image: i}\n',
+)
+
+
+@pytest.mark.parametrize("text", _LINE_SHAPES)
+def test_fast_lines_are_libyamls_or_left_to_it(text: str) -> None:
+    value = fast.decode_plain(text)
+    assert value is not fast.DECLINED
+    root = parser.parse(text).documents[0]
+    lines = fast.FastLines(fast.parse_plain([text])[0], root.start_mark.line)
+    answered = 0
+    for path in _paths(value):
+        found = lines.line(path)
+        if found is not None:
+            answered += 1
+            assert found == node_line(root, path), path
+        elif path and isinstance(path[-1], str) and lines.line(path[:-1]) is not None:
+            raise AssertionError(f"a key under a node it placed is always placed: {path}")
+    assert answered > 0
+
+
+def test_lines_of_fast_documents_come_from_rapidyaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_realistic(tmp_path, 300)
+    answers: list[int | None] = []
+    original = fast.FastLines.line
+
+    def counting(self: fast.FastLines, path: tuple[str | int, ...]) -> int | None:
+        answers.append(original(self, path))
+        return answers[-1]
+
+    monkeypatch.setattr(fast.FastLines, "line", counting)
+    for path in sorted(tmp_path.glob("*.yaml")):
+        _same_reading(path.read_bytes(), path.name, monkeypatch)  # every path's line, against libyaml's
+    assert answers and sum(answer is None for answer in answers) * 20 < len(answers)
 
 
 @pytest.mark.parametrize(

@@ -51,12 +51,13 @@ def test_wheel_installs_the_cli_and_it_checks(fresh_venv: Path, tmp_path: Path) 
 
 def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) -> None:
     probe = (
-        "import constructs_dra, dra_guard, dra_guard.scaffold as s; "
-        "print(dra_guard.__file__); print(s.cdk8s_plugin_dir())"
+        "import constructs_dra, dra_guard, dra_guard.scaffold as s, dra_guard.rule_index as i; "
+        "print(dra_guard.__file__); print(s.cdk8s_plugin_dir()); print(len(i.load({}).rules))"
     )
     result = _run(fresh_venv / "bin" / "python", "-c", probe, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    package_file, plugin_dir = result.stdout.splitlines()
+    package_file, plugin_dir, indexed_rules = result.stdout.splitlines()
+    assert int(indexed_rules) > 0  # the rules' index ships with the wheel
     assert Path(package_file).is_relative_to(fresh_venv) and not Path(package_file).is_relative_to(REPO_ROOT)
     assert (Path(plugin_dir) / "index.js").is_file() and (Path(plugin_dir) / "package.json").is_file()
 

@@ -26,23 +26,36 @@ from typing import Any
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
 from dra_guard.kubectl_yaml.errors import Refusal
-from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, decode_plain
+from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, FastLines, Parsed, decode_plain, parse_plain
 from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
 from dra_guard.kubectl_yaml.lines import FileLines, node_line
 from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
 from dra_guard.kubectl_yaml.parser import PLAIN, parse
 
-__all__ = ["SentObject", "document_root", "read", "source_line"]
+__all__ = ["FastLines", "Parsed", "SentObject", "document_root", "read", "source_line"]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+#: Documents parsed by rapidyaml in one go (one swap of descriptor 2 for them).
+_TREES_AT_ONCE = 32
 
 
 class SentObject:
     """One object kubectl would send, and where its source is."""
 
-    __slots__ = ("first_line", "index", "line", "obj", "root", "source_spells_strings", "span", "text", "within")
+    __slots__ = (
+        "first_line",
+        "index",
+        "line",
+        "obj",
+        "parsed",
+        "root",
+        "source_spells_strings",
+        "span",
+        "text",
+        "within",
+    )
 
     def __init__(
         self,
@@ -56,8 +69,11 @@ class SentObject:
         within: Path,
         root: Any,
         source_spells_strings: bool = True,
+        parsed: Parsed | None = None,
     ) -> None:
         self.obj = obj
+        #: rapidyaml's tree, when the fast reader read it: `FastLines` gives its lines.
+        self.parsed = parsed
         #: 1-based number of its document in the file.
         self.index = index
         #: 1-based line of the object.
@@ -146,6 +162,9 @@ def _read_yaml(
 ) -> Iterator[SentObject | InputError]:
     text = kubectl_lines(text)
     chunks = list(yaml_chunks(text))
+    # rapidyaml's trees of the next documents, parsed together (see parse_plain)
+    trees: list[Parsed | None] = []
+    trees_from = 0
     if not complete and chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
         chunks.pop()  # it runs on into the line with the bad byte, which the caller reports
     for index, chunk in enumerate(chunks, 1):
@@ -157,14 +176,19 @@ def _read_yaml(
                 "and stops reading the file here",
             )
             return
-        body = text[chunk.start : chunk.end]
-        value = decode_plain(body)
+        if index > trees_from + len(trees):
+            trees_from = index - 1
+            batch = chunks[trees_from : trees_from + _TREES_AT_ONCE]
+            trees = parse_plain([text[c.start : c.end] if isinstance(c, Chunk) else None for c in batch])
+        document = trees[index - 1 - trees_from]
+        body = text[chunk.start : chunk.end] if document is None else document.text
+        value = decode_plain(body, document)
         if value is EMPTY:
             continue
-        if value is not DECLINED:
-            sent = _plain_object(value, index, chunk, text, adjust=adjust)
+        if document is not None and value is not DECLINED:
+            sent = _plain_objects(value, index, chunk, text, name=name, parsed=document, adjust=adjust)
             if sent is not None:
-                yield sent
+                yield from sent
                 continue
         parsed = parse(body)
         if not parsed.documents:
@@ -230,25 +254,44 @@ def _read_yaml(
                 )
 
 
-def _plain_object(
-    value: Any, index: int, chunk: Chunk, text: str, *, adjust: Callable[[Any], Any] | None
-) -> SentObject | None:
-    """The object of a document the fast reader decoded, or None to read it with libyaml:
-    a refused document, or a List (their messages and item lines come from its tree)."""
+def _plain_objects(
+    value: Any, index: int, chunk: Chunk, text: str, *, name: str, parsed: Parsed, adjust: Callable[[Any], Any] | None
+) -> list[SentObject | InputError] | None:
+    """What a document the fast reader decoded sends, or None to read it with libyaml: a
+    refused document, or a List item whose line rapidyaml's tree cannot place."""
     if adjust is not None:
         value = adjust(value)
-    if value.__class__ is not dict or "items" in value or document_problem(value, index) is not None:
+    if value.__class__ is not dict or document_problem(value, index) is not None:
         return None
-    return SentObject(
-        value,
-        index,
-        chunk.first_line + _first_node_line(text, chunk.start, chunk.end),
-        text=text,
-        span=(chunk.start, chunk.end),
-        first_line=chunk.first_line,
-        within=(),
-        root=None,
-    )
+    root_line = _first_node_line(text, chunk.start, chunk.end)
+    lines: FastLines | None = None
+    sent: list[SentObject | InputError] = []
+    for item in objects(value, index):
+        path = item.path if isinstance(item, Rejected) else item.within
+        line = root_line
+        if path:
+            lines = lines or FastLines(parsed, root_line)
+            placed = lines.line(path)
+            if placed is None:
+                return None
+            line = placed
+        if isinstance(item, Rejected):
+            sent.append(InputError(name, chunk.first_line + line, item.message))
+        else:
+            sent.append(
+                SentObject(
+                    item.obj,
+                    index,
+                    chunk.first_line + line,
+                    text=text,
+                    span=(chunk.start, chunk.end),
+                    first_line=chunk.first_line,
+                    within=item.within,
+                    root=None,
+                    parsed=parsed,
+                )
+            )
+    return sent
 
 
 def _first_node_line(text: str, start: int, stop: int) -> int:

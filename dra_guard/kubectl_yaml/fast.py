@@ -1,9 +1,10 @@
 """rapidyaml (PyPI `rapidyaml`) as a fast reader for the plain documents most manifests are.
 
 libyaml through PyYAML (parser.py) stays the reference: it reads every document this
-module declines, gives every refusal and error its message and line, and gives lines
-for findings (a document with a finding is parsed again there, once; see
-`dra_guard.loader`).  This module takes only documents that leave nothing to chance:
+module declines, gives every refusal and error its message and line, and gives the
+lines this module cannot place (a document with such a finding is parsed again there,
+once; see `dra_guard.loader`).  This module takes only documents that leave nothing to
+chance:
 
 * The text is printable ASCII with LF line ends (no tabs, CR, NEL, LS, PS or control
   characters, where YAML parsers have differed), holds no `%` directive, no `\\/`
@@ -17,9 +18,13 @@ for findings (a document with a finding is parsed again there, once; see
   go-yaml makes the same string of them; duplicates (counted against the tree's nodes),
   NaN, infinity, uint64 and the nan/inf spellings rapidyaml rewrites are declined.
 
-`decode_plain(text)` returns the document's value, `EMPTY` for a document with no
-node, or `DECLINED`.  Whether a declined document would be refused is not this
-module's business: the caller reads it with libyaml.  `tests/test_fast_reader.py`
+`parse_plain(texts)` parses the documents it may read, several at a time;
+`decode_plain(text, parsed)` returns the document's value, `EMPTY` for a document with
+no node, or `DECLINED`.  `FastLines(parsed)` gives the lines of paths into a document it
+accepted (a List's items too), from where rapidyaml's tree holds each key and scalar in
+the text, as libyaml would mark them -- or None where that could differ (an item in flow
+style, a block scalar item), and the caller asks libyaml.  Whether a declined document
+would be refused is not this module's business: the caller reads it with libyaml.  `tests/test_fast_reader.py`
 holds both readers to the same objects, lines and errors on the differential corpus,
 and `tests/test_kubectl_differential.py` runs against kubectl with each.
 
@@ -29,11 +34,14 @@ error at start-up if the wheel is missing); unset, it is used when `ryml` import
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import math
 import os
 import re
 import threading
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from dra_guard.kubectl_yaml.construct import key_string
@@ -46,6 +54,13 @@ PARSERS = ("pyyaml", "rapidyaml")
 
 DECLINED: Any = object()
 EMPTY: Any = object()
+
+
+class _Unparsed:
+    """`decode_plain` was given no `parse_plain` result: it parses the text itself."""
+
+
+UNPARSED = _Unparsed()
 
 # Characters outside printable ASCII and LF (tabs, CR, control characters): YAML
 # parsers have differed on them, so libyaml reads such text.
@@ -92,10 +107,14 @@ _HINTS = frozenset("+-0123456789yYnNtTfFoO~.")
 #: rewrites their spelling), so a string spelled so is never taken as written.
 _REWRITTEN = frozenset((".nan", ".inf", "-.inf", "+.inf"))
 _INT64 = (-(1 << 63), 1 << 63)
-#: Strings and keys seen before: manifests repeat them (kinds, names, quantities).
+#: rapidyaml's id for "no node".
+_NONE = (1 << 64) - 1
+#: Strings and keys seen before: manifests repeat them (kinds, quantities).  The first
+#: few thousand only: beyond, they are mostly each object's own (names, `--replica-id=N`),
+#: and a cache of those would grow with the input.
 _STAYS_TEXT: dict[str, bool] = {}
 _SAME_KEYS: dict[str, bool] = {}
-_CACHE_MAX = 65536
+_CACHE_MAX = 4096
 #: Nesting this reader leaves to libyaml (which refuses more than 1,000 levels).
 _MAX_DEPTH = 200
 
@@ -178,7 +197,8 @@ def _emitted_as_json_scalar(value: str) -> bool:
     known = _EMITTED_AS_SCALAR.get(value)
     if known is None:
         try:
-            emitted = json.loads(_ryml.emit_json(_parse_quietly(b"a: " + value.encode("ascii"))))
+            tree = _parse_quietly(b"a: " + value.encode("ascii"))
+            emitted = json.loads(_emit_json(tree, tree.root_id()))
             known = emitted.__class__ is dict and emitted.get("a").__class__ is not str and len(emitted) == 1
         except Exception:  # not a scalar rapidyaml reads alone: no conclusion
             known = False
@@ -223,6 +243,24 @@ def _spelled_bare(text: str, value: str) -> bool:
     return False
 
 
+_emitted = threading.local()
+
+
+def _emit_json(tree: Any, node: int) -> bytes:
+    """rapidyaml's JSON of `node`, written into a buffer kept per thread: its
+    `emit_json` returns a malloc'd copy that is never freed (1 KiB lost per document)."""
+    buffer = _emitted.__dict__.get("buffer")
+    if buffer is None:
+        buffer = _emitted.buffer = bytearray(1 << 16)
+    failed, size = _ryml.emit_json_to_substr(tree, node, buffer)
+    if failed:
+        buffer = _emitted.buffer = bytearray(max(size, 2 * len(buffer)))
+        failed, size = _ryml.emit_json_to_substr(tree, node, buffer)
+        if failed:  # pragma: no cover - the buffer was made big enough
+            raise ValueError("rapidyaml could not write the document as JSON")
+    return bytes(memoryview(buffer)[:size])
+
+
 def _no_constant(name: str) -> Any:
     raise _Decline  # NaN, Infinity: never from rapidyaml for a plain scalar, but never accepted
 
@@ -240,16 +278,35 @@ class _QuietStderr:
         self._saved: int | None = None
 
     def parse(self, data: bytes) -> Any:
+        """The tree of `data`, parsed in an arena copy (an exception if it is no YAML)."""
+        with self._quiet():
+            return _ryml.parse_in_arena(data)
+
+    def parse_in_place(self, buffers: Sequence[bytearray | None]) -> list[Any]:
+        """The tree of each buffer, parsed in place (its scalars point into the buffer),
+        or None for a buffer rapidyaml cannot parse: many documents, one swap of fd 2."""
+        trees: list[Any] = []
+        with self._quiet():
+            for buffer in buffers:
+                try:
+                    trees.append(None if buffer is None else _ryml.parse_in_place(buffer))
+                except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
+                    trees.append(None)
+        return trees
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
         with self._lock:
             try:
                 if self._null is None:
                     self._null = os.open(os.devnull, os.O_WRONLY)
                 saved = os.dup(2)
             except OSError:  # no descriptor 2, or none left: parse as is
-                return _ryml.parse_in_arena(data)
+                yield
+                return
             try:
                 os.dup2(self._null, 2)
-                return _ryml.parse_in_arena(data)
+                yield
             finally:
                 os.dup2(saved, 2)
                 os.close(saved)
@@ -273,14 +330,39 @@ def _unsafe(text: str) -> bool:
     )
 
 
-def decode_plain(text: str) -> Any:
-    """The JSON value of the one document in `text`, `EMPTY`, or `DECLINED` (see above)."""
-    if _ryml is None or _unsafe(text) or node_property(text):
+class Parsed:
+    """A document's text and rapidyaml's tree of it, parsed in place: each key and scalar
+    of the tree is a view into `buffer`, a copy of the text (see `FastLines`)."""
+
+    __slots__ = ("buffer", "text", "tree")
+
+    def __init__(self, text: str, buffer: bytearray, tree: Any) -> None:
+        self.text, self.buffer, self.tree = text, buffer, tree
+
+
+def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
+    """rapidyaml's tree of each text it may read (see above), or None: parsed together,
+    so that descriptor 2 is swapped once for them all, not once per document."""
+    if _ryml is None:
+        return [None] * len(texts)
+    buffers = [
+        None if text is None or _unsafe(text) or node_property(text) else bytearray(text, "ascii") for text in texts
+    ]
+    trees = _quiet.parse_in_place(buffers)
+    return [
+        None if tree is None or text is None or buffer is None else Parsed(text, buffer, tree)
+        for text, buffer, tree in zip(texts, buffers, trees, strict=True)
+    ]
+
+
+def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any:
+    """The JSON value of the one document in `text`, `EMPTY`, or `DECLINED` (see above);
+    `parsed` is `parse_plain`'s result for it (None: declined there), if it has one."""
+    if isinstance(parsed, _Unparsed):
+        parsed = parse_plain([text])[0]
+    if parsed is None:
         return DECLINED
-    try:
-        tree = _parse_quietly(text.encode("ascii"))
-    except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
-        return DECLINED
+    tree = parsed.tree
     root = tree.root_id()
     nodes = tree.size()
     if tree.is_stream(root):  # a `---` line opens the text
@@ -291,7 +373,7 @@ def decode_plain(text: str) -> Any:
     if not tree.is_map(root) and not tree.is_seq(root) and not tree.has_val(root):
         return EMPTY  # blank, or comments only
     try:
-        value = json.loads(_ryml.emit_json(tree, root), parse_constant=_no_constant)
+        value = json.loads(_emit_json(tree, root), parse_constant=_no_constant)
         checker = _Checker(text)
         value = checker.value(value, 0)
     except (_Decline, ValueError, RecursionError):
@@ -301,3 +383,123 @@ def decode_plain(text: str) -> Any:
     if value is None:
         return EMPTY
     return value
+
+
+class _Py_buffer(ctypes.Structure):
+    """CPython's Py_buffer, to learn where a read-only memoryview's bytes are."""
+
+    _fields_ = (
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.py_object),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    )
+
+
+def _buffer_api() -> tuple[Any, Any] | None:
+    try:
+        get, release = ctypes.pythonapi.PyObject_GetBuffer, ctypes.pythonapi.PyBuffer_Release
+    except (AttributeError, ValueError):  # not CPython: libyaml gives the lines
+        return None
+    get.argtypes = (ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int)
+    get.restype = ctypes.c_int
+    release.argtypes = (ctypes.POINTER(_Py_buffer),)
+    release.restype = None
+    return get, release
+
+
+_BUFFER_API = _buffer_api()
+
+
+def _address(view: Any) -> int | None:
+    if _BUFFER_API is None:
+        return None
+    get, release = _BUFFER_API
+    buffer = _Py_buffer()
+    if get(view, ctypes.byref(buffer), 0) != 0:
+        return None
+    try:
+        address: int | None = buffer.buf
+        return address
+    finally:
+        release(ctypes.byref(buffer))
+
+
+class FastLines:
+    """Lines of paths into a document `decode_plain` accepted, from rapidyaml's tree.
+
+    The document is parsed again in place, so that each key and scalar of the tree is a
+    view into a buffer whose address is known: its offset there is its offset in the
+    text (filtering rewrites a scalar where it starts).  libyaml marks a mapping entry at
+    its key and a sequence item where the item starts; `line` gives the 0-based line of
+    the deepest node on a path so, or None where rapidyaml's tree cannot tell the same
+    (an item in flow style or a block scalar, a nested sequence, an empty node).
+    """
+
+    def __init__(self, parsed: Parsed | None, root_line: int) -> None:
+        self._root_line = root_line
+        self._tree: Any = None
+        self._base: int | None = None
+        if parsed is None or _BUFFER_API is None:
+            return
+        self._text, self._buffer, self._tree = parsed.text, parsed.buffer, parsed.tree
+        try:
+            self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._buffer))
+        except (TypeError, ValueError):  # an empty buffer: nothing to place
+            self._tree = None
+
+    def _line_at(self, view: Any) -> int | None:
+        if len(view) == 0 or self._base is None:
+            return None
+        address = _address(view)
+        if address is None:
+            return None
+        offset = address - self._base
+        if not 0 <= offset < len(self._buffer):
+            return None
+        return self._text.count("\n", 0, offset)
+
+    def _item_line(self, node: int) -> int | None:
+        tree = self._tree
+        if tree.is_map(node):
+            if not tree.is_block(node) or tree.num_children(node) == 0:
+                return None
+            return self._line_at(tree.key(tree.first_child(node)))
+        if tree.is_seq(node) or not tree.has_val(node) or tree.val_is_null(node):
+            return None
+        if tree.is_val_literal(node) or tree.is_val_folded(node):
+            return None  # libyaml marks the indicator, the tree holds the text after it
+        return self._line_at(tree.val(node))
+
+    def line(self, path: tuple[str | int, ...]) -> int | None:
+        tree = self._tree
+        if tree is None:
+            return None
+        node = tree.root_id()
+        if tree.is_stream(node):
+            node = tree.first_child(node)
+        # The deepest node found, and whether it is a mapping entry (marked at its key)
+        # or a sequence item (marked where it starts); its line is worked out once.
+        deepest, entry = None, False
+        for part in path:
+            if tree.is_map(node):
+                child = tree.find_child(node, str(part).encode("ascii", "replace"))
+                if child == _NONE:
+                    break
+                deepest, entry = child, True
+            elif tree.is_seq(node) and isinstance(part, int) and 0 <= part < tree.num_children(node):
+                child = tree.child(node, part)
+                deepest, entry = child, False
+            else:
+                break
+            node = child
+        if deepest is None:
+            return self._root_line
+        return self._line_at(tree.key(deepest)) if entry else self._item_line(deepest)

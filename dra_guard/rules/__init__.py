@@ -27,9 +27,7 @@ from dra_guard.config import CORE_OPTIONS
 from dra_guard.context import Context, Pending, Resource, Violation
 from dra_guard.findings import Severity
 from dra_guard.options import Option
-from dra_guard.rulekit import Example, RuleModuleError
-
-EXTRA_RULES_ENV = "DRA_GUARD_EXTRA_RULES"
+from dra_guard.rulekit import EXTRA_RULES_ENV, Example, RuleModuleError
 
 #: The catalog, in ID order: one module per rule, named dra0NN_<rule name>.
 RULE_MODULES = (

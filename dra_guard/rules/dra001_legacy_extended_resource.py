@@ -243,18 +243,20 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
         how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
         if is_legacy_resource(name, extra):
             # A finding rests on the resource name at its path alone (evidence=()); a
-            # DeviceClass further on may only say that DRA serves the name.
+            # DeviceClass further on may only say that DRA serves the name.  The facts
+            # repeat across workloads (the same container asking for the same resource):
+            # they are kept once (context.shared).
             args = (context, name, f"{where}legacy accelerator resource {name!r}{_how(asked)}", where, how)
-            yield Pending(path, _legacy, args, evidence=())
+            yield Pending(path, _legacy, context.shared(args), evidence=())
         elif name.startswith(IMPLICIT_DRA_PREFIX):
             device_class = name[len(IMPLICIT_DRA_PREFIX) :]
             if context.config.is_accelerator(device_class):
-                yield Pending(path, _implicit, (context, name, device_class, where, how), evidence=())
+                yield Pending(path, _implicit, context.shared((context, name, device_class, where, how)), evidence=())
         elif name in CHART_EXTENDED_RESOURCES:
-            yield Pending(path, _chart_mapped, (context, name, where, how), evidence=())
+            yield Pending(path, _chart_mapped, context.shared((context, name, where, how)), evidence=())
         elif "/" in name:
             # Any other qualified name may be one a DeviceClass maps, here or further on.
-            yield Pending(path, _mapped, (context, name, where, how), evidence=())
+            yield Pending(path, _mapped, context.shared((context, name, where, how)), evidence=())
 
 
 def _where(asked: Asked) -> str:

@@ -18,7 +18,6 @@ from dra_guard.allocation import (
     constraints_of,
     requests_of,
 )
-from dra_guard.catalog import DeviceClass
 from dra_guard.celkit import NotAdmissible
 from dra_guard.context import Context, Pending, Resource
 from dra_guard.device_classes import selectors_of
@@ -178,17 +177,18 @@ def check(resource: Resource, context: Context) -> Iterator[Pending]:
     if located is None or not accelerator:
         return
     path, devices = located
-    # Small facts only (names, selectors, counts): the claim itself is let go.
-    requests = tuple(requests_of(resource.requests))
-    yield Pending(path, _unsatisfiable, (context, requests, tuple(constraints_of(devices))))
+    # Small facts only (names, selectors, counts): the claim itself is let go, and the
+    # facts are kept once for every claim with the same requests (context.shared).
+    requests = context.shared(tuple(requests_of(resource.requests)))
+    constraints = context.shared(tuple(constraints_of(devices)))
+    yield Pending(path, _unsatisfiable, context.shared((context, requests, constraints)))
     alternatives = {
         alternative.qualified_name: alternative for request in requests for alternative in request.alternatives
     }
     for view in accelerator:
-        known = context.config.device_class(view.device_class)
         alternative = alternatives.get(view.qualified_name)
-        if known is not None and alternative is not None:
-            yield Pending(view.path, _ambiguous, (context, alternative, known))
+        if alternative is not None and context.config.device_class(view.device_class) is not None:
+            yield Pending(view.path, _ambiguous, context.shared((context, alternative)))
 
 
 class _Devices:
@@ -235,9 +235,10 @@ def _unsatisfiable(context: Context, requests: tuple[Request, ...], constraints:
     return f"no node can allocate this claim ({where} in the ResourceSlices given): {verdict.reason}"
 
 
-def _ambiguous(context: Context, alternative: Alternative, known: DeviceClass) -> str | None:
+def _ambiguous(context: Context, alternative: Alternative) -> str | None:
     devices = _devices(context)
-    if devices is None:
+    known = context.config.device_class(alternative.device_class)
+    if devices is None or known is None:
         return None
     class_selectors = devices.know(alternative.device_class)
     reference = _reference(known.domain, known.pin_attribute)

@@ -1,0 +1,168 @@
+"""What the pack's policies do when called: read the props and run the rules.
+
+`pulumi_dra.policies` imports this at the first Analyze, not when the pack starts: it
+is what loads the engine and every rule module (README, "Performance").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
+
+from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config
+from dra_guard.engine import check_objects
+from dra_guard.findings import Finding, InputError
+from dra_guard.rules import RULES, Rule
+from pulumi_dra.analyze_once import plain_props
+from pulumi_dra.props import HELM_RELEASE_TYPES, CannotVerifyUntilApply, PropsObject, is_patch_type, read_props
+
+
+def config_from_policy(values: Mapping[str, Any] | None, policy_name: str) -> Config:
+    """A policy's `--policy-pack-config` through the one config parser (ConfigError if bad)."""
+    if not values:
+        return Config()
+    return parse_policy_config(values, RULES, f"policy {policy_name}")
+
+
+def violation_text(finding: Finding) -> str:
+    return (
+        f"{finding.rule} [{finding.severity.label}] {finding.object} at {finding.path or '/'}: "
+        f"{finding.message}. Fix: {finding.remediation}"
+    )
+
+
+class _Outcome:
+    """What the rules make of one resource: definite findings by rule, and what is unsure."""
+
+    def __init__(self, read: PropsObject, findings: list[Finding], errors: list[InputError]) -> None:
+        self.read = read
+        self.kind = str(read.obj.get("kind", ""))
+        self.by_rule: dict[str, list[Finding]] = {rule_id: [] for rule_id in RULES}
+        #: Rules with a finding that may depend on an unknown part (not reported).
+        self.masked: set[str] = set()
+        for finding in findings:
+            if finding.cross_object:
+                continue  # the stack policies report those
+            if read.definite(finding.path, finding.evidence, IGNORE_ANNOTATION_PREFIX + finding.rule):
+                self.by_rule[finding.rule].append(finding)
+            else:
+                self.masked.add(finding.rule)
+        self.errors = errors
+
+    def unsure(self, rule: Rule) -> CannotVerifyUntilApply | None:
+        """The advisory for a rule that looks at this kind when part of the object is unknown."""
+        if rule.id not in self.masked and not rule.applies_to(self.kind):
+            return None
+        return self.read.cannot_verify()
+
+
+class _LastResource(threading.local):
+    """The rules' outcome for the props object seen last on this gRPC worker thread.
+
+    The SDK calls every policy of the pack in turn for one resource; when they receive
+    the same props object (see `pulumi_dra.analyze_once`) and the same configuration,
+    all rules run once and each policy takes its own rule's findings.  Otherwise (other
+    props, other config, or the SDK without the shim) the rules simply run again.
+    """
+
+    props: Any = None
+    config_values: Mapping[str, Any] | None = None
+    outcome: _Outcome | None = None
+    #: A configuration the parser refused.
+    problem: ConfigError | None = None
+
+
+_last = _LastResource()
+
+
+def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
+    """The rules' outcome for this resource; None when it is no Kubernetes object."""
+    values = args.get_config() or None
+    if _last.props is not args.props or _last.config_values != values:
+        _last.props, _last.config_values, _last.outcome, _last.problem = args.props, values, None, None
+        try:
+            config = config_from_policy(values, policy_name)
+        except ConfigError as problem:
+            _last.problem = problem
+        else:
+            read = read_props(args.resource_type, args.props, plain_props(args.props))
+            if read is not None:
+                report = check_objects([read.obj], config, origins=[args.urn], complete=False)
+                _last.outcome = _Outcome(read, report.findings, report.errors)
+    if _last.problem is not None:
+        config_from_policy(values, policy_name)  # raises again, naming this policy
+    return _last.outcome
+
+
+def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    """The policy of rule `rule_id` on one resource."""
+    rule = RULES[rule_id]
+    try:
+        outcome = _outcome(args, rule.slug)
+    except ConfigError as error:
+        report_violation(str(error), None)
+        return
+    if outcome is None:
+        return
+    for finding in outcome.by_rule[rule.id]:
+        report_violation(violation_text(finding), None)
+    unsure = outcome.unsure(rule)
+    if unsure is not None:
+        raise unsure  # the SDK reports it as an advisory, after the violations above
+
+
+def validate_readable_input(args: ResourceValidationArgs, report_violation: ReportViolation, policy_name: str) -> None:
+    """Fields the rules cannot read because they have the wrong type: the CLI's input errors."""
+    try:
+        outcome = _outcome(args, policy_name)
+    except ConfigError:
+        return  # the rule policies report their configuration
+    for error in outcome.errors if outcome is not None else ():
+        report_violation(f"{args.resource_type} {args.name}: {error.message}", None)
+
+
+def validate_verifiable_contents(
+    args: ResourceValidationArgs, report_violation: ReportViolation, helm_release_advisory: str, patch_advisory: str
+) -> None:
+    if args.resource_type in HELM_RELEASE_TYPES:
+        report_violation(helm_release_advisory, None)
+        return
+    if is_patch_type(args.resource_type):
+        report_violation(f"{args.resource_type} {args.name}: {patch_advisory}", None)
+
+
+def validate_stack(
+    rule_id: str, policy_name: str, args: StackValidationArgs, report_violation: ReportViolation
+) -> None:
+    """The stack policy of rule `rule_id`: its cross-object findings over every resource."""
+    rule = RULES[rule_id]
+    try:
+        config = config_from_policy(args.get_config(), policy_name)
+    except ConfigError as error:
+        report_violation(str(error), None)
+        return
+    objects, urns = [], []
+    for resource in args.resources:
+        read = read_props(resource.resource_type, resource.props)
+        if read is None or read.patch:
+            continue  # a patch is no object of its own (verifiable-contents says so)
+        problem = read.cannot_verify()
+        if problem is not None:
+            # A stack-wide finding may rest on any object (a claim's users, a
+            # template's name), so with one object not fully known none is definite.
+            raise problem
+        objects.append(read.obj)
+        urns.append(resource.urn)
+    # One run of this rule over the stack; the per-object findings are the resource
+    # policy's to report, so only what needed the other objects is reported here.
+    report = check_objects(objects, config.with_value(ENABLE, frozenset({rule.id})), origins=urns)
+    for finding in report.findings:
+        if finding.cross_object:
+            report_violation(violation_text(finding), finding.origin)
+    for failure in report.errors:
+        if failure.rule == rule.id:  # the rule failed on the stack: that is no pass
+            report_violation(f"{rule.id} could not check the stack: {failure.message}", None)
