@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -261,6 +262,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[600, 6000, 60000])
     parser.add_argument("--checkov", help="a checkov executable to compare with")
     arguments = parser.parse_args(argv)
+    # Resolved now: the measurements run from a scratch directory.
+    checkov = arguments.checkov and (
+        str(Path(arguments.checkov).resolve()) if os.sep in arguments.checkov else shutil.which(arguments.checkov)
+    )
     table = Table()
     # The checkout's own .pyc files, as an install has them (pip compiles what it installs).
     subprocess.run(
@@ -271,11 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="dra-guard-bench-") as scratch:
         os.chdir(scratch)  # so that no command imports dra_guard from the checkout by accident
-        throughput(table, Path(scratch), arguments.sizes, arguments.rounds, arguments.checkov)
+        throughput(table, Path(scratch), arguments.sizes, arguments.rounds, checkov)
         cold_start(table, Path(scratch), arguments.rounds * 3)
     os.chdir(REPO)
     table.print()
-    if not arguments.checkov:
+    if not checkov:
         print("(Checkov not compared: pass --checkov PATH, as `make bench` does)")
     return 1 if table.missed else 0
 

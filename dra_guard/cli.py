@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from dra_guard import __version__
 from dra_guard.admission.commands import add_admission_policy_parser, add_webhook_parser
+from dra_guard.parser_choice import UnavailableParser
 from dra_guard.report import FORMATS
 from dra_guard.rulekit import RuleModuleError
 from dra_guard.scaffold import TARGETS
@@ -340,7 +341,7 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             from dra_guard.migrate.command import run_migrate
 
             return run_migrate(arguments, stdout, stderr)
-    except RuleModuleError as error:  # a malformed module in DRA_GUARD_EXTRA_RULES
+    except (RuleModuleError, UnavailableParser) as error:  # DRA_GUARD_EXTRA_RULES, DRA_GUARD_YAML_PARSER
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
     except BrokenPipeError:

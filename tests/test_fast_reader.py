@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from bench.corpus import write_corpus, write_realistic
+from dra_guard import parser_choice
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml import fast, parser
 from dra_guard.kubectl_yaml.lines import node_line
@@ -191,7 +192,7 @@ def test_invalid_yaml_gets_libyamls_message_and_no_cplusplus_text(tmp_path: Path
         capture_output=True,
         text=True,
         check=False,
-        env={**os.environ, fast.PARSER_VARIABLE: "rapidyaml"},
+        env={**os.environ, parser_choice.PARSER_VARIABLE: "rapidyaml"},
     )
     assert result.returncode == 2
     output = result.stdout + result.stderr
@@ -200,17 +201,17 @@ def test_invalid_yaml_gets_libyamls_message_and_no_cplusplus_text(tmp_path: Path
 
 
 def test_the_parser_variable_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(fast.PARSER_VARIABLE, "libfancy")
-    with pytest.raises(fast.UnavailableParser, match="expected one of pyyaml, rapidyaml"):
-        fast._load()
-    monkeypatch.setenv(fast.PARSER_VARIABLE, "pyyaml")
-    assert fast._load() is None
+    monkeypatch.setenv(parser_choice.PARSER_VARIABLE, "libfancy")
+    with pytest.raises(parser_choice.UnavailableParser, match="expected one of pyyaml, rapidyaml"):
+        parser_choice.load_rapidyaml()
+    monkeypatch.setenv(parser_choice.PARSER_VARIABLE, "pyyaml")
+    assert parser_choice.load_rapidyaml() is None
     monkeypatch.setitem(sys.modules, "ryml", None)  # as if the wheel were missing
-    monkeypatch.setenv(fast.PARSER_VARIABLE, "rapidyaml")
-    with pytest.raises(fast.UnavailableParser, match="does not import"):
-        fast._load()
-    monkeypatch.delenv(fast.PARSER_VARIABLE)
-    assert fast._load() is None  # unset: PyYAML, quietly
+    monkeypatch.setenv(parser_choice.PARSER_VARIABLE, "rapidyaml")
+    with pytest.raises(parser_choice.UnavailableParser, match="does not import"):
+        parser_choice.load_rapidyaml()
+    monkeypatch.delenv(parser_choice.PARSER_VARIABLE)
+    assert parser_choice.load_rapidyaml() is None  # unset: PyYAML, quietly
 
 
 # --- The alias pre-filter: only `*name` where a node can start sends text to the event composer.
@@ -275,9 +276,53 @@ def test_the_report_is_the_same_without_the_alias_pre_filter(tmp_path: Path) -> 
             capture_output=True,
             text=True,
             check=False,
-            env={**os.environ, fast.PARSER_VARIABLE: "pyyaml"},
+            env={**os.environ, parser_choice.PARSER_VARIABLE: "pyyaml"},
         )
         assert result.returncode == 1, result.stderr
         reports.append(output.read_text())
     assert json.loads(reports[0])["summary"]["findings"] > 0
     assert reports[0] == reports[1]
+
+
+def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path) -> None:
+    """A check of a few documents never imports rapidyaml (its import costs more than it
+    saves there: the cold start); past AUTO_AFTER_DOCUMENTS, the reader uses it."""
+    small, large = tmp_path / "small.yaml", tmp_path / "large.yaml"
+    config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {a: b}\n"
+    small.write_text(config_map % 0)
+    large.write_text("---\n".join(config_map % n for n in range(fast.AUTO_AFTER_DOCUMENTS + 40)))
+    script = (
+        "import sys; from dra_guard.loader import load_paths; from dra_guard.kubectl_yaml import fast; "
+        "documents = load_paths([sys.argv[1]]).documents; "
+        "print(len(documents), 'ryml' in sys.modules, fast._Count.documents)"
+    )
+    unforced = {key: value for key, value in os.environ.items() if key != parser_choice.PARSER_VARIABLE}
+
+    def read(path: Path) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True, env=unforced
+        )
+        return result.stdout.split()
+
+    assert read(small) == ["1", "False", "1"]
+    assert read(large) == [str(fast.AUTO_AFTER_DOCUMENTS + 40), "True", str(fast.AUTO_AFTER_DOCUMENTS + 40)]
+
+
+@pytest.mark.parametrize(
+    ("choice", "message"),
+    [("libfancy", "expected one of pyyaml, rapidyaml"), ("rapidyaml", "the rapidyaml package does not import")],
+)
+def test_a_wrong_parser_choice_is_a_clear_error(tmp_path: Path, choice: str, message: str) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    hide_the_wheel = "import sys; sys.modules['ryml'] = None; from dra_guard.cli import main; sys.exit(main())"
+    result = subprocess.run(
+        [sys.executable, "-c", hide_the_wheel, "check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, parser_choice.PARSER_VARIABLE: choice},
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"dra-guard: {parser_choice.PARSER_VARIABLE}=") and message in result.stderr
+    assert "Traceback" not in result.stderr

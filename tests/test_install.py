@@ -16,11 +16,19 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dra_guard.parser_choice import PARSER_VARIABLE
 from tests.conftest import REPO_ROOT
 from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
 
 # What a source distribution needs; not the caches, virtualenvs and node_modules.
 _SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build", "*.egg-info", "__pycache__", ".*cache")
+
+
+@pytest.fixture(autouse=True)
+def _as_a_user_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain install (no `fast` extra) with the reader it picks: the suite's forced
+    rapidyaml (Makefile) is not the user's."""
+    monkeypatch.delenv(PARSER_VARIABLE, raising=False)
 
 
 def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -26,7 +26,7 @@ from typing import Any
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
 from dra_guard.kubectl_yaml.errors import Refusal
-from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, FastLines, Parsed, decode_plain, parse_plain
+from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, FastLines, Parsed, decode_plain, parse_plain_when_worth_it
 from dra_guard.kubectl_yaml.framing import BadSeparator, Chunk, is_json_stream, kubectl_lines, yaml_chunks
 from dra_guard.kubectl_yaml.lines import FileLines, node_line
 from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
@@ -179,7 +179,7 @@ def _read_yaml(
         if index > trees_from + len(trees):
             trees_from = index - 1
             batch = chunks[trees_from : trees_from + _TREES_AT_ONCE]
-            trees = parse_plain([text[c.start : c.end] if isinstance(c, Chunk) else None for c in batch])
+            trees = parse_plain_when_worth_it([text[c.start : c.end] if isinstance(c, Chunk) else None for c in batch])
         document = trees[index - 1 - trees_from]
         body = text[chunk.start : chunk.end] if document is None else document.text
         value = decode_plain(body, document)

@@ -29,7 +29,8 @@ holds both readers to the same objects, lines and errors on the differential cor
 and `tests/test_kubectl_differential.py` runs against kubectl with each.
 
 `DRA_GUARD_YAML_PARSER=pyyaml` turns this reader off; `=rapidyaml` requires it (an
-error at start-up if the wheel is missing); unset, it is used when `ryml` imports.
+error at start-up if the wheel is missing); unset, it is used when `ryml` imports and
+the process has read enough documents for its import to pay (parser_choice.py).
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ from dra_guard.kubectl_yaml.construct import key_string
 from dra_guard.kubectl_yaml.gojson import go_json_number
 from dra_guard.kubectl_yaml.parser import at_node_start, node_property
 from dra_guard.kubectl_yaml.resolve import resolve_plain
-
-PARSER_VARIABLE = "DRA_GUARD_YAML_PARSER"
-PARSERS = ("pyyaml", "rapidyaml")
+from dra_guard.parser_choice import chosen, load_rapidyaml
 
 DECLINED: Any = object()
 EMPTY: Any = object()
@@ -71,34 +70,34 @@ class _Decline(Exception):
     pass
 
 
-class UnavailableParser(RuntimeError):
-    """`DRA_GUARD_YAML_PARSER=rapidyaml` where the rapidyaml wheel does not import."""
+# Importing rapidyaml (with the `deprecation` and `packaging` modules it imports) takes
+# about 5 ms, and it saves about 25 us per document: a process that reads a few files
+# is faster without it (README "Performance", the cold start).  Unforced, the reader
+# therefore parses its first documents with libyaml alone (`parse_plain_when_worth_it`);
+# forced either way, the choice holds from the first document.
+AUTO_AFTER_DOCUMENTS = 200
+_FORCED = bool(chosen())
+_ryml: Any = load_rapidyaml() if _FORCED else None
+_loaded = _FORCED
 
 
-def _load() -> Any:
-    """The ryml module, or None when the fast reader is off or unavailable."""
-    choice = os.environ.get(PARSER_VARIABLE, "").strip().lower()
-    if choice and choice not in PARSERS:
-        raise UnavailableParser(f"{PARSER_VARIABLE}={choice!r}: expected one of {', '.join(PARSERS)}")
-    if choice == "pyyaml":
-        return None
-    try:
-        import ryml
-    except ImportError as error:
-        if choice == "rapidyaml":
-            raise UnavailableParser(
-                f"{PARSER_VARIABLE}=rapidyaml, but the rapidyaml package does not import ({error})"
-            ) from None
-        return None
-    return ryml
+class _Count:
+    """Documents the reader has seen in this process (a count only: a race costs nothing)."""
+
+    documents = 0
 
 
-_ryml: Any = _load()
+def _module() -> Any:
+    """The ryml module (imported at the first call), or None."""
+    global _ryml, _loaded
+    if not _loaded:
+        _ryml, _loaded = load_rapidyaml(), True
+    return _ryml
 
 
 def active_parser() -> str:
-    """The parser that reads plain documents: "rapidyaml" or "pyyaml"."""
-    return "rapidyaml" if _ryml is not None else "pyyaml"
+    """The parser that reads plain documents once the reader uses it: "rapidyaml" or "pyyaml"."""
+    return "rapidyaml" if _module() is not None else "pyyaml"
 
 
 #: Plain scalars that may resolve to something other than their text (resolve.py's hints).
@@ -343,7 +342,7 @@ class Parsed:
 def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
     """rapidyaml's tree of each text it may read (see above), or None: parsed together,
     so that descriptor 2 is swapped once for them all, not once per document."""
-    if _ryml is None:
+    if _module() is None:
         return [None] * len(texts)
     buffers = [
         None if text is None or _unsafe(text) or node_property(text) else bytearray(text, "ascii") for text in texts
@@ -353,6 +352,15 @@ def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
         None if tree is None or text is None or buffer is None else Parsed(text, buffer, tree)
         for text, buffer, tree in zip(texts, buffers, trees, strict=True)
     ]
+
+
+def parse_plain_when_worth_it(texts: Sequence[str | None]) -> list[Parsed | None]:
+    """`parse_plain`, once this process has read enough documents for rapidyaml's import
+    to pay (see AUTO_AFTER_DOCUMENTS); before, None for each (libyaml reads them)."""
+    _Count.documents += len(texts)
+    if not _loaded and _Count.documents <= AUTO_AFTER_DOCUMENTS:
+        return [None] * len(texts)
+    return parse_plain(texts)
 
 
 def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any:
