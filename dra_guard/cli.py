@@ -12,7 +12,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dra_guard import __version__
 from dra_guard.admission.commands import add_admission_policy_parser, add_webhook_parser
@@ -31,14 +31,42 @@ EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, with the terminal's width found as `shutil` finds it but
+    without importing `shutil` (and the compression modules it imports): argparse makes
+    a formatter for every argument it adds, and that import was 3 % of a cold start."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
+def _terminal_columns() -> int:
+    with contextlib.suppress(ValueError):
+        columns = int(os.environ.get("COLUMNS", "0"))
+        if columns > 0:
+            return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """A parser whose help (and its subcommands') is formatted by `_HelpFormatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     # argparse exits 2 on usage errors, which is already our contract.
-    parser = argparse.ArgumentParser(
+    parser = _ArgumentParser(
         prog="dra-guard",
         description="Author and check isolated sliced-accelerator workloads on Kubernetes DRA.",
     )
     parser.add_argument("--version", action="version", version=f"dra-guard {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
 
     check = commands.add_parser(
         "check",

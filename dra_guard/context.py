@@ -6,9 +6,8 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from dra_guard.allocation import SliceCollector
 from dra_guard.config import Config
 from dra_guard.findings import ObjectRef, Severity
 from dra_guard.manifest import (
@@ -23,6 +22,9 @@ from dra_guard.manifest import (
     text,
 )
 from dra_guard.pod_templates import PodSpecView, pod_specs
+
+if TYPE_CHECKING:
+    from dra_guard.allocation import SliceCollector
 
 T = TypeVar("T")
 #: Scheduling objects whose resourceClaims are shared by a group of pods (KEP-5729).
@@ -268,12 +270,21 @@ class Context:
         #: What shares a ResourceClaim by itself, by the claim's name: (namespace, who) for
         #: each controller's pod template and each PodGroup that names it.
         self._claim_sharers: dict[str, list[tuple[str, str]]] = {}
-        #: The input's ResourceSlices, as devices.
-        self.slices = SliceCollector()
+        self._slices: SliceCollector | None = None
         #: What a rule works out once per check from the whole input (`derived`).
         self._derived: dict[str, Any] = {}
         #: Facts pending findings keep, each kept once however many objects repeat it.
         self._shared: dict[Any, Any] = {}
+
+    @property
+    def slices(self) -> SliceCollector:
+        """The input's ResourceSlices, as devices."""
+        if self._slices is None:
+            # Imported with the first ResourceSlice or claim (dra014_unsatisfiable.py), not at start-up.
+            from dra_guard.allocation import SliceCollector
+
+            self._slices = SliceCollector()
+        return self._slices
 
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:

@@ -57,7 +57,8 @@ def _reading(data: bytes, name: str) -> list[Any]:
 
 
 def _with_pyyaml_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast, "_ryml", None)
+    monkeypatch.setattr(fast._Rapidyaml, "module", None)
+    monkeypatch.setattr(fast._Rapidyaml, "loaded", True)
 
 
 def _same_reading(data: bytes, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,7 +98,7 @@ def test_the_benchmark_corpora_read_the_same_and_mostly_fast(tmp_path: Path, mon
     def counting(text: str, parsed: Any = fast.UNPARSED) -> Any:
         nonlocal declined, accepted
         value = original(text, parsed)
-        if fast._ryml is None:  # the reference reading, with PyYAML alone
+        if fast._Rapidyaml.module is None:  # the reference reading, with PyYAML alone
             return value
         declined += value is fast.DECLINED
         accepted += value is not fast.DECLINED
@@ -294,7 +295,7 @@ def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path)
     script = (
         "import sys; from dra_guard.loader import load_paths; from dra_guard.kubectl_yaml import fast; "
         "documents = load_paths([sys.argv[1]]).documents; "
-        "print(len(documents), 'ryml' in sys.modules, fast._Count.documents)"
+        "print(len(documents), 'ryml' in sys.modules, fast._Rapidyaml.documents)"
     )
     unforced = {key: value for key, value in os.environ.items() if key != parser_choice.PARSER_VARIABLE}
 

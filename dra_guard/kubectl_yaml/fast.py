@@ -35,14 +35,11 @@ the process has read enough documents for its import to pay (parser_choice.py).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import math
-import os
 import re
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from importlib import import_module
 from typing import Any
 
 from dra_guard.kubectl_yaml.construct import key_string
@@ -76,23 +73,35 @@ class _Decline(Exception):
 # therefore parses its first documents with libyaml alone (`parse_plain_when_worth_it`);
 # forced either way, the choice holds from the first document.
 AUTO_AFTER_DOCUMENTS = 200
-_FORCED = bool(chosen())
-_ryml: Any = load_rapidyaml() if _FORCED else None
-_loaded = _FORCED
 
 
-class _Count:
-    """Documents the reader has seen in this process (a count only: a race costs nothing)."""
+class _Rapidyaml:
+    """This process's rapidyaml (None: off or missing), imported when first needed; with
+    it, what talks to its C++ and to CPython's buffers (ryml_native: ctypes, threads)."""
 
+    module: Any = None
+    native: Any = None
+    loaded = False
+    #: Documents the reader has seen (a count only: a race costs nothing).
     documents = 0
+
+    @classmethod
+    def load(cls) -> Any:
+        if not cls.loaded:
+            cls.module = load_rapidyaml()
+            if cls.module is not None:
+                cls.native = import_module("dra_guard.kubectl_yaml.ryml_native").Native(cls.module)
+            cls.loaded = True
+        return cls.module
+
+
+if chosen():  # forced either way: from the first document (and a missing wheel fails now)
+    _Rapidyaml.load()
 
 
 def _module() -> Any:
     """The ryml module (imported at the first call), or None."""
-    global _ryml, _loaded
-    if not _loaded:
-        _ryml, _loaded = load_rapidyaml(), True
-    return _ryml
+    return _Rapidyaml.module if _Rapidyaml.loaded else _Rapidyaml.load()
 
 
 def active_parser() -> str:
@@ -196,8 +205,8 @@ def _emitted_as_json_scalar(value: str) -> bool:
     known = _EMITTED_AS_SCALAR.get(value)
     if known is None:
         try:
-            tree = _parse_quietly(b"a: " + value.encode("ascii"))
-            emitted = json.loads(_emit_json(tree, tree.root_id()))
+            tree = _Rapidyaml.native.quiet.parse(b"a: " + value.encode("ascii"))
+            emitted = json.loads(_Rapidyaml.native.emit_json(tree, tree.root_id()))
             known = emitted.__class__ is dict and emitted.get("a").__class__ is not str and len(emitted) == 1
         except Exception:  # not a scalar rapidyaml reads alone: no conclusion
             known = False
@@ -242,77 +251,8 @@ def _spelled_bare(text: str, value: str) -> bool:
     return False
 
 
-_emitted = threading.local()
-
-
-def _emit_json(tree: Any, node: int) -> bytes:
-    """rapidyaml's JSON of `node`, written into a buffer kept per thread: its
-    `emit_json` returns a malloc'd copy that is never freed (1 KiB lost per document)."""
-    buffer = _emitted.__dict__.get("buffer")
-    if buffer is None:
-        buffer = _emitted.buffer = bytearray(1 << 16)
-    failed, size = _ryml.emit_json_to_substr(tree, node, buffer)
-    if failed:
-        buffer = _emitted.buffer = bytearray(max(size, 2 * len(buffer)))
-        failed, size = _ryml.emit_json_to_substr(tree, node, buffer)
-        if failed:  # pragma: no cover - the buffer was made big enough
-            raise ValueError("rapidyaml could not write the document as JSON")
-    return bytes(memoryview(buffer)[:size])
-
-
 def _no_constant(name: str) -> Any:
     raise _Decline  # NaN, Infinity: never from rapidyaml for a plain scalar, but never accepted
-
-
-class _QuietStderr:
-    """rapidyaml's C++ error handler writes its own text to file descriptor 2 before
-    raising; dra-guard reports that document through libyaml instead, with file, line
-    and why.  So descriptor 2 points at /dev/null while rapidyaml parses (a lock keeps
-    threads from interleaving the swap; a write from another thread in that window is
-    lost, which only a parse error makes possible output anyway)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._null: int | None = None
-        self._saved: int | None = None
-
-    def parse(self, data: bytes) -> Any:
-        """The tree of `data`, parsed in an arena copy (an exception if it is no YAML)."""
-        with self._quiet():
-            return _ryml.parse_in_arena(data)
-
-    def parse_in_place(self, buffers: Sequence[bytearray | None]) -> list[Any]:
-        """The tree of each buffer, parsed in place (its scalars point into the buffer),
-        or None for a buffer rapidyaml cannot parse: many documents, one swap of fd 2."""
-        trees: list[Any] = []
-        with self._quiet():
-            for buffer in buffers:
-                try:
-                    trees.append(None if buffer is None else _ryml.parse_in_place(buffer))
-                except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
-                    trees.append(None)
-        return trees
-
-    @contextlib.contextmanager
-    def _quiet(self) -> Iterator[None]:
-        with self._lock:
-            try:
-                if self._null is None:
-                    self._null = os.open(os.devnull, os.O_WRONLY)
-                saved = os.dup(2)
-            except OSError:  # no descriptor 2, or none left: parse as is
-                yield
-                return
-            try:
-                os.dup2(self._null, 2)
-                yield
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-
-
-_quiet = _QuietStderr()
-_parse_quietly = _quiet.parse
 
 
 def _unsafe(text: str) -> bool:
@@ -347,7 +287,7 @@ def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
     buffers = [
         None if text is None or _unsafe(text) or node_property(text) else bytearray(text, "ascii") for text in texts
     ]
-    trees = _quiet.parse_in_place(buffers)
+    trees = _Rapidyaml.native.quiet.parse_in_place(buffers)
     return [
         None if tree is None or text is None or buffer is None else Parsed(text, buffer, tree)
         for text, buffer, tree in zip(texts, buffers, trees, strict=True)
@@ -357,8 +297,8 @@ def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
 def parse_plain_when_worth_it(texts: Sequence[str | None]) -> list[Parsed | None]:
     """`parse_plain`, once this process has read enough documents for rapidyaml's import
     to pay (see AUTO_AFTER_DOCUMENTS); before, None for each (libyaml reads them)."""
-    _Count.documents += len(texts)
-    if not _loaded and _Count.documents <= AUTO_AFTER_DOCUMENTS:
+    _Rapidyaml.documents += len(texts)
+    if not _Rapidyaml.loaded and _Rapidyaml.documents <= AUTO_AFTER_DOCUMENTS:
         return [None] * len(texts)
     return parse_plain(texts)
 
@@ -381,7 +321,7 @@ def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any
     if not tree.is_map(root) and not tree.is_seq(root) and not tree.has_val(root):
         return EMPTY  # blank, or comments only
     try:
-        value = json.loads(_emit_json(tree, root), parse_constant=_no_constant)
+        value = json.loads(_Rapidyaml.native.emit_json(tree, root), parse_constant=_no_constant)
         checker = _Checker(text)
         value = checker.value(value, 0)
     except (_Decline, ValueError, RecursionError):
@@ -391,53 +331,6 @@ def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any
     if value is None:
         return EMPTY
     return value
-
-
-class _Py_buffer(ctypes.Structure):
-    """CPython's Py_buffer, to learn where a read-only memoryview's bytes are."""
-
-    _fields_ = (
-        ("buf", ctypes.c_void_p),
-        ("obj", ctypes.py_object),
-        ("len", ctypes.c_ssize_t),
-        ("itemsize", ctypes.c_ssize_t),
-        ("readonly", ctypes.c_int),
-        ("ndim", ctypes.c_int),
-        ("format", ctypes.c_char_p),
-        ("shape", ctypes.c_void_p),
-        ("strides", ctypes.c_void_p),
-        ("suboffsets", ctypes.c_void_p),
-        ("internal", ctypes.c_void_p),
-    )
-
-
-def _buffer_api() -> tuple[Any, Any] | None:
-    try:
-        get, release = ctypes.pythonapi.PyObject_GetBuffer, ctypes.pythonapi.PyBuffer_Release
-    except (AttributeError, ValueError):  # not CPython: libyaml gives the lines
-        return None
-    get.argtypes = (ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int)
-    get.restype = ctypes.c_int
-    release.argtypes = (ctypes.POINTER(_Py_buffer),)
-    release.restype = None
-    return get, release
-
-
-_BUFFER_API = _buffer_api()
-
-
-def _address(view: Any) -> int | None:
-    if _BUFFER_API is None:
-        return None
-    get, release = _BUFFER_API
-    buffer = _Py_buffer()
-    if get(view, ctypes.byref(buffer), 0) != 0:
-        return None
-    try:
-        address: int | None = buffer.buf
-        return address
-    finally:
-        release(ctypes.byref(buffer))
 
 
 class FastLines:
@@ -455,18 +348,17 @@ class FastLines:
         self._root_line = root_line
         self._tree: Any = None
         self._base: int | None = None
-        if parsed is None or _BUFFER_API is None:
+        if parsed is None or not _Rapidyaml.native.knows_addresses:
             return
         self._text, self._buffer, self._tree = parsed.text, parsed.buffer, parsed.tree
-        try:
-            self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._buffer))
-        except (TypeError, ValueError):  # an empty buffer: nothing to place
+        self._base = _Rapidyaml.native.base_address(self._buffer)
+        if self._base is None:  # an empty buffer: nothing to place
             self._tree = None
 
     def _line_at(self, view: Any) -> int | None:
         if len(view) == 0 or self._base is None:
             return None
-        address = _address(view)
+        address = _Rapidyaml.native.address(view)
         if address is None:
             return None
         offset = address - self._base

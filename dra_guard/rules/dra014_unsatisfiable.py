@@ -7,17 +7,8 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dra_guard.allocation import (
-    Allocator,
-    Alternative,
-    Constraint,
-    Request,
-    SliceCollector,
-    constraints_of,
-    requests_of,
-)
 from dra_guard.celkit import NotAdmissible
 from dra_guard.context import Context, Pending, Resource
 from dra_guard.device_classes import selectors_of
@@ -26,6 +17,9 @@ from dra_guard.loader import load_paths
 from dra_guard.manifest import CLAIM_KINDS, claim_devices, is_dra_object, is_list_kind, items
 from dra_guard.options import ConfigError, Option, OptionType, ParseContext
 from dra_guard.rulekit import Example
+
+if TYPE_CHECKING:
+    from dra_guard.allocation import Alternative, Constraint, Request
 
 ID = "DRA014"
 NAME = "unsatisfiable"
@@ -177,6 +171,10 @@ def check(resource: Resource, context: Context) -> Iterator[Pending]:
     if located is None or not accelerator:
         return
     path, devices = located
+    # The allocator is imported by the first claim: a check without claims (a pre-commit
+    # run on other files) does not pay for it at start-up.
+    from dra_guard.allocation import constraints_of, requests_of
+
     # Small facts only (names, selectors, counts): the claim itself is let go, and the
     # facts are kept once for every claim with the same requests (context.shared).
     requests = context.shared(tuple(requests_of(resource.requests)))
@@ -195,6 +193,8 @@ class _Devices:
     """The allocator over every ResourceSlice given, with class selectors filled in as claims need them."""
 
     def __init__(self, context: Context) -> None:
+        from dra_guard.allocation import Allocator, SliceCollector
+
         collector = SliceCollector()
         for obj in context.config.get(RESOURCE_SLICES).slices:
             collector.add(obj)

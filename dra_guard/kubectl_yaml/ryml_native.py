@@ -1,0 +1,146 @@
+"""What the fast reader needs beyond rapidyaml's Python API: quiet parses, JSON written
+into a reused buffer, and the addresses of the buffers its tree points into.
+
+Imported only with rapidyaml (fast.py), so that a process that never uses it does not
+pay for ctypes and threading at start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+class Native:
+    """rapidyaml's calls as the fast reader makes them."""
+
+    def __init__(self, ryml: Any) -> None:
+        self.ryml = ryml
+        self.quiet = QuietStderr(ryml)
+        self._emitted = threading.local()
+
+    def emit_json(self, tree: Any, node: int) -> bytes:
+        """rapidyaml's JSON of `node`, written into a buffer kept per thread: its
+        `emit_json` returns a malloc'd copy that is never freed (1 KiB lost per document)."""
+        buffer = self._emitted.__dict__.get("buffer")
+        if buffer is None:
+            buffer = self._emitted.buffer = bytearray(1 << 16)
+        failed, size = self.ryml.emit_json_to_substr(tree, node, buffer)
+        if failed:
+            buffer = self._emitted.buffer = bytearray(max(size, 2 * len(buffer)))
+            failed, size = self.ryml.emit_json_to_substr(tree, node, buffer)
+            if failed:  # pragma: no cover - the buffer was made big enough
+                raise ValueError("rapidyaml could not write the document as JSON")
+        return bytes(memoryview(buffer)[:size])
+
+    #: Whether `address` can tell (CPython's buffer API through ctypes); if not, libyaml
+    #: gives the lines.
+    knows_addresses = True
+
+    @staticmethod
+    def base_address(buffer: bytearray) -> int | None:
+        """Where a (non-empty) buffer's bytes are."""
+        try:
+            return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+        except (TypeError, ValueError):  # an empty buffer
+            return None
+
+    @staticmethod
+    def address(view: Any) -> int | None:
+        """Where a read-only memoryview's bytes are (rapidyaml's keys and scalars)."""
+        if _BUFFER_API is None:
+            return None
+        get, release = _BUFFER_API
+        buffer = _Py_buffer()
+        if get(view, ctypes.byref(buffer), 0) != 0:
+            return None
+        try:
+            address: int | None = buffer.buf
+            return address
+        finally:
+            release(ctypes.byref(buffer))
+
+
+class QuietStderr:
+    """rapidyaml's C++ error handler writes its own text to file descriptor 2 before
+    raising; dra-guard reports that document through libyaml instead, with file, line
+    and why.  So descriptor 2 points at /dev/null while rapidyaml parses (a lock keeps
+    threads from interleaving the swap; a write from another thread in that window is
+    lost, which only a parse error makes possible output anyway)."""
+
+    def __init__(self, ryml: Any) -> None:
+        self._ryml = ryml
+        self._lock = threading.Lock()
+        self._null: int | None = None
+
+    def parse(self, data: bytes) -> Any:
+        """The tree of `data`, parsed in an arena copy (an exception if it is no YAML)."""
+        with self._quiet():
+            return self._ryml.parse_in_arena(data)
+
+    def parse_in_place(self, buffers: Sequence[bytearray | None]) -> list[Any]:
+        """The tree of each buffer, parsed in place (its scalars point into the buffer),
+        or None for a buffer rapidyaml cannot parse: many documents, one swap of fd 2."""
+        trees: list[Any] = []
+        with self._quiet():
+            for buffer in buffers:
+                try:
+                    trees.append(None if buffer is None else self._ryml.parse_in_place(buffer))
+                except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
+                    trees.append(None)
+        return trees
+
+    @contextlib.contextmanager
+    def _quiet(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                if self._null is None:
+                    self._null = os.open(os.devnull, os.O_WRONLY)
+                saved = os.dup(2)
+            except OSError:  # no descriptor 2, or none left: parse as is
+                yield
+                return
+            try:
+                os.dup2(self._null, 2)
+                yield
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+
+
+class _Py_buffer(ctypes.Structure):
+    """CPython's Py_buffer, to learn where a read-only memoryview's bytes are."""
+
+    _fields_ = (
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.py_object),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("suboffsets", ctypes.c_void_p),
+        ("internal", ctypes.c_void_p),
+    )
+
+
+def _buffer_api() -> tuple[Any, Any] | None:
+    try:
+        get, release = ctypes.pythonapi.PyObject_GetBuffer, ctypes.pythonapi.PyBuffer_Release
+    except (AttributeError, ValueError):  # not CPython
+        return None
+    get.argtypes = (ctypes.py_object, ctypes.POINTER(_Py_buffer), ctypes.c_int)
+    get.restype = ctypes.c_int
+    release.argtypes = (ctypes.POINTER(_Py_buffer),)
+    release.restype = None
+    return get, release
+
+
+_BUFFER_API = _buffer_api()
+Native.knows_addresses = _BUFFER_API is not None

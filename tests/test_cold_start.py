@@ -1,0 +1,48 @@
+"""What a check of one small file does not import: a cold start pays only for what it uses.
+
+`make bench` measures the cold start against `python -c "import yaml"`; these modules
+are each a few percent of it, and nothing a check of a ConfigMap needs: rapidyaml
+(worth its import only past a few hundred documents), what talks to its C++ (ctypes,
+threads), `shutil` (argparse imports it for the terminal's width), and the allocator
+(needed with the first claim or ResourceSlice).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dra_guard.parser_choice import PARSER_VARIABLE
+
+NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "dra_guard.allocation")
+
+
+def _imported_after_check(path: Path) -> set[str]:
+    script = (
+        "import sys; from dra_guard.cli import main; code = main(['check', sys.argv[1]]); "
+        f"print(' '.join(m for m in {NOT_AT_START!r} if m in sys.modules))"
+    )
+    unforced = {key: value for key, value in os.environ.items() if key != PARSER_VARIABLE}
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True, env=unforced
+    )
+    return set(result.stdout.splitlines()[-1].split())
+
+
+def test_a_check_of_a_small_file_imports_only_what_it_uses(tmp_path: Path) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast\n")
+    assert _imported_after_check(path) == set()
+
+
+def test_a_claim_brings_the_allocator(tmp_path: Path) -> None:
+    """The other side of the bargain: the lazily imported allocator is there when needed."""
+    path = tmp_path / "claim.yaml"
+    path.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: slice}\nspec:\n"
+        "  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n"
+        "          deviceClassName: mig.nvidia.com\n          count: 1\n"
+    )
+    assert "dra_guard.allocation" in _imported_after_check(path)
