@@ -11,7 +11,10 @@ key, extra legacy resources, disabled rules and `fail_on` — so that one config
 applies to every object; a construct's own `hmac_key` verifies its tags only when that
 configuration names no key.  What they made is read from the builders' dicts unless it
 was edited (`constructs_dra/registry.py`), so this costs about what checking the dicts
-costs, not a round trip into Node per object.
+costs, not a round trip into Node per object.  Other objects must be read from Node: an
+`enforce()` on a chart or an app with many of them reads each chart whole
+(`Chart.to_json`, one call) and, only when something fails, reads them one by one to
+name each failing object's construct.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 import jsii
-from cdk8s import ApiObject
+from cdk8s import ApiObject, App, Chart
 from constructs import Construct, IConstruct, IValidation
 
 from constructs_dra.registry import (
@@ -69,6 +72,7 @@ class DraGuardValidation:
         # cdk8s validates the whole app once more for each chart it renders: the same
         # objects, read again, give the same messages without running the rules again.
         self._last: tuple[list[str], list[Any], list[str]] | None = None
+        self._clean: tuple[list[str], list[Any]] | None = None
 
     @property
     def config(self) -> Config:
@@ -79,15 +83,57 @@ class DraGuardValidation:
         return self._fail_on
 
     def validate(self) -> list[str]:
+        if _ChartRead.active:  # our own batched read below validates the app once more
+            return []
         scope_path = self._scope.node.path if self._scope_path is None else self._scope_path
+        built: list[BuiltApiObject] = []
+        others: list[ApiObject] = []
+        charts: list[Chart] = []
+        keys: list[str] = []
+        children = self._scope.node.find_all()
+        for child in children:
+            if isinstance(child, ApiObject):
+                keys.append(jsii_key(child))
+                if isinstance(child, BuiltApiObject):
+                    built.append(child)
+                else:
+                    others.append(child)
+            elif isinstance(child, Chart):
+                charts.append(child)
+        if self._batch_read_pays(built, others):
+            manifests = _read_charts(charts, len(keys))
+            if manifests is not None and self._passes(keys, manifests):
+                return []
+        return self._check_each(children, keys, scope_path)
+
+    def _batch_read_pays(self, built: list[BuiltApiObject], others: list[ApiObject]) -> bool:
+        """Whether reading the scope's charts whole costs fewer round trips into Node than
+        reading each other object: a chart's read is one call, plus one call back into
+        Python for each of our unedited objects (their `to_json`) and each validation."""
+        if not isinstance(self._scope, (App, Chart)):  # a chart also renders objects outside the scope
+            return False
+        unedited = sum(1 for api_object in built if not api_object.edited)
+        return len(others) > unedited + _BATCH_READ_MARGIN
+
+    def _passes(self, keys: list[str], manifests: list[Any]) -> bool:
+        """Whether the scope's objects, as its charts render them, fail no check.
+
+        The charts list them in their own order, without construct paths, so this answers
+        only yes or no: when anything fails, `_check_each` reads and reports each object."""
+        if self._clean == (keys, manifests):
+            return True
+        report = check_objects(manifests, self._config)
+        if report.errors or any(finding.severity >= self._fail_on for finding in report.findings):
+            return False
+        self._clean = (keys, manifests)
+        return True
+
+    def _check_each(self, children: list[IConstruct], keys: list[str], scope_path: str) -> list[str]:
         objects: list[Any] = []
         origins: list[str] = []
         skip: set[str] = set()
         others: dict[str, ApiObject] = {}
-        keys: list[str] = []
-        for child in self._scope.node.find_all():
-            if isinstance(child, ApiObject):
-                keys.append(jsii_key(child))
+        for child in children:
             if isinstance(child, BuiltApiObject):
                 objects.append(child.current())
                 origins.append(child.path)
@@ -112,6 +158,34 @@ class DraGuardValidation:
         ]
         self._last = (keys, objects, messages)
         return list(messages)
+
+
+#: How many more objects of others than of ours a scope needs before its charts are read
+#: whole (each of ours is a call back into Python there; each validation of the app too).
+_BATCH_READ_MARGIN = 8
+
+
+class _ChartRead:
+    """Whether `_read_charts` is running: `Chart.to_json` validates the whole app first,
+    and our validations, asked again from inside it, have nothing to add there."""
+
+    active = False
+
+
+def _read_charts(charts: list[Chart], expected: int) -> list[Any] | None:
+    """Every ApiObject of `charts` as synth renders it, one call into Node per chart;
+    None when that fails (another validation's errors: synth reports them anyway) or
+    does not account for `expected` objects."""
+    if _ChartRead.active:
+        return None
+    _ChartRead.active = True
+    try:
+        manifests = [manifest for chart in charts for manifest in chart.to_json()]
+    except Exception:  # jsii raises the JavaScript error as a plain Exception
+        return None
+    finally:
+        _ChartRead.active = False
+    return manifests if len(manifests) == expected else None
 
 
 #: Stands for the construct path of an object until a message needs it (no path has NUL).
@@ -171,6 +245,8 @@ class _ChartSelfCheck:
         self._last: dict[tuple[Any, ...], tuple[list[Any], list[str]]] = {}
 
     def validate(self) -> list[str]:
+        if _ChartRead.active:  # asked from inside an enforce() validation's read of the charts
+            return []
         groups: dict[tuple[int, str], tuple[Config, Severity, list[BuiltApiObject], DraGuardValidation | None]] = {}
         for member in self._entry.members:
             applying = enforcing(self._entry.app, member.path)

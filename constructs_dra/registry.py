@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import jsii
 from cdk8s import (
     ApiObject,
-    ApiObjectMetadata,
     App,
     Chart,
     ImplicitTokenResolver,
@@ -86,6 +86,18 @@ def synthesized(
     return result
 
 
+def _props(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """`ApiObjectProps` as jsii sends them (its names, absent values left out): the
+    kernel takes a plain map for a struct."""
+    metadata = manifest["metadata"]
+    fields = {key: metadata.get(key) for key in ("name", "namespace", "labels", "annotations")}
+    return {
+        "apiVersion": manifest["apiVersion"],
+        "kind": manifest["kind"],
+        "metadata": {key: value for key, value in fields.items() if value is not None},
+    }
+
+
 class BuiltApiObject(ApiObject):
     """A plain ApiObject made from a builder's dict, which gives Node that dict at synth.
 
@@ -108,19 +120,10 @@ class BuiltApiObject(ApiObject):
         entry: ChartEntry,
         owner_path: str,
     ) -> None:
-        metadata = manifest["metadata"]
-        super().__init__(
-            owner,  # type: ignore[arg-type]
-            construct_id,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=ApiObjectMetadata(
-                name=metadata["name"],
-                namespace=metadata.get("namespace"),
-                labels=metadata.get("labels"),
-                annotations=metadata.get("annotations"),
-            ),
-        )
+        # What `ApiObject.__init__` sends to Node, without its runtime type checks
+        # (typeguard, about a third of the Python time of making an object): the values
+        # are the builder's, typed, and Node's jsii kernel checks the props again.
+        jsii.create(self.__class__, self, [owner, construct_id, _props(manifest)])
         self._dra_guard_json = json.dumps(synthesized(manifest, entry.namespace, entry.labels))
         #: The construct that made the object (one of ours), and the object, by `node.path`.
         self.owner_path = owner_path

@@ -104,7 +104,8 @@ class IsolatedAcceleratorWorkload(Construct):
         self.manifests = build_isolated_workload(self.spec)
         claim_template = BuiltApiObject(self, "ClaimTemplate", self.manifests.claim_template, chart, path)
         workload = BuiltApiObject(self, "Workload", self.manifests.workload, chart, path)
-        workload.add_dependency(claim_template)
+        # `add_dependency` without the binding's runtime type check: both objects are ours.
+        jsii.invoke(workload, "addDependency", [claim_template])
         objects = [claim_template, workload]
         self.claim_template: ApiObject = claim_template
         self.workload: ApiObject = workload

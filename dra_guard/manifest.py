@@ -36,6 +36,8 @@ def mapping(value: object) -> Mapping[str, Any]:
 
 
 def items(value: object) -> Sequence[Any]:
+    if value is None:  # an absent field, the usual case: no ABC check for it
+        return ()
     if type(value) is list or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
         return value
     return ()

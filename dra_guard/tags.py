@@ -22,6 +22,15 @@ def normalise_numbers(value: Any) -> Any:
     Pulumi delivers every number as a float (``count: 2.0``); the tag must not depend on
     which front end produced the object.  Read-only mapping/sequence proxies become plain.
     """
+    # Built and loaded objects hold plain dicts, lists and strings: the exact-type tests
+    # skip the slower ABC checks below for them.
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {str(key): normalise_numbers(item) for key, item in value.items()}
+    if kind is list:
+        return [normalise_numbers(item) for item in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, Mapping):

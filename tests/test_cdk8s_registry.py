@@ -13,7 +13,7 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 from jsii import implements
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, IsolatedClaimTemplate, enforce
-from constructs_dra.registry import BuiltApiObject
+from constructs_dra.registry import BuiltApiObject, chart_of
 from dra_guard.catalog import SANITIZATION_ANNOTATION, TENANT_ANNOTATION, WORKLOAD_KINDS
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
@@ -126,3 +126,17 @@ def test_an_app_with_its_own_resolvers_renders_our_objects_itself() -> None:
     deployment = workload.workload.to_json()
     assert deployment["metadata"]["labels"]["team"] == "ML"
     assert deployment["spec"]["replicas"] == 1
+
+
+def test_a_wrongly_typed_value_is_refused_by_node_without_the_bindings_checks() -> None:
+    """Our objects skip the Python binding's runtime type checks; Node's jsii kernel still
+    refuses props of the wrong type, so a builder bug cannot reach the output."""
+    chart = Chart(Cdk8sTesting.app(), "c", namespace="ns")
+    entry, path = chart_of(chart, lambda _: None)
+
+    def manifest(labels: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": labels}, "spec": {}}
+
+    with pytest.raises(RuntimeError, match=r"cdk8s\.ApiObjectProps"):
+        BuiltApiObject(chart, "o", manifest({"a": 1}), entry, path)
+    assert BuiltApiObject(chart, "p", manifest({"a": "1"}), entry, path).to_json()["metadata"]["labels"] == {"a": "1"}
