@@ -165,6 +165,47 @@ class _Deferred:
         )
 
 
+class _RulePlan:
+    """What a configuration makes of the rule set: the same for every check under it.
+
+    Front ends that check one object at a time (the Pulumi pack: one check per resource)
+    would otherwise work it out again for each object.
+    """
+
+    def __init__(self, config: Config) -> None:
+        self.rules = [rule for rule in RULES.values() if config.rule_enabled(rule.id)]
+        # Each rule says whether it can be waived; the configuration may override them all.
+        configured = config.get(NON_WAIVABLE)
+        declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
+        self.non_waivable = declared if configured is None else configured
+        #: The enabled rules for each kind, as kinds are met (filling it twice is harmless).
+        self.by_kind: dict[str, list[Rule]] = {}
+
+    def in_scope(self, kind: str) -> list[Rule]:
+        rules = self.by_kind.get(kind)
+        if rules is None:
+            rules = self.by_kind[kind] = [rule for rule in self.rules if rule.applies_to(kind)]
+        return rules
+
+
+class _LastPlan:
+    #: The configuration checked last and its plan: one tuple, replaced whole (thread-safe).
+    last: tuple[Config, _RulePlan] | None = None
+
+
+_PLANS = _LastPlan()
+
+
+def _rule_plan(config: Config) -> _RulePlan:
+    """The plan of `config`, made again only when the configuration changes (Config is frozen)."""
+    last = _PLANS.last
+    if last is not None and (last[0] is config or last[0] == config):
+        return last[1]
+    plan = _RulePlan(config)
+    _PLANS.last = (config, plan)
+    return plan
+
+
 class Checker:
     """Runs every rule on each resource as it arrives, then resolves pending findings.
 
@@ -178,12 +219,9 @@ class Checker:
     def __init__(self, config: Config | None = None, complete: bool = True) -> None:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
-        self._rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
-        # Each rule says whether it can be waived; the configuration may override them all.
-        configured = self.config.get(NON_WAIVABLE)
-        declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
-        self._non_waivable = declared if configured is None else configured
-        self._by_kind: dict[str, list[Rule]] = {}
+        plan = _rule_plan(self.config)
+        self._in_scope = plan.in_scope
+        self._non_waivable = plan.non_waivable
         self._deferred: list[_Deferred] = []
         self._pending_kinds: dict[tuple[Any, ...], _PendingKind] = {}
         #: One int object per line number that pending findings keep (most are > 256).
@@ -238,12 +276,6 @@ class Checker:
             self.add(resource)
         for error in errors:
             self.add_error(error)
-
-    def _in_scope(self, kind: str) -> list[Rule]:
-        rules = self._by_kind.get(kind)
-        if rules is None:
-            rules = self._by_kind[kind] = [rule for rule in self._rules if rule.applies_to(kind)]
-        return rules
 
     def _run(self, rule: Rule, resource: Resource) -> None:
         violations = list(rule.check(resource, self.context))
