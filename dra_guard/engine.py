@@ -330,6 +330,7 @@ class Checker:
                 continue
             (self.report.findings if kind.waiver is None else self.report.waived).append(resolved)
         self._deferred.clear()
+        self.context.forget_check_facts()
         for findings in (self.report.findings, self.report.waived):
             findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report
