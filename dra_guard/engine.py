@@ -172,11 +172,13 @@ class _RulePlan:
     would otherwise work it out again for each object.
     """
 
-    def __init__(self, config: Config) -> None:
-        self.rules = [rule for rule in RULES.values() if config.rule_enabled(rule.id)]
+    def __init__(self, config: Config, registered: tuple[Rule, ...]) -> None:
+        #: The registry it was made from (tests and extra rule modules can change it).
+        self.registered = registered
+        self.rules = [rule for rule in registered if config.rule_enabled(rule.id)]
         # Each rule says whether it can be waived; the configuration may override them all.
         configured = config.get(NON_WAIVABLE)
-        declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
+        declared = frozenset(rule.id for rule in registered if not rule.waivable)
         self.non_waivable = declared if configured is None else configured
         #: The enabled rules for each kind, as kinds are met (filling it twice is harmless).
         self.by_kind: dict[str, list[Rule]] = {}
@@ -197,11 +199,12 @@ _PLANS = _LastPlan()
 
 
 def _rule_plan(config: Config) -> _RulePlan:
-    """The plan of `config`, made again only when the configuration changes (Config is frozen)."""
+    """The plan of `config`, made again only when the configuration (frozen) or the rules change."""
+    registered = tuple(RULES.values())
     last = _PLANS.last
-    if last is not None and (last[0] is config or last[0] == config):
+    if last is not None and (last[0] is config or last[0] == config) and last[1].registered == registered:
         return last[1]
-    plan = _RulePlan(config)
+    plan = _RulePlan(config, registered)
     _PLANS.last = (config, plan)
     return plan
 
