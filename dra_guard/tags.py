@@ -22,6 +22,15 @@ def normalise_numbers(value: Any) -> Any:
     Pulumi delivers every number as a float (``count: 2.0``); the tag must not depend on
     which front end produced the object.  Read-only mapping/sequence proxies become plain.
     """
+    # Exact types first: plain data is mostly strings, dicts and lists, and the ABC checks
+    # below cost several times more (two for every string).
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is dict:
+        return {str(key): normalise_numbers(item) for key, item in value.items()}
+    if kind is list:
+        return [normalise_numbers(item) for item in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, Mapping):
