@@ -375,6 +375,16 @@ class Context:
         configured = self.config.extended_resource_class(name)
         return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
 
+    def forget_check_facts(self) -> None:
+        """Drop what `shared` and `derived` keep, once the pending findings are resolved.
+
+        Those facts hold the context itself (a pending finding's arguments name it): left
+        in place, every finished check is a reference cycle that only the garbage collector
+        frees, which a front end checking one object at a time pays for on every object.
+        """
+        self._shared.clear()
+        self._derived.clear()
+
     def shared(self, facts: T) -> T:
         """`facts` (hashable), or equal facts seen before: what a pending finding keeps of
         its object -- a claim's requests -- repeats across objects, and is kept once."""

@@ -165,6 +165,50 @@ class _Deferred:
         )
 
 
+class _RulePlan:
+    """What a configuration makes of the rule set: the same for every check under it.
+
+    Front ends that check one object at a time (the Pulumi pack: one check per resource)
+    would otherwise work it out again for each object.
+    """
+
+    def __init__(self, config: Config, registered: tuple[Rule, ...]) -> None:
+        #: The registry it was made from (tests and extra rule modules can change it).
+        self.registered = registered
+        self.rules = [rule for rule in registered if config.rule_enabled(rule.id)]
+        # Each rule says whether it can be waived; the configuration may override them all.
+        configured = config.get(NON_WAIVABLE)
+        declared = frozenset(rule.id for rule in registered if not rule.waivable)
+        self.non_waivable = declared if configured is None else configured
+        #: The enabled rules for each kind, as kinds are met (filling it twice is harmless).
+        self.by_kind: dict[str, list[Rule]] = {}
+
+    def in_scope(self, kind: str) -> list[Rule]:
+        rules = self.by_kind.get(kind)
+        if rules is None:
+            rules = self.by_kind[kind] = [rule for rule in self.rules if rule.applies_to(kind)]
+        return rules
+
+
+class _LastPlan:
+    #: The configuration checked last and its plan: one tuple, replaced whole (thread-safe).
+    last: tuple[Config, _RulePlan] | None = None
+
+
+_PLANS = _LastPlan()
+
+
+def _rule_plan(config: Config) -> _RulePlan:
+    """The plan of `config`, made again only when the configuration (frozen) or the rules change."""
+    registered = tuple(RULES.values())
+    last = _PLANS.last
+    if last is not None and (last[0] is config or last[0] == config) and last[1].registered == registered:
+        return last[1]
+    plan = _RulePlan(config, registered)
+    _PLANS.last = (config, plan)
+    return plan
+
+
 class Checker:
     """Runs every rule on each resource as it arrives, then resolves pending findings.
 
@@ -178,12 +222,9 @@ class Checker:
     def __init__(self, config: Config | None = None, complete: bool = True) -> None:
         self.config = config or Config()
         self.context = Context(self.config, complete=complete)
-        self._rules = [rule for rule in RULES.values() if self.config.rule_enabled(rule.id)]
-        # Each rule says whether it can be waived; the configuration may override them all.
-        configured = self.config.get(NON_WAIVABLE)
-        declared = frozenset(rule.id for rule in RULES.values() if not rule.waivable)
-        self._non_waivable = declared if configured is None else configured
-        self._by_kind: dict[str, list[Rule]] = {}
+        plan = _rule_plan(self.config)
+        self._in_scope = plan.in_scope
+        self._non_waivable = plan.non_waivable
         self._deferred: list[_Deferred] = []
         self._pending_kinds: dict[tuple[Any, ...], _PendingKind] = {}
         #: One int object per line number that pending findings keep (most are > 256).
@@ -239,12 +280,6 @@ class Checker:
         for error in errors:
             self.add_error(error)
 
-    def _in_scope(self, kind: str) -> list[Rule]:
-        rules = self._by_kind.get(kind)
-        if rules is None:
-            rules = self._by_kind[kind] = [rule for rule in self._rules if rule.applies_to(kind)]
-        return rules
-
     def _run(self, rule: Rule, resource: Resource) -> None:
         violations = list(rule.check(resource, self.context))
         for violation in violations:
@@ -298,6 +333,7 @@ class Checker:
                 continue
             (self.report.findings if kind.waiver is None else self.report.waived).append(resolved)
         self._deferred.clear()
+        self.context.forget_check_facts()
         for findings in (self.report.findings, self.report.waived):
             findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
         return self.report

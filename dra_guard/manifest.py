@@ -29,18 +29,21 @@ _EMPTY: Mapping[str, Any] = {}
 
 
 def mapping(value: object) -> Mapping[str, Any]:
-    # Loaded documents are plain dicts; the exact-type test skips the slower ABC check.
-    if type(value) is dict or isinstance(value, Mapping):
+    # Loaded documents are plain dicts and absent fields None: the exact tests skip the
+    # slower ABC check, which most objects would otherwise pay dozens of times.
+    if type(value) is dict:
         return value
-    return _EMPTY
+    if value is None or not isinstance(value, Mapping):
+        return _EMPTY
+    return value
 
 
 def items(value: object) -> Sequence[Any]:
-    if value is None:  # an absent field, the usual case: no ABC check for it
-        return ()
-    if type(value) is list or (isinstance(value, Sequence) and not isinstance(value, (str, bytes))):
+    if type(value) is list:
         return value
-    return ()
+    if value is None or not isinstance(value, Sequence) or isinstance(value, (str, bytes)):
+        return ()
+    return value
 
 
 def get_path(obj: object, path: Path) -> Any:

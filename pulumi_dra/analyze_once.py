@@ -28,25 +28,39 @@ from typing import Any, TextIO
 import pulumi_policy.policy
 
 _PATCHED = "_dra_guard_analyze_once"
+_NEVER: Any = object()
 
 
-def memoize_last_call(function: Callable[..., Any]) -> Callable[..., Any]:
-    """Return the previous result when called again with the very same argument objects."""
-    state = threading.local()
+class _LastCall(threading.local):
+    """The arguments and result of a memoized function's last call on this thread."""
+
+    # A class default, so a thread's first read needs no check; no caller passes _NEVER.
+    call: tuple[tuple[Any, ...], Any] = ((_NEVER,), _NEVER)
+
+
+def memoize_last_call(function: Callable[..., Any], last: _LastCall | None = None) -> Callable[..., Any]:
+    """Return the previous result when called again with the very same argument objects.
+
+    `last` holds the calls remembered (one per thread); `plain_props` reads the proxies'.
+    """
+    remembered = last if last is not None else _LastCall()
 
     @functools.wraps(function)
     def wrapper(*args: Any) -> Any:
-        # Called about fifty times per resource: the common case, one argument, is cheap.
-        previous = state.__dict__.get("call")
-        if previous is not None:
-            last_args = previous[0]
-            if len(args) == 1 == len(last_args):
-                if args[0] is last_args[0]:
-                    return previous[1]
-            elif len(previous[0]) == len(args) and all(a is b for a, b in zip(last_args, args, strict=True)):
-                return previous[1]
+        # Called about seventy times per resource (four SDK steps, once per policy), nearly
+        # always with the arguments of the call before: that path is kept short.
+        previous_args, result = remembered.call
+        if len(args) == len(previous_args):
+            if len(args) == 1:
+                if args[0] is previous_args[0]:
+                    return result
+            elif len(args) == 2:
+                if args[0] is previous_args[0] and args[1] is previous_args[1]:
+                    return result
+            elif all(a is b for a, b in zip(args, previous_args, strict=True)):
+                return result
         result = function(*args)
-        state.call = (args, result)
+        remembered.call = (args, result)
         return result
 
     return wrapper
@@ -68,7 +82,7 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     public["MessageToDict"] = memoize_last_call(public["MessageToDict"])
     sdk.json_format = SimpleNamespace(**public)
     sdk.deserialize_properties = memoize_last_call(sdk.deserialize_properties)
-    sdk.unknown_checking_proxy = _remembering_plain(memoize_last_call(sdk.unknown_checking_proxy))
+    sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy, _PROXIES_MADE)
     servicer: Any = getattr(sdk, "_PolicyAnalyzerServicer", None)
     if callable(getattr(servicer, "_get_resource_options", None)):
         # Read from the request once too (a PolicyResourceOptions our policies never change).
@@ -77,26 +91,15 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     return True
 
 
-_proxied = threading.local()
-
-
-def _remembering_plain(make_proxy: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """`unknown_checking_proxy`, remembering the plain value behind the proxy it made last."""
-
-    @functools.wraps(make_proxy)
-    def wrapper(plain: Any) -> Any:
-        proxied = make_proxy(plain)
-        _proxied.last = (proxied, plain)
-        return proxied
-
-    return wrapper
+#: The last proxy the patched `unknown_checking_proxy` made on each thread, and its plain value.
+_PROXIES_MADE = _LastCall()
 
 
 def plain_props(props: Any) -> Any:
     """The deserialized props behind `props` when it is the proxy made last on this thread,
     else None: the rules can read them without going through the proxy's checked reads."""
-    last = _proxied.__dict__.get("last")
-    return last[1] if last is not None and last[0] is props else None
+    (plain, *_), proxied = _PROXIES_MADE.call
+    return plain if proxied is props and plain is not _NEVER else None
 
 
 def install_or_warn(sdk: Any = pulumi_policy.policy, stderr: TextIO | None = None) -> bool:

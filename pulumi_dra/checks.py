@@ -35,26 +35,34 @@ def violation_text(finding: Finding) -> str:
     )
 
 
+#: Each rule and its policy name by rule ID, in a plain dict: every policy looks its rule
+#: up on every resource (`Rule.slug` is computed on each read).
+_POLICY_RULES: dict[str, tuple[Rule, str]] = {rule.id: (rule, rule.slug) for rule in RULES.values()}
+
+
 class _Outcome:
     """What the rules make of one resource: definite findings by rule, and what is unsure."""
 
     def __init__(self, read: PropsObject, findings: list[Finding], errors: list[InputError]) -> None:
         self.read = read
         self.kind = str(read.obj.get("kind", ""))
-        self.by_rule: dict[str, list[Finding]] = {rule_id: [] for rule_id in RULES}
+        #: Only the rules with findings: most resources have none, and every policy asks.
+        self.by_rule: dict[str, list[Finding]] = {}
         #: Rules with a finding that may depend on an unknown part (not reported).
         self.masked: set[str] = set()
         for finding in findings:
             if finding.cross_object:
                 continue  # the stack policies report those
             if read.definite(finding.path, finding.evidence, IGNORE_ANNOTATION_PREFIX + finding.rule):
-                self.by_rule[finding.rule].append(finding)
+                self.by_rule.setdefault(finding.rule, []).append(finding)
             else:
                 self.masked.add(finding.rule)
         self.errors = errors
 
     def unsure(self, rule: Rule) -> CannotVerifyUntilApply | None:
         """The advisory for a rule that looks at this kind when part of the object is unknown."""
+        if not self.read.unknown:
+            return None  # what cannot_verify() would say, without building anything
         if rule.id not in self.masked and not rule.applies_to(self.kind):
             return None
         return self.read.cannot_verify()
@@ -100,15 +108,15 @@ def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
 
 def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """The policy of rule `rule_id` on one resource."""
-    rule = RULES[rule_id]
+    rule, policy_name = _POLICY_RULES[rule_id]
     try:
-        outcome = _outcome(args, rule.slug)
+        outcome = _outcome(args, policy_name)
     except ConfigError as error:
         report_violation(str(error), None)
         return
     if outcome is None:
         return
-    for finding in outcome.by_rule[rule.id]:
+    for finding in outcome.by_rule.get(rule_id, ()):
         report_violation(violation_text(finding), None)
     unsure = outcome.unsure(rule)
     if unsure is not None:

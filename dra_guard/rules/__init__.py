@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -215,6 +215,10 @@ class Registry(Mapping[str, Rule]):
 
     def __getitem__(self, rule_id: str) -> Rule:
         return self._rules[rule_id]
+
+    def values(self) -> ValuesView[Rule]:
+        # The dict's own view: Mapping's would call __getitem__ for each rule.
+        return self._rules.values()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._rules)
