@@ -7,12 +7,15 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from pulumi_dra.analyze_once import install, install_or_warn, memoize_last_call
 
 
-def test_memoizes_only_the_very_same_arguments() -> None:
+@pytest.mark.parametrize("unary_call", [False, True])
+def test_memoizes_only_the_very_same_arguments(unary_call: bool) -> None:
     calls: list[Any] = []
-    convert = memoize_last_call(lambda value: calls.append(value) or {"copy": dict(value)})
+    convert = memoize_last_call(lambda value: calls.append(value) or {"copy": dict(value)}, unary_call=unary_call)
     message = {"a": 1}
     first = convert(message)
     assert convert(message) is first and len(calls) == 1
@@ -21,9 +24,10 @@ def test_memoizes_only_the_very_same_arguments() -> None:
     assert convert(message) is not first  # only the last call is remembered
 
 
-def test_each_thread_has_its_own_entry() -> None:
+@pytest.mark.parametrize("unary_call", [False, True])
+def test_each_thread_has_its_own_entry(unary_call: bool) -> None:
     calls: list[Any] = []
-    convert = memoize_last_call(lambda value: calls.append(value) or object())
+    convert = memoize_last_call(lambda value: calls.append(value) or object(), unary_call=unary_call)
     message = object()
     convert(message)
     worker = threading.Thread(target=convert, args=(message,))
