@@ -126,15 +126,25 @@ def test_a_request_with_a_provider_reference_runs_the_rules_once(monkeypatch: py
     check_objects = pulumi_dra.checks.check_objects
     monkeypatch.setattr(pulumi_dra.checks, "check_objects", lambda *a, **k: runs.append(a) or check_objects(*a, **k))
     token = "kubernetes:core/v1:Pod"
-    responses = []
-    for provider in (None, {"version": "4.18.0"}):
-        request = analyzer_pb2.AnalyzeRequest(type=token, properties=struct(legacy_pod()), urn="urn:x", name="legacy")
-        if provider is not None:
-            request.provider.CopyFrom(
-                analyzer_pb2.AnalyzerProviderResource(
-                    type="pulumi:providers:kubernetes", properties=struct(provider), urn="urn:p", name="default"
-                )
+    responses: list[list[tuple[str, str]]] = []
+
+    def analyze() -> None:
+        for provider in (None, {"version": "4.18.0"}):
+            request = analyzer_pb2.AnalyzeRequest(
+                type=token, properties=struct(legacy_pod()), urn="urn:x", name="legacy"
             )
-        responses.append([(d.policyName, d.message) for d in servicer.Analyze(request, None).diagnostics])
+            if provider is not None:
+                request.provider.CopyFrom(
+                    analyzer_pb2.AnalyzerProviderResource(
+                        type="pulumi:providers:kubernetes", properties=struct(provider), urn="urn:p", name="default"
+                    )
+                )
+            responses.append([(d.policyName, d.message) for d in servicer.Analyze(request, None).diagnostics])
+
+    # On a worker thread, as gRPC calls it: the memo's thread-local entries (protobuf
+    # messages) go with the thread, not at interpreter exit, where freeing them crashes.
+    worker = threading.Thread(target=analyze)
+    worker.start()
+    worker.join()
     assert len(runs) == 2  # once per request, with or without the provider
     assert responses[0] == responses[1] and any(name.startswith("dra001") for name, _ in responses[0])
