@@ -286,6 +286,11 @@ class Context:
             self._slices = SliceCollector()
         return self._slices
 
+    @property
+    def has_slices(self) -> bool:
+        """Whether the input has a ResourceSlice (without importing the allocator)."""
+        return self._slices is not None and self._slices.slices > 0
+
     def add(self, resource: Resource) -> None:
         if resource.kind in CLAIM_KINDS:
             names = tuple(

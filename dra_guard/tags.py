@@ -66,10 +66,21 @@ def canonical_bytes(obj: Mapping[str, Any]) -> bytes:
         "sanitization": annotations.get(SANITIZATION_ANNOTATION) or "",
         "tenant": annotations.get(TENANT_ANNOTATION) or "",
     }
-    import json  # loaded on first use: most objects never need a tag
-
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text: str = _canonical_encoder().encode(doc)
     return text.encode("utf-8")
+
+
+_ENCODERS: list[Any] = []
+
+
+def _canonical_encoder() -> Any:
+    """One JSON encoder for every tag: `json.dumps` with options builds a new encoder on
+    each call, which took half the time of encoding a claim's devices."""
+    if not _ENCODERS:
+        import json  # loaded on first use: most objects never need a tag
+
+        _ENCODERS.append(json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    return _ENCODERS[0]
 
 
 def _key_bytes(key: str | bytes) -> bytes:

@@ -4,8 +4,9 @@
 and wraps the result in a new proxy for every policy in the pack.  With one policy per
 rule that is twelve conversions of the same message, and most of a resource's Analyze
 time.  `install()` memoises those three steps on the identity of their arguments (the
-same protobuf message object within one request), one entry per gRPC worker thread,
-holding strong references so an identity cannot be reused while cached.
+same protobuf message object within one request), two entries per gRPC worker thread
+(the resource's and its provider reference's), holding strong references so an identity
+cannot be reused while cached.
 
 Only the dra-guard pack's own `__main__` installs this, so only our policies share the
 read-only proxies (none of them writes to props), the resource options, and (through
@@ -32,38 +33,71 @@ _NEVER: Any = object()
 
 
 class _LastCall(threading.local):
-    """The arguments and result of a memoized function's last call on this thread."""
+    """The arguments and result of a memoized function's last two calls (with different
+    arguments) on this thread.
 
-    # A class default, so a thread's first read needs no check; no caller passes _NEVER.
+    Two, because the SDK converts the request's provider reference (`_get_provider_resource`,
+    sent with every resource `pulumi preview` analyzes) with the same three functions
+    between the resource's conversions of one policy and the next: with one entry each
+    policy would convert the resource again, get a new proxy, and run the rules again.
+    """
+
+    # Class defaults, so a thread's first read needs no check; no caller passes _NEVER.
     call: tuple[tuple[Any, ...], Any] = ((_NEVER,), _NEVER)
+    before: tuple[tuple[Any, ...], Any] = ((_NEVER,), _NEVER)
 
 
-def memoize_last_call(function: Callable[..., Any], last: _LastCall | None = None) -> Callable[..., Any]:
-    """Return the previous result when called again with the very same argument objects.
+def _same(args: tuple[Any, ...], previous_args: tuple[Any, ...]) -> bool:
+    """The very same argument objects (one or two arguments, as the SDK calls, tested inline)."""
+    if len(args) != len(previous_args):
+        return False
+    if len(args) == 1:
+        return args[0] is previous_args[0]
+    if len(args) == 2:
+        return args[0] is previous_args[0] and args[1] is previous_args[1]
+    return all(a is b for a, b in zip(args, previous_args, strict=True))
+
+
+def memoize_last_call(
+    function: Callable[..., Any], last: _LastCall | None = None, unary_call: bool = False
+) -> Callable[..., Any]:
+    """Return a previous result when called again with the very same argument objects as
+    one of the last two calls.
 
     `last` holds the calls remembered (one per thread); `plain_props` reads the proxies'.
+    `unary_call`: the function is only ever called with one positional argument, and
+    `last` only ever remembers such calls (a shorter path, taken about 34 times per resource).
     """
     remembered = last if last is not None else _LastCall()
 
     @functools.wraps(function)
-    def wrapper(*args: Any) -> Any:
-        # Called about seventy times per resource (four SDK steps, once per policy), nearly
-        # always with the arguments of the call before: that path is kept short.
-        previous_args, result = remembered.call
-        if len(args) == len(previous_args):
-            if len(args) == 1:
-                if args[0] is previous_args[0]:
-                    return result
-            elif len(args) == 2:
-                if args[0] is previous_args[0] and args[1] is previous_args[1]:
-                    return result
-            elif all(a is b for a, b in zip(args, previous_args, strict=True)):
-                return result
-        result = function(*args)
-        remembered.call = (args, result)
+    def unary(argument: Any) -> Any:
+        # Every call remembered here had one argument (the class defaults too).
+        (previous,), result = remembered.call
+        if argument is previous:
+            return result
+        (earlier,), result = remembered.before
+        if argument is earlier:
+            return result
+        result = function(argument)
+        remembered.before, remembered.call = remembered.call, ((argument,), result)
         return result
 
-    return wrapper
+    @functools.wraps(function)
+    def wrapper(*args: Any) -> Any:
+        # Called about seventy times per resource (four SDK steps, once per policy), nearly
+        # always with the arguments of one of the last two calls.
+        previous_args, result = remembered.call
+        if _same(args, previous_args):
+            return result
+        previous_args, result = remembered.before
+        if _same(args, previous_args):
+            return result
+        result = function(*args)
+        remembered.before, remembered.call = remembered.call, (args, result)
+        return result
+
+    return unary if unary_call else wrapper
 
 
 def install(sdk: Any = pulumi_policy.policy) -> bool:
@@ -79,27 +113,33 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
         return False
     # The SDK uses only MessageToDict from json_format; the rest is passed through.
     public = {name: getattr(json_format, name) for name in dir(json_format) if not name.startswith("_")}
-    public["MessageToDict"] = memoize_last_call(public["MessageToDict"])
+    public["MessageToDict"] = memoize_last_call(public["MessageToDict"], unary_call=True)
     sdk.json_format = SimpleNamespace(**public)
+    # Not unary: the SDK's remediation path passes a second argument.
     sdk.deserialize_properties = memoize_last_call(sdk.deserialize_properties)
-    sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy, _PROXIES_MADE)
+    sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy, _PROXIES_MADE, unary_call=True)
     servicer: Any = getattr(sdk, "_PolicyAnalyzerServicer", None)
     if callable(getattr(servicer, "_get_resource_options", None)):
         # Read from the request once too (a PolicyResourceOptions our policies never change).
         servicer._get_resource_options = memoize_last_call(servicer._get_resource_options)
+    if callable(getattr(servicer, "_get_provider_resource", None)):
+        # The provider reference likewise (a PolicyProviderResource our policies never read).
+        servicer._get_provider_resource = memoize_last_call(servicer._get_provider_resource)
     setattr(sdk, _PATCHED, True)
     return True
 
 
-#: The last proxy the patched `unknown_checking_proxy` made on each thread, and its plain value.
+#: The last two proxies the patched `unknown_checking_proxy` made on each thread, and their plain values.
 _PROXIES_MADE = _LastCall()
 
 
 def plain_props(props: Any) -> Any:
-    """The deserialized props behind `props` when it is the proxy made last on this thread,
-    else None: the rules can read them without going through the proxy's checked reads."""
-    (plain, *_), proxied = _PROXIES_MADE.call
-    return plain if proxied is props and plain is not _NEVER else None
+    """The deserialized props behind `props` when it is one of the proxies made last on this
+    thread, else None: the rules can read them without going through the proxy's checked reads."""
+    for (plain, *_), proxied in (_PROXIES_MADE.call, _PROXIES_MADE.before):
+        if proxied is props and plain is not _NEVER:
+            return plain
+    return None
 
 
 def install_or_warn(sdk: Any = pulumi_policy.policy, stderr: TextIO | None = None) -> bool:

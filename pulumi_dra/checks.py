@@ -35,8 +35,12 @@ def violation_text(finding: Finding) -> str:
     )
 
 
+#: What `_LastResource` holds before the first resource: no props object is this one.
+_NO_PROPS: Any = object()
+
 #: Each rule and its policy name by rule ID, in a plain dict: every policy looks its rule
 #: up on every resource (`Rule.slug` is computed on each read).
+
 _POLICY_RULES: dict[str, tuple[Rule, str]] = {rule.id: (rule, rule.slug) for rule in RULES.values()}
 
 
@@ -58,6 +62,8 @@ class _Outcome:
             else:
                 self.masked.add(finding.rule)
         self.errors = errors
+        #: Part of the object is unknown (checked first: most resources are fully known).
+        self.unknown = bool(read.unknown)
 
     def unsure(self, rule: Rule) -> CannotVerifyUntilApply | None:
         """The advisory for a rule that looks at this kind when part of the object is unknown."""
@@ -77,11 +83,9 @@ class _LastResource(threading.local):
     props, other config, or the SDK without the shim) the rules simply run again.
     """
 
-    props: Any = None
-    config_values: Mapping[str, Any] | None = None
-    outcome: _Outcome | None = None
-    #: A configuration the parser refused.
-    problem: ConfigError | None = None
+    #: (props, config values, outcome, a configuration the parser refused): one tuple,
+    #: read in one step by each of the seventeen policies that ask per resource.
+    state: tuple[Any, Mapping[str, Any] | None, _Outcome | None, ConfigError | None] = (_NO_PROPS, None, None, None)
 
 
 _last = _LastResource()
@@ -90,20 +94,22 @@ _last = _LastResource()
 def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
     """The rules' outcome for this resource; None when it is no Kubernetes object."""
     values = args.get_config() or None
-    if _last.props is not args.props or _last.config_values != values:
-        _last.props, _last.config_values, _last.outcome, _last.problem = args.props, values, None, None
+    props, last_values, outcome, problem = _last.state
+    if props is not args.props or (last_values is not values and last_values != values):
+        outcome = problem = None
         try:
             config = config_from_policy(values, policy_name)
-        except ConfigError as problem:
-            _last.problem = problem
+        except ConfigError as refused:
+            problem = refused
         else:
             read = read_props(args.resource_type, args.props, plain_props(args.props))
             if read is not None:
                 report = check_objects([read.obj], config, origins=[args.urn], complete=False)
-                _last.outcome = _Outcome(read, report.findings, report.errors)
-    if _last.problem is not None:
+                outcome = _Outcome(read, report.findings, report.errors)
+        _last.state = (args.props, values, outcome, problem)
+    if problem is not None:
         config_from_policy(values, policy_name)  # raises again, naming this policy
-    return _last.outcome
+    return outcome
 
 
 def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -116,11 +122,14 @@ def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violati
         return
     if outcome is None:
         return
-    for finding in outcome.by_rule.get(rule_id, ()):
-        report_violation(violation_text(finding), None)
-    unsure = outcome.unsure(rule)
-    if unsure is not None:
-        raise unsure  # the SDK reports it as an advisory, after the violations above
+    findings = outcome.by_rule.get(rule_id)
+    if findings is not None:
+        for finding in findings:
+            report_violation(violation_text(finding), None)
+    if outcome.unknown:
+        unsure = outcome.unsure(rule)
+        if unsure is not None:
+            raise unsure  # the SDK reports it as an advisory, after the violations above
 
 
 def validate_readable_input(args: ResourceValidationArgs, report_violation: ReportViolation, policy_name: str) -> None:

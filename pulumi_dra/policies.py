@@ -90,6 +90,22 @@ def _checks() -> ModuleType:
     return _loaded[0]
 
 
+class _ResourcePolicy(ResourceValidationPolicy):
+    """A ResourceValidationPolicy whose `validate` calls its one validation and returns.
+
+    The SDK's `validate` (which `has_validation` expects subclasses may override) makes a
+    list of the validations, tests each result for an awaitable and defines a coroutine
+    function on every call, for every policy on every resource; ours return None.
+    """
+
+    def __init__(self, validate: Callable[[ResourceValidationArgs, ReportViolation], None], **kwargs: Any) -> None:
+        super().__init__(validate=validate, **kwargs)
+        self._validation = validate
+
+    def validate(self, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        self._validation(args, report_violation)
+
+
 def _resource_validator(rule: RuleFacts) -> Callable[[ResourceValidationArgs, ReportViolation], None]:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         _checks().validate_resource(rule.id, args, report_violation)
@@ -124,9 +140,7 @@ def build_policies() -> list[Policy]:
             "tags": ["kubernetes", "dra", "accelerators"],
         }
         policies.append(
-            ResourceValidationPolicy(
-                name=rule.slug, description=rule.summary, validate=_resource_validator(rule), **common
-            )
+            _ResourcePolicy(name=rule.slug, description=rule.summary, validate=_resource_validator(rule), **common)
         )
         if rule.cross_object:
             name = rule.slug + CROSS_OBJECT_SUFFIX
@@ -140,7 +154,7 @@ def build_policies() -> list[Policy]:
             )
     # Not rules: what the rules could not read, and what cannot be read before apply.
     policies += [
-        ResourceValidationPolicy(
+        _ResourcePolicy(
             name=READABLE_INPUT,
             description="Kubernetes resources whose fields have the types the dra-guard rules read",
             validate=_validate_readable_input,
@@ -149,7 +163,7 @@ def build_policies() -> list[Policy]:
             remediation_steps="Give the field the type Kubernetes defines for it (the message names it).",
             tags=["kubernetes", "dra", "accelerators"],
         ),
-        ResourceValidationPolicy(
+        _ResourcePolicy(
             name=VERIFIABLE_CONTENTS,
             description="Resources whose contents dra-guard cannot verify before apply",
             validate=_validate_verifiable_contents,

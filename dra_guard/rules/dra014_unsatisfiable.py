@@ -216,6 +216,10 @@ class _Devices:
 
 
 def _devices(context: Context) -> _Devices | None:
+    if not context.has_slices and not context.config.get(RESOURCE_SLICES).slices:
+        # No ResourceSlice given (the usual case, and every Pulumi resource checked on
+        # its own): no allocator to build, as `_Devices.given` would say.
+        return None
     devices = context.derived(ID, lambda: _Devices(context))
     return devices if devices.given else None
 
