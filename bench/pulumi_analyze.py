@@ -4,8 +4,8 @@
 
 The packs run as `pulumi preview --policy-pack` runs them (`python -u -m pulumi.policy`)
 and get the same 1,000 Kubernetes resources (compliant claim templates and workloads,
-plain Deployments, legacy GPU CronJobs) as Analyze calls, interleaved in batches (in a
-rotating order) so machine noise hits them alike.  The dra-guard pack is measured as
+plain Deployments, legacy GPU CronJobs), each with its provider reference, as Analyze
+calls, interleaved in batches (in a rotating order) so machine noise hits them alike.  The dra-guard pack is measured as
 shipped and without `pulumi_dra.analyze_once` (what the pack costs if that shim cannot
 install on some future SDK).  Target, as shipped: within 1.5x of the no-op pack, as the
 median of the per-batch ratios (their min-max is shown).
@@ -59,15 +59,23 @@ def resources(count: int) -> list[analyzer_pb2.AnalyzeRequest]:
     while len(objects) < count:
         objects += [plain_deployment(index), legacy_gpu_cronjob(index), *compliant_pair(index)]
         index += 1
+    # Each resource names its provider, as `pulumi preview` sends it: the SDK converts the
+    # provider reference too, once per policy (what the pack's memo must survive).
+    provider = analyzer_pb2.AnalyzerProviderResource(
+        type="pulumi:providers:kubernetes",
+        properties=struct({"version": "4.18.0"}),
+        urn="urn:pulumi:b::p::pulumi:providers:kubernetes::default",
+        name="default",
+    )
     requests = []
     for number, obj in enumerate(objects[:count]):
         group, _, version = obj["apiVersion"].rpartition("/")
         token = f"kubernetes:{group or 'core'}/{version}:{obj['kind']}"
-        requests.append(
-            analyzer_pb2.AnalyzeRequest(
-                type=token, properties=struct(obj), urn=f"urn:pulumi:b::p::{token}::r{number}", name=f"r{number}"
-            )
+        request = analyzer_pb2.AnalyzeRequest(
+            type=token, properties=struct(obj), urn=f"urn:pulumi:b::p::{token}::r{number}", name=f"r{number}"
         )
+        request.provider.CopyFrom(provider)
+        requests.append(request)
     return requests
 
 
