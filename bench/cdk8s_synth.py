@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 os.environ.setdefault("CDK8S_CHECK_UPGRADE", "false")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from cdk8s import ApiObject, ApiObjectMetadata, App, Chart, JsonPatch
+from cdk8s import App, Chart
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
+from constructs_dra.plain_objects import plain_api_object
 from dra_guard.builders import build_isolated_workload
 from dra_guard.spec import WorkloadSpec
 
@@ -57,20 +58,7 @@ def _raw_chart(count: int) -> tuple[App, Chart]:
         )
         manifests = build_isolated_workload(spec)
         for number, manifest in enumerate((manifests.claim_template, manifests.workload)):
-            metadata = manifest["metadata"]
-            api_object = ApiObject(
-                chart,
-                f"infer-{index}-{number}",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=ApiObjectMetadata(
-                    name=metadata["name"],
-                    namespace=metadata.get("namespace"),
-                    labels=metadata.get("labels"),
-                    annotations=metadata.get("annotations"),
-                ),
-            )
-            api_object.add_json_patch(JsonPatch.add("/spec", manifest["spec"]))
+            plain_api_object(chart, f"infer-{index}-{number}", manifest, "ml")
     return app, chart
 
 
