@@ -39,7 +39,6 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from importlib import import_module
 from typing import Any
 
 from dra_guard.kubectl_yaml.construct import key_string
@@ -87,10 +86,13 @@ class _Rapidyaml:
 
     @classmethod
     def load(cls) -> Any:
+        """The ryml module (imported at the first call), or None."""
         if not cls.loaded:
             cls.module = load_rapidyaml()
             if cls.module is not None:
-                cls.native = import_module("dra_guard.kubectl_yaml.ryml_native").Native(cls.module)
+                from dra_guard.kubectl_yaml.ryml_native import Native
+
+                cls.native = Native(cls.module)
             cls.loaded = True
         return cls.module
 
@@ -99,14 +101,9 @@ if chosen():  # forced either way: from the first document (and a missing wheel 
     _Rapidyaml.load()
 
 
-def _module() -> Any:
-    """The ryml module (imported at the first call), or None."""
-    return _Rapidyaml.module if _Rapidyaml.loaded else _Rapidyaml.load()
-
-
 def active_parser() -> str:
     """The parser that reads plain documents once the reader uses it: "rapidyaml" or "pyyaml"."""
-    return "rapidyaml" if _module() is not None else "pyyaml"
+    return "rapidyaml" if _Rapidyaml.load() is not None else "pyyaml"
 
 
 #: Plain scalars that may resolve to something other than their text (resolve.py's hints).
@@ -282,7 +279,7 @@ class Parsed:
 def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
     """rapidyaml's tree of each text it may read (see above), or None: parsed together,
     so that descriptor 2 is swapped once for them all, not once per document."""
-    if _module() is None:
+    if _Rapidyaml.load() is None:
         return [None] * len(texts)
     buffers = [
         None if text is None or _unsafe(text) or node_property(text) else bytearray(text, "ascii") for text in texts
