@@ -30,7 +30,9 @@ _EXPORTS = {
     "WorkloadOptions": "dra_guard.spec",
     "WorkloadSpec": "dra_guard.spec",
     "claim_template_name": "dra_guard.spec",
+    "claim_isolation_tag": "dra_guard.tags",
     "isolation_tag": "dra_guard.tags",
+    "verify_claim_isolation_tag": "dra_guard.tags",
     "verify_isolation_tag": "dra_guard.tags",
 }
 
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
         WorkloadSpec,
         claim_template_name,
     )
-    from dra_guard.tags import isolation_tag, verify_isolation_tag
+    from dra_guard.tags import claim_isolation_tag, isolation_tag, verify_claim_isolation_tag, verify_isolation_tag
 
 
 def __getattr__(name: str) -> Any:
@@ -84,11 +86,13 @@ __all__ = [
     "build_claim_template",
     "build_isolated_workload",
     "build_workload",
+    "claim_isolation_tag",
     "claim_template",
     "claim_template_name",
     "isolated_workload",
     "isolation_tag",
     "selector_expression",
+    "verify_claim_isolation_tag",
     "verify_isolation_tag",
     "with_claim_template",
     "workload",

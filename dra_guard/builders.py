@@ -32,7 +32,7 @@ from dra_guard.spec import (
     WorkloadSpec,
     claim_template_name,
 )
-from dra_guard.tags import isolation_tag
+from dra_guard.tags import claim_isolation_tag, isolation_tag
 from dra_guard.validators import (
     plain_copy,
     require_api_version,
@@ -140,26 +140,40 @@ def claim_devices(
 
 
 def build_claim_template(spec: ClaimSpec) -> dict[str, Any]:
-    """A ResourceClaimTemplate for one exclusive, pinned, sanitized, tagged slice."""
+    """A ResourceClaimTemplate for one exclusive, pinned, sanitized, tagged slice.
+
+    The declarations stand twice: on the template, with the template's own tag, and in
+    `spec.metadata`, with the claim tag, because kube-controller-manager copies only
+    `spec.metadata` onto the claims it creates from the template (docs/admission.md, "What
+    the cluster creates"): the claim a driver or node agent reads carries the policy too.
+    """
     metadata: dict[str, Any] = {"name": spec.name}
     if spec.namespace is not None:
         metadata["namespace"] = spec.namespace
     metadata["labels"] = dict(sorted({**MANAGED_BY_LABELS, **(spec.labels or {})}.items()))
-    annotations = {
+    declarations = {
         SANITIZATION_ANNOTATION: spec.sanitization,
         ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION: "false",
     }
     if spec.tenant is not None:
-        annotations[TENANT_ANNOTATION] = spec.tenant
+        declarations[TENANT_ANNOTATION] = spec.tenant
+    annotations = dict(declarations)
     metadata["annotations"] = annotations
+    claim_labels = {**MANAGED_BY_LABELS, **(spec.labels or {})}
+    if spec.tenant is not None:
+        # The tenant as a label on every generated claim, so claims can be selected by tenant.
+        claim_labels[TENANT_LABEL] = spec.tenant
+    claim_annotations = dict(declarations)
     template = {
         "apiVersion": spec.api_version,
         "kind": "ResourceClaimTemplate",
         "metadata": metadata,
         "spec": {
-            "spec": {"devices": claim_devices(spec.slice, spec.api_version, exclusivity_guard=spec.exclusivity_guard)}
+            "metadata": {"labels": dict(sorted(claim_labels.items())), "annotations": claim_annotations},
+            "spec": {"devices": claim_devices(spec.slice, spec.api_version, exclusivity_guard=spec.exclusivity_guard)},
         },
     }
+    claim_annotations[ISOLATION_TAG_ANNOTATION] = claim_isolation_tag(template, spec.hmac_key)
     annotations[ISOLATION_TAG_ANNOTATION] = isolation_tag(template, spec.hmac_key)
     return template
 

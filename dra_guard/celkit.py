@@ -138,14 +138,24 @@ def string_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(string(value) for value in sorted(values)) + "]"
 
 
-def annotation(key: str) -> str:
-    """`true` when the object has annotation `key` (guarded)."""
-    return f"(has(object.metadata.annotations) && {string(key)} in object.metadata.annotations)"
+#: The metadata a template's claims are made with (`spec.metadata`), in CEL.
+CLAIM_METADATA = "object.spec.metadata"
 
 
-def annotation_value(key: str) -> str:
-    """The annotation's value; only meaningful where `annotation(key)` holds."""
-    return f"object.metadata.annotations[{string(key)}]"
+def annotation(key: str, place: str = "object.metadata") -> str:
+    """`true` when the metadata at `place` has annotation `key` (guarded)."""
+    guards = "" if place == "object.metadata" else has_chain(place) + " && "
+    return f"({guards}has({place}.annotations) && {string(key)} in {place}.annotations)"
+
+
+def annotation_value(key: str, place: str = "object.metadata") -> str:
+    """The annotation's value; only meaningful where `annotation(key, place)` holds."""
+    return f"{place}.annotations[{string(key)}]"
+
+
+def on_template(expression: str) -> str:
+    """CEL: `expression` holds, or the object is not a ResourceClaimTemplate."""
+    return f"object.kind != 'ResourceClaimTemplate' || ({expression})"
 
 
 def devices_list(field: str) -> str:

@@ -84,6 +84,21 @@ def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return mapping(metadata(obj).get("annotations"))
 
 
+#: Where an accelerator claim's declarations stand: a claim's metadata; a template's own
+#: metadata and its `spec.metadata`, which kube-controller-manager copies onto every claim
+#: it creates from the template (docs/admission.md, "What the cluster creates").
+CLAIM_METADATA_PATH = ("spec", "metadata")
+
+
+def declaration_places(obj: Mapping[str, Any]) -> tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...]:
+    """(path of the metadata, its annotations) for each place the declarations must stand."""
+    own = (("metadata",), annotations_of(obj))
+    if obj.get("kind") != "ResourceClaimTemplate":
+        return (own,)
+    claim_metadata = mapping(mapping(obj.get("spec")).get("metadata"))
+    return own, (CLAIM_METADATA_PATH, mapping(claim_metadata.get("annotations")))
+
+
 def is_list_kind(obj: Mapping[str, Any]) -> bool:
     """`List` and every `*List` (PodList, ...) carry objects in `items`."""
     kind = obj.get("kind")

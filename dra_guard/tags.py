@@ -3,6 +3,13 @@
 The tag covers kind, namespace, name, the device section, the sanitization policy and the
 tenant, so editing any of them without re-tagging is detected.  With a key it is an
 HMAC, so only holders of the key can re-tag.
+
+A ResourceClaimTemplate carries two tags: its own, on its metadata, and the *claim tag* in
+`spec.metadata`, which kube-controller-manager copies (with the rest of `spec.metadata`)
+onto every ResourceClaim it creates from the template.  The controller picks those claims'
+names (`generateName`), so the claim tag is the tag of the claim with no name: it binds the
+namespace, the devices, the sanitization policy and the tenant the claim carries
+(docs/admission.md, "What the cluster creates").
 """
 
 from __future__ import annotations
@@ -54,14 +61,15 @@ def _devices(obj: Mapping[str, Any]) -> Any:
     raise ValueError(f"isolation tags apply to ResourceClaim and ResourceClaimTemplate, not {kind!r}")
 
 
-def canonical_bytes(obj: Mapping[str, Any]) -> bytes:
-    """The exact bytes the tag is computed over."""
+def canonical_bytes(obj: Mapping[str, Any], *, named: bool = True) -> bytes:
+    """The exact bytes the tag is computed over; with `named=False`, those of the claim
+    tag, which leaves the name out (it is written as null)."""
     metadata = _mapping(obj.get("metadata"))
     annotations = _mapping(metadata.get("annotations"))
     doc = {
         "kind": obj.get("kind"),
         "namespace": metadata.get("namespace") or "",
-        "name": metadata.get("name"),
+        "name": metadata.get("name") if named else None,
         "devices": normalise_numbers(_devices(obj)),
         "sanitization": annotations.get(SANITIZATION_ANNOTATION) or "",
         "tenant": annotations.get(TENANT_ANNOTATION) or "",
@@ -87,32 +95,68 @@ def _key_bytes(key: str | bytes) -> bytes:
     return key.encode("utf-8") if isinstance(key, str) else key
 
 
-def isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None) -> str:
+def isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None, *, named: bool = True) -> str:
     """``sha256:<hex>``, or ``hmac-sha256:<hex>`` when a key is given."""
     # hashlib initialises OpenSSL (~10 ms): only pay for it when a tag is computed.
     import hashlib
     import hmac
 
-    data = canonical_bytes(obj)
+    data = canonical_bytes(obj, named=named)
     if key is None:
         return SHA256_PREFIX + hashlib.sha256(data).hexdigest()
     return HMAC_PREFIX + hmac.new(_key_bytes(key), data, hashlib.sha256).hexdigest()
 
 
+def claim_of_template(template: Mapping[str, Any]) -> dict[str, Any]:
+    """What the tag sees of the claims a template makes: kube-controller-manager gives each
+    the template's namespace, `spec.metadata` and `spec.spec`, and a name of its own."""
+    metadata = _mapping(template.get("metadata"))
+    spec = _mapping(template.get("spec"))
+    claim_metadata = dict(_mapping(spec.get("metadata")))
+    claim_metadata.pop("name", None)  # the API server ignores it; the controller names the claim
+    if metadata.get("namespace"):
+        claim_metadata["namespace"] = metadata["namespace"]
+    return {"kind": "ResourceClaim", "metadata": claim_metadata, "spec": dict(_mapping(spec.get("spec")))}
+
+
+def claim_isolation_tag(template: Mapping[str, Any], key: str | bytes | None = None) -> str:
+    """The claim tag a template carries in `spec.metadata`: the tag of its claims, unnamed."""
+    return isolation_tag(claim_of_template(template), key, named=False)
+
+
+def _matches(claimed: object, expected: str) -> bool:
+    import hmac
+
+    return isinstance(claimed, str) and hmac.compare_digest(claimed.encode("utf-8"), expected.encode("utf-8"))
+
+
 def verify_isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None) -> bool:
     """Whether the object's tag annotation matches its content.
 
-    With a key configured only an HMAC tag is accepted: a plain digest can be recomputed by
-    anyone who edits the object, so it proves nothing once a key is in force.
+    A ResourceClaim's tag may also be the claim tag (its content with no name): the claims
+    kube-controller-manager creates from a template carry that one, under a name the
+    controller generated.  With a key configured only an HMAC tag is accepted: a plain
+    digest can be recomputed by anyone who edits the object, so it proves nothing once a key
+    is in force.
     """
     metadata = _mapping(obj.get("metadata"))
     claimed = _mapping(metadata.get("annotations")).get(ISOLATION_TAG_ANNOTATION)
     if not isinstance(claimed, str):
         return False
     try:
-        expected = isolation_tag(obj, key)
+        if _matches(claimed, isolation_tag(obj, key)):
+            return True
+        return obj.get("kind") == "ResourceClaim" and _matches(claimed, isolation_tag(obj, key, named=False))
     except (ValueError, TypeError):
         return False
-    import hmac
 
-    return hmac.compare_digest(claimed.encode("utf-8"), expected.encode("utf-8"))
+
+def verify_claim_isolation_tag(template: Mapping[str, Any], key: str | bytes | None = None) -> bool:
+    """Whether a template's claim tag (`spec.metadata`) matches the claims it makes."""
+    claimed = _mapping(_mapping(_mapping(template.get("spec")).get("metadata")).get("annotations")).get(
+        ISOLATION_TAG_ANNOTATION
+    )
+    try:
+        return _matches(claimed, claim_isolation_tag(template, key))
+    except (ValueError, TypeError):
+        return False

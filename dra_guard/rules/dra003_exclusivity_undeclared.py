@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD
 from dra_guard.celkit import (
+    CLAIM_METADATA,
     REQUESTS,
     Admission,
     AdmissionTarget,
@@ -14,6 +15,7 @@ from dra_guard.celkit import (
     annotation_value,
     failing_requests,
     is_accelerator_body,
+    on_template,
     selector_matches,
     some_request_body,
     string,
@@ -26,7 +28,7 @@ from dra_guard.manifest import (
     CLAIM_KINDS,
     EXACT_COUNT,
     DeviceRequestView,
-    annotations_of,
+    declaration_places,
     get_path,
     items,
     mapping,
@@ -70,6 +72,8 @@ metadata:
   namespace: team-a
   annotations: {%s}
 spec:
+  metadata:
+    annotations: {%s}
   spec:
     devices:
       requests:
@@ -83,37 +87,53 @@ spec:
 """
 _PIN = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
 _DECLARED = f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false"'
+
+
+def _template(annotations: str, expression: str, extra: str = "", *, claims: str | None = None) -> str:
+    """The example template; its claims (spec.metadata) declare what it does unless `claims`."""
+    return _TEMPLATE % (annotations, annotations if claims is None else claims, expression, extra)
+
+
 EXAMPLES = (
     Example(
         title="Kubernetes 1.36: the annotation alone enforces nothing",
-        manifests=_TEMPLATE % (_DECLARED, _PIN, ""),
+        manifests=_template(_DECLARED, _PIN),
         findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0/exactly/selectors",),
     ),
     Example(
         title="Kubernetes 1.36: the scheduler keeps the device exclusive",
-        manifests=_TEMPLATE % (_DECLARED, f"{_PIN} && {EXCLUSIVITY_GUARD}", ""),
+        manifests=_template(_DECLARED, f"{_PIN} && {EXCLUSIVITY_GUARD}"),
     ),
     Example(
         title="Kubernetes 1.35 (gate off by default): an exclusive request that does not say so",
-        manifests=_TEMPLATE % ("", _PIN, ""),
-        findings=("ResourceClaimTemplate/slice#/metadata",),
+        manifests=_template("", _PIN),
+        findings=("ResourceClaimTemplate/slice#/metadata", "ResourceClaimTemplate/slice#/spec/metadata"),
+        config={"kubernetes-version": "1.35"},
+    ),
+    Example(
+        title="Kubernetes 1.35: declared on the template, but not on the claims made from it",
+        manifests=_template(_DECLARED, _PIN, claims=""),
+        findings=("ResourceClaimTemplate/slice#/spec/metadata",),
         config={"kubernetes-version": "1.35"},
     ),
     Example(
         title="Kubernetes 1.35: exclusivity declared",
-        manifests=_TEMPLATE % (_DECLARED, _PIN, ""),
+        manifests=_template(_DECLARED, _PIN),
         config={"kubernetes-version": "1.35"},
     ),
     Example(
         title="The annotation says the device may be shared",
-        manifests=_TEMPLATE
-        % (f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "true"', f"{_PIN} && {EXCLUSIVITY_GUARD}", ""),
-        findings=("ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1allow-multiple-allocations",),
+        manifests=_template(f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "true"', f"{_PIN} && {EXCLUSIVITY_GUARD}"),
+        findings=(
+            "ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1allow-multiple-allocations",
+            "ResourceClaimTemplate/slice#/spec/metadata/annotations/dra-guard.io~1allow-multiple-allocations",
+        ),
     ),
     Example(
         title="A share of a device's capacity: other claims get the rest",
-        manifests=_TEMPLATE
-        % (_DECLARED, f"{_PIN} && {EXCLUSIVITY_GUARD}", "\n          capacity: {requests: {memory: 10Gi}}"),
+        manifests=_template(
+            _DECLARED, f"{_PIN} && {EXCLUSIVITY_GUARD}", "\n          capacity: {requests: {memory: 10Gi}}"
+        ),
         findings=("ResourceClaimTemplate/slice#/spec/spec/devices/requests/0/exactly/capacity/requests",),
     ),
 )
@@ -141,12 +161,16 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     exact = [request for request in accelerator if request.allocation_mode != ALL]
     if not exact:
         return
-    value = annotations_of(resource.obj).get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
-    if value is not None and value != "false":
-        yield Violation(
-            ("metadata", "annotations", ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION),
-            f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} is {value!r}; exclusive claims must say "false"',
-        )
+    places = declaration_places(resource.obj)
+    for place, place_annotations in places:
+        value = place_annotations.get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
+        if value is not None and value != "false":
+            where = "" if place == ("metadata",) else " in spec.metadata (what the claims made from it carry)"
+            yield Violation(
+                (*place, "annotations", ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION),
+                f'{ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}{where} is {value!r}; exclusive claims must say "false"',
+            )
+    value = places[0][1].get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
     release = context.config.kubernetes_release
     if context.config.exclusivity_guard_compiles:
         for request in exact:
@@ -158,16 +182,18 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                     f"{release.version} with DRAConsumableCapacity on, a device published with "
                     f"allowMultipleAllocations: true can go to other claims too, and {declared}",
                 )
-    elif value is None:
-        first = exact[0]
-        label = (
-            f"{'ExactCount request' if first.allocation_mode == EXACT_COUNT else 'request'} {first.qualified_name!r}"
-        )
-        yield Violation(
-            ("metadata",),
-            f"{label} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation "
-            f"(Kubernetes {release.version} without DRAConsumableCapacity cannot enforce exclusivity in the selector)",
-        )
+        return
+    first = exact[0]
+    label = f"{'ExactCount request' if first.allocation_mode == EXACT_COUNT else 'request'} {first.qualified_name!r}"
+    for place, place_annotations in places:
+        if place_annotations.get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION) is None:
+            where = "" if place == ("metadata",) else " in spec.metadata (what the claims made from it carry)"
+            yield Violation(
+                place,
+                f"{label} but no {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation{where} "
+                f"(Kubernetes {release.version} without DRAConsumableCapacity cannot enforce exclusivity in the "
+                "selector)",
+            )
 
 
 def _admission(target: AdmissionTarget) -> Admission:
@@ -195,6 +221,12 @@ def _admission(target: AdmissionTarget) -> Admission:
             expression=f"!variables.exclusive || !{annotation(key)} || {annotation_value(key)} == 'false'",
             message=f'{key} must say "false" on a claim with exclusive requests',
         ),
+        Validation(
+            expression="!variables.exclusive || "
+            + on_template(f"!{annotation(key, CLAIM_METADATA)} || {annotation_value(key, CLAIM_METADATA)} == 'false'"),
+            message=f'{key} in spec.metadata (what the claims made from it carry) must say "false" on a claim '
+            "template with exclusive requests",
+        ),
     ]
     variables = [
         ("requests", REQUESTS),
@@ -220,6 +252,13 @@ def _admission(target: AdmissionTarget) -> Admission:
             Validation(
                 expression=f"!variables.exclusive || {annotation(key)}",
                 message=f"an exclusive request but no {key} annotation",
+            )
+        )
+        validations.append(
+            Validation(
+                expression="!variables.exclusive || " + on_template(annotation(key, CLAIM_METADATA)),
+                message=f"an exclusive request but no {key} annotation in spec.metadata (what the claims made "
+                "from the template carry)",
             )
         )
     return Admission(kinds=tuple(sorted(CLAIM_KINDS)), variables=tuple(variables), validations=tuple(validations))

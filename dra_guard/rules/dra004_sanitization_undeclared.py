@@ -6,17 +6,19 @@ from collections.abc import Iterator
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
 from dra_guard.celkit import (
+    CLAIM_METADATA,
     Admission,
     AdmissionTarget,
     Validation,
     annotation,
     annotation_value,
     has_accelerator_request,
+    on_template,
     string_list,
 )
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.manifest import CLAIM_KINDS, declaration_places
 from dra_guard.rulekit import Example
 
 ID = "DRA004"
@@ -54,6 +56,20 @@ spec:
     - name: gpu
       exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
 """
+_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: slice
+  namespace: team-a
+  annotations: {%s}
+spec:%s
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
+"""
 EXAMPLES = (
     Example(
         title="An accelerator claim with no sanitization policy",
@@ -74,40 +90,69 @@ EXAMPLES = (
         title="Wiped when the claim is deallocated",
         manifests=_CLAIM % f"{SANITIZATION_ANNOTATION}: WipeOnDeallocate",
     ),
+    Example(
+        title="A template that declares it only on itself: the claims made from it carry nothing",
+        manifests=_TEMPLATE % (f"{SANITIZATION_ANNOTATION}: WipeOnDeallocate", ""),
+        findings=("ResourceClaimTemplate/slice#/spec/metadata",),
+    ),
+    Example(
+        title="A template whose claims carry the policy too (spec.metadata)",
+        manifests=_TEMPLATE
+        % (
+            f"{SANITIZATION_ANNOTATION}: WipeOnDeallocate",
+            f"\n  metadata:\n    annotations: {{{SANITIZATION_ANNOTATION}: ZeroFillMemoryOnRelease}}",
+        ),
+    ),
 )
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    if not context.accelerator_requests(resource):
-        return
-    value = annotations_of(resource.obj).get(SANITIZATION_ANNOTATION)
-    if value in SANITIZATION_POLICIES:
+    requests = context.accelerator_requests(resource)
+    if not requests:
         return
     allowed = " or ".join(SANITIZATION_POLICIES)
-    if value is None:
-        yield Violation(("metadata",), f"accelerator {resource.kind} declares no {SANITIZATION_ANNOTATION} ({allowed})")
-    else:
-        # Rests on the value, and on the device classes that make this an accelerator claim.
-        yield Violation(
-            ("metadata", "annotations", SANITIZATION_ANNOTATION),
-            f"{SANITIZATION_ANNOTATION} is {value!r}; it must be {allowed}",
-            evidence=tuple((*request.path, "deviceClassName") for request in context.accelerator_requests(resource)),
-        )
+    for place, place_annotations in declaration_places(resource.obj):
+        value = place_annotations.get(SANITIZATION_ANNOTATION)
+        if value in SANITIZATION_POLICIES:
+            continue
+        where = "" if place == ("metadata",) else _IN_CLAIM_METADATA
+        if value is None:
+            yield Violation(
+                place, f"accelerator {resource.kind} declares no {SANITIZATION_ANNOTATION}{where} ({allowed})"
+            )
+        else:
+            # Rests on the value, and on the device classes that make this an accelerator claim.
+            yield Violation(
+                (*place, "annotations", SANITIZATION_ANNOTATION),
+                f"{SANITIZATION_ANNOTATION}{where} is {value!r}; it must be {allowed}",
+                evidence=tuple((*request.path, "deviceClassName") for request in requests),
+            )
+
+
+#: What a finding on a template's `spec.metadata` adds: the claims it makes carry that.
+_IN_CLAIM_METADATA = " in spec.metadata, which is all the claims made from it carry"
 
 
 def _admission(target: AdmissionTarget) -> Admission:
-    declared = (
-        f"{annotation(SANITIZATION_ANNOTATION)} && {annotation_value(SANITIZATION_ANNOTATION)} in "
-        + string_list(SANITIZATION_POLICIES)
-    )
+    def declared(place: str) -> str:
+        return (
+            f"{annotation(SANITIZATION_ANNOTATION, place)} && {annotation_value(SANITIZATION_ANNOTATION, place)} in "
+            + string_list(SANITIZATION_POLICIES)
+        )
+
+    policies = " or ".join(SANITIZATION_POLICIES)
     return Admission(
         kinds=tuple(sorted(CLAIM_KINDS)),
         condition=has_accelerator_request(target.config),
         validations=(
             Validation(
-                expression=declared,
-                message=f"accelerator claim declares no valid {SANITIZATION_ANNOTATION} "
-                f"({' or '.join(SANITIZATION_POLICIES)})",
+                expression=declared("object.metadata"),
+                message=f"accelerator claim declares no valid {SANITIZATION_ANNOTATION} ({policies})",
+            ),
+            Validation(
+                expression=on_template(declared(CLAIM_METADATA)),
+                message=f"accelerator claim template declares no valid {SANITIZATION_ANNOTATION}"
+                f"{_IN_CLAIM_METADATA} ({policies})",
             ),
         ),
     )

@@ -5,21 +5,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from dra_guard.catalog import ISOLATION_TAG_ANNOTATION
+from dra_guard.catalog import ISOLATION_TAG_ANNOTATION, SANITIZATION_ANNOTATION, TENANT_ANNOTATION
 from dra_guard.celkit import (
+    CLAIM_METADATA,
     Admission,
     AdmissionTarget,
     Validation,
     annotation,
     annotation_value,
     has_accelerator_request,
+    on_template,
 )
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, annotations_of
+from dra_guard.manifest import CLAIM_KINDS, declaration_places, mapping
 from dra_guard.options import EnvSecret, Option, Secret
 from dra_guard.rulekit import Example
-from dra_guard.tags import HMAC_PREFIX, verify_isolation_tag
+from dra_guard.tags import HMAC_PREFIX, verify_claim_isolation_tag, verify_isolation_tag
 
 ID = "DRA012"
 NAME = "isolation-tag"
@@ -53,33 +55,85 @@ apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata:
   name: slice
-  namespace: %s
+  namespace: %(namespace)s
   annotations:
     dra-guard.io/sanitization: WipeOnDeallocate
-    dra-guard.io/isolation-tag: sha256:%s
+    dra-guard.io/isolation-tag: sha256:%(tag)s
 spec:
+  metadata:
+    annotations:
+      dra-guard.io/sanitization: WipeOnDeallocate
+      dra-guard.io/isolation-tag: sha256:%(claim_tag)s
   spec:
     devices:
       requests:
       - name: gpu
         exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}
 """
-# The tag of _TEMPLATE in namespace team-a, as dra_guard.isolation_tag() computes it.
+# The tags of _TEMPLATE in namespace team-a, as dra_guard.isolation_tag() and
+# dra_guard.claim_isolation_tag() compute them.
 _TAG = "5dcdf9d6a91b19101c238f5dd681613d11aa90c3992275fdf604251607d2e6a5"
+_CLAIM_TAG = "b83648426d20a611fd382fe9775ab636d9a090a34f4f66477292caf6a50a43f7"
+_TAGGED = {"namespace": "team-a", "tag": _TAG, "claim_tag": _CLAIM_TAG}
+# A claim kube-controller-manager made from _TEMPLATE for pod `infer-0`: the template's
+# spec.metadata, the pod claim's name, and a generated name (docs/admission.md).
+_GENERATED_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: infer-0-gpu-7xk2q
+  generateName: infer-0-gpu-
+  namespace: team-a
+  annotations:
+    dra-guard.io/sanitization: WipeOnDeallocate
+    dra-guard.io/isolation-tag: sha256:%s
+    resource.kubernetes.io/pod-claim-name: gpu
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: %d}
+"""
 EXAMPLES = (
     Example(
         title="An accelerator claim template without a tag",
-        manifests=(_TEMPLATE % ("team-a", _TAG)).replace(f"    {ISOLATION_TAG_ANNOTATION}: sha256:{_TAG}\n", ""),
+        manifests=(_TEMPLATE % _TAGGED).replace(f"    {ISOLATION_TAG_ANNOTATION}: sha256:{_TAG}\n", ""),
         findings=("ResourceClaimTemplate/slice#/metadata",),
     ),
     Example(
-        title="Moved to another namespace after it was tagged",
-        manifests=_TEMPLATE % ("team-b", _TAG),
-        findings=("ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1isolation-tag",),
+        title="Moved to another namespace after it was tagged: both tags bind the namespace",
+        manifests=_TEMPLATE % {**_TAGGED, "namespace": "team-b"},
+        findings=(
+            "ResourceClaimTemplate/slice#/metadata/annotations/dra-guard.io~1isolation-tag",
+            "ResourceClaimTemplate/slice#/spec/metadata/annotations/dra-guard.io~1isolation-tag",
+        ),
+    ),
+    Example(
+        title="A template whose claims would carry no tag (nothing in spec.metadata)",
+        manifests=(_TEMPLATE % _TAGGED).replace(
+            f"  metadata:\n    annotations:\n      dra-guard.io/sanitization: WipeOnDeallocate\n"
+            f"      {ISOLATION_TAG_ANNOTATION}: sha256:{_CLAIM_TAG}\n",
+            "",
+        ),
+        findings=("ResourceClaimTemplate/slice#/spec/metadata",),
+    ),
+    Example(
+        title="No namespace: the tag binds the namespace the template lands in, which the file does not say",
+        manifests=(_TEMPLATE % _TAGGED).replace("  namespace: team-a\n", ""),
+        findings=("ResourceClaimTemplate/slice#/metadata",),
     ),
     Example(
         title="Tagged as built",
-        manifests=_TEMPLATE % ("team-a", _TAG),
+        manifests=_TEMPLATE % _TAGGED,
+    ),
+    Example(
+        title="A claim made from the template: its claim tag binds everything but the generated name",
+        manifests=_GENERATED_CLAIM % (_CLAIM_TAG, 1),
+    ),
+    Example(
+        title="A claim made from the template, then edited",
+        manifests=_GENERATED_CLAIM % (_CLAIM_TAG, 2),
+        findings=("ResourceClaim/infer-0-gpu-7xk2q#/metadata/annotations/dra-guard.io~1isolation-tag",),
     ),
 )
 
@@ -87,43 +141,118 @@ EXAMPLES = (
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
     if not context.accelerator_requests(resource):
         return
-    tag = annotations_of(resource.obj).get(ISOLATION_TAG_ANNOTATION)
-    path = ("metadata", "annotations", ISOLATION_TAG_ANNOTATION)
     secret = context.config.get(HMAC_KEY_ENV)
     key = secret.value if secret is not None else None
+    obj = resource.obj
+    own, *claim_place = declaration_places(obj)
+    yield from _tag_problems(resource.kind, own[0], own[1].get(ISOLATION_TAG_ANNOTATION), key)
+    namespaced = bool(mapping(obj.get("metadata")).get("namespace"))
+    tag = own[1].get(ISOLATION_TAG_ANNOTATION)
+    if namespaced and _well_formed(tag, key) and not verify_isolation_tag(obj, key):
+        yield Violation(
+            (*own[0], "annotations", ISOLATION_TAG_ANNOTATION),
+            "isolation tag does not match the object: it was edited after tagging",
+        )
+    for place, claim_annotations in claim_place:
+        claim_tag = claim_annotations.get(ISOLATION_TAG_ANNOTATION)
+        yield from _tag_problems(resource.kind, place, claim_tag, key, claim=True)
+        if namespaced and _well_formed(claim_tag, key) and not verify_claim_isolation_tag(obj, key):
+            yield Violation(
+                (*place, "annotations", ISOLATION_TAG_ANNOTATION),
+                "claim tag in spec.metadata does not match the claims the template makes: it was edited after tagging",
+            )
+        for declaration in _SHARED_DECLARATIONS if claim_tag is not None else ():
+            if claim_annotations.get(declaration) != own[1].get(declaration):
+                yield Violation(
+                    (*place, "annotations"),
+                    f"spec.metadata declares {declaration} {claim_annotations.get(declaration)!r} for the claims made "
+                    f"from the template, the template itself {own[1].get(declaration)!r}: they must agree",
+                )
+    if not namespaced:
+        yield Violation(
+            ("metadata",),
+            f"accelerator {resource.kind} has no metadata.namespace, so its isolation tag cannot be verified: the "
+            "tag binds the namespace the object lands in, and a manifest without one lands wherever "
+            "`kubectl apply -n` puts it; set metadata.namespace",
+        )
+
+
+#: What a template declares for itself and for its claims alike (both tags cover them).
+_SHARED_DECLARATIONS = (SANITIZATION_ANNOTATION, TENANT_ANNOTATION)
+
+
+def _well_formed(tag: object, key: str | bytes | None) -> bool:
+    return isinstance(tag, str) and bool(_WELL_FORMED.fullmatch(tag)) and (key is None or tag.startswith(HMAC_PREFIX))
+
+
+def _tag_problems(
+    kind: str, place: tuple[str, ...], tag: object, key: str | bytes | None, *, claim: bool = False
+) -> Iterator[Violation]:
+    """Presence and form of the tag at `place` (a template's `spec.metadata` with `claim`)."""
+    name = f"claim tag ({ISOLATION_TAG_ANNOTATION} in spec.metadata)" if claim else "isolation tag"
+    path = (*place, "annotations", ISOLATION_TAG_ANNOTATION)
     if tag is None:
-        yield Violation(("metadata",), f"accelerator {resource.kind} has no {ISOLATION_TAG_ANNOTATION}")
+        what = f"no {name}: the claims made from it carry none" if claim else f"no {ISOLATION_TAG_ANNOTATION}"
+        yield Violation(place, f"accelerator {kind} has {what}")
     elif not isinstance(tag, str) or not _WELL_FORMED.fullmatch(tag):
-        yield Violation(path, f"isolation tag {tag!r} is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex>")
+        yield Violation(path, f"{name} {tag!r} is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex>")
     elif key is not None and not tag.startswith(HMAC_PREFIX):
-        yield Violation(path, "an HMAC key is configured, so the isolation tag must be hmac-sha256:")
-    elif not verify_isolation_tag(resource.obj, key):
-        yield Violation(path, "isolation tag does not match the object: it was edited after tagging")
+        yield Violation(path, f"an HMAC key is configured, so the {name} must be hmac-sha256:")
 
 
 def _admission(target: AdmissionTarget) -> Admission:
-    """Presence and format; with a key, the HMAC form. Verifying the digest needs the key and
-    SHA-256, which CEL has not: the webhook does that (`dra-guard webhook`)."""
+    """Presence, format and agreement; with a key, the HMAC form. Verifying the digest needs
+    the key and SHA-256, which CEL has not: the webhook does that (`dra-guard webhook`); so
+    does a namespace-less object, which the API server always gives a namespace."""
     pattern = "^hmac-sha256:[0-9a-f]{64}$" if target.config.get(HMAC_KEY_ENV) is not None else _WELL_FORMED.pattern
     if not pattern.startswith("^"):
         pattern = f"^{pattern}$"
-    tag = annotation_value(ISOLATION_TAG_ANNOTATION)
+
+    def present(place: str) -> str:
+        return annotation(ISOLATION_TAG_ANNOTATION, place)
+
+    def formed(place: str) -> str:
+        return f"!{present(place)} || {annotation_value(ISOLATION_TAG_ANNOTATION, place)}.matches('{pattern}')"
+
+    def agree(declaration: str) -> str:
+        own, claim = annotation(declaration), annotation(declaration, CLAIM_METADATA)
+        return on_template(
+            f"!{present(CLAIM_METADATA)} || (!{own} && !{claim}) || ({own} && {claim} && "
+            f"{annotation_value(declaration)} == {annotation_value(declaration, CLAIM_METADATA)})"
+        )
+
+    malformed = "expected sha256:<64 hex> or hmac-sha256:<64 hex> (hmac-sha256 when a key is configured)"
     return Admission(
         kinds=tuple(sorted(CLAIM_KINDS)),
         condition=has_accelerator_request(target.config),
         validations=(
             Validation(
-                expression=annotation(ISOLATION_TAG_ANNOTATION),
+                expression=present("object.metadata"),
                 message=f"accelerator claim has no {ISOLATION_TAG_ANNOTATION}",
             ),
+            Validation(expression=formed("object.metadata"), message=f"isolation tag is malformed; {malformed}"),
             Validation(
-                expression=f"!{annotation(ISOLATION_TAG_ANNOTATION)} || {tag}.matches('{pattern}')",
-                message="isolation tag is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex> "
-                "(hmac-sha256 when a key is configured)",
+                expression=on_template(present(CLAIM_METADATA)),
+                message=f"accelerator claim template has no claim tag ({ISOLATION_TAG_ANNOTATION} in "
+                "spec.metadata): the claims made from it carry none",
+            ),
+            Validation(
+                expression=on_template(formed(CLAIM_METADATA)),
+                message=f"claim tag ({ISOLATION_TAG_ANNOTATION} in spec.metadata) is malformed; {malformed}",
+            ),
+            *(
+                Validation(
+                    expression=agree(declaration),
+                    message=f"spec.metadata declares {declaration} for the claims made from the template "
+                    "differently from the template itself: they must agree",
+                )
+                for declaration in _SHARED_DECLARATIONS
             ),
         ),
-        # The digest itself is the webhook's: the policy decides presence and format only.
-        covers=lambda finding: "does not match the object" not in finding.message,
+        # The digest itself is the webhook's: the policy decides presence, format and agreement.
+        covers=lambda finding: (
+            "does not match the" not in finding.message and "has no metadata.namespace" not in finding.message
+        ),
     )
 
 

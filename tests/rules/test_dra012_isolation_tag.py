@@ -22,8 +22,10 @@ def test_dra012_tags(api_version: str, make: Any) -> None:
     request_body(obj)["count"] = 1.0  # as Pulumi delivers numbers
     assert rule_ids(obj) == set()
     obj["metadata"]["namespace"] = "elsewhere"
-    (finding,) = findings(obj)
-    assert finding.rule == "DRA012" and "edited" in finding.message
+    # A template's claim tag binds the namespace too: both tags break.
+    moved = findings(obj)
+    assert len(moved) == (2 if obj["kind"] == "ResourceClaimTemplate" else 1)
+    assert all(finding.rule == "DRA012" and "edited" in finding.message for finding in moved)
     obj["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = "sha256:xyz"
     assert "malformed" in findings(obj)[0].message
     del obj["metadata"]["annotations"]["dra-guard.io/isolation-tag"]
