@@ -224,6 +224,28 @@ EXTENDED_RESOURCE_CLASSES: Option[Mapping[str, str]] = Option(
     "(e.g. example.com/gpu: gpu.nvidia.com): a request for the name is DRA's implicit claim on the class, and "
     "is reported like nvidia.com/gpu. DeviceClasses among the checked objects are read too.",
 )
+#: The users that write ResourceClaims for pods in a default cluster (kubernetes/kubernetes
+#: @ 3de376ecf6955ccd1b2ae31ffb310ae082b11cb1 pkg/controller/resourceclaim/controller.go;
+#: @ 16913111deb1a4c4ff76f4ba7ffd9ebef397a303
+#: pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go): the
+#: resource-claim controller (its own service account under kube-controller-manager's
+#: --use-service-account-credentials, else kube-controller-manager's user) and the
+#: kube-scheduler (KEP-5004 extended-resource claims, and the finalizer it adds on allocation).
+CLAIM_WRITERS = (
+    "system:serviceaccount:kube-system:resource-claim-controller",
+    "system:kube-controller-manager",
+    "system:kube-scheduler",
+)
+ADMISSION_CLAIM_WRITERS: Option[tuple[str, ...]] = Option(
+    key="admission-claim-writers",
+    type=STRING_LIST,
+    default=CLAIM_WRITERS,
+    doc="Usernames (`request.userInfo.username`) whose creates and updates of ResourceClaims the admission "
+    "policies and the webhook do not check: the control-plane components that write claims for pods (from a "
+    "ResourceClaimTemplate, which admission checks instead, or for DRA-backed extended resources). Set it where "
+    "a managed cluster's controllers run under other names; `[]` checks every writer. Read by "
+    "`dra-guard admission-policy`, the AdmissionGuard constructs and `dra-guard webhook` only.",
+)
 CORE_OPTIONS: tuple[Option[Any], ...] = (
     ENABLE,
     DISABLE,
@@ -234,6 +256,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     CONSUMABLE_CAPACITY,
     EXCLUDE,
     EXTENDED_RESOURCE_CLASSES,
+    ADMISSION_CLAIM_WRITERS,
 )
 
 

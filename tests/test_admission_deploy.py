@@ -14,13 +14,11 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -40,9 +38,9 @@ from dra_guard.admission.deploy import (
 )
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import admission_objects
-from dra_guard.admission.webhook import KubernetesTemplates
 from dra_guard.config import Config, load_config_file, parse_config
 from dra_guard.rules import RULES
+from tests.webhook_apiserver import api_server, in_cluster_templates
 
 RELEASES = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")
@@ -172,18 +170,6 @@ def test_the_deployment_is_hardened() -> None:
     assert "--in-cluster" in container["args"] and "--hmac-key-file" not in container["args"]
 
 
-class _RecordingApiServer(BaseHTTPRequestHandler):
-    requests: ClassVar[list[tuple[str, str]]] = []
-
-    def do_GET(self) -> None:
-        type(self).requests.append(("GET", self.path))
-        self.send_response(404)
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        pass
-
-
 def _rbac_allows(rules: list[dict[str, Any]], method: str, path: str) -> bool:
     """The RBAC decision for a request on a named object, as the API server makes it."""
     parts = urllib.parse.urlsplit(path).path.strip("/").split("/")
@@ -193,20 +179,16 @@ def _rbac_allows(rules: list[dict[str, Any]], method: str, path: str) -> bool:
     return any(group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"] for rule in rules)
 
 
-def test_the_cluster_role_allows_exactly_what_the_webhook_asks_the_api_server() -> None:
-    """The webhook's real client against a recording server: its every request is allowed."""
-    _RecordingApiServer.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingApiServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        templates = KubernetesTemplates(f"http://127.0.0.1:{server.server_address[1]}", "token", ca_file="")
-        assert templates.get("tenant-a", "slice") is None
-    finally:
-        server.shutdown()
-    (request,) = _RecordingApiServer.requests
+def test_the_cluster_role_allows_exactly_what_the_webhook_asks_the_api_server(tmp_path: Path) -> None:
+    """The webhook's real client, configured as in the pod, against a recording server:
+    its every request is allowed."""
+    with api_server(tmp_path) as server:
+        templates = in_cluster_templates(tmp_path, server)
+        assert templates.get("tenant-a", "slice") is None  # the server answers 404
+    ((path, authorization),) = server.requests
+    assert authorization.lower() == "bearer token-1"  # the service account's token
     role = by_kind(admission_guard_objects(SPECS["webhook"]))["ClusterRole"]
-    assert _rbac_allows(role["rules"], *request)
+    assert _rbac_allows(role["rules"], "GET", path)
     assert [verb for rule in role["rules"] for verb in rule["verbs"]] == ["get"]  # nothing more
 
 

@@ -109,6 +109,41 @@ CASES: dict[str, tuple[list[str], dict[str, Any]]] = {
             },
         },
     ),
+    "webhook-opt-in-ignore-own-claim-writers": (
+        [
+            "--claim-writer",
+            "eks:resource-claim-controller",
+            "--claim-writer",
+            "system:kube-scheduler",
+            "--deploy-webhook",
+            "--webhook-image",
+            "registry.example/dra-guard:0.1.0",
+            "--webhook-namespace",
+            "dra-guard",
+            "--tls-secret",
+            "dra-guard-tls",
+            "--ca-bundle",
+            "ca.pem",
+            "--webhook-namespaces",
+            "opt-in",
+            "--webhook-namespace-label",
+            "tenants.example.com/gpu=yes",
+            "--webhook-failure-policy",
+            "Ignore",
+        ],
+        {
+            "claim_writers": ["eks:resource-claim-controller", "system:kube-scheduler"],
+            "webhook": {
+                "image": "registry.example/dra-guard:0.1.0",
+                "namespace": "dra-guard",
+                "tls_secret": "dra-guard-tls",
+                "ca_bundle": CA_PEM,
+                "namespaces": "opt-in",
+                "namespace_label": "tenants.example.com/gpu=yes",
+                "failure_policy": "Ignore",
+            },
+        },
+    ),
 }
 
 
@@ -179,6 +214,7 @@ def test_both_front_ends_take_the_specs_arguments() -> None:
         "admin_namespace_label",
         "name_prefix",
         "config",
+        "claim_writers",
         "webhook",
     )
     assert "image" in WEBHOOK_SETTING_NAMES

@@ -92,23 +92,27 @@ class Server:
         finally:
             connection.close()
 
-    def review(self, obj: dict[str, Any] | None, operation: str = "CREATE") -> dict[str, Any]:
-        status, payload = self.request("POST", "/validate", json.dumps(admission_review(obj, operation)).encode())
+    def review(self, obj: dict[str, Any] | None, operation: str = "CREATE", username: str = "alice") -> dict[str, Any]:
+        body = json.dumps(admission_review(obj, operation, username)).encode()
+        status, payload = self.request("POST", "/validate", body)
         assert status == 200, payload
         assert payload["apiVersion"] == "admission.k8s.io/v1" and payload["kind"] == "AdmissionReview"
         response: dict[str, Any] = payload["response"]
         return response
 
 
-def admission_review(obj: dict[str, Any] | None, operation: str = "CREATE") -> dict[str, Any]:
+def admission_review(obj: dict[str, Any] | None, operation: str = "CREATE", username: str = "alice") -> dict[str, Any]:
+    """An AdmissionReview as the API server sends it (`request.kind` from the object's
+    apiVersion and kind, `request.userInfo` the writer's)."""
     metadata = (obj or {}).get("metadata", {})
+    group, _, version = str((obj or {}).get("apiVersion", "v1")).rpartition("/")
     request: dict[str, Any] = {
         "uid": str(uuid.uuid4()),
-        "kind": {"group": "", "version": "v1", "kind": (obj or {}).get("kind", "Pod")},
+        "kind": {"group": group, "version": version, "kind": (obj or {}).get("kind", "Pod")},
         "operation": operation,
         "namespace": metadata.get("namespace", "tenant-a"),
         "name": metadata.get("name", "x"),
-        "userInfo": {"username": "alice"},
+        "userInfo": {"username": username, "groups": ["system:authenticated"]},
     }
     if obj is not None:
         request["object"] = obj
@@ -195,7 +199,7 @@ def test_a_plain_digest_under_a_key_is_left_to_the_policy_which_denies_it(server
     assert server.review(template)["allowed"] is True
     keyed = parse_config({"hmac-key-env": "K"}, RULES, "test", environ={"K": KEY})
     denials = admit(admission_objects(RULES, AdmissionTarget(keyed)), template)
-    assert [denial.rule for denial in denials] == ["DRA012"]
+    assert {denial.rule for denial in denials} == {"DRA012"}  # the template tag, and the claim tag
 
 
 def test_what_only_the_engine_decides_is_denied_with_its_rule_id(server: Server) -> None:
@@ -212,6 +216,38 @@ def test_what_only_the_engine_decides_is_denied_with_its_rule_id(server: Server)
 
 def test_a_delete_carries_no_object_and_is_allowed(server: Server) -> None:
     assert server.review(None, operation="DELETE")["allowed"] is True
+    assert server.review(None, operation="CONNECT")["allowed"] is True
+
+
+@pytest.mark.parametrize("operation", ["CREATE", "UPDATE"])
+def test_a_write_without_an_object_is_denied(server: Server, operation: str) -> None:
+    """Only DELETE and CONNECT may come without an object: anything else is not reviewable."""
+    response = server.review(None, operation=operation)
+    assert response["allowed"] is False
+    assert f"the {operation} carries no object to review" in response["status"]["message"]
+
+
+def test_the_control_planes_claim_writers_are_admitted_and_a_tenant_is_not(server: Server) -> None:
+    """Over HTTPS: a claim with a forged HMAC tag (and a forged owner reference) is denied
+    when a tenant writes it, admitted when the scheduler or the resource-claim controller
+    does (dra_guard.admission.policy says why, from upstream source)."""
+    claim = tagged_template("somebody-elses-key")
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {
+            "name": "p-slice-x7k2q",
+            "namespace": "tenant-a",
+            "annotations": {**claim["metadata"]["annotations"], "resource.kubernetes.io/pod-claim-name": "slice"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "1", "controller": True}],
+        },
+        "spec": claim["spec"]["spec"],
+    }
+    denied = server.review(claim, username="system:serviceaccount:tenant-a:default")
+    assert denied["allowed"] is False and denied["status"]["message"].startswith("DRA012: ")
+    for writer in ("system:serviceaccount:kube-system:resource-claim-controller", "system:kube-scheduler"):
+        assert server.review(claim, username=writer)["allowed"] is True
+        assert server.review(claim, operation="UPDATE", username=writer)["allowed"] is True
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,10 @@ from typing import Any, TextIO
 
 ENFORCEMENT_CHOICES = ("Deny", "Warn", "Audit")
 EXIT_CLEAN, EXIT_ERROR = 0, 2
+#: As in dra_guard.admission.policy (not imported here: `dra-guard --help` stays cheap).
+WEBHOOK_NAMESPACE_MODES = ("all", "opt-in")
+WEBHOOK_FAILURE_POLICIES = ("Fail", "Ignore")
+WEBHOOK_OPT_IN_LABEL = ("dra-guard.io/enforce", "true")
 
 
 def add_admission_policy_parser(commands: Any) -> None:
@@ -26,6 +30,15 @@ def add_admission_policy_parser(commands: Any) -> None:
     )
     parser.add_argument("--name", default="dra-guard", metavar="PREFIX", help="name prefix of the objects")
     parser.add_argument("--config", metavar="FILE", help="a .dra-guard.yaml or pyproject.toml (default: discovered)")
+    parser.add_argument(
+        "--claim-writer",
+        dest="claim_writers",
+        action="append",
+        metavar="USERNAME",
+        help="a user whose writes of ResourceClaims are not checked (the control plane's claim writers); repeat "
+        "for each; replaces the config's admission-claim-writers (default: the resource-claim controller, "
+        "kube-controller-manager, kube-scheduler)",
+    )
     parser.add_argument("--webhook", metavar="URL", help="also emit a ValidatingWebhookConfiguration for this URL")
     parser.add_argument("--ca-bundle", metavar="FILE", help="PEM CA certificate of the webhook's serving certificate")
     deploy = parser.add_argument_group(
@@ -42,6 +55,25 @@ def add_admission_policy_parser(commands: Any) -> None:
     deploy.add_argument("--tls-secret", metavar="NAME", help="kubernetes.io/tls Secret with the serving certificate")
     deploy.add_argument("--hmac-key-secret", metavar="NAME", help="Secret whose 'hmac-key' is the tag key")
     deploy.add_argument("--webhook-replicas", type=int, default=2, metavar="N", help="webhook pods (default 2)")
+    sent = parser.add_argument_group(
+        "what the API server sends the webhook", "With --webhook or --deploy-webhook (docs/admission.md)."
+    )
+    sent.add_argument(
+        "--webhook-namespaces",
+        choices=WEBHOOK_NAMESPACE_MODES,
+        help="all: every namespace but kube-system and the webhook's own (default); opt-in: only namespaces "
+        "with --webhook-namespace-label",
+    )
+    sent.add_argument(
+        "--webhook-namespace-label",
+        metavar="KEY=VALUE",
+        help=f"the label that opts a namespace in (default {'='.join(WEBHOOK_OPT_IN_LABEL)})",
+    )
+    sent.add_argument(
+        "--webhook-failure-policy",
+        choices=WEBHOOK_FAILURE_POLICIES,
+        help="Fail (default): refuse what the webhook cannot review; Ignore: admit it unreviewed by the webhook",
+    )
 
 
 #: The CLI's flag for each argument of AdmissionGuardSpec / WebhookDeployment, so a
@@ -52,6 +84,7 @@ FLAGS = {
     "admin_namespace_label": "--admin-namespace-label",
     "name_prefix": "--name",
     "config": "--config",
+    "claim_writers": "--claim-writer",
     "webhook": "--deploy-webhook",
     "image": "--webhook-image",
     "namespace": "--webhook-namespace",
@@ -60,10 +93,19 @@ FLAGS = {
     "webhook.hmac_key_secret": "--hmac-key-secret",
     "replicas": "--webhook-replicas",
     "ca_bundle": "--ca-bundle",
+    "namespaces": "--webhook-namespaces",
+    "namespace_label": "--webhook-namespace-label",
+    "failure_policy": "--webhook-failure-policy",
 }
 #: What --deploy-webhook needs, by destination.
 _DEPLOY_REQUIRED = ("webhook_image", "webhook_namespace", "tls_secret", "ca_bundle")
 _DEPLOY_ONLY = ("webhook_image", "webhook_namespace", "tls_secret", "hmac_key_secret")
+#: What either --webhook or --deploy-webhook takes, and where WebhookDeployment has it.
+_WEBHOOK_SETTINGS = {
+    "webhook_namespaces": "namespaces",
+    "webhook_namespace_label": "namespace_label",
+    "webhook_failure_policy": "failure_policy",
+}
 
 
 def _flagged(message: str) -> str:
@@ -87,6 +129,10 @@ def _deploy_arguments_problem(arguments: argparse.Namespace) -> str | None:
     stray = [_flag(name) for name in _DEPLOY_ONLY if getattr(arguments, name) is not None]
     if stray:
         return f"{', '.join(stray)}: only used with --deploy-webhook"
+    if arguments.webhook is None:
+        unused = [_flag(name) for name in _WEBHOOK_SETTINGS if getattr(arguments, name) is not None]
+        if unused:
+            return f"{', '.join(unused)}: only used with --webhook or --deploy-webhook"
     if arguments.webhook is not None and arguments.ca_bundle is None:
         return "--webhook needs --ca-bundle (the CA that signed the webhook's certificate)"
     if arguments.webhook is None and arguments.ca_bundle is not None:
@@ -97,9 +143,14 @@ def _deploy_arguments_problem(arguments: argparse.Namespace) -> str | None:
 def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import yaml
 
-    from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment, admission_guard_objects
+    from dra_guard.admission.deploy import (
+        AdmissionGuardSpec,
+        WebhookDeployment,
+        admission_guard_objects,
+        parse_opt_in_label,
+    )
     from dra_guard.admission.policy import webhook_configuration
-    from dra_guard.config import ConfigError, discover_config, load_config_file
+    from dra_guard.config import ADMISSION_CLAIM_WRITERS, ConfigError, discover_config, load_config_file
     from dra_guard.rules import RULES
 
     try:
@@ -111,6 +162,12 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
         if arguments.ca_bundle is not None:
             with open(arguments.ca_bundle, "rb") as handle:
                 ca_bundle = handle.read()
+        # Only what was given: WebhookDeployment has the defaults.
+        settings = {
+            setting: getattr(arguments, name)
+            for name, setting in _WEBHOOK_SETTINGS.items()
+            if getattr(arguments, name) is not None
+        }
         webhook = None
         if arguments.deploy_webhook and ca_bundle is not None:
             webhook = WebhookDeployment(
@@ -120,6 +177,7 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
                 ca_bundle=ca_bundle,
                 hmac_key_secret=arguments.hmac_key_secret,
                 replicas=arguments.webhook_replicas,
+                **settings,
             )
         spec = AdmissionGuardSpec(
             enforcement=arguments.enforcement,
@@ -127,8 +185,10 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
             admin_namespace_label=arguments.admin_namespace_label,
             name_prefix=arguments.name,
             config=config,
+            claim_writers=arguments.claim_writers,
             webhook=webhook,
         )
+        label = parse_opt_in_label(settings.get("namespace_label", "=".join(WEBHOOK_OPT_IN_LABEL)))
     except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
@@ -139,8 +199,19 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
         stderr.write(f"dra-guard: cannot read {arguments.ca_bundle}: {error.strerror or error}\n")
         return EXIT_ERROR
     objects = admission_guard_objects(spec, RULES)
+    writers: tuple[str, ...] = spec.parsed_config.get(ADMISSION_CLAIM_WRITERS)
     if arguments.webhook is not None and ca_bundle is not None:
-        objects.append(webhook_configuration({"url": arguments.webhook}, ca_bundle, prefix=spec.name_prefix))
+        objects.append(
+            webhook_configuration(
+                {"url": arguments.webhook},
+                ca_bundle,
+                prefix=spec.name_prefix,
+                namespaces=settings.get("namespaces", "all"),
+                namespace_label=label,
+                failure_policy=settings.get("failure_policy", "Fail"),
+                claim_writers=writers,
+            )
+        )
     stdout.write(yaml.safe_dump_all(objects, sort_keys=False, width=120, allow_unicode=True))
     return EXIT_CLEAN
 
@@ -169,10 +240,6 @@ def add_webhook_parser(commands: Any) -> None:
     )
 
 
-#: Where a pod's service account credentials are mounted.
-SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
 def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import logging
     import os
@@ -196,12 +263,16 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
             config = Config({**config.values, **keyed.values}, config.source)
         templates: TemplateSource = NoTemplates()
         if arguments.in_cluster:
-            host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-            if not host:
+            if not os.environ.get("KUBERNETES_SERVICE_HOST"):
                 raise ValueError("--in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod?)")
-            with open(f"{SERVICE_ACCOUNT}/token", encoding="utf-8") as handle:
-                token = handle.read().strip()
-            templates = KubernetesTemplates(f"https://{host}:{port}", token, f"{SERVICE_ACCOUNT}/ca.crt")
+            try:
+                import kubernetes  # noqa: F401 - only to say what is missing
+            except ImportError:
+                raise ValueError("--in-cluster needs the kubernetes client: pip install 'dra-guard[webhook]'") from None
+            try:
+                templates = KubernetesTemplates.in_cluster()
+            except ValueError as error:
+                raise ValueError(f"--in-cluster: {error}") from None
     except (ValueError, ConfigError) as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR

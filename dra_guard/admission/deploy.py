@@ -24,10 +24,18 @@ from typing import Any, TypedDict
 
 import yaml
 
-from dra_guard.admission.policy import ENFORCEMENTS, MANAGED_BY, admission_objects, webhook_configuration
+from dra_guard.admission.policy import (
+    ENFORCEMENTS,
+    MANAGED_BY,
+    WEBHOOK_FAILURE_POLICIES,
+    WEBHOOK_NAMESPACE_MODES,
+    WEBHOOK_OPT_IN_LABEL,
+    admission_objects,
+    webhook_configuration,
+)
 from dra_guard.catalog import KUBERNETES_VERSIONS
 from dra_guard.celkit import AdmissionTarget
-from dra_guard.config import Config, parse_config
+from dra_guard.config import ADMISSION_CLAIM_WRITERS, Config, parse_config
 from dra_guard.options import EnvSecret
 from dra_guard.rules import RULES, Registry
 from dra_guard.validators import (
@@ -35,7 +43,11 @@ from dra_guard.validators import (
     describe,
     require_dns_label,
     require_dns_subdomain,
+    require_labels,
+    require_one_of,
     require_positive_int,
+    require_printable,
+    require_string_list,
 )
 
 # --- the in-cluster webhook's shape ---------------------------------------------------
@@ -90,14 +102,33 @@ def parse_kubernetes_version(text: object) -> str | None:
     return version
 
 
-def parse_namespace_label(text: object) -> tuple[str, str] | None:
-    """`"KEY=VALUE"` -> (KEY, VALUE); None stays None."""
+def parse_namespace_label(text: object, name: str = "admin_namespace_label") -> tuple[str, str] | None:
+    """`"KEY=VALUE"` -> (KEY, VALUE); None stays None. Messages start with `name`."""
     if text is None:
         return None
     match = _LABEL.fullmatch(text) if isinstance(text, str) else None
     if match is None:
-        raise ValueError(f"admin_namespace_label: {text!r} is not KEY=VALUE")
+        raise ValueError(f"{name}: {text!r} is not KEY=VALUE")
     return match.group(1), match.group(2)
+
+
+def parse_opt_in_label(text: object) -> tuple[str, str]:
+    """The webhook's opt-in namespace label, `"KEY=VALUE"`, checked as a Kubernetes label."""
+    label = parse_namespace_label(text, "namespace_label")
+    if label is None:
+        raise ValueError("namespace_label: must be KEY=VALUE, got None")
+    require_labels("namespace_label", dict([label]))
+    return label
+
+
+def parse_claim_writers(value: object) -> tuple[str, ...] | None:
+    """Usernames, as `claim_writers` takes them; None stays None (the configuration's)."""
+    if value is None:
+        return None
+    names = require_string_list("claim_writers", value)
+    for index, name in enumerate(names):
+        require_printable(f"claim_writers[{index}]", name)
+    return tuple(names)
 
 
 # --- the arguments, once --------------------------------------------------------------
@@ -127,6 +158,24 @@ class WebhookDeployment:
         },
     )
     replicas: int = field(default=2, metadata={"doc": "Webhook pods; a PodDisruptionBudget keeps all but one up."})
+    namespaces: str = field(
+        default="all",
+        metadata={
+            "doc": "Which namespaces' objects the API server sends the webhook: `all` (but kube-system and "
+            "the webhook's own) or `opt-in`, only those labelled `namespace_label` (never those two either)."
+        },
+    )
+    namespace_label: str = field(
+        default="=".join(WEBHOOK_OPT_IN_LABEL),
+        metadata={"doc": '`KEY=VALUE`: the label that opts a tenant namespace in, with `namespaces="opt-in"`.'},
+    )
+    failure_policy: str = field(
+        default="Fail",
+        metadata={
+            "doc": "When the API server gets no answer from the webhook: `Fail` refuses the request, "
+            "`Ignore` admits it unreviewed by the webhook (the policies still apply); docs/admission.md."
+        },
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.image, str) or not self.image.strip() or any(c.isspace() for c in self.image):
@@ -139,6 +188,9 @@ class WebhookDeployment:
         if self.hmac_key_secret is not None:
             _require_secret_name("hmac_key_secret", self.hmac_key_secret)
         require_positive_int("replicas", self.replicas)
+        require_one_of("namespaces", self.namespaces, WEBHOOK_NAMESPACE_MODES)
+        parse_opt_in_label(self.namespace_label)
+        require_one_of("failure_policy", self.failure_policy, WEBHOOK_FAILURE_POLICIES)
         # A file name here is the likely mistake: say what is wanted instead of encoding it.
         if not isinstance(self.ca_bundle, (str, bytes)) or _PEM_CERTIFICATE not in self.ca_pem:
             shown = self.ca_bundle if isinstance(self.ca_bundle, str) and len(self.ca_bundle) < 80 else "..."
@@ -146,6 +198,11 @@ class WebhookDeployment:
                 "ca_bundle: must be the PEM text of the CA certificate (-----BEGIN CERTIFICATE-----...), "
                 f"not a file name or other value; got {shown!r}"
             )
+
+    @property
+    def opt_in_label(self) -> tuple[str, str]:
+        """`namespace_label`, parsed."""
+        return parse_opt_in_label(self.namespace_label)
 
     @property
     def ca_pem(self) -> bytes:
@@ -173,6 +230,7 @@ class AdmissionGuardOptions(TypedDict, total=False):
     admin_namespace_label: str | None
     name_prefix: str
     config: Config | Mapping[str, Any] | None
+    claim_writers: Sequence[str] | None
     webhook: WebhookDeployment | Mapping[str, Any] | None
 
 
@@ -202,6 +260,14 @@ class AdmissionGuardSpec:
     config: Config | Mapping[str, Any] | None = field(
         default=None,
         metadata={"doc": "A `Config`, or the options as `.dra-guard.yaml` writes them; compiled into the policies."},
+    )
+    claim_writers: Sequence[str] | None = field(
+        default=None,
+        metadata={
+            "doc": "Usernames whose writes of ResourceClaims the policies and the webhook do not check (the "
+            "control plane's, which create pods' claims). Default: the configuration's `admission-claim-writers` "
+            "(the resource-claim controller, kube-controller-manager, kube-scheduler)."
+        },
     )
     webhook: WebhookDeployment | Mapping[str, Any] | None = field(
         default=None,
@@ -233,6 +299,10 @@ class AdmissionGuardSpec:
             config = Config()
         else:
             config = parse_config(self.config, RULES, "config")
+        writers = parse_claim_writers(self.claim_writers)
+        if writers is not None:
+            # In the configuration, so the webhook's ConfigMap carries the same list.
+            config = config.with_value(ADMISSION_CLAIM_WRITERS, writers)
         object.__setattr__(self, "parsed_config", config)
         if isinstance(self.webhook, Mapping):
             object.__setattr__(self, "webhook", WebhookDeployment.from_mapping(self.webhook))
@@ -403,10 +473,20 @@ def webhook_objects(
         "metadata": metadata(),
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(selector)}},
     }
+    # The webhook's own namespace is never sent to it: with failurePolicy Fail, a webhook
+    # that reviews its own pods can never come back once all of them are gone (the
+    # ReplicaSet's new pods would wait for a webhook that is not there). The policies
+    # still apply there.
+    writers: tuple[str, ...] = config.get(ADMISSION_CLAIM_WRITERS)
     configuration = webhook_configuration(
         {"service": {"namespace": namespace, "name": name, "path": VALIDATE_PATH, "port": SERVICE_PORT}},
         deployment.ca_pem,
         prefix=prefix,
+        namespaces=deployment.namespaces,
+        namespace_label=deployment.opt_in_label,
+        exempt_namespaces=(namespace,),
+        failure_policy=deployment.failure_policy,
+        claim_writers=writers,
     )
     return [
         service_account,
@@ -416,7 +496,7 @@ def webhook_objects(
         service,
         workload,
         disruption_budget,
-        _exempting(configuration, namespace),
+        configuration,
     ]
 
 
@@ -518,24 +598,3 @@ def _pod_spec(deployment: WebhookDeployment, name: str, selector: Mapping[str, s
             }
         ],
     }
-
-
-def _exempting(configuration: Mapping[str, Any], namespace: str) -> dict[str, Any]:
-    """The configuration, with the webhook's own namespace also exempt.
-
-    With failurePolicy Fail, a webhook that reviews its own pods can never come back once
-    all of them are gone: the ReplicaSet's new pods would wait for a webhook that is not
-    there. So its namespace is never sent to it (the policies still apply there).
-    """
-    webhooks = []
-    for webhook in configuration["webhooks"]:
-        expressions = []
-        for expression in webhook["namespaceSelector"]["matchExpressions"]:
-            if expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn":
-                expressions.append({**expression, "values": sorted({*expression["values"], namespace})})
-            else:
-                expressions.append(expression)
-        webhooks.append(
-            {**webhook, "namespaceSelector": {**webhook["namespaceSelector"], "matchExpressions": expressions}}
-        )
-    return {**configuration, "webhooks": webhooks}

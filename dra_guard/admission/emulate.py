@@ -14,6 +14,12 @@ denies with the message (or the messageExpression's value), an error denies unde
 like the API server's. What the evaluation costs is counted apart (`costs`, with
 `dra_guard.admission.cost`): an evaluation over the API server's limits is an error, which
 denies under `failurePolicy: Fail`.
+
+The request is a CREATE by a tenant unless the caller says otherwise (`operation`,
+`user_info`: `request.userInfo` as the API server sets it), so the policies' exemption of
+the control plane's claim writers can be evaluated. `webhook_decision` answers the other
+question the API server asks before a webhook runs: whether the ValidatingWebhookConfiguration
+sends it the request at all (its rules, namespaceSelector and matchConditions).
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ class Denial:
     def rule(self) -> str:
         """The rule ID every dra-guard message starts with."""
         return self.message.partition(":")[0]
+
+
+#: Who writes a request when a test does not say: an ordinary tenant's user.
+TENANT_USER: Mapping[str, Any] = {"username": "alice", "groups": ["system:authenticated"]}
+#: Operations a request may have, and those that carry no `object`.
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
 @lru_cache(maxsize=4096)
@@ -88,7 +100,7 @@ def _without_nulls(value: Any, raw: bool = False) -> Any:
     return value
 
 
-def _matches_resource(policy: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
+def _matches_rules(rules: Sequence[Mapping[str, Any]], obj: Mapping[str, Any], operation: str) -> bool:
     located = KIND_RESOURCES.get(str(obj.get("kind")))
     if located is None:
         return False
@@ -96,21 +108,49 @@ def _matches_resource(policy: Mapping[str, Any], obj: Mapping[str, Any]) -> bool
     api_group = str(obj.get("apiVersion", "")).rpartition("/")[0]
     if api_group != group:
         return False
-    for rule in policy["spec"]["matchConstraints"]["resourceRules"]:
-        if group in rule["apiGroups"] and resource in rule["resources"] and "CREATE" in rule["operations"]:
-            return True
-    return False
+    return any(
+        group in rule["apiGroups"] and resource in rule["resources"] and operation in rule["operations"]
+        for rule in rules
+    )
 
 
-def _activation(obj: Mapping[str, Any], namespace: Mapping[str, Any] | None) -> dict[str, Any]:
+def _matches_resource(policy: Mapping[str, Any], obj: Mapping[str, Any], operation: str = "CREATE") -> bool:
+    return _matches_rules(policy["spec"]["matchConstraints"]["resourceRules"], obj, operation)
+
+
+def admission_request(
+    obj: Mapping[str, Any], operation: str = "CREATE", user_info: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The parts of the AdmissionRequest the generated CEL reads (`request.kind`,
+    `request.operation`, `request.userInfo`), as the API server fills them for `obj`."""
+    if operation not in OPERATIONS:
+        raise ValueError(f"operation: must be one of {', '.join(OPERATIONS)}, not {operation!r}")
+    group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
+    metadata = obj.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    return {
+        "kind": {"group": group, "version": version, "kind": str(obj.get("kind", ""))},
+        "operation": operation,
+        "userInfo": dict(TENANT_USER if user_info is None else user_info),
+        "namespace": str(metadata.get("namespace", "")),
+        "name": str(metadata.get("name", "")),
+    }
+
+
+def _activation(
+    obj: Mapping[str, Any],
+    namespace: Mapping[str, Any] | None,
+    request: Mapping[str, Any] | None = None,
+    old_object: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     from celpy.adapter import json_to_cel
 
     return {
         "object": json_to_cel(dict(obj)),
-        "oldObject": None,
+        "oldObject": json_to_cel(dict(old_object)) if old_object is not None else None,
         "params": None,
         "namespaceObject": json_to_cel(dict(namespace)) if namespace is not None else None,
-        "request": json_to_cel({"operation": "CREATE", "kind": {"kind": obj.get("kind")}}),
+        "request": json_to_cel(dict(request if request is not None else admission_request(obj))),
     }
 
 
@@ -133,16 +173,23 @@ def _is_true(value: Any) -> bool:
 
 
 def evaluate_policy(
-    policy: Mapping[str, Any], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None = None
+    policy: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    namespace: Mapping[str, Any] | None = None,
+    *,
+    request: Mapping[str, Any] | None = None,
+    old_object: Mapping[str, Any] | None = None,
 ) -> list[Denial]:
-    """The denials of one policy for a stored object (call `stored_form` first)."""
+    """The denials of one policy for a stored object (call `stored_form` first), in the
+    `request` given (`admission_request`; default: a tenant's CREATE)."""
     from celpy.celtypes import BoolType, MapType, StringType
 
     name = policy["metadata"]["name"]
     spec = policy["spec"]
-    if not _matches_resource(policy, obj):
+    request = request if request is not None else admission_request(obj)
+    if not _matches_resource(policy, obj, str(request["operation"])):
         return []
-    activation = _activation(obj, namespace)
+    activation = _activation(obj, namespace, request, old_object)
     fail = spec.get("failurePolicy", "Fail") == "Fail"
     # All matchConditions are evaluated: one that is false skips the policy, even next to an
     # error; otherwise an error applies the failure policy (matchconditions/matcher.go).
@@ -179,14 +226,24 @@ def evaluate_policy(
 
 
 def admit(
-    policies: Iterable[Mapping[str, Any]], obj: Mapping[str, Any], namespace: Mapping[str, Any] | None = None
+    policies: Iterable[Mapping[str, Any]],
+    obj: Mapping[str, Any],
+    namespace: Mapping[str, Any] | None = None,
+    *,
+    user_info: Mapping[str, Any] | None = None,
+    operation: str = "CREATE",
+    old_object: Mapping[str, Any] | None = None,
 ) -> list[Denial]:
-    """Every denial the policies give the object on CREATE."""
+    """Every denial the policies give the object, written (`operation`, CREATE unless said)
+    by `user_info` (`request.userInfo`: `{"username": ..., "groups": [...]}`; a tenant's
+    unless said)."""
     stored, namespace = _review(obj, namespace)
+    request = admission_request(stored, operation, user_info)
+    old = stored_form(old_object) if old_object is not None else None
     denials: list[Denial] = []
     for policy in policies:
         if policy.get("kind") == "ValidatingAdmissionPolicy":
-            denials += evaluate_policy(policy, stored, namespace)
+            denials += evaluate_policy(policy, stored, namespace, request=request, old_object=old)
     return denials
 
 
@@ -227,3 +284,78 @@ def _namespace_of(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def denied_rules(denials: Sequence[Denial]) -> set[str]:
     return {denial.rule for denial in denials}
+
+
+# --- whether the API server calls the webhook -------------------------------------------
+
+#: What the API server does with a request for one webhook of a configuration.
+CALL, SKIP, REJECT = "call", "skip", "reject"
+
+
+def webhook_decision(
+    configuration: Mapping[str, Any],
+    obj: Mapping[str, Any],
+    namespace: Mapping[str, Any] | None = None,
+    *,
+    user_info: Mapping[str, Any] | None = None,
+    operation: str = "CREATE",
+) -> str:
+    """`CALL` when the API server sends the request to the configuration's (first) webhook,
+    `SKIP` when it does not, `REJECT` when it refuses the request without calling it (a
+    matchCondition error under `failurePolicy: Fail`; k8s.io/apiserver
+    pkg/admission/plugin/webhook/matchconditions/matcher.go).
+
+    In order: the webhook's `rules` (the object's resource and the operation), its
+    `namespaceSelector` on the Namespace's labels (the API server sets
+    `kubernetes.io/metadata.name` on every Namespace), then every matchCondition: one false
+    skips the webhook; otherwise an error applies the failurePolicy."""
+    from celpy.celtypes import BoolType
+
+    webhook = configuration["webhooks"][0]
+    stored = stored_form(obj)
+    if not _matches_rules(webhook["rules"], stored, operation):
+        return SKIP
+    if stored.get("kind") not in CLUSTER_SCOPED_KINDS:
+        namespace = namespace if namespace is not None else _namespace_of(stored)
+        if not _selects(webhook.get("namespaceSelector", {}), _namespace_labels(namespace)):
+            return SKIP
+    request = admission_request(stored, operation, user_info)
+    activation = _activation(stored, None, request)
+    del activation["namespaceObject"], activation["params"]  # webhooks' CEL has neither
+    failed = False
+    for condition in webhook.get("matchConditions", []):
+        value = _evaluate(condition["expression"], activation)
+        if isinstance(value, BaseException) or not isinstance(value, BoolType):
+            failed = True
+        elif not value:
+            return SKIP
+    if failed:
+        return REJECT if webhook.get("failurePolicy", "Fail") == "Fail" else SKIP
+    return CALL
+
+
+def _namespace_labels(namespace: Mapping[str, Any]) -> dict[str, str]:
+    found = namespace.get("metadata")
+    metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    labels = {str(key): str(value) for key, value in (metadata.get("labels") or {}).items()}
+    labels["kubernetes.io/metadata.name"] = str(metadata.get("name", ""))
+    return labels
+
+
+def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector on `labels` (an empty selector selects everything)."""
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True

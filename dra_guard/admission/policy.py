@@ -7,17 +7,34 @@ matchCondition (an object that carries `dra-guard.io/ignore-<ID>` with a reason 
 checked), except for rules that cannot be waived; the configuration (extra legacy
 resources, admin namespaces, non-accelerator classes, disabled rules) is compiled into
 the expressions, so the policies need no params object.
+
+ResourceClaims that the control plane writes for pods are not checked (a matchCondition on
+`request.userInfo.username`, `admission-claim-writers`): the resource-claim controller
+creates a pod's claim from its ResourceClaimTemplate, which admission checks when it is
+written and which cannot change afterwards, and the scheduler creates the claims of
+DRA-backed extended resources and adds its finalizer to every claim it allocates. Nothing
+else exempts a claim: a tenant can write the owner references and annotations those
+claims carry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, POD_SPEC_PATHS, VISIBLE_CHARACTER_RE2
-from dra_guard.celkit import KIND_RESOURCES, Admission, AdmissionTarget, NotAdmissible, has_chain, string
-from dra_guard.config import NON_WAIVABLE
+from dra_guard.catalog import ANNOTATION_PREFIX, IGNORE_ANNOTATION_PREFIX, POD_SPEC_PATHS, VISIBLE_CHARACTER_RE2
+from dra_guard.celkit import (
+    KIND_RESOURCES,
+    Admission,
+    AdmissionTarget,
+    NotAdmissible,
+    has_chain,
+    pod_spec,
+    string,
+    string_list,
+)
+from dra_guard.config import ADMISSION_CLAIM_WRITERS, CLAIM_WRITERS, NON_WAIVABLE
 from dra_guard.rules import Registry, Rule
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -49,20 +66,55 @@ def uncovered_rules(registry: Registry) -> list[tuple[Rule, str]]:
 def waived(rule_id: str, kinds: Sequence[str]) -> str:
     """CEL: the object (or its pod template) carries `ignore-<rule_id>` with a visible reason."""
     key = string(IGNORE_ANNOTATION_PREFIX + rule_id)
-    places = ["object.metadata"]
-    for kind in sorted(set(kinds)):
-        path = POD_SPEC_PATHS.get(kind)
-        place = "object." + ".".join(path[:-1]) + ".metadata" if path is not None and kind != "Pod" else None
-        if place is not None and place not in places:  # the controllers share one place
-            places.append(place)
     clauses = []
-    for place in places:
+    for place in _metadata_places(kinds):
         guards = has_chain(place)
         clauses.append(
             f"({guards} && has({place}.annotations) && {key} in {place}.annotations && "
             f"{place}.annotations[{key}].matches({string(VISIBLE_CHARACTER_RE2)}))"
         )
     return " || ".join(clauses)
+
+
+#: Who writes ResourceClaims for pods in a cluster, and why their writes are exempt, from
+#: kubernetes/kubernetes:
+#: * the resource-claim controller: @ 3de376ecf6955ccd1b2ae31ffb310ae082b11cb1
+#:   pkg/controller/resourceclaim/controller.go (`handleClaim` creates the claim of a pod's
+#:   ResourceClaimTemplate: the template's `spec.metadata` and `spec.spec`, the annotation
+#:   `resource.kubernetes.io/pod-claim-name`, `generateName: <pod>-<pod claim>-` and a
+#:   controller owner reference to the Pod; `syncClaim` removes the scheduler's finalizer with
+#:   an update). Its client is `system:serviceaccount:kube-system:resource-claim-controller`
+#:   (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go: create, update
+#:   and patch on resourceclaims) under kube-controller-manager's
+#:   --use-service-account-credentials, `system:kube-controller-manager` without it.
+#: * the kube-scheduler: @ 16913111deb1a4c4ff76f4ba7ffd9ebef397a303
+#:   pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go
+#:   (`createExtendedResourceClaimInAPI`: for a pod's DRA-backed extended resources, KEP-5004,
+#:   it creates a claim with `pl.clientset`, the scheduler's own client, annotated
+#:   `resource.kubernetes.io/extended-resource-claim: "true"`, `generateName:
+#:   <pod>-extended-resources-`, a controller owner reference to the Pod and requests
+#:   `container-<i>-request-<j>` on the mapped device class; `deleteClaim` removes the
+#:   finalizer with an update), and dynamicresources.go `bindClaim` ("The finalizer needs to
+#:   be added in a normal update", on every claim it allocates). The scheduler authenticates
+#:   as `system:kube-scheduler` (staging/src/k8s.io/apiserver/pkg/authentication/user/user.go
+#:   `KubeScheduler`, bound to the `system:kube-scheduler` ClusterRole in bootstrappolicy).
+#: So both identities create and update claims: exempting only their creates would deny the
+#: scheduler's finalizer update on the claims they created, and the pod would never start.
+#: A claim's spec is immutable after creation (pkg/apis/resource/validation/validation.go
+#: `ValidateResourceClaimUpdate`), so an exempt update changes metadata only.
+CLAIM_WRITER_CONDITION = "not-a-claim-writer"
+
+
+def claim_writer_exemption(writers: Sequence[str]) -> str:
+    """CEL (a matchCondition): false for a write of a ResourceClaim by one of `writers`.
+
+    `request.kind` and `request.userInfo` are always set by the API server; the `has()`
+    guards keep the expression total (false, not an error) where a request lacks them."""
+    return (
+        "!(has(request.kind) && request.kind.group == 'resource.k8s.io' && request.kind.kind == 'ResourceClaim' && "
+        "has(request.userInfo) && has(request.userInfo.username) && "
+        f"request.userInfo.username in {string_list(writers)})"
+    )
 
 
 def _resource_rules(kinds: Sequence[str]) -> list[dict[str, Any]]:
@@ -88,6 +140,9 @@ def _message_prefix(rule: Rule) -> str:
 def validating_admission_policy(covered: Covered, target: AdmissionTarget, prefix: str) -> dict[str, Any]:
     rule, admission = covered.rule, covered.admission
     match_conditions = []
+    writers = target.config.get(ADMISSION_CLAIM_WRITERS)
+    if "ResourceClaim" in admission.kinds and writers:
+        match_conditions.append({"name": CLAIM_WRITER_CONDITION, "expression": claim_writer_exemption(writers)})
     if admission.condition is not None:
         match_conditions.append({"name": "applies", "expression": admission.condition})
     if rule.id not in _non_waivable(rule, target):
@@ -156,10 +211,132 @@ WEBHOOK_KINDS = ("ResourceClaim", "ResourceClaimTemplate", *sorted(POD_SPEC_PATH
 WEBHOOK_EXEMPT_NAMESPACES = ("kube-system",)
 #: The API server waits at most this long for the webhook (it allows 1-30 s).
 WEBHOOK_TIMEOUT_SECONDS = 5
+#: Which namespaces the webhook reviews: `all` but the exempt ones, or only those that
+#: `opt-in` with a label (never the exempt ones either).
+WEBHOOK_NAMESPACE_MODES = ("all", "opt-in")
+#: The label a namespace opts in with, by default.
+WEBHOOK_OPT_IN_LABEL = ("dra-guard.io/enforce", "true")
+#: What the API server does when it cannot get the webhook's answer (docs/admission.md).
+WEBHOOK_FAILURE_POLICIES = ("Fail", "Ignore")
+#: Resource names that never request an accelerator (with `hugepages-<size>`).
+PLAIN_RESOURCES = ("cpu", "ephemeral-storage", "memory")
+#: The matchCondition that sends the webhook only what can hold an accelerator request.
+ACCELERATOR_CONDITION = "may-request-accelerators"
+
+
+#: Past these sizes the webhook's matchCondition stops looking and sends the object to the
+#: webhook: its cost is then bounded by a constant, whatever the object (an object built to
+#: exhaust the CEL cost limit must neither be refused for it nor, under `Ignore`, skip the
+#: webhook). Ordinary pods are far below them.
+MAX_SCANNED_CONTAINERS = 64
+MAX_SCANNED_RESOURCE_NAMES = 16
+MAX_SCANNED_ANNOTATIONS = 256
+
+
+def _scan(collection: str, variable: str, predicate: str, limit: int) -> str:
+    """CEL: `collection` is larger than `limit`, or some element of it satisfies `predicate`."""
+    return f"(size({collection}) > {limit} || {collection}.exists({variable}, {predicate}))"
+
+
+def _requests_more_than_plain_resources(resources: str) -> str:
+    """CEL: a ResourceRequirements that names claims, or a resource that is not cpu, memory,
+    ephemeral-storage or hugepages-* (or more resources than are looked at)."""
+    plain = f"!(name in {string_list(PLAIN_RESOURCES)} || name.startsWith('hugepages-'))"
+    lists = [f"(has({resources}.claims) && size({resources}.claims) > 0)"]
+    for field_name in ("requests", "limits"):
+        names = f"{resources}.{field_name}"
+        lists.append(f"(has({names}) && {_scan(names, 'name', plain, MAX_SCANNED_RESOURCE_NAMES)})")
+    return " || ".join(lists)
+
+
+def accelerator_condition() -> str:
+    """CEL (a webhook matchCondition, `object` and `request` only): the object can hold an
+    accelerator request or a dra-guard declaration.
+
+    A claim or a claim template always can. A workload or pod can when its pod spec has
+    `resourceClaims`, when a container (init or regular) or the pod-level resources name
+    claims or a resource other than cpu, memory, ephemeral-storage and hugepages-* (a device
+    plugin's or a DRA-backed extended resource), or when the object's or its pod template's
+    annotations have a `dra-guard.io/` key. The pod spec and its containers are bound once,
+    each as the one element of a list. Past `MAX_SCANNED_*` containers, resource names or
+    annotations the object is sent without looking further, so the cost stays bounded.
+    Ephemeral containers are left out: the API server refuses resources on them."""
+    uses_more = _requests_more_than_plain_resources("c.resources")
+    container_lists = (
+        "(has(pod.initContainers) ? pod.initContainers : []) + (has(pod.containers) ? pod.containers : [])"
+    )
+    pod_checks = " || ".join(
+        [
+            "(has(pod.resourceClaims) && size(pod.resourceClaims) > 0)",
+            f"(has(pod.resources) && ({_requests_more_than_plain_resources('pod.resources')}))",
+            f"[{container_lists}].exists(cs, "
+            f"{_scan('cs', 'c', f'has(c.resources) && ({uses_more})', MAX_SCANNED_CONTAINERS)})",
+        ]
+    )
+    clauses = ["request.kind.group == 'resource.k8s.io'", f"[{pod_spec(POD_SPEC_PATHS)}].exists(pod, {pod_checks})"]
+    declared = f"key.startsWith({string(ANNOTATION_PREFIX)})"
+    for place in _metadata_places(POD_SPEC_PATHS):
+        annotations = f"{place}.annotations"
+        clauses.append(
+            f"({has_chain(place)} && has({annotations}) && "
+            f"{_scan(annotations, 'key', declared, MAX_SCANNED_ANNOTATIONS)})"
+        )
+    return " || ".join(clauses)
+
+
+def _metadata_places(kinds: Iterable[str]) -> list[str]:
+    """The object's metadata, then each distinct pod-template metadata of `kinds`."""
+    places = ["object.metadata"]
+    for kind in sorted(set(kinds)):
+        path = POD_SPEC_PATHS.get(kind)
+        if path is None or kind == "Pod":
+            continue
+        place = "object." + ".".join(path[:-1]) + ".metadata"
+        if place not in places:
+            places.append(place)
+    return places
+
+
+def webhook_match_conditions(claim_writers: Sequence[str] = CLAIM_WRITERS) -> list[dict[str, str]]:
+    """The webhook's matchConditions: what can hold an accelerator request, and not a claim
+    the control plane writes for a pod (`admission-claim-writers`)."""
+    conditions = [{"name": ACCELERATOR_CONDITION, "expression": accelerator_condition()}]
+    if claim_writers:
+        conditions.append({"name": CLAIM_WRITER_CONDITION, "expression": claim_writer_exemption(claim_writers)})
+    return conditions
+
+
+def namespace_selector(
+    mode: str = "all",
+    label: tuple[str, str] = WEBHOOK_OPT_IN_LABEL,
+    exempt: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The webhook's namespaceSelector: every namespace (`all`) or those labelled `label`
+    (`opt-in`), never kube-system nor the `exempt` ones."""
+    if mode not in WEBHOOK_NAMESPACE_MODES:
+        raise ValueError(f"namespaces: must be one of {', '.join(WEBHOOK_NAMESPACE_MODES)}, not {mode!r}")
+    never = {
+        "key": "kubernetes.io/metadata.name",
+        "operator": "NotIn",
+        "values": sorted({*WEBHOOK_EXEMPT_NAMESPACES, *exempt}),
+    }
+    selector: dict[str, Any] = {}
+    if mode == "opt-in":
+        selector["matchLabels"] = {label[0]: label[1]}
+    selector["matchExpressions"] = [never]
+    return selector
 
 
 def webhook_configuration(
-    client_config: Mapping[str, Any], ca_bundle: bytes, *, prefix: str = "dra-guard"
+    client_config: Mapping[str, Any],
+    ca_bundle: bytes,
+    *,
+    prefix: str = "dra-guard",
+    namespaces: str = "all",
+    namespace_label: tuple[str, str] = WEBHOOK_OPT_IN_LABEL,
+    exempt_namespaces: Sequence[str] = (),
+    failure_policy: str = "Fail",
+    claim_writers: Sequence[str] = CLAIM_WRITERS,
 ) -> dict[str, Any]:
     """A ValidatingWebhookConfiguration for `dra-guard webhook`.
 
@@ -167,6 +344,10 @@ def webhook_configuration(
     """
     import base64
 
+    if failure_policy not in WEBHOOK_FAILURE_POLICIES:
+        raise ValueError(
+            f"failure_policy: must be one of {', '.join(WEBHOOK_FAILURE_POLICIES)}, not {failure_policy!r}"
+        )
     return {
         "apiVersion": ADMISSION_API,
         "kind": "ValidatingWebhookConfiguration",
@@ -176,20 +357,13 @@ def webhook_configuration(
                 "name": "webhook.dra-guard.io",
                 "admissionReviewVersions": ["v1"],
                 "clientConfig": {**client_config, "caBundle": base64.b64encode(ca_bundle).decode("ascii")},
-                "failurePolicy": "Fail",
+                "failurePolicy": failure_policy,
                 "sideEffects": "None",
                 "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
                 "matchPolicy": "Equivalent",
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "NotIn",
-                            "values": list(WEBHOOK_EXEMPT_NAMESPACES),
-                        }
-                    ]
-                },
+                "namespaceSelector": namespace_selector(namespaces, namespace_label, exempt_namespaces),
                 "rules": _resource_rules(WEBHOOK_KINDS),
+                "matchConditions": webhook_match_conditions(claim_writers),
             }
         ],
     }

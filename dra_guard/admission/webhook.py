@@ -8,6 +8,13 @@ CEL form. It serves AdmissionReview `admission.k8s.io/v1` as an ASGI application
 uvicorn over HTTPS) with `/healthz` and `/readyz`, a bounded request body, a deadline per
 review, and one JSON log line per request on stderr. The key is read from a file (a
 Secret mount) and never logged.
+
+It fails closed: a CREATE or UPDATE without an object, a claim template it cannot read
+(anything but a 404 from the API server: a refusal, a server error, a timeout, an answer
+that is not a ResourceClaimTemplate) and a review past its deadline are denied, with a
+message that says why. ResourceClaims that the control plane writes for pods
+(`admission-claim-writers`, by `request.userInfo.username`) are admitted unchecked, as the
+policies admit them (dra_guard.admission.policy says who writes them, from upstream source).
 """
 
 from __future__ import annotations
@@ -15,17 +22,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
+import os
+import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dra_guard.admission.policy import covered_rules
 from dra_guard.celkit import AdmissionTarget, decides
-from dra_guard.config import Config
+from dra_guard.config import ADMISSION_CLAIM_WRITERS, Config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, Severity
 from dra_guard.rules import Registry
@@ -39,13 +45,22 @@ DEFAULT_MAX_BODY = 3 * 1024 * 1024
 #: A review must be answered well within the webhook's timeoutSeconds (5).
 DEFAULT_DEADLINE_SECONDS = 4.0
 REVIEW_API = "admission.k8s.io/v1"
+#: The operations whose AdmissionRequest has no `object`.
+OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
 _LOG = logging.getLogger("dra_guard.webhook")
 
 
 class TemplateSource(Protocol):
-    """Claim templates of a namespace, by name (the cluster's, for cross-object rules)."""
+    """Claim templates of a namespace, by name (the cluster's, for cross-object rules).
+
+    `get` returns None when there is no such template, and raises `TemplateLookupError`
+    when it cannot tell."""
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+class TemplateLookupError(Exception):
+    """A claim template could not be read; the message names it and says what failed."""
 
 
 class NoTemplates:
@@ -53,28 +68,95 @@ class NoTemplates:
         return None
 
 
-@dataclass
-class KubernetesTemplates:
-    """Reads ResourceClaimTemplates from the API server with the pod's service account."""
+#: Where a pod's service account credentials are mounted (a projected volume, whose token
+#: the kubelet rotates: the client reads it again, at most a minute after it changes).
+SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
-    server: str
-    token: str
-    ca_file: str
-    api_version: str = "resource.k8s.io/v1"
-    timeout: float = 1.0
+
+class KubernetesTemplates:
+    """Reads ResourceClaimTemplates from the API server with the `kubernetes` client.
+
+    `in_cluster()` configures it as a pod: the API server from `KUBERNETES_SERVICE_HOST` and
+    `_PORT`, its CA and the service-account token from the mounted files, the token re-read
+    as the kubelet rotates it (the client's in-cluster loader). A 404 means the template
+    does not exist; every other failure raises `TemplateLookupError`, and the review denies.
+    """
+
+    def __init__(self, api_client: Any, *, api_version: str = "resource.k8s.io/v1", timeout: float = 1.0) -> None:
+        #: A `kubernetes.client.ApiClient`.
+        self.api_client = api_client
+        self.api_version = api_version
+        #: Seconds for one lookup, connecting and reading (the review's deadline is 4).
+        self.timeout = timeout
+
+    @classmethod
+    def in_cluster(
+        cls,
+        *,
+        token_file: str = f"{SERVICE_ACCOUNT}/token",
+        ca_file: str = f"{SERVICE_ACCOUNT}/ca.crt",
+        environ: Mapping[str, str] = os.environ,
+        api_version: str = "resource.k8s.io/v1",
+        timeout: float = 1.0,
+    ) -> KubernetesTemplates:
+        """The client a pod has: raises `ValueError` when the pod's environment or files lack it."""
+        from kubernetes.client import ApiClient, Configuration
+        from kubernetes.config.config_exception import ConfigException
+        from kubernetes.config.incluster_config import InClusterConfigLoader
+
+        configuration = Configuration()
+        try:
+            loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
+                token_filename=token_file, cert_filename=ca_file, try_refresh_token=True, environ=environ
+            )
+            loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+        except ConfigException as error:
+            raise ValueError(f"cannot configure the Kubernetes client in the pod: {error}") from None
+        # One attempt: a failure is an answer (the review denies), and the deadline is short.
+        configuration.retries = False
+        return cls(ApiClient(configuration), api_version=api_version, timeout=timeout)
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        url = f"{self.server}/apis/{self.api_version}/namespaces/{namespace}/resourceclaimtemplates/{name}"
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"})
-        context = ssl.create_default_context(cafile=self.ca_file)
+        from kubernetes.client import CustomObjectsApi
+        from kubernetes.client.exceptions import ApiException
+
+        group, _, version = self.api_version.rpartition("/")
+        which = f"ResourceClaimTemplate {namespace}/{name}"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=context) as response:
-                found = json.load(response)
-        except urllib.error.HTTPError as error:
-            if error.code == 404:
+            # The object as JSON, not as the client's model: the engine reads manifests.
+            response: Any = CustomObjectsApi(self.api_client).get_namespaced_custom_object(
+                group,
+                version,
+                namespace,
+                "resourceclaimtemplates",
+                name,
+                _preload_content=False,
+                _request_timeout=self.timeout,
+            )
+            try:
+                body = response.data
+            finally:
+                response.release_conn()
+        except ApiException as error:
+            if error.status == 404:
                 return None
-            raise
-        return found if isinstance(found, dict) else None
+            reason = f" {error.reason}" if error.reason else ""
+            raise TemplateLookupError(f"{which}: the API server answered HTTP {error.status}{reason}") from None
+        except Exception as error:  # timeouts, refused connections, TLS: urllib3's and the client's
+            raise TemplateLookupError(f"{which}: {type(error).__name__}: {error}") from None
+        try:
+            found = json.loads(body)
+        except (TypeError, ValueError, RecursionError):
+            raise TemplateLookupError(f"{which}: the API server's answer is not JSON") from None
+        metadata = found.get("metadata") if isinstance(found, dict) else None
+        if (
+            not isinstance(found, dict)
+            or found.get("kind") != "ResourceClaimTemplate"
+            or not isinstance(metadata, dict)
+            or metadata.get("name") != name
+        ):
+            raise TemplateLookupError(f"{which}: the API server's answer is not that ResourceClaimTemplate")
+        return found
 
 
 @dataclass
@@ -95,6 +177,8 @@ class Webhook:
     def __post_init__(self) -> None:
         target = AdmissionTarget(self.config)
         self._admissions = {covered.rule.id: covered.admission for covered in covered_rules(self.registry, target)}
+        writers: tuple[str, ...] = self.config.get(ADMISSION_CLAIM_WRITERS)
+        self._claim_writers = frozenset(writers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -147,11 +231,30 @@ class Webhook:
         """The AdmissionReview response for one request."""
         obj = request.get("object")
         uid = request["uid"]
-        if not isinstance(obj, Mapping):  # DELETE and CONNECT carry no object
+        operation = str(request.get("operation") or "")
+        if not isinstance(obj, Mapping):
+            if operation in OBJECTLESS_OPERATIONS:
+                return {"uid": uid, "allowed": True}
+            return _denial(
+                uid,
+                f"dra-guard webhook: the {operation or 'request'} carries no object to review; denied "
+                f"(only {' and '.join(OBJECTLESS_OPERATIONS)} may have none)",
+            )
+        if self._written_by_claim_writer(request, obj):
             return {"uid": uid, "allowed": True}
         namespace = str(request.get("namespace") or "")
         reviewed = _with_namespace(obj, namespace)
-        templates = self._templates_named_by(reviewed, namespace)
+        templates, failures = self._templates_named_by(reviewed, namespace)
+        if failures:
+            # The rules that need these templates cannot be checked: fail closed.
+            return _denial(
+                uid,
+                "; ".join(
+                    f"dra-guard webhook: cannot read {failure} from the API server, so the claim rules "
+                    "cannot be checked; denied"
+                    for failure in failures
+                ),
+            )
         # With the namespace's templates at hand, "template not found" is a real answer.
         report = check_objects(
             [reviewed, *templates],
@@ -175,18 +278,39 @@ class Webhook:
         admission = self._admissions.get(finding.rule)
         return self.all_rules or admission is None or not decides(admission, finding)
 
-    def _templates_named_by(self, obj: Mapping[str, Any], namespace: str) -> list[Mapping[str, Any]]:
+    def _written_by_claim_writer(self, request: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
+        """A ResourceClaim the control plane creates or updates for a pod (by username only:
+        owner references and annotations can be written by anyone who may create claims)."""
+        kind = request.get("kind")
+        user = request.get("userInfo")
+        return (
+            isinstance(kind, Mapping)
+            and kind.get("group") == "resource.k8s.io"
+            and kind.get("kind") == "ResourceClaim"
+            and obj.get("kind") == "ResourceClaim"
+            and request.get("operation") in ("CREATE", "UPDATE")
+            and isinstance(user, Mapping)
+            and user.get("username") in self._claim_writers
+        )
+
+    def _templates_named_by(self, obj: Mapping[str, Any], namespace: str) -> tuple[list[Mapping[str, Any]], list[str]]:
+        """The templates `obj` names that exist, and what could not be read."""
         names = sorted(set(_template_names(obj)))
-        found = []
+        found: list[Mapping[str, Any]] = []
+        failures: list[str] = []
         for name in names:
             try:
                 template = self.templates.get(namespace, name)
-            except Exception as error:  # an unreachable API server must not crash the review
-                _log(event="template lookup failed", namespace=namespace, name=name, error=type(error).__name__)
-                continue
-            if template is not None:
-                found.append(template)
-        return found
+            except TemplateLookupError as error:
+                failures.append(str(error))
+            except Exception as error:  # a TemplateSource that raised something else
+                failures.append(f"ResourceClaimTemplate {namespace}/{name}: {type(error).__name__}: {error}")
+            else:
+                if template is not None:
+                    found.append(template)
+        for failure in failures:
+            _log(event="template lookup failed", error=failure)
+        return found, failures
 
 
 def _template_names(obj: Mapping[str, Any]) -> list[str]:
@@ -214,9 +338,13 @@ def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     return result
 
 
+_RULE_ID = re.compile(r"DRA\d{3}")
+
+
 def _rule_ids(response: Mapping[str, Any]) -> list[str]:
     message = str(response.get("status", {}).get("message", ""))
-    return sorted({part.partition(":")[0] for part in message.split("; ") if part})
+    ids = (part.partition(":")[0] for part in message.split("; ") if part)
+    return sorted({rule_id for rule_id in ids if _RULE_ID.fullmatch(rule_id)})
 
 
 def _kind(request: Mapping[str, Any]) -> str:

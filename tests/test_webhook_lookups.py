@@ -1,0 +1,177 @@
+"""The webhook's lookups of claim templates fail closed, with its real client.
+
+`KubernetesTemplates.in_cluster()` is the `kubernetes` client configured as in a pod (the
+service-account token and CA files, `KUBERNETES_SERVICE_HOST` and `_PORT`), pointed at a
+stand-in API server on 127.0.0.1 over HTTPS (`tests/webhook_apiserver.py`) that answers as
+each test says. A 404 is "no such template"; a refusal, a server error, a timeout, a body
+that is not the template, a refused connection or a certificate the CA did not sign makes the
+review deny, saying which template and what failed. The token is read again when the kubelet
+rotates it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dra_guard import AcceleratorSlice, claim_template
+from dra_guard.admission.webhook import KubernetesTemplates, TemplateLookupError, Webhook
+from dra_guard.config import Config
+from dra_guard.rules import RULES
+from tests.webhook_apiserver import LOOPBACK, Answer, api_server, in_cluster_templates, pod_files, write_certificates
+
+TEMPLATE = claim_template(name="slice", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), namespace="tenant-a")
+TEMPLATE_PATH = "/apis/resource.k8s.io/v1/namespaces/tenant-a/resourceclaimtemplates/slice"
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "tenant-a"},
+    "spec": {
+        "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "accelerator"}]}}],
+        "resourceClaims": [{"name": "accelerator", "resourceClaimTemplateName": "slice"}],
+    },
+}
+
+
+def review(obj: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "", "version": "v1", "kind": obj["kind"]},
+        "operation": "CREATE",
+        "namespace": "tenant-a",
+        "name": obj["metadata"]["name"],
+        "userInfo": {"username": "alice"},
+        "object": obj,
+    }
+
+
+def test_a_template_is_read_with_the_service_account_token(tmp_path: Path) -> None:
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, TEMPLATE) if path == TEMPLATE_PATH else Answer(404, {})
+        templates = in_cluster_templates(tmp_path, server)
+        assert templates.get("tenant-a", "slice") == TEMPLATE
+        assert templates.get("tenant-a", "other") is None
+        assert Webhook(RULES, Config(), templates=templates).review(review(POD))["allowed"] is True
+    assert [authorization.lower() for _, authorization in server.requests] == ["bearer token-1"] * 3
+
+
+def test_a_missing_template_is_no_template(tmp_path: Path) -> None:
+    """404: the template does not exist (yet); the review goes on without it, as before."""
+    with api_server(tmp_path) as server:
+        templates = in_cluster_templates(tmp_path, server)
+        assert templates.get("tenant-a", "slice") is None
+        assert Webhook(RULES, Config(), templates=templates).review(review(POD))["allowed"] is True
+
+
+FAILURES = {
+    "forbidden": (Answer(403, {"kind": "Status", "code": 403, "reason": "Forbidden"}), "HTTP 403"),
+    "server-error": (Answer(500, {"kind": "Status", "code": 500}), "HTTP 500"),
+    "unavailable": (Answer(503, b"upstream connect error", content_type="text/plain"), "HTTP 503"),
+    "garbage": (Answer(200, b"<html>not json</html>", content_type="text/html"), "not JSON"),
+    "truncated-json": (Answer(200, b'{"kind": "ResourceClaimTemplate", '), "not JSON"),
+    "not-a-template": (Answer(200, {"kind": "Status", "code": 200}), "not that ResourceClaimTemplate"),
+    "another-template": (
+        Answer(200, {**TEMPLATE, "metadata": {**TEMPLATE["metadata"], "name": "other"}}),
+        "not that ResourceClaimTemplate",
+    ),
+    "a-list": (Answer(200, [TEMPLATE]), "not that ResourceClaimTemplate"),
+    "slow": (Answer(200, TEMPLATE, delay=3.0), "timed out"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_a_failed_lookup_denies_the_review(tmp_path: Path, failure: str) -> None:
+    answer, expected = FAILURES[failure]
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: answer
+        templates = in_cluster_templates(tmp_path, server, timeout=0.5)
+        with pytest.raises(TemplateLookupError, match=r"^ResourceClaimTemplate tenant-a/slice: ") as raised:
+            templates.get("tenant-a", "slice")
+        assert expected in str(raised.value)
+        started = time.monotonic()
+        response = Webhook(RULES, Config(), templates=templates).review(review(POD))
+        assert time.monotonic() - started < 2.5  # within the review's deadline (4 s)
+    assert response["allowed"] is False
+    message = response["status"]["message"]
+    assert message.startswith("dra-guard webhook: cannot read ResourceClaimTemplate tenant-a/slice: ")
+    assert expected in message and message.endswith("so the claim rules cannot be checked; denied")
+
+
+def test_a_refused_connection_denies_the_review(tmp_path: Path) -> None:
+    with api_server(tmp_path) as server:
+        templates = in_cluster_templates(tmp_path, server)
+    # The server is gone: nothing listens on its port any more.
+    response = Webhook(RULES, Config(), templates=templates).review(review(POD))
+    assert response["allowed"] is False
+    assert "cannot read ResourceClaimTemplate tenant-a/slice: " in response["status"]["message"]
+    assert (
+        "Connection refused" in response["status"]["message"] or "NewConnectionError" in response["status"]["message"]
+    )
+
+
+def test_an_api_server_the_ca_did_not_sign_denies_the_review(tmp_path: Path) -> None:
+    other_ca, _, _ = write_certificates(tmp_path / "other")
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, TEMPLATE)
+        token_file, environ = pod_files(tmp_path, server)
+        templates = KubernetesTemplates.in_cluster(token_file=str(token_file), ca_file=str(other_ca), environ=environ)
+        response = Webhook(RULES, Config(), templates=templates).review(review(POD))
+    assert response["allowed"] is False and "CERTIFICATE_VERIFY_FAILED" in response["status"]["message"]
+    assert server.requests == []  # nothing was sent to a server it cannot trust
+
+
+def test_the_rotated_token_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kubelet rewrites the projected token; the client reads it again once its copy is
+    a minute old (kubernetes.config.incluster_config), so a review after that sends the new one."""
+    import kubernetes.config.incluster_config as incluster
+
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, TEMPLATE)
+        templates = in_cluster_templates(tmp_path, server)
+        templates.get("tenant-a", "slice")
+        (tmp_path / "token").write_text("token-2")
+        templates.get("tenant-a", "slice")  # within the minute: the token read at start
+
+        class TwoMinutesLater:
+            """The loader's clock (its module's `datetime`), two minutes on."""
+
+            timedelta = datetime.timedelta
+
+            class datetime:  # the name the loader calls
+                @staticmethod
+                def now() -> datetime.datetime:
+                    return datetime.datetime.now() + datetime.timedelta(minutes=2)
+
+        monkeypatch.setattr(incluster, "datetime", TwoMinutesLater)
+        templates.get("tenant-a", "slice")
+    tokens = [authorization.lower() for _, authorization in server.requests]
+    assert tokens == ["bearer token-1", "bearer token-1", "bearer token-2"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({}, "Service host/port is not set"),
+        ({"KUBERNETES_SERVICE_HOST": LOOPBACK, "KUBERNETES_SERVICE_PORT": "443"}, "token file does not exist"),
+    ],
+)
+def test_outside_a_pod_the_client_says_what_is_missing(tmp_path: Path, environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        KubernetesTemplates.in_cluster(
+            token_file=str(tmp_path / "missing"), ca_file=str(tmp_path / "missing.crt"), environ=environ
+        )
+
+
+def test_a_source_that_raises_anything_else_denies_too() -> None:
+    class Broken:
+        def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+            raise RuntimeError("boom")
+
+    response = Webhook(RULES, Config(), templates=Broken()).review(review(POD))
+    assert response["allowed"] is False
+    assert "cannot read ResourceClaimTemplate tenant-a/slice: RuntimeError: boom" in response["status"]["message"]
