@@ -22,6 +22,10 @@ else:
     from typing_extensions import Unpack
 
 
+#: Where a construct's namespace comes from, for the error when it has none.
+CHART_NAMESPACE_HINT = "give the chart or the construct a namespace"
+
+
 class IsolatedClaimTemplate(Construct):
     """A ResourceClaimTemplate for one exclusive, pinned, sanitized and tagged slice.
 
@@ -47,6 +51,7 @@ class IsolatedClaimTemplate(Construct):
             namespace=namespace if namespace is not None else chart.namespace,
             options=options,
             takes=("name", "namespace"),
+            namespace_hint=CHART_NAMESPACE_HINT,
         )
         super().__init__(scope, id)
         path = join_path(scope_path, id)
@@ -97,6 +102,7 @@ class IsolatedAcceleratorWorkload(Construct):
             namespace=namespace if namespace is not None else chart.namespace,
             options=options,
             takes=("namespace",),
+            namespace_hint=CHART_NAMESPACE_HINT,
         )
         super().__init__(scope, id)
         path = join_path(scope_path, id)

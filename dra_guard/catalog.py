@@ -34,6 +34,10 @@ RESOURCE_API_VERSIONS = (
     "resource.k8s.io/v1alpha3",
 )
 DEFAULT_RESOURCE_API_VERSION = RESOURCE_API_VERSIONS[0]
+#: A GA version, as kube-apiserver's `--runtime-config=api/ga=true` matches it (`v<N>`; the
+#: beta and alpha patterns are `v<N>beta<M>` and `v<N>alpha<M>`: k8s.io/apiserver
+#: pkg/server/resourceconfig/helpers.go).
+GA_API_VERSION = re.compile(r"[a-z0-9.-]+/v[0-9]+")
 #: Versions whose device requests are flat; the others wrap them in ``exactly``.
 FLAT_REQUEST_API_VERSIONS = frozenset({"resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3"})
 
@@ -108,10 +112,24 @@ class KubernetesRelease:
     #: The namespace label that allows adminAccess (KEP-5018): `DRAAdminNamespaceLabelKey`
     #: in resource/v1beta1 types.go @ v0.33.0, renamed in v1/v1beta1/v1beta2 @ v0.34.0.
     admin_access_label: str
+    #: Whether the DynamicResourceAllocation feature gate is on by default: beta and off in
+    #: 1.32 and 1.33, GA and on from 1.34 (KEP-4381 kep.yaml).
+    dra_enabled_by_default: bool = True
 
     @property
     def consumable_capacity_exists(self) -> bool:
         return self.consumable_capacity_default is not None
+
+    @property
+    def claim_api_versions_served_by_default(self) -> tuple[str, ...]:
+        """The claim versions a cluster serves without `--runtime-config`: the GA ones.
+
+        Beta API versions added since 1.24 are off by default (KEP-3136, checked upstream by
+        kubernetes/kubernetes pkg/controlplane/instance_test.go
+        TestNoBetaVersionsEnabledByDefault), and every resource.k8s.io beta is newer; alpha
+        versions are always off.  So 1.33 serves none, and 1.34+ only `resource.k8s.io/v1`.
+        """
+        return tuple(version for version in self.claim_api_versions if GA_API_VERSION.fullmatch(version))
 
 
 _ADMIN_LABEL_1_33 = "resource.k8s.io/admin-access"
@@ -123,7 +141,7 @@ KUBERNETES_RELEASES: Mapping[str, KubernetesRelease] = MappingProxyType(
     {
         release.version: release
         for release in (
-            KubernetesRelease("1.33", _SERVED_1_33, None, _ADMIN_LABEL_1_33),
+            KubernetesRelease("1.33", _SERVED_1_33, None, _ADMIN_LABEL_1_33, dra_enabled_by_default=False),
             KubernetesRelease("1.34", _SERVED_1_34, False, _ADMIN_LABEL),
             KubernetesRelease("1.35", _SERVED_1_34, False, _ADMIN_LABEL),
             KubernetesRelease("1.36", _SERVED_1_34, True, _ADMIN_LABEL),

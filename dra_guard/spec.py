@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from dra_guard.catalog import (
     DEFAULT_KUBERNETES_VERSION,
@@ -33,6 +33,7 @@ from dra_guard.catalog import (
     exclusivity_guard_compiles,
 )
 from dra_guard.validators import (
+    RUNTIME_CONFIG_MATCHERS,
     describe,
     frozen_copy,
     require_api_version,
@@ -50,6 +51,7 @@ from dra_guard.validators import (
     require_printable,
     require_qualified_attribute,
     require_resources,
+    require_runtime_config,
     require_sanitization,
     require_string_list,
     require_workload_kind,
@@ -267,6 +269,7 @@ class ClaimOptions(TypedDict, total=False):
     tenant: str | None
     api_version: str
     kubernetes_version: str
+    runtime_config: Sequence[str] | None
     consumable_capacity: bool | None
     sanitization: str
     hmac_key: str | bytes | None
@@ -307,6 +310,75 @@ def _refuse_unknown_options(entry_point: str, options: Mapping[str, object], tak
     raise TypeError(f"{message}; it takes {', '.join(takes)}")
 
 
+def _require_namespace_given(why: str, namespace: str | None, hint: str) -> None:
+    # The spec says the same without the hint; an entry point knows where a namespace comes from.
+    if namespace is None and hint:
+        raise ValueError(f"namespace: required: {why}; {hint}")
+
+
+# --- Which versions a cluster serves ----------------------------------------------------
+
+#: The one resource of resource.k8s.io the builders write.
+_TEMPLATE_RESOURCE = "resourceclaimtemplates"
+
+
+def served_claim_api_versions(kubernetes_version: str, runtime_config: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The versions in which a Kubernetes `kubernetes_version` API server serves
+    ResourceClaimTemplates, newest first, with `--runtime-config` set to `runtime_config`'s
+    entries (None: not set).
+
+    As kube-apiserver decides it (k8s.io/apiserver pkg/server/resourceconfig/helpers.go
+    MergeAPIResourceConfigs, pkg/server/storage/resource_config.go ResourceEnabled): the
+    release's defaults (only GA versions, `KubernetesRelease.claim_api_versions_served_by_default`),
+    then `api/all`, `api/ga`, `api/beta`, `api/alpha` in that order, then
+    `resource.k8s.io/<version>`, then `resource.k8s.io/<version>/resourceclaimtemplates`,
+    each overriding what came before.
+    """
+    require_one_of("kubernetes_version", kubernetes_version, KUBERNETES_VERSIONS)
+    release = KUBERNETES_RELEASES[kubernetes_version]
+    entries = require_runtime_config(runtime_config) if runtime_config is not None else {}
+    served = []
+    for api_version in release.claim_api_versions:
+        enabled = api_version in release.claim_api_versions_served_by_default
+        version = api_version.rpartition("/")[2]
+        for matcher, pattern in RUNTIME_CONFIG_MATCHERS.items():
+            if matcher in entries and pattern.fullmatch(version):
+                enabled = entries[matcher]
+        enabled = entries.get(api_version, enabled)
+        enabled = entries.get(f"{api_version}/{_TEMPLATE_RESOURCE}", enabled)
+        if enabled:
+            served.append(api_version)
+    return tuple(served)
+
+
+_NONE_BY_DEFAULT = ', none by default: pass runtime_config=["<that version>=true"] with it'
+
+
+def _require_served(api_version: str, kubernetes_version: str, runtime_config: Sequence[str] | None) -> None:
+    """Raise unless a `kubernetes_version` cluster with `runtime_config` serves `api_version`."""
+    served = served_claim_api_versions(kubernetes_version, runtime_config)
+    if api_version in served:
+        return
+    release = KUBERNETES_RELEASES[kubernetes_version]
+    entry = f"{api_version}=true"
+    if not runtime_config:
+        message = (
+            f"api_version: {api_version} is not served by a default Kubernetes {kubernetes_version} cluster; "
+            f'pass runtime_config=["{entry}"] if your API server enables it (--runtime-config)'
+        )
+    else:
+        message = (
+            f"api_version: {api_version} is not served by a Kubernetes {kubernetes_version} cluster with "
+            f"--runtime-config={','.join(runtime_config)} (it serves {', '.join(served) or 'no claim version'}); "
+            f'add "{entry}" to runtime_config if your API server enables it'
+        )
+    if not release.dra_enabled_by_default:
+        message += (
+            f", and run the DynamicResourceAllocation feature gate (beta and off by default in {kubernetes_version})"
+        )
+    raise ValueError(message)
+
+
 # --- The specs ------------------------------------------------------------------------
 
 
@@ -323,8 +395,9 @@ class _IsolationFields:
     namespace: str | None = field(
         default=None,
         metadata={
-            "doc": "Namespace of the objects; `None` leaves it unset. The cdk8s constructs default "
-            "to the chart's namespace; the Pulumi components require it."
+            "doc": "Namespace of the objects, required: the claim template's isolation tag binds it (a template "
+            "without one would land wherever `kubectl apply -n` puts it). The cdk8s constructs default to the "
+            "chart's namespace; the Pulumi components and the builder functions take it as an argument."
         },
     )
     slice: AcceleratorSlice = field(
@@ -344,7 +417,8 @@ class _IsolationFields:
         default=DEFAULT_RESOURCE_API_VERSION,
         metadata={
             "doc": "Version of the claim template: `resource.k8s.io/v1`, `resource.k8s.io/v1beta2`, "
-            "`resource.k8s.io/v1beta1` or `resource.k8s.io/v1alpha3`, one `kubernetes_version` serves."
+            "`resource.k8s.io/v1beta1` or `resource.k8s.io/v1alpha3`, one `kubernetes_version` has. A default cluster "
+            "serves no beta or alpha: name the `runtime_config` that enables yours."
         },
     )
     kubernetes_version: str = field(
@@ -353,6 +427,15 @@ class _IsolationFields:
             "doc": f"The Kubernetes release the objects are for ({', '.join(KUBERNETES_VERSIONS)}): which "
             "`api_version`s exist, and whether each request carries the exclusivity guard "
             "`device.allowMultipleAllocations == false` (from 1.36, where DRAConsumableCapacity is on by default)."
+        },
+    )
+    runtime_config: Sequence[str] | None = field(
+        default=None,
+        metadata={
+            "doc": 'The entries of your kube-apiserver\'s `--runtime-config`, e.g. `["resource.k8s.io/v1beta2=true"]`: '
+            "which `api_version`s the cluster serves. A default cluster serves `resource.k8s.io/v1` only (1.34 on; "
+            "1.33 serves no version by default), so a beta or alpha `api_version` needs the entry that enables "
+            "it. `None`: the flag is not set. It is read, never emitted."
         },
     )
     consumable_capacity: bool | None = field(
@@ -376,7 +459,13 @@ class _IsolationFields:
         default=None, metadata={"doc": "Extra labels for the template and the workload."}
     )
 
+    #: Why a namespace is required, after "namespace: required: "; each spec says it its way.
+    _WHY_NAMESPACE: ClassVar[str] = ""
+
     def _validate_shared(self) -> None:
+        if self.namespace is None:
+            raise ValueError(f"namespace: required: {self._WHY_NAMESPACE}")
+        require_dns_label("namespace", self.namespace)
         if not isinstance(self.slice, AcceleratorSlice):
             raise ValueError(f"slice: must be an AcceleratorSlice, got {type(self.slice).__name__}")
         require_one_of("kubernetes_version", self.kubernetes_version, KUBERNETES_VERSIONS)
@@ -386,7 +475,11 @@ class _IsolationFields:
             raise ValueError(
                 f"api_version: Kubernetes {self.kubernetes_version} does not serve ResourceClaimTemplates in "
                 f"{self.api_version}; it serves {', '.join(release.claim_api_versions)}"
+                + ("" if release.claim_api_versions_served_by_default else _NONE_BY_DEFAULT)
             )
+        if self.runtime_config is not None:
+            _set(self, "runtime_config", tuple(require_string_list("runtime_config", self.runtime_config)))
+        _require_served(self.api_version, self.kubernetes_version, self.runtime_config)
         if self.consumable_capacity is not None and not isinstance(self.consumable_capacity, bool):
             raise ValueError(
                 f"consumable_capacity: must be True, False or None, got {describe(self.consumable_capacity)}"
@@ -398,8 +491,6 @@ class _IsolationFields:
             )
         require_sanitization(self.sanitization)
         require_hmac_key(self.hmac_key)
-        if self.namespace is not None:
-            require_dns_label("namespace", self.namespace)
         if self.labels is not None:
             _set(self, "labels", frozen_copy(require_labels("labels", self.labels)))
         if self.tenant is not None:
@@ -421,16 +512,30 @@ class ClaimSpec(_IsolationFields):
 
     name: str = field(metadata={"doc": "The template's `metadata.name` (a DNS-1123 subdomain)."})
 
+    _WHY_NAMESPACE: ClassVar[str] = (
+        "the isolation tag binds the namespace the claim lands in, and a template without one lands wherever "
+        "kubectl apply -n puts it"
+    )
+
     def __post_init__(self) -> None:
         require_dns_subdomain("name", self.name)
         self._validate_shared()
 
     @classmethod
     def from_options(
-        cls, entry_point: str, *, name: str, namespace: str | None, options: ClaimOptions, takes: Sequence[str] = ()
+        cls,
+        entry_point: str,
+        *,
+        name: str,
+        namespace: str | None,
+        options: ClaimOptions,
+        takes: Sequence[str] = (),
+        namespace_hint: str = "",
     ) -> "ClaimSpec":
-        """The spec for an entry point's keyword arguments; `takes` names its own parameters."""
+        """The spec for an entry point's keyword arguments; `takes` names its own parameters, and
+        `namespace_hint` says where its namespace comes from, for the error when there is none."""
         _refuse_unknown_options(entry_point, options, (*takes, *CLAIM_OPTION_NAMES))
+        _require_namespace_given(cls._WHY_NAMESPACE, namespace, namespace_hint)
         return cls(name=name, namespace=namespace, **options)
 
 
@@ -480,6 +585,11 @@ class WorkloadSpec(_IsolationFields):
         },
     )
 
+    _WHY_NAMESPACE: ClassVar[str] = (
+        "a workload shares its claim template's namespace, which the template's isolation tag binds, and "
+        "objects without one land wherever kubectl apply -n puts them"
+    )
+
     def __post_init__(self) -> None:
         require_dns_label("name", self.name)
         self._validate_shared()
@@ -523,10 +633,19 @@ class WorkloadSpec(_IsolationFields):
 
     @classmethod
     def from_options(
-        cls, entry_point: str, *, name: str, namespace: str | None, options: WorkloadOptions, takes: Sequence[str] = ()
+        cls,
+        entry_point: str,
+        *,
+        name: str,
+        namespace: str | None,
+        options: WorkloadOptions,
+        takes: Sequence[str] = (),
+        namespace_hint: str = "",
     ) -> "WorkloadSpec":
-        """The spec for an entry point's keyword arguments; `takes` names its own parameters."""
+        """The spec for an entry point's keyword arguments; `takes` names its own parameters, and
+        `namespace_hint` says where its namespace comes from, for the error when there is none."""
         _refuse_unknown_options(entry_point, options, (*takes, *WORKLOAD_OPTION_NAMES))
+        _require_namespace_given(cls._WHY_NAMESPACE, namespace, namespace_hint)
         return cls(name=name, namespace=namespace, **options)
 
     @property

@@ -150,6 +150,74 @@ def require_api_version(value: object) -> str:
     return require_one_of("api_version", value, RESOURCE_API_VERSIONS)
 
 
+#: The `--runtime-config` keys that address many versions at once, in the order
+#: kube-apiserver applies them, with the versions each matches (k8s.io/apiserver
+#: pkg/server/resourceconfig/helpers.go, groupVersionMatchers); they take exactly `true` or
+#: `false`.
+RUNTIME_CONFIG_MATCHERS: Mapping[str, re.Pattern[str]] = MappingProxyType(
+    {
+        "api/all": re.compile(r".*"),
+        "api/ga": re.compile(r"v[0-9]+"),
+        "api/beta": re.compile(r"v[0-9]+beta[0-9]+"),
+        "api/alpha": re.compile(r"v[0-9]+alpha[0-9]+"),
+    }
+)
+#: What Go's strconv.ParseBool reads, the values a `group/version[/resource]` key takes (an
+#: empty value is true).
+_PARSE_BOOL = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True", ""), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+#: The API group whose entries the builders read; any other group's entry is passed over.
+RESOURCE_GROUP = "resource.k8s.io"
+
+
+def require_runtime_config(value: object) -> dict[str, bool]:
+    """kube-apiserver's `--runtime-config` entries, as the flag reads them.
+
+    Each item is one flag value: `key[=value]` pairs separated by commas, a key given twice
+    keeping its last value (component-base's ConfigurationMap).  Returns the entries this
+    package reads, the `api/*` matchers and the `resource.k8s.io/<version>[/<resource>]`
+    keys, each with whether it enables; a value the API server would refuse to start with
+    is refused here.  Entries of other groups are accepted and not read.
+    """
+    entries: dict[str, bool] = {}
+    for index, item in enumerate(require_string_list("runtime_config", value)):
+        for part in item.split(","):
+            if not part:
+                continue
+            key, _, setting = part.partition("=")
+            key, setting = key.strip(), setting.strip()
+            where = f"runtime_config[{index}]"
+            if not key:
+                raise ValueError(
+                    f"{where}: {part!r} names no API; write <group>/<version>=true, e.g. {RESOURCE_GROUP}/v1beta2=true"
+                )
+            if key in RUNTIME_CONFIG_MATCHERS:
+                if setting not in ("true", "false"):
+                    raise ValueError(
+                        f"{where}: {key} takes true or false, got {setting!r} (kube-apiserver refuses anything else)"
+                    )
+                entries[key] = setting == "true"
+                continue
+            tokens = key.split("/")
+            if tokens[0] != RESOURCE_GROUP:
+                continue
+            if len(tokens) not in (2, 3) or not all(tokens):
+                raise ValueError(
+                    f"{where}: {key!r} is not {RESOURCE_GROUP}/<version> or {RESOURCE_GROUP}/<version>/<resource>"
+                )
+            if len(tokens) == 3 and tokens[2].lower() != tokens[2]:
+                raise ValueError(f"{where}: {key!r}: a resource is always lower-case plural, not {tokens[2]!r}")
+            if setting not in _PARSE_BOOL:
+                raise ValueError(
+                    f"{where}: {key} takes true or false (or nothing, which means true), got {setting!r} "
+                    "(kube-apiserver refuses anything else)"
+                )
+            entries[key] = _PARSE_BOOL[setting]
+    return entries
+
+
 def require_sanitization(value: object) -> str:
     return require_one_of("sanitization", value, SANITIZATION_POLICIES)
 

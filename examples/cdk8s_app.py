@@ -50,7 +50,9 @@ class TenantB(Chart):
 
 
 class TenantC(Chart):
-    """A stateful vector store on whole H100s, for clusters still serving resource.k8s.io/v1beta2."""
+    """A stateful vector store on whole H100s, for clusters whose API server also serves
+    resource.k8s.io/v1beta2 (`--runtime-config=resource.k8s.io/v1beta2=true`: a default cluster
+    serves v1 only)."""
 
     def __init__(self, scope: Construct, id: str) -> None:  # noqa: A002 - cdk8s' own parameter name
         super().__init__(scope, id, namespace="tenant-c")
@@ -62,6 +64,7 @@ class TenantC(Chart):
             tenant="tenant-c",
             workload_kind="StatefulSet",
             api_version="resource.k8s.io/v1beta2",
+            runtime_config=["resource.k8s.io/v1beta2=true"],
             sanitization="ZeroFillMemoryOnRelease",
             replicas=2,
             args=["milvus", "run", "standalone"],

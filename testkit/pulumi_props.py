@@ -8,7 +8,7 @@ from pulumi.runtime.rpc import UNKNOWN
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from dra_guard import AcceleratorSlice, claim_template, isolated_workload
-from testkit.targets import target_for
+from testkit.targets import runtime_config_for, target_for
 
 __all__ = ["UNKNOWN", "as_pulumi_props", "claim_user", "compliant_pair", "legacy_pod", "shared_claim", "type_token"]
 
@@ -40,6 +40,7 @@ def compliant_pair(api_version: str = "resource.k8s.io/v1") -> tuple[dict[str, A
         namespace="ns",
         api_version=api_version,
         kubernetes_version=target_for(api_version),
+        runtime_config=runtime_config_for(api_version),
     )
     return template, workload
 

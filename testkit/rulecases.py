@@ -14,7 +14,7 @@ from dra_guard.config import KUBERNETES_VERSION, Config, parse_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding
 from dra_guard.rules import RULES
-from testkit.targets import LEGACY_TARGET, target_for
+from testkit.targets import LEGACY_TARGET, runtime_config_for, target_for
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 MIG_PAIR = AcceleratorSlice.nvidia_mig("3g.40gb", count=2)
@@ -30,6 +30,7 @@ def template(
     api_version: str = "resource.k8s.io/v1", accelerator: AcceleratorSlice = MIG, **kwargs: Any
 ) -> dict[str, Any]:
     kwargs.setdefault("kubernetes_version", target_for(api_version))
+    kwargs.setdefault("runtime_config", runtime_config_for(api_version))
     return claim_template(name="slice", slice=accelerator, namespace="ns", api_version=api_version, **kwargs)
 
 
@@ -48,6 +49,7 @@ def claim(api_version: str = "resource.k8s.io/v1", accelerator: AcceleratorSlice
 def workload(kind: str = "Deployment", **kwargs: Any) -> IsolatedWorkload:
     if "api_version" in kwargs:
         kwargs.setdefault("kubernetes_version", target_for(kwargs["api_version"]))
+        kwargs.setdefault("runtime_config", runtime_config_for(kwargs["api_version"]))
     return isolated_workload("app", image="i", slice=MIG, namespace="ns", workload_kind=kind, **kwargs)
 
 

@@ -33,6 +33,7 @@ from dra_guard.rules import RULES
 from dra_guard.rules.dra006_admin_access import ADMIN_NAMESPACES
 from dra_guard.selectors import analyse
 from testkit.paths import REPO_ROOT
+from testkit.targets import runtime_config_for
 from tests.admission_strategies import admitted_objects
 
 TARGET_RELEASE = "1.36.0"
@@ -128,7 +129,14 @@ def _known_objects() -> list[tuple[str, dict[str, Any], str]]:
     found += [(name, obj, "") for name, obj in _objects_in(files)]
     for version in ("resource.k8s.io/v1", "resource.k8s.io/v1beta2"):
         for accelerator in (AcceleratorSlice.nvidia_mig("1g.10gb", 2), AcceleratorSlice.google_tpu("v6e")):
-            pair = isolated_workload("w", image="i", slice=accelerator, namespace="ns", api_version=version)
+            pair = isolated_workload(
+                "w",
+                image="i",
+                slice=accelerator,
+                namespace="ns",
+                api_version=version,
+                runtime_config=runtime_config_for(version),
+            )
             found += [(f"builder-{version}-{accelerator.device_class}", obj, "") for obj in pair]
     return found
 

@@ -71,12 +71,13 @@ def test_every_fixture_reads_into_devices_on_one_node() -> None:
 
 def test_mig_slices_of_one_profile_fit_up_to_what_the_node_has() -> None:
     assert decide(
-        claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 7)), "nvidia-a100-mig"
+        claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 7), namespace="ns"), "nvidia-a100-mig"
     ).status == ("satisfiable")
     # Eight aligned on one parent GPU are refused when the slice is made (a GPU holds 7); unaligned,
     # the node has only 7 of that profile.
     eight = decide(
-        claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 8, topology=None)), "nvidia-a100-mig"
+        claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.5gb", 8, topology=None), namespace="ns"),
+        "nvidia-a100-mig",
     )
     assert eight.status == "unsatisfiable"
     assert "needs 8 device(s) of class 'mig.nvidia.com' matching its selectors, 7 match" in eight.reason

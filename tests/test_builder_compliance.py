@@ -8,6 +8,7 @@ import pytest
 from dra_guard import AcceleratorSlice, isolated_workload
 from dra_guard.catalog import KUBERNETES_RELEASES, WORKLOAD_KINDS
 from testkit.rulecases import MIG, MIG_PAIR, claim, config, findings
+from testkit.targets import runtime_config_for
 
 SLICES = [MIG, MIG_PAIR, AcceleratorSlice.google_tpu("v6e", 4), AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3", 2)]
 TARGETS = [(version, api) for version, release in KUBERNETES_RELEASES.items() for api in release.claim_api_versions]
@@ -25,6 +26,7 @@ def test_builder_output_is_compliant(version: str, api_version: str, kind: str, 
         workload_kind=kind,
         api_version=api_version,
         kubernetes_version=version,
+        runtime_config=runtime_config_for(api_version),
     )
     assert findings(*objects, config=config({"kubernetes-version": version})) == []
 

@@ -16,6 +16,7 @@ import pytest
 
 from dra_guard import AcceleratorSlice, claim_template
 from dra_guard.catalog import KUBERNETES_RELEASES, PCIE_ROOT
+from testkit.targets import runtime_config_for
 from tests.test_allocation import decide
 
 #: Vendor constructors: (class, make a slice of `count`, the fixture of a node that holds 8).
@@ -38,7 +39,14 @@ CASES = [
 
 
 def _template(accelerator: AcceleratorSlice, version: str, api_version: str) -> dict[str, Any]:
-    return claim_template(name="t", slice=accelerator, api_version=api_version, kubernetes_version=version)
+    return claim_template(
+        name="t",
+        slice=accelerator,
+        namespace="ns",
+        api_version=api_version,
+        kubernetes_version=version,
+        runtime_config=runtime_config_for(api_version),
+    )
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from constructs_dra import (
 )
 from dra_guard import claim_template, isolated_workload, verify_isolation_tag
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
-from testkit.targets import target_for
+from testkit.targets import runtime_config_for, target_for
 from tests.conftest import REPO_ROOT
 from tests.slices import VENDOR_SLICES
 
@@ -57,6 +57,7 @@ def test_construct_synth_equals_builders(api_version: str, kind: str, slice_id: 
         workload_kind=kind,
         api_version=api_version,
         kubernetes_version=target_for(api_version),
+        runtime_config=runtime_config_for(api_version),
     )
     IsolatedAcceleratorWorkload(chart, "Inference", **arguments)
     expected = isolated_workload("inference", namespace="tenant-a", **arguments)
@@ -74,14 +75,51 @@ def test_namespace_defaults_to_the_chart_and_can_be_overridden() -> None:
         assert verify_isolation_tag(obj), "the tag must cover the namespace actually emitted"
 
 
-def test_no_namespace_anywhere_leaves_it_out() -> None:
+def test_no_namespace_anywhere_is_refused_before_anything_joins_the_tree() -> None:
+    # The isolation tag binds the namespace; without one, `kubectl apply -n` would decide it.
     chart = Chart(Cdk8sTesting.app(), "chart")
-    IsolatedAcceleratorWorkload(chart, "a", image="i", slice=VENDOR_SLICES[0][1])
-    assert all("namespace" not in obj["metadata"] for obj in Cdk8sTesting.synth(chart))
+    with pytest.raises(
+        ValueError,
+        match=r"^namespace: required: a workload shares its claim template's namespace, .*; "
+        r"give the chart or the construct a namespace$",
+    ):
+        IsolatedAcceleratorWorkload(chart, "a", image="i", slice=VENDOR_SLICES[0][1])
+    with pytest.raises(
+        ValueError,
+        match=r"^namespace: required: the isolation tag binds the namespace the claim lands in, and a template "
+        r"without one lands wherever kubectl apply -n puts it; give the chart or the construct a namespace$",
+    ):
+        IsolatedClaimTemplate(chart, "t", slice=VENDOR_SLICES[0][1])
+    assert chart.node.children == []
+    # The construct's own namespace is enough.
+    IsolatedAcceleratorWorkload(chart, "b", image="i", slice=VENDOR_SLICES[0][1], namespace="explicit")
+    assert [obj["metadata"]["namespace"] for obj in Cdk8sTesting.synth(chart)] == ["explicit", "explicit"]
+
+
+def test_runtime_config_reaches_the_constructs() -> None:
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="tenant-a")
+    beta = "resource.k8s.io/v1beta2"
+    with pytest.raises(
+        ValueError,
+        match=r"^api_version: resource.k8s.io/v1beta2 is not served by a default Kubernetes 1.36 cluster; pass "
+        r'runtime_config=\["resource.k8s.io/v1beta2=true"\] if your API server enables it \(--runtime-config\)$',
+    ):
+        IsolatedAcceleratorWorkload(chart, "a", image="i", slice=VENDOR_SLICES[0][1], api_version=beta)
+    with pytest.raises(ValueError, match=r"^api_version: resource.k8s.io/v1beta2 is not served by a default"):
+        IsolatedClaimTemplate(chart, "t", slice=VENDOR_SLICES[0][1], api_version=beta)
+    assert chart.node.children == []
+    workload = IsolatedAcceleratorWorkload(
+        chart, "b", image="i", slice=VENDOR_SLICES[0][1], api_version=beta, runtime_config=[f"{beta}=true"]
+    )
+    template = IsolatedClaimTemplate(
+        chart, "t", slice=VENDOR_SLICES[0][1], api_version=beta, runtime_config=["api/beta=true"]
+    )
+    assert workload.spec.runtime_config == (f"{beta}=true",) and template.spec.runtime_config == ("api/beta=true",)
+    assert [obj["apiVersion"] for obj in Cdk8sTesting.synth(chart)] == [beta, "apps/v1", beta]
 
 
 def test_bad_arguments_raise_value_error_at_construction() -> None:
-    chart = Chart(Cdk8sTesting.app(), "chart")
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="ns")
     with pytest.raises(ValueError, match=r"^replicas"):
         IsolatedAcceleratorWorkload(chart, "a", image="i", slice=VENDOR_SLICES[0][1], replicas=0)
     with pytest.raises(ValueError, match=r"^id"):
@@ -98,13 +136,10 @@ def test_names_come_from_the_construct_id(construct_id: str, name: str) -> None:
 def test_claim_template_construct_equals_builder() -> None:
     chart = Chart(Cdk8sTesting.app(), "chart", namespace="tenant-b")
     accelerator = AcceleratorSlice.google_tpu("v6e", count=4)
-    template = IsolatedClaimTemplate(
-        chart, "Tpu", slice=accelerator, tenant="tenant-b", api_version="resource.k8s.io/v1beta1"
-    )
+    beta = {"api_version": "resource.k8s.io/v1beta1", "runtime_config": ["resource.k8s.io/v1beta1=true"]}
+    template = IsolatedClaimTemplate(chart, "Tpu", slice=accelerator, tenant="tenant-b", **beta)
     assert template.name == "tpu"
-    expected = claim_template(
-        name="tpu", slice=accelerator, namespace="tenant-b", tenant="tenant-b", api_version="resource.k8s.io/v1beta1"
-    )
+    expected = claim_template(name="tpu", slice=accelerator, namespace="tenant-b", tenant="tenant-b", **beta)
     assert Cdk8sTesting.synth(chart) == [expected]
 
 

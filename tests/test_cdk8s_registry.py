@@ -20,7 +20,11 @@ MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 
 
 def _ours(chart: Chart, kind: str) -> list[BuiltApiObject]:
-    workload = IsolatedAcceleratorWorkload(chart, "w", image="i", slice=MIG, workload_kind=kind, labels={"b": "2"})
+    # A chart without a namespace needs one on the construct: the isolation tag binds it.
+    own_namespace = {} if chart.namespace else {"namespace": "own"}
+    workload = IsolatedAcceleratorWorkload(
+        chart, "w", image="i", slice=MIG, workload_kind=kind, labels={"b": "2"}, **own_namespace
+    )
     template = IsolatedClaimTemplate(chart, "t", slice=MIG, namespace="elsewhere")
     objects = [workload.claim_template, workload.workload, workload.service, template.api_object]
     return [api_object for api_object in objects if isinstance(api_object, BuiltApiObject)]

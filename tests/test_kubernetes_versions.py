@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from dra_guard.catalog import DEFAULT_KUBERNETES_VERSION, EXCLUSIVITY_GUARD, KUBERNETES_VERSIONS
+from dra_guard.catalog import DEFAULT_KUBERNETES_VERSION, EXCLUSIVITY_GUARD, KUBERNETES_RELEASES, KUBERNETES_VERSIONS
 from dra_guard.config import CONSUMABLE_CAPACITY, KUBERNETES_VERSION, ConfigError
+from dra_guard.spec import served_claim_api_versions
 from testkit.rulecases import claim, config, devices, findings, request_body, retag, template
 
 
@@ -43,6 +44,24 @@ def test_the_option_reads_yaml_and_toml_numbers(written: object, parsed: str) ->
 def test_bad_values_are_configuration_errors(values: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config(values)
+
+
+def test_what_a_default_cluster_of_each_release_serves() -> None:
+    # KEP-3136: no beta is on by default, alphas never were; DRA is off by default before 1.34.
+    served = {version: release.claim_api_versions_served_by_default for version, release in KUBERNETES_RELEASES.items()}
+    assert served == {
+        "1.33": (),
+        "1.34": ("resource.k8s.io/v1",),
+        "1.35": ("resource.k8s.io/v1",),
+        "1.36": ("resource.k8s.io/v1",),
+        "1.37": ("resource.k8s.io/v1",),
+    }
+    gate = {version: release.dra_enabled_by_default for version, release in KUBERNETES_RELEASES.items()}
+    assert gate == {"1.33": False, "1.34": True, "1.35": True, "1.36": True, "1.37": True}
+    for version, release in KUBERNETES_RELEASES.items():
+        assert served_claim_api_versions(version) == release.claim_api_versions_served_by_default
+        # Every version the release has is one runtime-config entry away.
+        assert served_claim_api_versions(version, ["api/all=true"]) == release.claim_api_versions
 
 
 def test_consumable_capacity_defaults_to_the_release() -> None:

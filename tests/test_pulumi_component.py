@@ -21,7 +21,7 @@ import pulumi_dra
 from dra_guard import WorkloadSpec, build_isolated_workload
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from dra_guard.tags import normalise_numbers, verify_isolation_tag
-from testkit.targets import target_for
+from testkit.targets import runtime_config_for, target_for
 from tests.slices import VENDOR_SLICES
 
 
@@ -68,6 +68,7 @@ CASES: list[dict[str, Any]] = [
         workload_kind=kind,
         api_version=api_version,
         kubernetes_version=target_for(api_version),
+        runtime_config=runtime_config_for(api_version),
         hmac_key="k" if index % 2 else None,
         env=ENV_FORMS[index % 2],
     )
@@ -133,6 +134,46 @@ def test_claim_template_component_and_outputs(mocks: RecordingMocks) -> None:
     (typ, _name, inputs) = next(entry for entry in mocks.registered if entry[0].startswith("kubernetes:"))
     assert typ == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
     assert inputs["metadata"]["namespace"] == "tenant-b" and verify_isolation_tag(inputs)
+
+
+def test_runtime_config_reaches_the_components(mocks: RecordingMocks) -> None:
+    beta = "resource.k8s.io/v1beta2"
+    mig = pulumi_dra.AcceleratorSlice.nvidia_mig("1g.10gb")
+    # Refused before anything is registered, with the runtime-config the version needs.
+    with pytest.raises(
+        ValueError,
+        match=r"^api_version: resource.k8s.io/v1beta2 is not served by a default Kubernetes 1.36 cluster; pass "
+        r'runtime_config=\["resource.k8s.io/v1beta2=true"\] if your API server enables it \(--runtime-config\)$',
+    ):
+        pulumi_dra.IsolatedAcceleratorWorkload("w", namespace="ns", image="i", slice=mig, api_version=beta)
+    with pytest.raises(ValueError, match=r"^api_version: resource.k8s.io/v1beta2 is not served by a default"):
+        pulumi_dra.IsolatedClaimTemplate("t", namespace="ns", slice=mig, api_version=beta)
+    assert mocks.registered == []
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def program() -> pulumi.Output[Any]:
+        workload = pulumi_dra.IsolatedAcceleratorWorkload(
+            "w", namespace="ns", image="i", slice=mig, api_version=beta, runtime_config=[f"{beta}=true"]
+        )
+        template = pulumi_dra.IsolatedClaimTemplate(
+            "t", namespace="ns", slice=mig, api_version=beta, runtime_config=["api/beta=true"]
+        )
+        assert workload.spec.runtime_config == (f"{beta}=true",)
+        assert template.spec.runtime_config == ("api/beta=true",)
+        return pulumi.Output.all(workload.template_name, template.template_name)
+
+    program()
+    templates = [typ for typ, _, _ in mocks.registered if typ.endswith(":ResourceClaimTemplate")]
+    assert templates == [f"kubernetes:{beta}:ResourceClaimTemplate"] * 2
+
+
+def test_a_namespace_is_required(mocks: RecordingMocks) -> None:
+    mig = pulumi_dra.AcceleratorSlice.nvidia_mig("1g.10gb")
+    with pytest.raises(ValueError, match=r"^namespace: required: the isolation tag binds the namespace"):
+        pulumi_dra.IsolatedClaimTemplate("t", namespace=None, slice=mig)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^namespace: required: a workload shares its claim template's namespace"):
+        pulumi_dra.IsolatedAcceleratorWorkload("w", namespace=None, image="i", slice=mig)  # type: ignore[arg-type]
+    assert mocks.registered == []
 
 
 def test_example_program_registers_compliant_resources(mocks: RecordingMocks) -> None:

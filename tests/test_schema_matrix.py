@@ -18,6 +18,7 @@ import pytest
 
 from dra_guard import isolated_workload
 from dra_guard.catalog import EXCLUSIVITY_GUARD, KUBERNETES_RELEASES, RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from testkit.targets import runtime_config_for
 from tests.slices import VENDOR_SLICES
 
 
@@ -37,6 +38,7 @@ def _emitted(version: str, api_version: str, kind: str, accelerator: Any, count:
             workload_kind=kind,
             api_version=api_version,
             kubernetes_version=version,
+            runtime_config=runtime_config_for(api_version),
             replicas=2,
             command=["serve"],
             env={"MODE": "prod"},

@@ -9,7 +9,7 @@ import pytest
 
 from dra_guard import AcceleratorSlice, claim_template, selector_expression
 from dra_guard.catalog import RESOURCE_API_VERSIONS
-from testkit.rulecases import target_for
+from testkit.targets import runtime_config_for, target_for
 from tests.slices import VENDOR_SLICES
 
 _ENV = celpy.Environment()
@@ -44,7 +44,12 @@ def test_emitted_selector_matches_only_the_pinned_profile(
 ) -> None:
     # On the release each version is served by; the guard (1.36+) is judged below.
     template = claim_template(
-        name="t", slice=accelerator, api_version=api_version, kubernetes_version=target_for(api_version)
+        name="t",
+        slice=accelerator,
+        namespace="ns",
+        api_version=api_version,
+        kubernetes_version=target_for(api_version),
+        runtime_config=runtime_config_for(api_version),
     )
     (expression,) = _expressions(template)
     assert _matches(expression, _device(accelerator, pinned))
@@ -57,7 +62,7 @@ def test_emitted_selector_matches_only_the_pinned_profile(
 def test_the_exclusivity_guard_refuses_shareable_devices(
     slice_id: str, accelerator: AcceleratorSlice, pinned: str, other: str
 ) -> None:
-    (expression,) = _expressions(claim_template(name="t", slice=accelerator, kubernetes_version="1.36"))
+    (expression,) = _expressions(claim_template(name="t", slice=accelerator, namespace="ns", kubernetes_version="1.36"))
     assert expression.endswith(" && device.allowMultipleAllocations == false")
     assert _matches(expression, _device(accelerator, pinned))
     assert not _matches(expression, _device(accelerator, pinned, shareable=True))

@@ -28,6 +28,7 @@ from dra_guard import (
     isolated_workload,
     workload,
 )
+from dra_guard.spec import served_claim_api_versions
 from tests.conftest import REPO_ROOT
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
@@ -175,7 +176,15 @@ def test_the_cdk8s_workload_name_comes_from_the_id_only() -> None:
 
 def test_a_spec_cannot_be_edited_into_an_invalid_one() -> None:
     spec = WorkloadSpec(
-        name="app", image="i", slice=MIG, labels={"team": "ml"}, env={"A": "1"}, ports=[80], command=["serve"]
+        name="app",
+        namespace="ns",
+        image="i",
+        slice=MIG,
+        labels={"team": "ml"},
+        env={"A": "1"},
+        ports=[80],
+        command=["serve"],
+        runtime_config=["resource.k8s.io/v1beta2=true"],
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.replicas = 0  # type: ignore[misc]
@@ -185,6 +194,8 @@ def test_a_spec_cannot_be_edited_into_an_invalid_one() -> None:
         spec.env[0]["value"] = "changed"  # type: ignore[index]
     with pytest.raises(AttributeError):
         spec.command.append("--debug")  # type: ignore[union-attr]
+    with pytest.raises(AttributeError):
+        spec.runtime_config.append("api/all=false")  # type: ignore[union-attr]
     # replace() makes a new spec and validates it like any other.
     with pytest.raises(ValueError, match=r"^replicas"):
         dataclasses.replace(spec, replicas=0)
@@ -194,7 +205,7 @@ def test_a_spec_cannot_be_edited_into_an_invalid_one() -> None:
 def test_a_spec_keeps_its_own_copies_and_hides_the_key() -> None:
     labels = {"team": "ml"}
     env = [{"name": "A", "value": "1"}]
-    spec = WorkloadSpec(name="app", image="i", slice=MIG, labels=labels, env=env, hmac_key="secret-key")
+    spec = WorkloadSpec(name="app", namespace="ns", image="i", slice=MIG, labels=labels, env=env, hmac_key="secret-key")
     labels["team"] = "changed"
     env[0]["value"] = "changed"
     objects = build_isolated_workload(spec)
@@ -207,7 +218,221 @@ def test_a_spec_keeps_its_own_copies_and_hides_the_key() -> None:
 
 
 def test_the_claim_spec_of_a_workload_shares_its_fields() -> None:
-    spec = WorkloadSpec(name="app", namespace="ns", image="i", slice=MIG, tenant="t", hmac_key=b"k", labels={"a": "b"})
+    beta = {"api_version": "resource.k8s.io/v1beta2", "runtime_config": ("resource.k8s.io/v1beta2=true",)}
+    spec = WorkloadSpec(
+        name="app", namespace="ns", image="i", slice=MIG, tenant="t", hmac_key=b"k", labels={"a": "b"}, **beta
+    )
     assert spec.claim == ClaimSpec(
-        name="app-accelerator", namespace="ns", slice=MIG, tenant="t", hmac_key=b"k", labels={"a": "b"}
+        name="app-accelerator", namespace="ns", slice=MIG, tenant="t", hmac_key=b"k", labels={"a": "b"}, **beta
+    )
+
+
+# --- A namespace is required: the isolation tag binds it ---------------------------------
+
+TEMPLATE_WITHOUT_NAMESPACE = (
+    r"^namespace: required: the isolation tag binds the namespace the claim lands in, and a template without one "
+    r"lands wherever kubectl apply -n puts it"
+)
+WORKLOAD_WITHOUT_NAMESPACE = (
+    r"^namespace: required: a workload shares its claim template's namespace, which the template's isolation tag "
+    r"binds, and objects without one land wherever kubectl apply -n puts them"
+)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ClaimSpec(name="t", slice=MIG), TEMPLATE_WITHOUT_NAMESPACE + "$"),
+        (lambda: claim_template(name="t", slice=MIG), TEMPLATE_WITHOUT_NAMESPACE + "$"),
+        (lambda: WorkloadSpec(name="w", image="i", slice=MIG), WORKLOAD_WITHOUT_NAMESPACE + "$"),
+        (lambda: isolated_workload("w", image="i", slice=MIG), WORKLOAD_WITHOUT_NAMESPACE + "$"),
+        (lambda: workload("w", image="i", slice=MIG), WORKLOAD_WITHOUT_NAMESPACE + "$"),
+        # cdk8s: the namespace comes from the chart unless the construct names one.
+        (
+            lambda: _cdk8s_template(slice=MIG),
+            TEMPLATE_WITHOUT_NAMESPACE + "; give the chart or the construct a namespace$",
+        ),
+        (
+            lambda: _cdk8s_workload(slice=MIG, image="i"),
+            WORKLOAD_WITHOUT_NAMESPACE + "; give the chart or the construct a namespace$",
+        ),
+    ],
+    ids=["ClaimSpec", "claim_template", "WorkloadSpec", "isolated_workload", "workload", "cdk8s-template", "cdk8s"],
+)
+def test_a_claim_template_or_workload_without_a_namespace_is_refused(build: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_the_namespace_lands_on_every_object() -> None:
+    objects = isolated_workload("w", image="i", slice=MIG, namespace="tenant-a", workload_kind="StatefulSet")
+    assert [obj["metadata"]["namespace"] for obj in objects] == ["tenant-a"] * 3
+    assert claim_template(name="t", slice=MIG, namespace="tenant-a")["metadata"]["namespace"] == "tenant-a"
+    with pytest.raises(ValueError, match=r"^namespace: must be a DNS-1123 label"):
+        claim_template(name="t", slice=MIG, namespace="")
+
+
+# --- Beta and alpha versions need the runtime-config that serves them ----------------------
+
+BETA2 = "resource.k8s.io/v1beta2"
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37"])
+def test_the_default_is_v1_wherever_it_is_served(version: str) -> None:
+    template = claim_template(name="t", slice=MIG, namespace="ns", kubernetes_version=version)
+    assert template["apiVersion"] == "resource.k8s.io/v1"
+    assert served_claim_api_versions(version) == ("resource.k8s.io/v1",)
+
+
+@pytest.mark.parametrize(
+    ("version", "api_version", "message"),
+    [
+        (
+            "1.36",
+            BETA2,
+            r"api_version: resource.k8s.io/v1beta2 is not served by a default Kubernetes 1.36 cluster; pass "
+            r'runtime_config=\["resource.k8s.io/v1beta2=true"\] if your API server enables it \(--runtime-config\)$',
+        ),
+        (
+            "1.34",
+            "resource.k8s.io/v1beta1",
+            r"api_version: resource.k8s.io/v1beta1 is not served by a default Kubernetes 1.34 cluster; pass "
+            r'runtime_config=\["resource.k8s.io/v1beta1=true"\] if your API server enables it \(--runtime-config\)$',
+        ),
+        # DRA itself is beta and off by default before 1.34: the feature gate is needed too.
+        (
+            "1.33",
+            BETA2,
+            r"api_version: resource.k8s.io/v1beta2 is not served by a default Kubernetes 1.33 cluster; pass "
+            r'runtime_config=\["resource.k8s.io/v1beta2=true"\] if your API server enables it \(--runtime-config\), '
+            r"and run the DynamicResourceAllocation feature gate \(beta and off by default in 1.33\)$",
+        ),
+        (
+            "1.33",
+            "resource.k8s.io/v1alpha3",
+            r"api_version: resource.k8s.io/v1alpha3 is not served by a default Kubernetes 1.33 cluster; pass "
+            r'runtime_config=\["resource.k8s.io/v1alpha3=true"\]',
+        ),
+    ],
+)
+def test_a_version_a_default_cluster_does_not_serve_needs_the_opt_in(
+    version: str, api_version: str, message: str
+) -> None:
+    for build in (
+        lambda: claim_template(
+            name="t", slice=MIG, namespace="ns", api_version=api_version, kubernetes_version=version
+        ),
+        lambda: isolated_workload(
+            "w", image="i", slice=MIG, namespace="ns", api_version=api_version, kubernetes_version=version
+        ),
+    ):
+        with pytest.raises(ValueError, match="^" + message):
+            build()
+    opted_in = claim_template(
+        name="t",
+        slice=MIG,
+        namespace="ns",
+        api_version=api_version,
+        kubernetes_version=version,
+        runtime_config=[f"{api_version}=true"],
+    )
+    assert opted_in["apiVersion"] == api_version
+
+
+def test_1_33_serves_no_version_by_default_and_says_so() -> None:
+    assert served_claim_api_versions("1.33") == ()
+    with pytest.raises(
+        ValueError,
+        match=r"^api_version: Kubernetes 1.33 does not serve ResourceClaimTemplates in resource.k8s.io/v1; it serves "
+        r"resource.k8s.io/v1beta2, resource.k8s.io/v1beta1, resource.k8s.io/v1alpha3, none by default: pass "
+        r'runtime_config=\["<that version>=true"\] with it$',
+    ):
+        claim_template(name="t", slice=MIG, namespace="ns", kubernetes_version="1.33")
+
+
+@pytest.mark.parametrize(
+    ("runtime_config", "served"),
+    [
+        # A flag value holds several entries; an entry without a value enables.
+        (["resource.k8s.io/v1beta2"], ("resource.k8s.io/v1", BETA2)),
+        (
+            ["resource.k8s.io/v1beta2=true,resource.k8s.io/v1beta1=1"],
+            ("resource.k8s.io/v1", BETA2, "resource.k8s.io/v1beta1"),
+        ),
+        (["api/beta=true"], ("resource.k8s.io/v1", BETA2, "resource.k8s.io/v1beta1")),
+        # Each key keeps its last value; group/version overrides api/*, a resource its version.
+        (["resource.k8s.io/v1beta2=true", "resource.k8s.io/v1beta2=false"], ("resource.k8s.io/v1",)),
+        (["api/all=true", "resource.k8s.io/v1beta1=false"], ("resource.k8s.io/v1", BETA2)),
+        (["resource.k8s.io/v1beta2/resourceclaimtemplates=true"], ("resource.k8s.io/v1", BETA2)),
+        (
+            ["resource.k8s.io/v1beta2=true", "resource.k8s.io/v1beta2/resourceclaims=false"],
+            ("resource.k8s.io/v1", BETA2),
+        ),
+        (
+            ["resource.k8s.io/v1beta2=true", "resource.k8s.io/v1beta2/resourceclaimtemplates=false"],
+            ("resource.k8s.io/v1",),
+        ),
+        (["api/ga=false", "api/beta=true"], (BETA2, "resource.k8s.io/v1beta1")),
+        # Other groups are the cluster's business.
+        (["batch/v2alpha1=true", "api/alpha=true"], ("resource.k8s.io/v1",)),
+        ([], ("resource.k8s.io/v1",)),
+    ],
+)
+def test_runtime_config_is_read_as_kube_apiserver_reads_it(runtime_config: list[str], served: tuple[str, ...]) -> None:
+    assert served_claim_api_versions("1.36", runtime_config) == served
+
+
+def test_a_runtime_config_that_does_not_serve_the_version_says_what_it_serves() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^api_version: resource.k8s.io/v1beta2 is not served by a Kubernetes 1.36 cluster with "
+        r"--runtime-config=api/beta=true,resource.k8s.io/v1beta2=false \(it serves resource.k8s.io/v1, "
+        r'resource.k8s.io/v1beta1\); add "resource.k8s.io/v1beta2=true" to runtime_config if your API server '
+        r"enables it$",
+    ):
+        claim_template(
+            name="t",
+            slice=MIG,
+            namespace="ns",
+            api_version=BETA2,
+            runtime_config=["api/beta=true", "resource.k8s.io/v1beta2=false"],
+        )
+    # Turning v1 off is refused for the default version too.
+    with pytest.raises(ValueError, match=r"^api_version: resource.k8s.io/v1 is not served by a Kubernetes 1.36"):
+        claim_template(name="t", slice=MIG, namespace="ns", runtime_config=["resource.k8s.io/v1=false"])
+
+
+@pytest.mark.parametrize(
+    ("runtime_config", "message"),
+    [
+        (
+            "resource.k8s.io/v1beta2=true",
+            r"^runtime_config: must be a list of strings, got 'resource.k8s.io/v1beta2=true'",
+        ),
+        ([True], r"^runtime_config\[0\]: must be a string, got True"),
+        (["api/beta"], r"^runtime_config\[0\]: api/beta takes true or false, got ''"),
+        (["api/beta=1"], r"^runtime_config\[0\]: api/beta takes true or false, got '1'"),
+        (
+            ["a/v1=true", "resource.k8s.io/v1beta2=yes"],
+            r"^runtime_config\[1\]: resource.k8s.io/v1beta2 takes true or false",
+        ),
+        (["resource.k8s.io=true"], r"^runtime_config\[0\]: 'resource.k8s.io' is not resource.k8s.io/<version>"),
+        (["resource.k8s.io/v1beta2/ResourceClaimTemplates"], r"^runtime_config\[0\]: .*always lower-case plural"),
+        (["=true"], r"^runtime_config\[0\]: '=true' names no API"),
+    ],
+)
+def test_a_runtime_config_kube_apiserver_would_refuse_is_refused(runtime_config: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        claim_template(name="t", slice=MIG, namespace="ns", runtime_config=runtime_config)  # type: ignore[arg-type]
+
+
+def test_runtime_config_is_read_never_emitted() -> None:
+    beta = {"api_version": BETA2, "runtime_config": [f"{BETA2}=true"]}
+    assert "runtime_config" in ClaimOptions.__annotations__
+    opted_in = isolated_workload("w", image="i", slice=MIG, namespace="ns", **beta)
+    assert opted_in.claim_template["apiVersion"] == BETA2
+    assert "runtime" not in repr(list(opted_in)).lower()
+    # The same objects as without the option, wherever a default cluster serves the version.
+    assert isolated_workload("w", image="i", slice=MIG, namespace="ns", runtime_config=["api/beta=true"]) == (
+        isolated_workload("w", image="i", slice=MIG, namespace="ns")
     )

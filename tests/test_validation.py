@@ -102,7 +102,12 @@ def _workload(**overrides: Any) -> Any:
         ({"api_version": "resource.k8s.io/v1alpha3"}, "api_version"),  # not served by 1.36
         ({"api_version": "resource.k8s.io/v1", "kubernetes_version": "1.33"}, "api_version"),
         (
-            {"consumable_capacity": True, "kubernetes_version": "1.33", "api_version": "resource.k8s.io/v1beta2"},
+            {
+                "consumable_capacity": True,
+                "kubernetes_version": "1.33",
+                "api_version": "resource.k8s.io/v1beta2",
+                "runtime_config": ["resource.k8s.io/v1beta2=true"],
+            },
             "consumable_capacity",
         ),
         ({"consumable_capacity": "yes"}, "consumable_capacity"),
