@@ -21,7 +21,9 @@ from dra_guard.migrate.sites import site_label
 from dra_guard.migrate.yaml_text import Unrealizable, compose_documents, detect_style, text_edits
 
 PINS = {"gpu.nvidia.com": "NVIDIA H100 80GB HBM3", "tpu.google.com": "v6e", "gpu.amd.com": "cpx_nps4"}
-SETTINGS = MigrationSettings(pins=PINS)
+#: `--namespace team`: where an object that names no namespace is applied (the texts below
+#: name none); a template's isolation tag binds its namespace, so migrate needs one.
+SETTINGS = MigrationSettings(pins=PINS, namespace="team")
 
 
 def pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = (), **meta: Any) -> dict[str, Any]:
@@ -312,10 +314,28 @@ def test_hmac_tags_verify_with_the_key_only() -> None:
 @pytest.mark.parametrize("api_version", ["resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"])
 def test_the_api_version_is_the_templates(api_version: str) -> None:
     result = migrate_documents(
-        [pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))], MigrationSettings(api_version=api_version)
+        [pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))],
+        MigrationSettings(api_version=api_version, runtime_config=(f"{api_version}=true",)),
     )
     assert result.documents[1]["apiVersion"] == api_version
     assert check_objects(result.documents).findings == []
+
+
+def test_a_beta_api_version_needs_the_runtime_config_and_a_namespace_is_needed() -> None:
+    legacy = pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))
+    result = migrate_documents([legacy], MigrationSettings(api_version="resource.k8s.io/v1beta2"))
+    assert len(result.documents) == 1
+    [report] = result.reports
+    assert [error.text for error in report.errors] == [
+        "api_version: resource.k8s.io/v1beta2 is not served by a default Kubernetes 1.36 cluster; pass "
+        'runtime_config=["resource.k8s.io/v1beta2=true"] if your API server enables it (--runtime-config)'
+    ]
+    legacy["metadata"].pop("namespace")
+    [report] = migrate_documents([legacy], MigrationSettings()).reports
+    assert [error.text for error in report.errors] == [
+        "has no namespace, and its claim template needs one (the isolation tag binds the namespace the claim "
+        "lands in): pass --namespace NS, the namespace you apply it to"
+    ]
 
 
 # --- text --------------------------------------------------------------------------------

@@ -36,8 +36,11 @@ CORPUS = REPO_ROOT / "tests" / "corpus" / "legacy-device-plugin"
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "migrate"
 CRDS = REPO_ROOT / "tests" / "fixtures" / "crds"
 #: A value for every pin the corpus and the fixtures need, each one a device the slice
-#: fixtures in tests/fixtures/slices publish.
+#: fixtures in tests/fixtures/slices publish; and the namespace the corpus's objects, which
+#: name none, are applied to (a template's isolation tag binds its namespace).
 PINS = [
+    "--namespace",
+    "tenant-a",
     "--gpu-product",
     "NVIDIA H100 80GB HBM3",
     "--tpu-gen",
@@ -527,7 +530,14 @@ def test_the_configuration_decides_what_is_legacy(tmp_path: Path) -> None:
 
 def test_tenant_from_namespace_and_api_version(tmp_path: Path) -> None:
     output = tmp_path / "out.yaml"
-    arguments = ["--tenant-from-namespace", "--api-version", "resource.k8s.io/v1beta1", "--sanitization"]
+    arguments = [
+        "--tenant-from-namespace",
+        "--api-version",
+        "resource.k8s.io/v1beta1",
+        "--runtime-config",
+        "resource.k8s.io/v1beta1=true",
+        "--sanitization",
+    ]
     code, _, _ = migrate(FIXTURES / "two-profiles.yaml", "-o", output, *arguments, "ZeroFillMemoryOnRelease")
     assert code == 0
     templates = [obj for obj in objects(output.read_text()) if obj["kind"] == "ResourceClaimTemplate"]
@@ -547,7 +557,12 @@ def test_the_readme_example_is_what_migrate_prints(monkeypatch: pytest.MonkeyPat
     section = readme[readme.index("## Migrate from the device plugin") :]
     example = section[section.index("```diff\n") + len("```diff\n") : section.index("```\n", section.index("```diff"))]
     code, diff, _ = migrate(
-        Path("tests/corpus/legacy-device-plugin/gpu-pod.yaml"), "--dry-run", "--gpu-product", "NVIDIA A100-SXM4-40GB"
+        Path("tests/corpus/legacy-device-plugin/gpu-pod.yaml"),
+        "--dry-run",
+        "--gpu-product",
+        "NVIDIA A100-SXM4-40GB",
+        "--namespace",
+        "tenant-a",
     )
     assert code == 0 and diff == example
 
@@ -591,11 +606,24 @@ def test_a_file_with_a_nameless_object_is_refused_as_check_refuses_it(tmp_path: 
     [
         ([], "resource.k8s.io/v1", True),  # 1.36, the default target, has the exclusivity guard
         (["--kubernetes-version", "1.34"], "resource.k8s.io/v1", False),
-        (["--kubernetes-version", "1.33"], "resource.k8s.io/v1beta2", False),
+        # A default 1.33 cluster serves no version: the newest the runtime-config enables.
+        (["--kubernetes-version", "1.33", "--runtime-config", "api/beta=true"], "resource.k8s.io/v1beta2", False),
         (
-            ["--kubernetes-version", "1.33", "--api-version", "resource.k8s.io/v1beta1"],
+            [
+                "--kubernetes-version",
+                "1.33",
+                "--api-version",
+                "resource.k8s.io/v1beta1",
+                "--runtime-config",
+                "resource.k8s.io/v1beta1=true",
+            ],
             "resource.k8s.io/v1beta1",
             False,
+        ),
+        (
+            ["--kubernetes-version", "1.36", "--runtime-config", "resource.k8s.io/v1beta2=true,api/ga=false"],
+            "resource.k8s.io/v1beta2",
+            True,
         ),
     ],
 )
@@ -620,10 +648,52 @@ def test_the_configured_release_is_the_default_and_an_unserved_api_version_is_a_
     config.write_text("kubernetes-version: '1.33'\n")
     source = tmp_path / "pod.yaml"
     source.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
-    code, stdout, _ = migrate(source, *PINS)  # the configuration next to the file applies
+    beta = ["--runtime-config", "resource.k8s.io/v1beta2=true"]
+    code, stdout, _ = migrate(source, *beta, *PINS)  # the configuration next to the file applies
     assert code == 0 and "apiVersion: resource.k8s.io/v1beta2" in stdout
-    code, _, stderr = migrate(source, "--api-version", "resource.k8s.io/v1", *PINS)
+    code, _, stderr = migrate(source, "--api-version", "resource.k8s.io/v1", *beta, *PINS)
     assert code == 2 and "Kubernetes 1.33 serves ResourceClaimTemplates in resource.k8s.io/v1beta2" in stderr
+    # A default 1.33 cluster serves no version at all; nor does a default 1.36 one serve a beta.
+    code, _, stderr = migrate(source, *PINS)
+    assert (
+        code == 2
+        and (
+            "a Kubernetes 1.33 cluster serves no ResourceClaimTemplate version by default; pass the --runtime-config "
+            "your API server has, e.g. resource.k8s.io/v1beta2=true (and the DynamicResourceAllocation feature gate, "
+            "beta and off by default in 1.33)"
+        )
+        in stderr
+    )
+    code, _, stderr = migrate(source, "--kubernetes-version", "1.36", "--api-version", "resource.k8s.io/v1beta2", *PINS)
+    assert (
+        code == 2
+        and (
+            "--api-version resource.k8s.io/v1beta2: not served by a default Kubernetes 1.36 cluster; pass "
+            "--runtime-config=resource.k8s.io/v1beta2=true if your API server enables it"
+        )
+        in stderr
+    )
+    code, _, stderr = migrate(source, "--runtime-config", "api/beta=yes", *PINS)
+    assert code == 2 and "--runtime-config: runtime_config[0]: api/beta takes true or false, got 'yes'" in stderr
+
+
+def test_an_object_without_a_namespace_needs_the_namespace_it_is_applied_to(tmp_path: Path) -> None:
+    output = tmp_path / "out.yaml"
+    pins = PINS[2:]
+    assert pins[:1] == ["--gpu-product"]
+    code, report, _ = migrate(CORPUS / "gpu-pod.yaml", "-o", output, *pins)
+    assert code == 2 and output.read_bytes() == (CORPUS / "gpu-pod.yaml").read_bytes()
+    assert (
+        "Pod/-/gpu-operator-test: has no namespace, and its claim template needs one (the isolation tag binds the "
+        "namespace the claim lands in): pass --namespace NS, the namespace you apply it to"
+    ) in report
+    code, report, _ = migrate(CORPUS / "gpu-pod.yaml", "-o", output, "-n", "team-x", *pins)
+    assert code == 0, report
+    [template] = [obj for obj in objects(output.read_text()) if obj["kind"] == "ResourceClaimTemplate"]
+    assert template["metadata"]["namespace"] == "team-x"
+    assert "its claim template(s) are written for team-x (--namespace); apply it there too" in report
+    code, _, stderr = migrate(CORPUS / "gpu-pod.yaml", "--namespace", "Team_X", *pins)
+    assert code == 2 and "--namespace: must be a DNS-1123 label" in stderr
 
 
 def test_the_output_directory_mirrors_the_folder_the_inputs_were_named_from(tmp_path: Path) -> None:

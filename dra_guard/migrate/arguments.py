@@ -24,7 +24,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-version",
         choices=RESOURCE_API_VERSIONS,
-        help="the templates' resource.k8s.io version (default: the newest that release serves)",
+        help="the templates' resource.k8s.io version (default: the newest a cluster of that release serves with "
+        "--runtime-config)",
+    )
+    parser.add_argument(
+        "--runtime-config",
+        action="append",
+        default=[],
+        metavar="ENTRIES",
+        help="your kube-apiserver's --runtime-config (repeatable), e.g. resource.k8s.io/v1beta2=true: a beta or "
+        "alpha --api-version needs it, a default cluster serves resource.k8s.io/v1 only",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="the namespace objects that name none are applied to (kubectl apply -n NS): their templates are "
+        "written for it, since the isolation tag binds the namespace",
     )
     parser.add_argument("--sanitization", choices=SANITIZATION_POLICIES, default=SANITIZATION_POLICIES[0])
     parser.add_argument(

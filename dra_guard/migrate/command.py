@@ -56,6 +56,8 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
     from dra_guard.catalog import KUBERNETES_RELEASES
     from dra_guard.config import EXCLUDE, Config, ConfigError, find_config_file, load_config_file
     from dra_guard.rules import RULES
+    from dra_guard.spec import served_claim_api_versions
+    from dra_guard.validators import require_dns_label
     from dra_guard.walk import Patterns
 
     config_file = arguments.config or find_config_file(_first_path(arguments.paths))
@@ -94,21 +96,52 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
     # The target release decides which API versions exist and whether requests carry the
     # exclusivity guard; from the configuration unless the command line says otherwise.
     kubernetes_version = arguments.kubernetes_version or option("kubernetes-version")
-    served = KUBERNETES_RELEASES[kubernetes_version].claim_api_versions
+    release = KUBERNETES_RELEASES[kubernetes_version]
+    runtime_config = tuple(arguments.runtime_config) or None
+    try:
+        served = served_claim_api_versions(kubernetes_version, runtime_config)
+    except ValueError as error:
+        raise UsageError(f"--runtime-config: {error}") from None
+    gate = (
+        f" (and the DynamicResourceAllocation feature gate, beta and off by default in {kubernetes_version})"
+        if not release.dra_enabled_by_default
+        else ""
+    )
+    if arguments.api_version is None and not served:
+        raise UsageError(
+            f"a Kubernetes {kubernetes_version} cluster serves no ResourceClaimTemplate version"
+            + (" by default" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}")
+            + f"; pass the --runtime-config your API server has, e.g. {release.claim_api_versions[0]}=true{gate}"
+        )
     api_version = arguments.api_version or served[0]
-    if api_version not in served:
+    if api_version not in release.claim_api_versions:
         raise UsageError(
             f"--api-version {api_version}: Kubernetes {kubernetes_version} serves ResourceClaimTemplates in "
-            f"{', '.join(served)}"
+            f"{', '.join(release.claim_api_versions)}"
         )
+    if api_version not in served:
+        cluster = "a default" if runtime_config is None else "a"
+        flag = "" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}"
+        raise UsageError(
+            f"--api-version {api_version}: not served by {cluster} Kubernetes {kubernetes_version} cluster{flag}; "
+            f"pass --runtime-config={api_version}=true if your API server enables it{gate}"
+        )
+    namespace = arguments.namespace
+    if namespace is not None:
+        try:
+            require_dns_label("--namespace", namespace)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
     consumable_capacity = option("consumable-capacity") if kubernetes_version == option("kubernetes-version") else None
     settings = MigrationSettings(
         pins=pins,
         api_version=api_version,
         kubernetes_version=kubernetes_version,
+        runtime_config=runtime_config,
         consumable_capacity=consumable_capacity,
         sanitization=arguments.sanitization,
         tenant_from_namespace=arguments.tenant_from_namespace,
+        namespace=namespace,
         hmac_key=hmac_key,
         extra_legacy_resources=frozenset(option("extra-legacy-resources") or ()),
         non_accelerator_classes=frozenset(option("non-accelerator-classes") or ()),

@@ -94,8 +94,9 @@ def review(obj: Mapping[str, Any], removals: Sequence[Removal]) -> Review:
             (
                 ("metadata",),
                 f"a {kind} has no namespace, and the pods of the {scoped} that use it look for their "
-                "ResourceClaimTemplate in their own: create the template(s), written without a namespace, "
-                "in each of those namespaces",
+                "ResourceClaimTemplate in their own: create the template(s) in each of those namespaces "
+                "(written here for --namespace; the isolation tag binds the namespace, so migrate once per "
+                "namespace)",
             )
         )
     return result

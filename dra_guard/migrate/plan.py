@@ -250,19 +250,43 @@ def migrate_object(
     base = name or (metadata.get("generateName") or "").rstrip("-") or None
     if base is None:
         report.errors.append(Message(("metadata",), "has no metadata.name to name its claim template after"))
-    if report.errors or base is None:
+    # A template's isolation tag binds the namespace it lands in: one that names none would
+    # land wherever `kubectl apply -n` puts it, and its tag could not be verified there.
+    applied_to = namespace if namespace is not None else settings.namespace
+    if applied_to is None:
+        report.errors.append(
+            Message(
+                ("metadata",),
+                "has no namespace, and its claim template needs one (the isolation tag binds the namespace the "
+                "claim lands in): pass --namespace NS, the namespace you apply it to",
+            )
+        )
+    if report.errors or base is None or applied_to is None:
         return migration
     if name is None:
         report.notes.append(Message(("metadata", "generateName"), f"claim templates are named after {base!r}"))
-    tenant = namespace if settings.tenant_from_namespace else None
-    if settings.tenant_from_namespace and namespace is None:
-        report.notes.append(Message(("metadata",), "no namespace, so the template names no tenant"))
+    if namespace is None:
+        report.notes.append(
+            Message(
+                ("metadata",),
+                f"no namespace: its claim template(s) are written for {applied_to} (--namespace); apply it there "
+                f"too (kubectl apply -n {applied_to})",
+            )
+        )
+    tenant = applied_to if settings.tenant_from_namespace else None
 
     for site in sites:
         # An object with pods of several kinds (JobSet jobs, Ray groups) names each site's templates.
         site_base = base if len(sites) == 1 else f"{base}-{site.site.label}"
         templates = _site_templates(
-            obj, site, base=site_base, namespace=namespace, tenant=tenant, settings=settings, names=names, report=report
+            obj,
+            site,
+            base=site_base,
+            namespace=applied_to,
+            tenant=tenant,
+            settings=settings,
+            names=names,
+            report=report,
         )
         migration.templates.extend(template for _, _, template in templates)
         migration.edits.extend(_wiring_edits(prefix, obj, site, templates))

@@ -28,10 +28,16 @@ class MigrationSettings:
     #: The release they are for, and whether it runs DRAConsumableCapacity (None: its
     #: default): together they decide the exclusivity guard in each request.
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    #: kube-apiserver's `--runtime-config` entries (`--runtime-config`), which a beta or alpha
+    #: `api_version` needs (a default cluster serves resource.k8s.io/v1 only); None: not set.
+    runtime_config: tuple[str, ...] | None = None
     consumable_capacity: bool | None = None
     sanitization: str = DEFAULT_SANITIZATION
     #: Tag each template with its workload's namespace as the tenant.
     tenant_from_namespace: bool = False
+    #: Where an object that names no namespace is applied (`--namespace`, as `kubectl apply
+    #: -n`): its templates are written for it, since their isolation tag binds the namespace.
+    namespace: str | None = None
     hmac_key: str | bytes | None = field(default=None, repr=False)
     #: From the dra-guard configuration, so that migrate replaces what `check` reports.
     extra_legacy_resources: frozenset[str] = frozenset()
@@ -50,6 +56,7 @@ class MigrationSettings:
         return {
             "api_version": self.api_version,
             "kubernetes_version": self.kubernetes_version,
+            "runtime_config": self.runtime_config,
             "consumable_capacity": self.consumable_capacity,
             "sanitization": self.sanitization,
             "hmac_key": self.hmac_key,
