@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from dra_guard import AcceleratorSlice, IsolatedWorkload, claim_template, isolated_workload, isolation_tag
+from dra_guard import (
+    AcceleratorSlice,
+    IsolatedWorkload,
+    claim_isolation_tag,
+    claim_template,
+    isolated_workload,
+    isolation_tag,
+)
 from dra_guard.catalog import RESOURCE_API_VERSIONS
 from dra_guard.config import KUBERNETES_VERSION, Config, parse_config
 from dra_guard.engine import check_objects
@@ -63,7 +70,11 @@ def request_body(obj: Mapping[str, Any], index: int = 0) -> Any:
 
 
 def retag(obj: dict[str, Any], key: str | None = None) -> dict[str, Any]:
-    """Recompute the tag after a deliberate edit, so only the rule under test fires."""
+    """Recompute the tags after a deliberate edit, so only the rule under test fires: a
+    template's claim tag (spec.metadata) first, then its own."""
+    claim_metadata = obj.get("spec", {}).get("metadata") if obj.get("kind") == "ResourceClaimTemplate" else None
+    if isinstance(claim_metadata, dict) and "dra-guard.io/isolation-tag" in claim_metadata.get("annotations", {}):
+        claim_metadata["annotations"]["dra-guard.io/isolation-tag"] = claim_isolation_tag(obj, key)
     obj["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = isolation_tag(obj, key)
     return obj
 

@@ -207,15 +207,18 @@ _TAG_POINTER = "/metadata/annotations/dra-guard.io~1isolation-tag"
 
 
 def _retagged_with_sha256(workload: IsolatedAcceleratorWorkload) -> None:
-    """Edit the claim (a bigger MIG profile) and re-tag it with a plain, recomputed sha256: tag."""
-    from dra_guard import isolation_tag
+    """Edit the claim (a bigger MIG profile) and re-tag it, template tag and claim tag, with
+    plain, recomputed sha256: tags."""
+    from dra_guard import claim_isolation_tag, isolation_tag
 
     pointer = "/spec/spec/devices/requests/0/exactly/selectors/0/cel/expression"
     edited = copy.deepcopy(workload.manifests.claim_template)
     selector = edited["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]
     selector["expression"] = selector["expression"].replace("1g.10gb", "7g.80gb")
     workload.claim_template.add_json_patch(
-        JsonPatch.replace(pointer, selector["expression"]), JsonPatch.replace(_TAG_POINTER, isolation_tag(edited))
+        JsonPatch.replace(pointer, selector["expression"]),
+        JsonPatch.replace(_TAG_POINTER, isolation_tag(edited)),
+        JsonPatch.replace("/spec/metadata/annotations/dra-guard.io~1isolation-tag", claim_isolation_tag(edited)),
     )
 
 

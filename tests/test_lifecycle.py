@@ -561,7 +561,6 @@ def test_what_the_cluster_creates_from_builder_output_is_valid_in_strict_mode(ki
         kubernetes_validate.validate(made.obj, f"{target_for(api_version)}.0", strict=True)
 
 
-@pytest.mark.xfail(strict=False, reason="until builders write spec.metadata")
 @pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
 @pytest.mark.parametrize("kind", WORKLOAD_KINDS)
 @pytest.mark.parametrize("accelerator", list(SLICES.values()), ids=list(SLICES))

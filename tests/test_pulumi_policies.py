@@ -154,7 +154,8 @@ def test_hmac_key_from_the_configured_environment_variable(monkeypatch: pytest.M
     (missing,) = run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})
     assert "DRA_KEY, which is not set" in missing
     monkeypatch.setenv("DRA_KEY", "k")
-    assert len(run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})) == 1
+    # Both the template tag and the claim tag (spec.metadata) must then be HMACs.
+    assert len(run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})) == 2
     from dra_guard import claim_template
     from dra_guard.spec import AcceleratorSlice
 
