@@ -4,6 +4,7 @@ here from the upstream source it cites, and every builder output through it."""
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -12,8 +13,13 @@ import kubernetes_validate
 import pytest
 
 from dra_guard import AcceleratorSlice, isolated_workload
+from dra_guard.admission.emulate import admit
+from dra_guard.admission.policy import admission_objects
+from dra_guard.admission.webhook import Webhook
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.celkit import AdmissionTarget
 from dra_guard.engine import check_objects
+from dra_guard.rules import RULES
 from testkit import lifecycle, targets
 from testkit.lifecycle import (
     KUBE_CONTROLLER_MANAGER,
@@ -580,3 +586,62 @@ def test_what_the_cluster_creates_from_builder_output_passes(
     for claim in claims:
         alone = check_objects([claim.obj], chosen)
         assert (alone.errors, alone.findings) == ([], []), claim.obj["metadata"]["name"]
+
+
+@functools.lru_cache(maxsize=8)
+def _admission_for(kubernetes_version: str) -> tuple[list[dict[str, Any]], Webhook]:
+    chosen = config({"kubernetes-version": kubernetes_version})
+    return admission_objects(RULES, AdmissionTarget(chosen)), Webhook(RULES, chosen, all_rules=True)
+
+
+@pytest.mark.parametrize("api_version", RESOURCE_API_VERSIONS)
+@pytest.mark.parametrize("kind", WORKLOAD_KINDS)
+@pytest.mark.parametrize("accelerator", list(SLICES.values()), ids=list(SLICES))
+def test_admission_admits_what_the_cluster_creates_from_builder_output(
+    accelerator: AcceleratorSlice, kind: str, api_version: str
+) -> None:
+    """Every object the cluster derives from a builder output passes the generated policies
+    (emulated) and the webhook (every rule, in-process) when its real writer writes it; the
+    generated claims pass even when a tenant writes them, so they do not rely on the
+    claim writers' exemption: they carry the declarations and a claim tag that verifies."""
+    objects = isolated_workload(
+        "app", image="i", slice=accelerator, namespace="ns", workload_kind=kind, **build_options(api_version)
+    )
+    policies, webhook = _admission_for(target_for(api_version))
+    for made in cluster_creates(list(objects), claim_api_version=None):
+        writers = [made.writer] + (["system:serviceaccount:ns:default"] if made.kind == "ResourceClaim" else [])
+        for writer in writers:
+            assert admit(policies, made.obj, user_info={"username": writer}) == [], (made.kind, writer)
+            request = {
+                "uid": "u",
+                "kind": {"group": "", "version": "", "kind": made.kind},
+                "operation": "CREATE",
+                "namespace": "ns",
+                "userInfo": {"username": writer},
+                "object": made.obj,
+            }
+            assert webhook.review(request)["allowed"], (made.kind, writer, webhook.review(request))
+
+
+def test_a_tenants_look_alike_of_a_generated_claim_is_denied() -> None:
+    """Forged owner reference and pod-claim-name, no declarations: denied when a tenant
+    writes it, by the policies and the webhook; exempt only under a claim writer's name."""
+    objects = isolated_workload("app", image="i", slice=SLICES["mig"], namespace="ns")
+    (claim,) = of_kind(cluster_creates(list(objects)), "ResourceClaim")
+    look_alike = copy.deepcopy(claim.obj)
+    look_alike["metadata"]["annotations"] = {"resource.kubernetes.io/pod-claim-name": "accelerator"}
+    look_alike["metadata"].pop("labels", None)
+    policies, webhook = _admission_for("1.36")
+    tenant = {"username": "system:serviceaccount:ns:default"}
+    assert {denial.rule for denial in admit(policies, look_alike, user_info=tenant)} >= {"DRA004", "DRA012"}
+    request = {
+        "uid": "u",
+        "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+        "operation": "CREATE",
+        "namespace": "ns",
+        "userInfo": tenant,
+        "object": look_alike,
+    }
+    assert not webhook.review(request)["allowed"]
+    assert admit(policies, look_alike, user_info={"username": claim.writer}) == []
+    assert webhook.review({**request, "userInfo": {"username": claim.writer}})["allowed"]
