@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from dra_guard import isolation_tag
 from dra_guard.rules import RULES
 from pulumi_dra.policies import build_policies
 from testkit.pack_process import analyze, configure, info, running_pack, struct
 from testkit.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
+from testkit.rulecases import retag
 
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 ADVISORY = analyzer_pb2.EnforcementLevel.Value("ADVISORY")
@@ -168,7 +168,7 @@ def test_input_shape_errors_are_reported(pack: analyzer_pb2_grpc.AnalyzerStub) -
 def test_configuration_over_grpc() -> None:
     admin, _ = compliant_pair()
     admin["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
-    admin["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = isolation_tag(admin)
+    retag(admin)
     with running_pack() as stub:
         configure(stub, {})
         assert [p for p, _, _ in diagnostics(analyze(stub, type_token(admin), admin))] == ["dra006-admin-access"]
