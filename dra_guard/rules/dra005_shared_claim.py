@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from dra_guard.catalog import POD_GROUP_KINDS
 from dra_guard.celkit import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.findings import Finding, Severity
@@ -30,7 +31,6 @@ RATIONALE = (
     "input is applied to, which may be any other pod's."
 )
 REMEDIATION = "Use resourceClaimTemplateName so that Kubernetes creates one claim per pod."
-_GROUP_KINDS = ("PodGroup", "Workload")
 #: Every kind: workload CRDs, and kinds nobody told us about, have pod templates too.
 KINDS = None
 # Whether another pod names the same claim depends on the whole input set.
@@ -121,7 +121,7 @@ def _group_claims(resource: Resource) -> Iterator[tuple[Path, Mapping[str, Any]]
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
-    if resource.kind in _GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
+    if resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
         for path, claim in _group_claims(resource):
             message = f"{resource.kind} claim {text(claim.get('name'))!r} is shared by every pod of the group"
             args = (context, resource.namespace, text(claim.get("resourceClaimName")), message)
@@ -206,8 +206,13 @@ def _shared_with(context: Context, claim_name: str, namespace: str, serial: int)
     return f"ResourceClaim {claim_name!r} is also used by {names}"
 
 
-def _unless_no_accelerator(context: Context, namespace: str, claim_name: str, message: str) -> str | None:
-    return None if _claims_no_accelerator(context, namespace, claim_name) else message
+def _unless_no_accelerator(context: Context, namespace: str, claim_name: str, message: str) -> Resolved | None:
+    if _claims_no_accelerator(context, namespace, claim_name):
+        return None
+    # The pod template alone gives the finding (fail closed: a claim not in the input counts
+    # as an accelerator claim); the claim, wherever it comes in the input, can only clear it.
+    # So it is the object's own finding, whichever order the objects come in.
+    return Resolved(message, cross_object=False)
 
 
 def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
