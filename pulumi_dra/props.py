@@ -1,7 +1,10 @@
 """Pulumi props to plain Kubernetes objects, and which of their parts are known.
 
 Props arrive as the policy SDK's read-only proxies (`Mapping`/`Sequence`, numbers as
-floats).  During `preview` a value may be unknown (the SDK's sentinel strings).  Such a
+floats: protobuf's Struct has no integers).  A float with an integral value is read as an
+int, since that is what the API server receives: the Kubernetes provider encodes the
+number in JSON, where Go writes the float64 50 as `50` (a rule must not see `count: 1.0`
+where the cluster gets `count: 1`).  During `preview` a value may be unknown (the SDK's sentinel strings).  Such a
 value is left out of the object the rules see (a mapping entry is dropped, a list item
 becomes `{}`), and its path is kept, so that the pack can tell the findings that hold
 whatever the value turns out to be from those that may not (`PropsObject.definite`).
@@ -82,6 +85,8 @@ def _fast_plain(value: Any) -> Any:
         if value in _UNKNOWN_SENTINELS:
             raise _UnknownSeen
         return value
+    if kind is float:
+        return _number(value)
     if isinstance(value, Mapping):
         return {key: _fast_plain(value[key]) for key in value}
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
@@ -89,8 +94,14 @@ def _fast_plain(value: Any) -> Any:
     return value
 
 
-def _holds_unknown(value: Any) -> bool:
-    """Whether plain deserialized props hold an unknown value anywhere."""
+def _number(value: float) -> float | int:
+    """The number as the API server receives it from the provider's JSON (module docstring)."""
+    return int(value) if value.is_integer() else value
+
+
+def _holds_unknown_or_float(value: Any) -> bool:
+    """Whether plain deserialized props hold an unknown value or a float anywhere: then the
+    walks above, which read both, make the object."""
     pending = [value]
     while pending:
         item = pending.pop()
@@ -102,6 +113,8 @@ def _holds_unknown(value: Any) -> bool:
             pending.extend(item.values())
         elif kind is list:
             pending.extend(item)
+        elif kind is float:
+            return True
     return False
 
 
@@ -142,7 +155,7 @@ def _strip_unknowns(value: Any, path: Path, unknown: list[tuple[Path, str]]) -> 
             else:
                 items.append(_strip_unknowns(item, (*path, str(index)), unknown))
         return items
-    return value
+    return _number(value) if type(value) is float else value
 
 
 def _touches(path: Path, other: Path) -> bool:
@@ -249,7 +262,7 @@ def read_props(resource_type: str, props: Mapping[str, Any], plain: Any = None) 
     if patch:
         kind = kind[: -len(PATCH_SUFFIX)]
     unknown: list[tuple[Path, str]] = []
-    if type(plain) is dict and not _holds_unknown(plain):
+    if type(plain) is dict and not _holds_unknown_or_float(plain):
         obj: Any = dict(plain)
     else:
         try:

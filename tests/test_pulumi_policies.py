@@ -110,6 +110,34 @@ def test_compliant_objects_with_float_numbers_pass_every_policy(api_version: str
                 assert run_resource_policy(name, obj, target) == [], (name, obj["kind"])
 
 
+def _mps_template(percentage: float) -> dict[str, Any]:
+    """A claim template whose NVIDIA opaque config sets an integer field (MPS thread percentage)."""
+    template, _ = compliant_pair()
+    template["spec"]["spec"]["devices"]["config"] = [
+        {
+            "requests": ["slice"],
+            "opaque": {
+                "driver": "gpu.nvidia.com",
+                "parameters": {
+                    "apiVersion": "resource.nvidia.com/v1beta1",
+                    "kind": "MigDeviceConfig",
+                    "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": percentage}},
+                },
+            },
+        }
+    ]
+    return template
+
+
+def test_an_integral_float_is_the_integer_the_api_server_receives() -> None:
+    """Props carry every number as a float; the provider's JSON sends 50.0 as 50, so an
+    integer field of an opaque config is read as the CLI reads the YAML (and 50.5 is not)."""
+    whole = run_resource_policy("dra010-invalid-dra-schema", _mps_template(50))
+    fraction = run_resource_policy("dra010-invalid-dra-schema", _mps_template(50.5))
+    assert not any("defaultActiveThreadPercentage" in message for message in whole), whole
+    assert any("defaultActiveThreadPercentage must be an integer" in message for message in fraction), fraction
+
+
 def test_violations_name_rule_object_and_fix() -> None:
     (message,) = run_resource_policy("dra001-legacy-extended-resource", legacy_pod())
     assert message.startswith("DRA001 [critical] Pod/ns/legacy at /spec/containers/0/resources/limits/")
