@@ -3,9 +3,14 @@
 A request's devices must pass its DeviceClass's selectors before its own (the allocator
 ANDs them), so a class can pin a profile for every request of it: NVIDIA's per-profile
 class `mig-1g-12gb.gpu.nvidia.com` selects `profile == '1g.12gb'`.  dra-guard learns a
-class's selectors from, in this order: a DeviceClass among the checked objects (what
-`kubectl apply` would make of it), the configuration (`extra-classes.<class>.selector`),
-the catalog (the drivers' own classes, which pin nothing).
+class's selectors from, in this order: the configuration (`extra-classes.<class>.selector`),
+the catalog (the drivers' own classes, which pin nothing), and only for a class neither
+knows, a DeviceClass among the checked objects (what `kubectl apply` would make of it).
+A DeviceClass in the input never replaces a class the configuration or the catalog knows:
+DeviceClasses are cluster-scoped, so a tenant's file that redefines `gpu.nvidia.com` is
+refused at apply (RBAC) and the claims relying on it land on the driver's class; the
+admission policies, which see one claim, decide by the same classes.  DRA002 reports such
+a redefinition on the DeviceClass (`redefinition`).
 
 A pin counts as it does in a request (DRA002): a top-level `&&` conjunct
 `device.attributes['<domain>'].<attribute> == '<literal>'`, decided by the RE2 pattern the
@@ -48,10 +53,33 @@ def configured_selectors(name: str, config: Config) -> ClassSelectors | None:
 
 
 def selectors_of(name: str, config: Config, from_input: tuple[str, ...] | None) -> ClassSelectors | None:
-    """The class's selectors: the input's DeviceClass of that name first, then as configured."""
-    if from_input is not None:
-        return ClassSelectors(from_input, "the input")
-    return configured_selectors(name, config)
+    """The class's selectors: as configured (or in the catalog), else the input's DeviceClass
+    of that name."""
+    configured = configured_selectors(name, config)
+    if configured is not None or from_input is None:
+        return configured
+    return ClassSelectors(from_input, "the input")
+
+
+def redefinition(name: str, config: Config, from_input: Sequence[str]) -> str | None:
+    """What is wrong with a DeviceClass `name` of the input whose selectors pin otherwise
+    than the class dra-guard knows by that name (None: it knows none, or they agree)."""
+    configured = configured_selectors(name, config)
+    if configured is None:
+        return None
+    known = config.device_class(name)
+    theirs, ours = class_pin(known, from_input), class_pin(known, configured.expressions)
+    if (theirs is None) == (ours is None):
+        return None
+    if theirs is not None:
+        said = f"pins {theirs}, which the class {configured.source} knows by this name does not"
+    else:
+        said = f"pins nothing, while the class {configured.source} knows by this name pins {ours}"
+    return (
+        f"DeviceClass {name} redefines a class dra-guard knows from {configured.source}: its selector {said}; "
+        f"pins are decided by {configured.source}'s class (DeviceClasses are cluster-scoped: a tenant cannot "
+        "replace the driver's, and the admission policies decide by the same class)"
+    )
 
 
 def pin_attributes(known: DeviceClass | None, expressions: Sequence[str]) -> tuple[tuple[str, str] | None, ...]:

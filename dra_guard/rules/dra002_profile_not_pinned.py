@@ -18,9 +18,9 @@ from dra_guard.celkit import (
 from dra_guard.config import EXTRA_CLASSES
 from dra_guard.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
-from dra_guard.device_classes import class_pin, configured_selectors
+from dra_guard.device_classes import class_pin, configured_selectors, redefinition
 from dra_guard.findings import Finding, Severity
-from dra_guard.manifest import CLAIM_KINDS, get_path, items, text
+from dra_guard.manifest import CLAIM_KINDS, get_path, items, mapping, text
 from dra_guard.rulekit import Example
 from dra_guard.selectors import Pin, analyse
 
@@ -34,8 +34,12 @@ RATIONALE = (
     "device.attributes['<domain>'].<attribute> == '<literal>': under || (e.g. `|| true`), ! or ?: it "
     "constrains nothing. The class's own selectors count too (the allocator applies them first): NVIDIA's "
     "per-profile class mig-1g-12gb.gpu.nvidia.com pins profile == '1g.12gb' for every request of it, when "
-    "dra-guard knows the class, from a DeviceClass among the checked objects or from extra-classes.<class>."
-    "selector (an admission policy sees only the claim, so it knows classes from the configuration only). "
+    "dra-guard knows the class from extra-classes.<class>.selector or, for a class neither the configuration "
+    "nor the catalog knows, from a DeviceClass among the checked objects (an admission policy sees only the "
+    "claim, so it knows classes from the configuration only). A DeviceClass among the objects never replaces "
+    "a class dra-guard knows: DeviceClasses are cluster-scoped, so a tenant's redefinition of gpu.nvidia.com "
+    "with a pinning selector is refused at apply while the claims relying on it are created unpinned; such "
+    "a redefinition is reported on the DeviceClass. "
     "A pin on an attribute the class's devices do not publish is no pin at all: the CEL selector fails on "
     "such a device with an evaluation error and the allocator aborts the claim (it does not quietly match "
     "nothing). A MIG `profile` selector on class gpu.nvidia.com, which selects whole GPUs, is the "
@@ -46,8 +50,9 @@ REMEDIATION = (
     "mig.nvidia.com (productName for gpu.nvidia.com, tpuGen for tpu.google.com, partitionProfile for gpu.amd.com)."
 )
 #: The kinds this rule looks at (the engine runs it on nothing else).
-KINDS = frozenset(CLAIM_KINDS)
-# The class's selectors may pin: a DeviceClass further on in the input can clear a finding.
+KINDS = frozenset({*CLAIM_KINDS, "DeviceClass"})
+# The class's selectors may pin: a DeviceClass further on in the input can clear a finding
+# on a class dra-guard does not know.
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
@@ -132,6 +137,34 @@ spec:
         },
     ),
     Example(
+        title="A DeviceClass that redefines the driver's class pins nothing for the claims",
+        manifests="""\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.nvidia.com}
+spec:
+  selectors:
+  - cel:
+      expression: >-
+        device.driver == 'gpu.nvidia.com' &&
+        device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: whole-gpu, namespace: team-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com, allocationMode: ExactCount, count: 1}
+""",
+        findings=(
+            "DeviceClass/gpu.nvidia.com#/spec/selectors",
+            "ResourceClaimTemplate/whole-gpu#/spec/spec/devices/requests/0/exactly",
+        ),
+    ),
+    Example(
         title="One MIG profile pinned in a top-level conjunct",
         manifests="""\
 apiVersion: resource.k8s.io/v1
@@ -157,6 +190,9 @@ spec:
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
+    if resource.kind == "DeviceClass":
+        yield from _check_device_class(resource, context)
+        return
     for request in context.accelerator_requests(resource):
         label = f"request {request.qualified_name!r}"
         if not request.device_class:
@@ -215,28 +251,46 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 "in a top-level && conjunct"
             )
         configured = configured_selectors(request.device_class, context.config)
-        configured_pin = class_pin(known, configured.expressions) if configured is not None else None
-        if context.complete:
-            # A DeviceClass of that name among the objects (before or after this one) is what
-            # the cluster gets: its selectors decide.
-            args = (context, request.device_class, known, configured_pin, message)
-            yield Pending(request.path, _unless_the_class_pins, args)
-        elif configured_pin is None:
+        if configured is not None:
+            # A class the configuration or the catalog knows: its selectors decide, whatever
+            # DeviceClass of that name the input holds (`dra_guard.device_classes`).
+            if class_pin(known, configured.expressions) is None:
+                yield Violation(request.path, message)
+        elif context.complete:
+            # A class dra-guard does not know: a DeviceClass of that name among the objects
+            # (before or after this one) is what the cluster gets, and its selectors decide.
+            yield Pending(request.path, _unless_the_class_pins, (context, request.device_class, known, message))
+        else:
             yield Violation(request.path, message)
 
 
 def _unless_the_class_pins(
-    context: Context, device_class: str, known: DeviceClass | None, configured_pin: str | None, message: str
+    context: Context, device_class: str, known: DeviceClass | None, message: str
 ) -> Resolved | None:
     from_input = context.class_selectors(device_class)
     if from_input is None:
-        # The claim and the configuration decide alone, as an admission policy would.
-        return None if configured_pin else Resolved(message, cross_object=False)
+        # The claim decides alone, as an admission policy would.
+        return Resolved(message, cross_object=False)
     if class_pin(known, from_input):
         return None
-    # The input's class replaces the configured one: then it is the other object that decides.
+    # The claim alone gives the finding; the class could only have cleared it.
     pins_nothing = f"; DeviceClass {device_class} among the checked objects pins nothing either"
-    return Resolved(message + pins_nothing, cross_object=configured_pin is not None)
+    return Resolved(message + pins_nothing, cross_object=False)
+
+
+def _check_device_class(resource: Resource, context: Context) -> Iterator[Violation]:
+    """A DeviceClass that redefines a class dra-guard knows, pinning otherwise."""
+    if not text(resource.obj.get("apiVersion")).startswith("resource.k8s.io/"):
+        return
+    name = text(mapping(resource.obj.get("metadata")).get("name"))
+    expressions = [
+        expression
+        for selector in items(mapping(resource.obj.get("spec")).get("selectors"))
+        if isinstance(expression := get_path(selector, ("cel", "expression")), str)
+    ]
+    problem = redefinition(name, context.config, expressions) if name else None
+    if problem is not None:
+        yield Violation(("spec", "selectors"), problem)
 
 
 def _admission(target: AdmissionTarget) -> Admission:

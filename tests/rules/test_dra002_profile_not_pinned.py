@@ -175,11 +175,44 @@ def test_dra002_the_configuration_can_declare_the_class_and_its_selector() -> No
         }
     )
     assert dra002(_claim_on(PER_PROFILE), config=declared) == []
-    # A class object among the inputs replaces what is configured: what the cluster will get decides.
+    # A class object among the inputs never replaces what is configured (the admission
+    # policies know the configured one too): the claim passes, the redefinition is reported.
     all_migs = _per_profile_class()
     all_migs["spec"]["selectors"][0]["cel"]["expression"] = "device.driver == 'gpu.nvidia.com'"
     (finding,) = dra002(_claim_on(PER_PROFILE), all_migs, config=declared)
-    assert finding.cross_object  # decided by the other object, left to the engine and the webhook
+    assert (finding.object.kind, finding.path) == ("DeviceClass", "/spec/selectors")
+    assert "pins nothing, while the class the configuration knows by this name pins" in finding.message
+
+
+@pytest.mark.parametrize("order", ["class first", "claim first"])
+def test_dra002_a_redefined_catalog_class_pins_nothing_and_is_reported(order: str) -> None:
+    """A tenant's gpu.nvidia.com with a pinning selector: RBAC refuses the class at apply,
+    the template is created unpinned, so the template is reported (as the policy denies it)
+    and so is the redefinition."""
+    redefined = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": "device.driver == 'gpu.nvidia.com' && "
+                        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100'"
+                    }
+                }
+            ]
+        },
+    }
+    claim = _claim_on("gpu.nvidia.com")
+    objects = [redefined, claim] if order == "class first" else [claim, redefined]
+    found = {(finding.object.kind, finding.cross_object): finding for finding in dra002(*objects)}
+    assert set(found) == {("DeviceClass", False), ("ResourceClaimTemplate", False)}
+    assert "redefines a class dra-guard knows from the catalog" in found["DeviceClass", False].message
+    assert "productName == 'NVIDIA A100'" in found["DeviceClass", False].message
+    # The driver's own class, as its chart installs it, is no redefinition.
+    driver_class = yaml.safe_load((_DEVICE_CLASSES / "gpu.nvidia.com.yaml").read_text(encoding="utf-8"))
+    assert dra002(driver_class) == []
 
 
 def test_dra002_a_front_end_that_sees_one_object_cannot_see_the_class() -> None:
