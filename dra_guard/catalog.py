@@ -60,6 +60,10 @@ POD_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 
+#: Scheduling objects (scheduling.k8s.io, alpha; KEP-4671, KEP-5729) whose resourceClaims
+#: every pod of the group shares.
+POD_GROUP_KINDS = ("PodGroup", "Workload")
+
 ANNOTATION_PREFIX = "dra-guard.io/"
 SANITIZATION_ANNOTATION = ANNOTATION_PREFIX + "sanitization"
 ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION = ANNOTATION_PREFIX + "allow-multiple-allocations"

@@ -40,6 +40,10 @@ KIND_RESOURCES: Mapping[str, tuple[str, str]] = {
     "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
     "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates"),
     "DeviceClass": ("resource.k8s.io", "deviceclasses"),
+    # Workload-aware scheduling (alpha, KEP-4671/KEP-5729): a group's claims are shared by
+    # every pod of the group.
+    "PodGroup": ("scheduling.k8s.io", "podgroups"),
+    "Workload": ("scheduling.k8s.io", "workloads"),
 }
 
 

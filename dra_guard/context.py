@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
+from dra_guard.catalog import POD_GROUP_KINDS
 from dra_guard.config import Config
 from dra_guard.findings import ObjectRef, Severity
 from dra_guard.manifest import (
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from dra_guard.allocation import SliceCollector
 
 T = TypeVar("T")
-#: Scheduling objects whose resourceClaims are shared by a group of pods (KEP-5729).
-POD_GROUP_KINDS = ("PodGroup", "Workload")
 SCHEDULING_GROUP = "scheduling.k8s.io/"
 
 

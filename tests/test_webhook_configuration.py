@@ -146,6 +146,21 @@ CASES: dict[str, tuple[dict[str, Any], bool]] = {
         {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": {"spec": GPU_POD_SPEC}},
         True,
     ),
+    # Workload-aware scheduling (alpha): a group's claims are shared by every pod of it (DRA005).
+    "pod-group": (
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "workers", "namespace": "tenant-a"},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "slice"}]},
+        },
+        True,
+    ),
+    # Of scheduling.k8s.io only the groups: the rules name no PriorityClass.
+    "priority-class": (
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1},
+        False,
+    ),
     # Past the scanned sizes the object is sent unexamined: the cost stays bounded.
     "many-resource-names": (
         pod([container(requests={f"hugepages-{n}Mi": "2Mi" for n in range(MAX_SCANNED_RESOURCE_NAMES + 1)})]),

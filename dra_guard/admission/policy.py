@@ -23,7 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.catalog import ANNOTATION_PREFIX, IGNORE_ANNOTATION_PREFIX, POD_SPEC_PATHS, VISIBLE_CHARACTER_RE2
+from dra_guard.catalog import (
+    ANNOTATION_PREFIX,
+    IGNORE_ANNOTATION_PREFIX,
+    POD_GROUP_KINDS,
+    POD_SPEC_PATHS,
+    VISIBLE_CHARACTER_RE2,
+)
 from dra_guard.celkit import (
     KIND_RESOURCES,
     Admission,
@@ -204,9 +210,10 @@ def admission_objects(
     return objects
 
 
-#: What the webhook sees: claims (to verify HMAC tags) and the workloads whose pods name
-#: claim templates (their request names are checked against the namespace's templates).
-WEBHOOK_KINDS = ("ResourceClaim", "ResourceClaimTemplate", *sorted(POD_SPEC_PATHS))
+#: What the webhook sees: claims (to verify HMAC tags), the workloads whose pods name
+#: claim templates (their request names are checked against the namespace's templates)
+#: and the scheduling groups (alpha APIs no policy matches: the webhook answers for them).
+WEBHOOK_KINDS = ("ResourceClaim", "ResourceClaimTemplate", *sorted(POD_SPEC_PATHS), *POD_GROUP_KINDS)
 #: Never sent to the webhook: an unavailable webhook must not lock the control plane out.
 WEBHOOK_EXEMPT_NAMESPACES = ("kube-system",)
 #: The API server waits at most this long for the webhook (it allows 1-30 s).
@@ -253,13 +260,14 @@ def accelerator_condition() -> str:
     """CEL (a webhook matchCondition, `object` and `request` only): the object can hold an
     accelerator request or a dra-guard declaration.
 
-    A claim or a claim template always can. A workload or pod can when its pod spec has
-    `resourceClaims`, when a container (init or regular) or the pod-level resources name
-    claims or a resource other than cpu, memory, ephemeral-storage and hugepages-* (a device
-    plugin's or a DRA-backed extended resource), or when the object's or its pod template's
-    annotations have a `dra-guard.io/` key. The pod spec and its containers are bound once,
-    each as the one element of a list. Past `MAX_SCANNED_*` containers, resource names or
-    annotations the object is sent without looking further, so the cost stays bounded.
+    A claim, a claim template, a PodGroup or a Workload (scheduling.k8s.io) always can. A
+    workload or pod can when its pod spec has `resourceClaims`, when a container (init or
+    regular) or the pod-level resources name claims or a resource other than cpu, memory,
+    ephemeral-storage and hugepages-* (a device plugin's or a DRA-backed extended resource),
+    or when the object's or its pod template's annotations have a `dra-guard.io/` key. The
+    pod spec and its containers are bound once, each as the one element of a list. Past
+    `MAX_SCANNED_*` containers, resource names or annotations the object is sent without
+    looking further, so the cost stays bounded.
     Ephemeral containers are left out: the API server refuses resources on them."""
     uses_more = _requests_more_than_plain_resources("c.resources")
     container_lists = (
@@ -273,7 +281,14 @@ def accelerator_condition() -> str:
             f"{_scan('cs', 'c', f'has(c.resources) && ({uses_more})', MAX_SCANNED_CONTAINERS)})",
         ]
     )
-    clauses = ["request.kind.group == 'resource.k8s.io'", f"[{pod_spec(POD_SPEC_PATHS)}].exists(pod, {pod_checks})"]
+    clauses = [
+        "request.kind.group == 'resource.k8s.io'",
+        # PodGroups and Workloads are rare and all of them may name claims; naming the kinds
+        # keeps the condition true to itself should the webhook's rules ever send more.
+        "request.kind.group == 'scheduling.k8s.io' && request.kind.kind in "
+        f"[{', '.join(string(kind) for kind in POD_GROUP_KINDS)}]",
+        f"[{pod_spec(POD_SPEC_PATHS)}].exists(pod, {pod_checks})",
+    ]
     declared = f"key.startsWith({string(ANNOTATION_PREFIX)})"
     for place in _metadata_places(POD_SPEC_PATHS):
         annotations = f"{place}.annotations"
