@@ -32,6 +32,7 @@ from dra_guard.engine import check_objects
 from dra_guard.rules import RULES
 from dra_guard.rules.dra006_admin_access import ADMIN_NAMESPACES
 from dra_guard.selectors import analyse
+from testkit.front_ends import selector_expressions
 from testkit.paths import REPO_ROOT
 from testkit.targets import runtime_config_for
 from tests.admission_strategies import admitted_objects
@@ -58,19 +59,7 @@ def accepted_by_api_server(obj: Mapping[str, Any], release: str = TARGET_RELEASE
         kubernetes_validate.validate(dict(obj), release, strict=True)
     except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError):
         return False
-    return all(analyse(expression).error is None for expression in _selector_expressions(obj))
-
-
-def _selector_expressions(value: Any) -> Iterator[str]:
-    if isinstance(value, Mapping):
-        cel = value.get("cel")
-        if isinstance(cel, Mapping) and isinstance(cel.get("expression"), str):
-            yield cel["expression"]
-        for item in value.values():
-            yield from _selector_expressions(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _selector_expressions(item)
+    return all(analyse(expression).error is None for expression in selector_expressions(obj))
 
 
 def assert_parity(
