@@ -447,8 +447,16 @@ class NonAcceleratorClass:
     source: str
     #: The selector of its DeviceClass, where it has an upstream source ("" otherwise).
     class_selector: str = ""
+    #: Its devices attach to the pod, not to a container: DRANET moves the interface into
+    #: the pod's network namespace when the sandbox starts (kubernetes-sigs/dranet @
+    #: f258477c, pkg/driver/nri_hooks.go RunPodSandbox) and adds its RDMA character devices
+    #: to every container of the pod (createContainer), so no container names the claim.
+    pod_level: bool = False
 
 
+_DRANET = "kubernetes-sigs/dranet @ f258477c"
+#: DRANET's DeviceClasses are the user's: the names its examples (and AWS's chart) give them.
+_DRANET_NIC = "a NIC class of DRANET (driver dra.net); DRANET classes are user-defined, this is the name"
 _NON_ACCELERATORS = (
     NonAcceleratorClass(
         "compute-domain-daemon.nvidia.com",
@@ -482,9 +490,74 @@ _NON_ACCELERATORS = (
     NonAcceleratorClass(
         "multinic",
         "dra.net",
-        "the NIC class of DRANET's multi-network demo (DRANET classes are user-defined)",
-        "kubernetes-sigs/dranet @ f258477c: examples/demo_gke_multinetwork/deviceclass.yaml",
+        f"{_DRANET_NIC} of its GKE multi-network demo",
+        f"{_DRANET}: examples/demo_gke_multinetwork/deviceclass.yaml",
         'device.driver == "dra.net"',
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "dranet",
+        "dra.net",
+        f"{_DRANET_NIC} of its NVIDIA GPU + NIC demo and its GKE RDMA, TPU and KubeRay guides",
+        f"{_DRANET}: examples/demo_nvidia_dranet/deviceclass.yaml",
+        'device.driver == "dra.net"',
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "dranet.net",
+        "dra.net",
+        f"{_DRANET_NIC} of its distributed-training and OCI GB200 examples",
+        f"{_DRANET}: examples/distributed_training/device-class.yaml",
+        'device.driver == "dra.net"',
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "dra.net",
+        "dra.net",
+        f"{_DRANET_NIC} of its OCI BM.GPU.H100.8 example",
+        f"{_DRANET}: examples/oci_oke_examples/BM.GPU.H100.8/deviceclass.yaml",
+        'device.driver == "dra.net"',
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "rdma",
+        "dra.net",
+        f"{_DRANET_NIC} of its GKE RDMA demo (RDMA NICs: a second selector asks for `rdma`)",
+        f"{_DRANET}: examples/demo_gke_rdma/rdma-perftest.yaml",
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "dranet-rdma-for-mpi",
+        "dra.net",
+        f"{_DRANET_NIC} of its MPI operator example (RDMA NICs: a second selector asks for `rdma == true`)",
+        f"{_DRANET}: examples/mpi_operator/dra_resources.yaml",
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "erdma.alibaba.dra.net",
+        "dra.net",
+        f"{_DRANET_NIC} of its Alibaba ACK eRDMA example (a second selector asks for `alibaba.dra.net` erdma)",
+        f"{_DRANET}: examples/alibaba_ack_examples/gpu-erdma/device-class.yaml",
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        # AWS's EFA NICs through DRANET: the aws-dranet chart (deviceClass.create: true by
+        # default) installs this class; DRANET's EKS example pairs it with a GPU in one template.
+        "efa.networking.k8s.aws",
+        "dra.net",
+        "AWS Elastic Fabric Adapter NICs, as DRANET publishes them (the aws-dranet chart's class)",
+        "aws/eks-charts @ 79203dcc: stable/aws-dranet/templates/deviceclass.yaml, values.yaml deviceClass.name; "
+        f"{_DRANET}: examples/aws_eks_examples/gpu-efa/device-class.yaml",
+        'device.driver == "dra.net" &&\ndevice.attributes["dra.net"].pciDevice == \'Elastic Fabric Adapter (EFA)\'\n',
+        pod_level=True,
+    ),
+    NonAcceleratorClass(
+        "dra.cpu",
+        "dra.cpu",
+        "exclusive CPUs of the CPU DRA driver (containers name the claim: the CPUs are pinned per container)",
+        "kubernetes-sigs/dra-driver-cpu @ de980986: deployment/helm/dra-driver-cpu/templates/deviceclass.yaml, "
+        "cmd/dracpu/app.go driverName",
+        'device.driver == "dra.cpu"',
     ),
     NonAcceleratorClass(
         "net.example.com",
@@ -507,6 +580,12 @@ _NON_ACCELERATORS = (
 #: Classes known not to be accelerators.  Every other class, known or not, is treated as an
 #: accelerator (fail closed: docs/rules.md, "Options", `non-accelerator-classes`).
 NON_ACCELERATOR_CLASSES: Mapping[str, NonAcceleratorClass] = MappingProxyType({c.name: c for c in _NON_ACCELERATORS})
+#: Drivers whose devices are never accelerators (NICs, CPUs, IMEX channels): a DeviceClass
+#: whose selector fixes `device.driver` to one of them, in a top-level && conjunct, selects
+#: no accelerator (`dra_guard.device_classes.selected_driver`).
+NON_ACCELERATOR_DRIVERS = frozenset(c.driver for c in _NON_ACCELERATORS if c.driver)
+#: Drivers whose devices attach to the pod, not to a container (DRANET): see `pod_level`.
+POD_LEVEL_DRIVERS = frozenset(c.driver for c in _NON_ACCELERATORS if c.driver and c.pod_level)
 
 #: Exact legacy extended-resource names (DRA001).
 LEGACY_RESOURCE_NAMES = frozenset(name for device_class in _CLASSES for name in device_class.legacy_resources)

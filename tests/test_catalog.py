@@ -40,6 +40,14 @@ NON_ACCELERATOR_FIXTURES = {
     "compute-domain-default-channel.nvidia.com": "nvidia-compute-domain",
     "net.example.com": "example-net",
     "cpu.example.com": "example-cpu",
+    # DRANET's own EKS example slice (EFA and ENA NICs); the eRDMA class needs Alibaba's attributes.
+    "multinic": "dranet-aws-efa",
+    "dranet": "dranet-aws-efa",
+    "dranet.net": "dranet-aws-efa",
+    "dra.net": "dranet-aws-efa",
+    "rdma": "dranet-aws-efa",
+    "dranet-rdma-for-mpi": "dranet-aws-efa",
+    "efa.networking.k8s.aws": "dranet-aws-efa",
 }
 
 
