@@ -92,6 +92,13 @@ def attribute_term(domain: str | None = None, attribute: str | None = None) -> s
     return rf"(?:{reference}{_WS}=={_WS}{TEXT_STRING}|{TEXT_STRING}{_WS}=={_WS}{reference})"
 
 
+def driver_term(driver: str) -> str:
+    """`device.driver == '<driver>'`, either side (the driver written without escapes)."""
+    reference = rf"device{_WS}\.{_WS}driver"
+    literal = _literal_of(driver)
+    return rf"(?:{reference}{_WS}=={_WS}{literal}|{literal}{_WS}=={_WS}{reference})"
+
+
 #: `device.allowMultipleAllocations == false`, either side: the exclusivity guard.
 GUARD_TERM = (
     rf"(?:device{_WS}\.{_WS}allowMultipleAllocations{_WS}=={_WS}false"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from dra_guard.catalog import POD_GROUP_KINDS
 from dra_guard.config import Config
+from dra_guard.device_classes import decided_by_input, is_accelerator_class, is_pod_level_class
 from dra_guard.findings import ObjectRef, Severity
 from dra_guard.manifest import (
     CLAIM_KINDS,
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 SCHEDULING_GROUP = "scheduling.k8s.io/"
+#: NVIDIA's ComputeDomain (resource.nvidia.com), and the one request of the template it makes.
+COMPUTE_DOMAIN_GROUP = "resource.nvidia.com/"
+COMPUTE_DOMAIN_REQUESTS = ("channel",)
+COMPUTE_DOMAIN_CLASSES = ("compute-domain-default-channel.nvidia.com",)
 
 
 class Location(Protocol):
@@ -131,6 +136,9 @@ class Resource:
         self._requests: list[DeviceRequestView] | None = None
         #: Filled by Context.accelerator_requests (it depends on the configuration).
         self.accelerator_requests: list[DeviceRequestView] | None = None
+        #: Set by Context.accelerator_requests, cleared by the engine before each rule: the
+        #: rule's findings rest on which requests are for accelerators.
+        self.accelerator_consulted = False
         self._ref: ObjectRef | None = None
 
     @property
@@ -179,8 +187,10 @@ class ClaimFacts:
     #: The names a container claim's `request` may use (requests and `request/sub-request`):
     #: a tuple, smaller than a set for the one or two names a claim usually has.
     request_names: tuple[str, ...]
-    #: It has requests, and none of them is for an accelerator (a NIC, a CPU profile).
-    no_accelerator: bool
+    #: The device classes of its requests ("" for a request that names none): whether they
+    #: are accelerators is decided after the last object (`Context.no_accelerator`), since a
+    #: DeviceClass of the input further on may say (`dra_guard.device_classes`).
+    classes: tuple[str, ...]
 
 
 def same_namespace(first: str, second: str) -> bool:
@@ -299,9 +309,12 @@ class Context:
             )
             # Claims mostly repeat a few request names: share one tuple per set of names.
             names = self._request_names.setdefault(names, names)
-            no_accelerator = bool(resource.requests) and not self.accelerator_requests(resource)
-            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, no_accelerator)
+            classes = tuple(dict.fromkeys(request.device_class for request in resource.requests))
+            classes = self._request_names.setdefault(classes, classes)
+            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, classes)
             (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
+        elif resource.kind == "ComputeDomain" and text(resource.obj.get("apiVersion")).startswith(COMPUTE_DOMAIN_GROUP):
+            self._add_compute_domain(resource)
         elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
             spec = mapping(resource.obj.get("spec"))
             mapped = spec.get("extendedResourceName")
@@ -330,6 +343,21 @@ class Context:
                     if pod.is_template and isinstance(claim_name, str) and claim_name:
                         sharer = f"the pod template of {resource.kind}/{resource.name}"
                         self._claim_sharers.setdefault(claim_name, []).append((resource.namespace, sharer))
+
+    def _add_compute_domain(self, resource: Resource) -> None:
+        """The ResourceClaimTemplate an NVIDIA ComputeDomain makes: its controller creates
+        `spec.channel.resourceClaimTemplate.name` in the ComputeDomain's namespace, with one
+        request `channel` of class compute-domain-default-channel.nvidia.com
+        (NVIDIA/k8s-dra-driver-gpu @ 22407113: cmd/compute-domain-controller/computedomain.go,
+        resourceclaimtemplate.go WorkloadResourceClaimTemplateManager.Create,
+        templates/compute-domain-workload-claim-template.tmpl.yaml)."""
+        template = text(
+            mapping(mapping(mapping(resource.obj.get("spec")).get("channel")).get("resourceClaimTemplate")).get("name")
+        )
+        if template:
+            names = self._request_names.setdefault(COMPUTE_DOMAIN_REQUESTS, COMPUTE_DOMAIN_REQUESTS)
+            classes = self._request_names.setdefault(COMPUTE_DOMAIN_CLASSES, COMPUTE_DOMAIN_CLASSES)
+            self._templates.add(ClaimFacts("ResourceClaimTemplate", resource.namespace, template, names, classes))
 
     def _add_pod_group(self, resource: Resource) -> None:
         spec = mapping(resource.obj.get("spec"))
@@ -441,7 +469,28 @@ class Context:
         users = [] if present is None else present if isinstance(present, list) else [present]
         return [user for user in users if user.serial != serial and same_namespace(user.namespace, namespace)]
 
+    def is_accelerator_class(self, name: str) -> bool:
+        """Whether requests of class `name` ask for an accelerator, the input's DeviceClass of
+        that name considered: final only after the last object (`dra_guard.device_classes`)."""
+        return is_accelerator_class(name, self.config, self._class_selectors.get(name))
+
+    def is_pod_level_class(self, name: str) -> bool:
+        """Whether devices of class `name` attach to the pod, not a container (DRANET's NICs)."""
+        return is_pod_level_class(name, self.config, self._class_selectors.get(name))
+
+    def no_accelerator(self, facts: ClaimFacts) -> bool:
+        """The claim or template has requests and none of them is for an accelerator."""
+        return bool(facts.classes) and not any(self.is_accelerator_class(name) for name in facts.classes)
+
+    def pod_level(self, facts: ClaimFacts) -> bool:
+        """Every request of the claim or template is for devices that attach to the pod."""
+        return bool(facts.classes) and all(self.is_pod_level_class(name) for name in facts.classes)
+
     def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
+        """The requests for accelerators, by the configuration and the catalog.  A request of
+        a class neither knows counts, and findings resting on it wait for the input's
+        DeviceClass of that name (`unless_not_accelerators`)."""
+        resource.accelerator_consulted = True
         if resource.kind not in CLAIM_KINDS:
             return []
         if resource.accelerator_requests is None:
@@ -449,3 +498,49 @@ class Context:
                 request for request in resource.requests if self.config.is_accelerator(request.device_class)
             ]
         return resource.accelerator_requests
+
+    def unless_not_accelerators(
+        self, resource: Resource, violations: Sequence[Violation | Pending]
+    ) -> list[Violation | Pending]:
+        """A rule's findings on a claim, each kept until the last object when every request it
+        rests on is of a class that the input's DeviceClass may show to be no accelerator
+        (a NIC or CPU class dra-guard does not know): then it is cleared.
+
+        A finding rests on the requests whose path contains its path or is contained in it,
+        or on every accelerator request of the object when none does (an annotation)."""
+        accelerators = self.accelerator_requests(resource)
+        kept: list[Violation | Pending] = []
+        for violation in violations:
+            path = violation.path
+            relevant = [
+                request
+                for request in accelerators
+                if request.path[: len(path)] == path or path[: len(request.path)] == request.path
+            ] or accelerators
+            classes = tuple(sorted({request.device_class for request in relevant}))
+            if not classes or not all(decided_by_input(name, self.config) for name in classes):
+                kept.append(violation)
+            elif isinstance(violation, Pending):
+                chained = (self, classes, violation.resolve, violation.args)
+                kept.append(replace(violation, resolve=_unless_classes_are_not_accelerators, args=chained))
+            else:
+                own = (self, classes, violation.message, violation.severity, violation.cross_object)
+                kept.append(Pending(path, _unless_not_accelerators, own, violation.severity, violation.evidence))
+        return kept
+
+
+def _unless_not_accelerators(
+    context: Context, classes: tuple[str, ...], message: str, severity: Severity | None, cross_object: bool
+) -> Resolved | None:
+    if not any(context.is_accelerator_class(name) for name in classes):
+        return None
+    # The object alone gave the finding; a DeviceClass among the objects could only clear it.
+    return Resolved(message, severity, cross_object)
+
+
+def _unless_classes_are_not_accelerators(
+    context: Context, classes: tuple[str, ...], resolve: Callable[..., str | Resolved | None], args: tuple[Any, ...]
+) -> str | Resolved | None:
+    if not any(context.is_accelerator_class(name) for name in classes):
+        return None
+    return resolve(*args)

@@ -18,6 +18,14 @@ admission policies share (`dra_guard.conjuncts`).  The attribute must be the cla
 attribute when the class is known; for a class dra-guard does not know, the pin attributes
 of the catalog classes of the driver its selector names (`device.driver == '<driver>'`),
 or any attribute when it names no driver dra-guard knows.
+
+What a class selects also says whether it is an accelerator.  A class the configuration or
+the catalog knows is what they say; a class neither knows counts as an accelerator (fail
+closed) unless the input's DeviceClass of that name fixes `device.driver` to a driver whose
+devices are never accelerators (a NIC's `dra.net`, a CPU's `dra.cpu`: the catalog's
+`NON_ACCELERATOR_DRIVERS`) in a top-level `&&` conjunct, as DRANET's and AWS's EFA classes
+do (`device.driver == "dra.net" && ...`).  A driver named anywhere else (`a || device.driver
+== "dra.net"`) proves nothing, so the class stays an accelerator.
 """
 
 from __future__ import annotations
@@ -26,9 +34,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dra_guard.catalog import DEVICE_CLASSES, DeviceClass, class_selector
+from dra_guard.catalog import (
+    DEVICE_CLASSES,
+    NON_ACCELERATOR_CLASSES,
+    NON_ACCELERATOR_DRIVERS,
+    POD_LEVEL_DRIVERS,
+    DeviceClass,
+    class_selector,
+)
 from dra_guard.config import EXTRA_CLASSES, Config
-from dra_guard.conjuncts import attribute_term, has_conjunct
+from dra_guard.conjuncts import attribute_term, driver_term, has_conjunct
 from dra_guard.selectors import analyse
 
 _DRIVER = re.compile(r"""device\s*\.\s*driver\s*==\s*(?:'([^'\\]*)'|"([^"\\]*)")""")
@@ -101,3 +116,39 @@ def class_pin(known: DeviceClass | None, expressions: Sequence[str]) -> str | No
                 pins = [pin for pin in analyse(expression).pins if pair is None or (pin.domain, pin.attribute) == pair]
                 return f"{pins[0].qualified_attribute} == {pins[0].value!r}" if pins else "a profile"
     return None
+
+
+def selected_driver(expressions: Sequence[str], drivers: frozenset[str] = NON_ACCELERATOR_DRIVERS) -> str | None:
+    """The driver among `drivers` that a top-level && conjunct of one of the selectors fixes
+    `device.driver` to (the allocator ANDs a class's selectors), or None."""
+    for driver in sorted(drivers):
+        if any(has_conjunct(expression, driver_term(driver)) for expression in expressions):
+            return driver
+    return None
+
+
+def decided_by_input(name: str, config: Config) -> bool:
+    """Whether the input's DeviceClass `name` decides if the class is an accelerator: the
+    configuration and the catalog know nothing of the class (they are never overridden)."""
+    return bool(name) and config.is_accelerator(name) and config.device_class(name) is None
+
+
+def is_accelerator_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
+    """Whether requests of class `name` ask for an accelerator, the input's DeviceClass of
+    that name (its selectors, None when there is none) considered (see the module)."""
+    if not config.is_accelerator(name):
+        return False
+    if from_input is None or not decided_by_input(name, config):
+        return True
+    return selected_driver(from_input) is None
+
+
+def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
+    """Whether devices of class `name` attach to the pod rather than to a container (DRANET's
+    NICs: `NonAcceleratorClass.pod_level`), so that no container needs to name its claim."""
+    known = NON_ACCELERATOR_CLASSES.get(name)
+    if known is not None:
+        return known.pod_level
+    if from_input is None or not decided_by_input(name, config):
+        return False
+    return selected_driver(from_input, POD_LEVEL_DRIVERS) is not None

@@ -281,7 +281,12 @@ class Checker:
             self.add_error(error)
 
     def _run(self, rule: Rule, resource: Resource) -> None:
-        violations = list(rule.check(resource, self.context))
+        resource.accelerator_consulted = False
+        violations: list[Violation | Pending] = list(rule.check(resource, self.context))
+        if resource.accelerator_consulted and violations:
+            # Findings about accelerator requests wait, where a DeviceClass of the input may
+            # still show a request's class to be a NIC's or a CPU's (issue 20, point 6).
+            violations = self.context.unless_not_accelerators(resource, violations)
         for violation in violations:
             note = ""
             waiver = None

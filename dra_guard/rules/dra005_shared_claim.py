@@ -8,6 +8,7 @@ from typing import Any
 from dra_guard.catalog import POD_GROUP_KINDS
 from dra_guard.celkit import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.device_classes import decided_by_input
 from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import Path, items, mapping, text
 from dra_guard.pod_templates import PodSpecView
@@ -20,7 +21,8 @@ SUMMARY = "Each pod must get its own claim from a template; a claim shared betwe
 RATIONALE = (
     "A ResourceClaim named by resourceClaimName is one allocation: every pod that names it runs on the same "
     "devices, so tenants (or replicas) see each other's memory. In a controller's pod template it is shared "
-    "by every replica; a PodGroup's (or Workload pod group's) claims are reserved for the whole group, and with "
+    "by every replica, and in a Pod written with generateName and no name by every pod each `kubectl create` "
+    "of it makes; a PodGroup's (or Workload pod group's) claims are reserved for the whole group, and with "
     "DRAWorkloadResourceClaims (alpha 1.36) a pod claim from a template resolves to the group's one claim when "
     "the pod's PodGroup (schedulingGroup.podGroupName) declares a claim with the same name and template (core/v1 "
     "PodResourceClaim): such template claims are reported as shared too, where the PodGroup is among the "
@@ -109,6 +111,30 @@ spec:
 )
 
 
+#: How the API server names an object from its generateName (k8s.io/apiserver
+#: pkg/storage/names/generate.go SimpleNameGenerator: at most 58 characters of it, then 5
+#: random ones), before validating admission runs (generic/registry/store.go `create`).
+GENERATED_PREFIX_LENGTH = 58
+GENERATED_SUFFIX_LENGTH = 5
+
+
+def made_many_times(obj: Mapping[str, Any]) -> str | None:
+    """The object's generateName when it has no name of its own: each create makes a new
+    object.  At validating admission the API server has already filled `name` from it, so a
+    name that is what it generates (the prefix and five more characters) counts as none."""
+    meta = mapping(obj.get("metadata"))
+    generate_name, name = text(meta.get("generateName")), text(meta.get("name"))
+    if not generate_name:
+        return None
+    if not name:
+        return generate_name
+    prefix = generate_name[:GENERATED_PREFIX_LENGTH]
+    generated = len(name) == len(prefix) + GENERATED_SUFFIX_LENGTH and name.startswith(prefix)
+    if len(generate_name) > GENERATED_PREFIX_LENGTH:  # CEL has no substring: the length alone
+        generated = len(name) == GENERATED_PREFIX_LENGTH + GENERATED_SUFFIX_LENGTH
+    return generate_name if generated else None
+
+
 def _group_claims(resource: Resource) -> Iterator[tuple[Path, Mapping[str, Any]]]:
     spec = mapping(resource.obj.get("spec"))
     if resource.kind == "PodGroup":
@@ -137,17 +163,26 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 continue
             reported.add(path)
             namespace = resource.namespace
-            if pod.is_template:
-                message = (
-                    f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
-                    "which every pod it creates would share"
-                )
+            generate_name = made_many_times(resource.obj) if resource.kind == "Pod" else None
+            if pod.is_template or generate_name is not None:
+                if generate_name is not None:
+                    message = (
+                        f"{_GENERATED_MESSAGE}{generate_name!r} and no name of its own: every `kubectl create` of it "
+                        f"makes another pod naming ResourceClaim {claim_name!r}, and they all share it"
+                    )
+                else:
+                    message = (
+                        f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
+                        "which every pod it creates would share"
+                    )
                 known = context.settled_claim(namespace, claim_name)
-                if known is None:  # the claim may come further on, and ask for no accelerator
+                if known is None or any(decided_by_input(name, context.config) for name in known.classes):
+                    # The claim may come further on, and ask for no accelerator; or a DeviceClass
+                    # further on may show that its class is a NIC's.
                     yield Pending(
                         (*path, "resourceClaimName"), _unless_no_accelerator, (context, namespace, claim_name, message)
                     )
-                elif not known.no_accelerator:
+                elif not context.no_accelerator(known):
                     yield Violation((*path, "resourceClaimName"), message)
                 continue
             # A function and its arguments, not a closure: one is kept per pod until the end.
@@ -195,7 +230,7 @@ def _group_claim(context: Context, namespace: str, claim_name: str, message: str
 
 def _template_no_accelerator(context: Context, namespace: str, name: str) -> bool:
     template = context.find_template(namespace, name)
-    return template is not None and template.no_accelerator
+    return template is not None and context.no_accelerator(template)
 
 
 def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> str | None:
@@ -220,37 +255,50 @@ def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
     profile, an IMEX channel): sharing it is none of this rule's business.  A claim that is
     not in the input counts as an accelerator claim (fail closed)."""
     claim = context.find_claim(namespace, name)
-    return claim is not None and claim.no_accelerator
+    return claim is not None and context.no_accelerator(claim)
 
 
 # --- admission ---------------------------------------------------------------------------
 
 _TEMPLATE_MESSAGE = "the pod template of this "
+_GENERATED_MESSAGE = "this Pod has generateName "
 
 
 def _admission(target: AdmissionTarget) -> Admission:
     """A controller's (or PodTemplate's) pod template naming a ResourceClaim: every pod it
-    makes would share it.  Decided without the claim: at admission the claim cannot be read,
+    makes would share it; so would every pod made from a Pod with generateName (at
+    validating admission its name is already the generated one: `made_many_times`).
+    Decided without the claim: at admission the claim cannot be read,
     so one that asks only for a NIC counts as an accelerator claim (fail closed), as in a
     check of the workload alone.  Pods that share a claim are cross-object (the webhook's);
     PodGroup and Workload (scheduling.k8s.io) are alpha APIs no cluster serves by default,
     so their claims are left to the webhook too."""
     named = "has(c.resourceClaimName)"
+    generate_name, name = "object.metadata.generateName", "object.metadata.name"
+    prefix, suffix = GENERATED_PREFIX_LENGTH, GENERATED_SUFFIX_LENGTH
+    generated = (
+        f"!has({name}) || {name} == '' || (size({generate_name}) > {prefix} ? size({name}) == {prefix + suffix} : "
+        f"(size({name}) == size({generate_name}) + {suffix} && {name}.startsWith({generate_name})))"
+    )
+    many = f"object.kind != 'Pod' || (has({generate_name}) && {generate_name} != '' && ({generated}))"
     return Admission(
-        kinds=CONTROLLER_KINDS,
+        kinds=(*CONTROLLER_KINDS, "Pod"),
         variables=(
-            ("pod", pod_spec(CONTROLLER_KINDS)),
+            ("pod", pod_spec((*CONTROLLER_KINDS, "Pod"))),
             (
                 "shared",
-                f"has(variables.pod.resourceClaims) ? variables.pod.resourceClaims.filter(c, {named}) : []",
+                f"({many}) && has(variables.pod.resourceClaims) ? variables.pod.resourceClaims.filter(c, {named}) : []",
             ),
         ),
         validations=(
             Validation(
                 expression="size(variables.shared) == 0",
-                message="the pod template names a ResourceClaim (resourceClaimName), which every pod it creates "
-                "would share; use resourceClaimTemplateName",
-                message_expression="'the pod template of this ' + object.kind + ' names ResourceClaim ' + "
+                message="the pod template (or a Pod with generateName) names a ResourceClaim (resourceClaimName), "
+                "which every pod it creates would share; use resourceClaimTemplateName",
+                message_expression="object.kind == 'Pod' ? 'this Pod has generateName ' + "
+                "object.metadata.generateName + ': every create of it makes another pod naming ResourceClaim ' + "
+                "variables.shared[0].resourceClaimName + ', and they all share it; use resourceClaimTemplateName' : "
+                "'the pod template of this ' + object.kind + ' names ResourceClaim ' + "
                 "variables.shared[0].resourceClaimName + ', which every pod it creates would share; use "
                 "resourceClaimTemplateName'",
             ),
@@ -260,7 +308,7 @@ def _admission(target: AdmissionTarget) -> Admission:
 
 
 def _decided_in_admission(finding: Finding) -> bool:
-    return finding.message.startswith(_TEMPLATE_MESSAGE)
+    return finding.message.startswith((_TEMPLATE_MESSAGE, _GENERATED_MESSAGE))
 
 
 ADMISSION = _admission

@@ -6,7 +6,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from dra_guard.celkit import POD_KINDS, Admission, AdmissionTarget, Validation, containers, pod_spec
-from dra_guard.context import ClaimFacts, Context, Pending, Resource, Violation
+from dra_guard.context import ClaimFacts, Context, Pending, Resolved, Resource, Violation
+from dra_guard.device_classes import decided_by_input
 from dra_guard.findings import Finding, Severity
 from dra_guard.manifest import Path, text
 from dra_guard.pod_templates import PodSpecView
@@ -20,7 +21,9 @@ RATIONALE = (
     "A container claim that names no pod claim is rejected by the API server; a pod claim that no "
     "container uses allocates (and holds) a device for nothing; a `request` that names no request of the "
     "template exposes nothing. A template that is not among the checked objects may simply live "
-    "elsewhere, so that case is reported at low severity."
+    "elsewhere, so that case is reported at low severity. A claim for NICs that attach to the pod "
+    "(DRANET moves them into the pod's network namespace) needs no container to name it, and an NVIDIA "
+    "ComputeDomain makes the template its spec.channel.resourceClaimTemplate.name names."
 )
 REMEDIATION = (
     "Make every container's resources.claims[].name match a spec.resourceClaims[].name, use every pod claim, "
@@ -117,7 +120,7 @@ def _wiring(
                     yield Violation((*path, "request"), message, cross_object=True)
     for name, (path, claim) in declared.items():
         if name not in used and pod.complete:
-            yield Violation(path, f"pod claim {name!r} is used by no container{pod.where}")
+            yield from _unused(context, resource.namespace, path, claim, label=f"pod claim {name!r}", where=pod.where)
         template_name = claim.get("resourceClaimTemplateName")
         if context.complete and isinstance(template_name, str) and path not in looked_up:
             looked_up.add(path)
@@ -129,6 +132,35 @@ def _wiring(
                 (context, resource.namespace, template_name),
                 severity=Severity.LOW,
             )
+
+
+def _unused(
+    context: Context, namespace: str, path: Path, claim: Mapping[str, Any], *, label: str, where: str
+) -> Iterator[Violation | Pending]:
+    """A pod claim no container names: a finding unless its claim or template asks only for
+    devices that attach to the pod (DRANET's NICs), which no container names."""
+    template = claim.get("resourceClaimTemplateName")
+    if isinstance(template, str):
+        label = f"{label} (template {template!r})"
+    message = f"{label} is used by no container{where}"
+    target = _target(context, namespace, claim, settled=True)
+    if target is not None and not any(decided_by_input(name, context.config) for name in target.classes):
+        if not context.pod_level(target):  # decided now: nothing to keep until the end
+            yield Violation(path, message)
+    elif isinstance(template, str) or isinstance(claim.get("resourceClaimName"), str):
+        wanted = {"resourceClaimTemplateName": template, "resourceClaimName": claim.get("resourceClaimName")}
+        yield Pending(path, _unless_pod_level, (context, namespace, wanted, message))
+    else:
+        yield Violation(path, message)
+
+
+def _unless_pod_level(context: Context, namespace: str, pod_claim: Mapping[str, Any], message: str) -> Resolved | None:
+    target = _target(context, namespace, pod_claim, settled=False)
+    if target is not None and context.pod_level(target):
+        return None
+    # The pod alone gives the finding (a claim or template not among the objects counts as
+    # one a container must name); the other objects can only clear it.
+    return Resolved(message, cross_object=False)
 
 
 def _target(context: Context, namespace: str, pod_claim: Mapping[str, Any], *, settled: bool) -> ClaimFacts | None:
@@ -168,13 +200,15 @@ def _unknown_request(
 # --- admission ---------------------------------------------------------------------------
 
 _UNUSED_MESSAGE = "is used by no container"
+_FROM_TEMPLATE = "' (template '"
 
 
 def _admission(target: AdmissionTarget) -> Admission:
     """The one part of this rule that one object shows and the API server lets through: a
-    pod claim that no container uses.  A container claim naming no pod claim is refused by
-    the API server's own pod validation; whether a template exists, or has the request a
-    container names, needs the namespace's templates: the webhook reads them."""
+    pod claim that no container uses, unless it names a template.  A container claim naming
+    no pod claim is refused by the API server's own pod validation; whether a template
+    exists, has the request a container names, or asks only for NICs that attach to the pod
+    (which no container names), needs the namespace's templates: the webhook reads them."""
     used = "has(c.resources) && has(c.resources.claims) ? c.resources.claims.map(x, x.name) : []"
     return Admission(
         kinds=POD_KINDS,
@@ -184,7 +218,8 @@ def _admission(target: AdmissionTarget) -> Admission:
             (
                 "unused",
                 "has(variables.pod.resourceClaims) ? variables.pod.resourceClaims.filter(p, "
-                "!variables.used.exists(names, p.name in names)).map(p, p.name) : []",
+                "!has(p.resourceClaimTemplateName) && !variables.used.exists(names, p.name in names))"
+                ".map(p, p.name) : []",
             ),
         ),
         validations=(
@@ -200,7 +235,7 @@ def _admission(target: AdmissionTarget) -> Admission:
 
 
 def _decided_in_admission(finding: Finding) -> bool:
-    return _UNUSED_MESSAGE in finding.message
+    return _UNUSED_MESSAGE in finding.message and _FROM_TEMPLATE not in finding.message
 
 
 ADMISSION = _admission
