@@ -131,3 +131,63 @@ def test_dra005_group_claims_for_non_accelerators_may_be_shared() -> None:
     devices(nic)["requests"][0]["exactly"]["deviceClassName"] = "net.example.com"
     declared = _group([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
     assert _dra005(_member(), declared, nic) == []
+
+
+def _generated_pod(**metadata: Any) -> dict[str, Any]:
+    obj = pod(
+        containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+        resourceClaims=[{"name": "gpu", "resourceClaimName": "slice"}],
+    )
+    del obj["metadata"]["name"]
+    obj["metadata"].update(metadata)
+    return obj
+
+
+def test_point3_a_pod_with_generate_name_naming_a_claim_is_a_sharer_each_create() -> None:
+    """Issue 20, point 3: `kubectl create` of a Pod with generateName makes a new pod each
+    time, all naming the one claim, like a Deployment's replicas."""
+    found = findings(claim(), _generated_pod(generateName="worker-"))
+    assert [(f.rule, f.object.generate_name, f.path) for f in found] == [
+        ("DRA005", "worker-", "/spec/resourceClaims/0/resourceClaimName")
+    ]
+    assert "generateName 'worker-'" in found[0].message and not found[0].cross_object
+    # Alone (the claim not among the objects) too: fail closed, as for a pod template.
+    assert rule_ids(_generated_pod(generateName="worker-")) == {"DRA005"}
+    # A template instead of a claim: one claim per pod, nothing shared.
+    from_template = _generated_pod(generateName="worker-")
+    from_template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "slice"}]
+    assert "DRA005" not in rule_ids(from_template, template())
+
+
+def test_point3_a_pod_with_a_name_of_its_own_is_created_once() -> None:
+    assert rule_ids(claim(), _generated_pod(name="worker", generateName="worker-")) == set()
+
+
+def test_point3_at_admission_the_name_is_the_generated_one() -> None:
+    """Validating admission runs after the API server filled `name` from generateName
+    (kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go
+    `create`: SetName(GenerateName(...)) before BeforeCreate and createValidation; names/
+    generate.go: at most 58 characters of it and 5 random ones): such a name counts as none."""
+    assert rule_ids(claim(), _generated_pod(name="worker-x7k2q", generateName="worker-")) == {"DRA005"}
+    long_prefix = "w" * 60
+    assert rule_ids(claim(), _generated_pod(name="w" * 58 + "abcde", generateName=long_prefix)) == {"DRA005"}
+    assert rule_ids(claim(), _generated_pod(name="worker-x7k2", generateName="worker-")) == set()
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"generateName": "worker-"},
+        {"generateName": "worker-", "name": "worker-x7k2q"},
+        {"generateName": "worker-", "name": "worker"},
+        {"generateName": "w" * 60, "name": "w" * 58 + "abcde"},
+    ],
+)
+def test_point3_the_policy_decides_as_the_engine(metadata: dict[str, str]) -> None:
+    from tests.test_admission_parity import assert_parity
+
+    obj = _generated_pod(**metadata)
+    obj["metadata"].setdefault("name", "")  # as admission sees it: the generated name, or none written
+    if not obj["metadata"]["name"]:
+        del obj["metadata"]["name"]
+    assert_parity(obj)
