@@ -157,6 +157,71 @@ spec:
 """
 
 
+#: Issue 20, point 6: a NIC class dra-guard does not know, which its DeviceClass in the input
+#: shows to select DRANET's devices (dra.net); a GPU + NIC template on it (DRANET's EKS
+#: example, class renamed); and a Deployment whose pod-level NIC claim no container names.
+NIC_CLASS_IN_THE_INPUT = """\
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: team-efa}
+spec:
+  selectors:
+  - cel:
+      expression: device.driver == "dra.net"
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: gpu-efa, namespace: tenant-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.nvidia.com, count: 1}
+      - name: efa
+        exactly: {deviceClassName: team-efa, count: 1}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: nic, namespace: tenant-a}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: nic
+        exactly: {deviceClassName: team-efa, allocationMode: All}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: server, namespace: tenant-a}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: server}}
+  template:
+    metadata: {labels: {app: server}}
+    spec:
+      resourceClaims:
+      - {name: nic, resourceClaimTemplateName: nic}
+      containers:
+      - {name: c, image: i}
+"""
+
+#: Issue 20, point 3: a Pod with generateName naming one ResourceClaim.
+GENERATED_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {generateName: worker-, namespace: tenant-a}
+spec:
+  containers:
+  - name: c
+    image: i
+    resources:
+      claims: [{name: gpu}]
+  resourceClaims:
+  - {name: gpu, resourceClaimName: shared-slice}
+"""
+
+
 def _namespace_less_template() -> dict[str, Any]:
     """A template written without a namespace and tagged as it stands (over namespace ""):
     `kubectl apply -n tenant-a` places it, and its tag no longer matches."""
@@ -174,6 +239,13 @@ CASES = [
     Source(
         "case-unknown-class-pinned-in-the-input", tuple(yaml.safe_load_all(CLASS_IN_THE_INPUT)), {}, CLASS_IN_THE_INPUT
     ),
+    Source(
+        "case-point6-nic-class-in-the-input",
+        tuple(yaml.safe_load_all(NIC_CLASS_IN_THE_INPUT)),
+        {},
+        NIC_CLASS_IN_THE_INPUT,
+    ),
+    Source("case-point3-pod-with-generate-name", tuple(yaml.safe_load_all(GENERATED_POD)), {}, GENERATED_POD),
 ]
 NAMESPACE_LESS = Source("case-namespace-less-template", (_namespace_less_template(),))
 
