@@ -336,6 +336,8 @@ def _pod_with_names(names: int) -> dict[str, Any]:
 
 def _pod_with_claims(claims: int, containers: int = 1) -> dict[str, Any]:
     spec = _pod_spec(containers=containers, names_per_container=0, claims=claims)
+    # Claims named by resourceClaimName: the DRA009 policy leaves template claims to the webhook.
+    spec["resourceClaims"] = [{"name": claim["name"], "resourceClaimName": "slice"} for claim in spec["resourceClaims"]]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team-a"}, "spec": spec}
 
 
