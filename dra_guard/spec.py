@@ -32,6 +32,7 @@ from dra_guard.catalog import (
     DeviceClass,
     exclusivity_guard_compiles,
 )
+from dra_guard.mig_profiles import max_per_gpu
 from dra_guard.validators import (
     RUNTIME_CONFIG_MATCHERS,
     describe,
@@ -144,14 +145,37 @@ class AcceleratorSlice:
             require_qualified_attribute("topology", topology)
             if known is not None and known.topology_attribute(topology) is None:
                 raise ValueError(f"topology: {_unpublished(known, topology)}")
-        limit = known.max_aligned_count if known is not None and topology == known.default_alignment else None
-        if topology is not None and limit is not None and self.count > limit:
+        if topology is not None and known is not None:
+            self._refuse_unalignable(known, topology)
+        return topology
+
+    def _refuse_unalignable(self, known: DeviceClass, topology: str) -> None:
+        """Refuse an alignment no device of this pin value carries, and a count one aligned
+        unit never holds.  Only these: without the alignment (topology=None, or pcieRoot over
+        several GPUs) the devices may come from several GPUs, and no count is impossible."""
+        if known.name == "gpu.amd.com" and topology == _AMD_PARENT and self.pin_value.startswith("spx_"):
+            # ROCm/k8s-gpu-dra-driver @ 2622427226d5ac361c3588284f4815e0dae11eaa,
+            # cmd/gpu-kubeletplugin/discovery.go enumerateAllPossibleDevices: compute partition
+            # "spx" is a full GPU (AmdGpuInfo), whose GetDevice (deviceinfo.go) publishes
+            # deviceID; only partitions (AmdPartitionInfo) publish parentDeviceID.
+            raise ValueError(
+                f"topology: {self.pin_value} devices are whole GPUs (compute partition spx), which the gpu.amd.com "
+                f"driver publishes with deviceID, not {topology} (only partitions of a GPU carry it), so a "
+                "matchAttribute on it never chooses one; leave topology unset"
+            )
+        if topology != known.default_alignment or known.max_aligned_count is None:
+            return
+        limit, why = known.max_aligned_count, ""
+        if known.name == "mig.nvidia.com":
+            # Aligned on parentUUID, every device of the claim is a MIG device of one GPU.
+            limit, why = max_per_gpu(self.pin_value)
+            why = f" MIG device{'s' * (limit != 1)} of profile {self.pin_value} ({why})"
+        if self.count > limit:
             raise ValueError(
                 f"count: {self.count} devices of {self.device_class} aligned on {topology} never allocate: "
-                f"one {_ALIGNED_UNIT.get(topology, 'group')} holds at most {limit}; "
+                f"one {_ALIGNED_UNIT.get(topology, 'group')} holds at most {limit}{why}; "
                 "ask for fewer, or pass topology=None to let them come from several"
             )
-        return topology
 
     @property
     def domain(self) -> str:
@@ -207,6 +231,8 @@ class AcceleratorSlice:
 
 #: What one value of a default alignment attribute stands for, for messages.
 _ALIGNED_UNIT = {"gpu.nvidia.com/parentUUID": "GPU"}
+#: The attribute AMD GPU partitions carry naming their GPU.
+_AMD_PARENT = "gpu.amd.com/parentDeviceID"
 
 
 def check_pin_value(field: str, known: DeviceClass, value: object) -> None:

@@ -436,3 +436,97 @@ def test_runtime_config_is_read_never_emitted() -> None:
     assert isolated_workload("w", image="i", slice=MIG, namespace="ns", runtime_config=["api/beta=true"]) == (
         isolated_workload("w", image="i", slice=MIG, namespace="ns")
     )
+
+
+# --- Issue 20, point 5: what one GPU holds ----------------------------------------------
+
+#: H100 80GB (NVIDIA mig-parted all-<profile>, deployments/systemd/config-default.yaml), and one
+#: profile of every other family the table covers.
+POINT5_PER_GPU = [
+    ("1g.10gb", 7),
+    ("1g.20gb", 4),
+    ("2g.20gb", 3),
+    ("3g.40gb", 2),
+    ("4g.40gb", 1),
+    ("7g.80gb", 1),
+    ("1g.10gb+me", 1),
+    ("1g.5gb", 7),  # A100 40GB
+    ("3g.20gb", 2),
+    ("1g.6gb", 4),  # A30: 4 compute and 4 memory slices
+    ("2g.12gb", 2),
+    ("1g.12gb", 7),  # H100 NVL / H100 96GB / GH200 96GB
+    ("1g.24gb", 4),
+    ("3g.47gb", 2),
+    ("3g.48gb", 2),
+    ("1g.18gb", 7),  # H200 141GB
+    ("2g.35gb", 3),
+    ("3g.71gb", 2),
+    ("7g.141gb", 1),
+    ("1g.36gb", 4),  # GH200 144GB
+    ("1g.23gb", 7),  # B200
+    ("1g.45gb", 4),
+    ("3g.90gb", 2),
+    ("7g.180gb", 1),
+    ("1g.47gb", 4),  # GB200
+    ("2g.48gb", 2),  # RTX PRO 6000 Blackwell: 4 compute slices
+    ("1g.24gb+gfx", 4),
+    ("2g.48gb+me.all", 1),
+]
+
+
+@pytest.mark.parametrize(("profile", "per_gpu"), POINT5_PER_GPU)
+def test_point5_mig_count_aligned_on_one_gpu_is_refused_beyond_what_one_gpu_holds(profile: str, per_gpu: int) -> None:
+    assert AcceleratorSlice.nvidia_mig(profile, per_gpu).count == per_gpu
+    with pytest.raises(ValueError, match=rf"^count: .*one GPU holds at most {per_gpu} MIG devices? of profile"):
+        AcceleratorSlice.nvidia_mig(profile, per_gpu + 1)
+    # Naming the parent GPU explicitly is the same alignment, and the same refusal.
+    with pytest.raises(ValueError, match=r"^count: "):
+        AcceleratorSlice.nvidia_mig(profile, per_gpu + 1, topology="gpu.nvidia.com/parentUUID")
+    # The generic constructor is refused the same way: the class, not the helper, decides.
+    with pytest.raises(ValueError, match=r"^count: "):
+        AcceleratorSlice("mig.nvidia.com", "gpu.nvidia.com/profile", profile, per_gpu + 1)
+
+
+@pytest.mark.parametrize("topology", [None, "resource.kubernetes.io/pcieRoot"])
+def test_point5_mig_counts_are_not_bounded_when_the_devices_may_come_from_several_gpus(topology: str | None) -> None:
+    """Without the parentUUID constraint, nothing puts the devices on one GPU: 8 x 3g.40gb
+    is 4 GPUs' worth, which an 8-GPU node holds; only what no node could hold is impossible,
+    and that the builder cannot know."""
+    accelerator = AcceleratorSlice.nvidia_mig("3g.40gb", 8, topology=topology)
+    assert accelerator.alignment == topology
+    devices = claim_template(name="t", slice=accelerator, namespace="ns")["spec"]["spec"]["devices"]
+    if topology is None:
+        assert "constraints" not in devices
+    else:
+        assert devices["constraints"] == [{"requests": ["slice"], "matchAttribute": topology}]
+
+
+def test_point5_mig_profiles_the_table_does_not_know_get_the_bound_every_mig_gpu_obeys() -> None:
+    # A well-formed profile of a GPU newer than the table: 7 compute slices, 1 with media engines.
+    assert AcceleratorSlice.nvidia_mig("2g.99gb", 3).count == 3
+    with pytest.raises(ValueError, match=r"at most 3 MIG devices of profile 2g.99gb \(a MIG GPU has at most 7"):
+        AcceleratorSlice.nvidia_mig("2g.99gb", 4)
+    with pytest.raises(ValueError, match=r"at most 1 MIG device of profile 1g.99gb\+me \(a GPU has one set of media"):
+        AcceleratorSlice.nvidia_mig("1g.99gb+me", 2)
+    # Whether a profile exists at all is the pin value's question: one device is never refused here.
+    assert AcceleratorSlice.nvidia_mig("9g.99gb", 1).count == 1
+
+
+def test_point5_the_mig_table_agrees_with_the_slice_geometry() -> None:
+    """Every entry is at most min(7 // g, 8 // memory slices) can give: 7 // g, and 1 with +me."""
+    from dra_guard.mig_profiles import PER_GPU
+
+    for profile, (count, _gpus) in PER_GPU.items():
+        compute = int(profile.partition("g.")[0])
+        bound = 1 if profile.endswith(("+me", "+me.all")) else 7 // compute
+        assert 1 <= count <= bound, profile
+
+
+@pytest.mark.parametrize("count", [1, 2, 8])
+@pytest.mark.parametrize("profile", ["spx_nps1", "spx_nps2", "spx_nps4"])
+def test_point5_amd_whole_gpus_cannot_align_on_parent_device_id(profile: str, count: int) -> None:
+    with pytest.raises(ValueError, match=r"^topology: spx_nps\d devices are whole GPUs .* deviceID, not gpu.amd.com/"):
+        AcceleratorSlice.amd_gpu(profile, count, topology="gpu.amd.com/parentDeviceID")
+    # Partitions carry it; whole GPUs are fine without it.
+    assert AcceleratorSlice.amd_gpu("cpx_nps4", count, topology="gpu.amd.com/parentDeviceID").alignment
+    assert AcceleratorSlice.amd_gpu(profile, count).alignment is None
