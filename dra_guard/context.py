@@ -287,7 +287,9 @@ class Context:
 
     @property
     def slices(self) -> SliceCollector:
-        """The input's ResourceSlices, as devices."""
+        """The input's ResourceSlices, as devices: those of the objects given (`check_objects`),
+        of the files named on the command line and of stdin, never those a walk found (see
+        `dra_guard.loader.Document.walked`)."""
         if self._slices is None:
             # Imported with the first ResourceSlice or claim (dra014_unsatisfiable.py), not at start-up.
             from dra_guard.allocation import SliceCollector
@@ -326,7 +328,10 @@ class Context:
                 if isinstance(expression := mapping(mapping(selector).get("cel")).get("expression"), str)
             )
         elif resource.kind == "ResourceSlice" and is_dra_object(resource.obj):
-            self.slices.add(resource.obj)
+            if not getattr(resource.document, "walked", False):
+                # A ResourceSlice a walk met (an example's captured node, another cluster's
+                # fixture) is only an object: the cluster is what the user gives as such.
+                self.slices.add(resource.obj)
         elif resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_GROUP):
             self._add_pod_group(resource)
         elif resource.kind == "Pod":

@@ -93,6 +93,8 @@ class RenderedDocument:
     text: str | None = field(default=None, repr=False)
     span: tuple[int, int] = field(default=(0, 0), repr=False)
     line: int | None = None
+    #: A chart's objects come from a folder, never from a file the user named.
+    walked: bool = field(default=True, repr=False)
 
     def line_of(self, path: Sequence[str | int]) -> int | None:
         return None
@@ -147,6 +149,8 @@ class Inputs:
         held: list[Any] = []
         streaming = False
         for item in read_file(data, path):
+            if isinstance(item, Document):
+                item.walked = True
             if streaming:
                 yield item
             elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):

@@ -55,6 +55,10 @@ class Document:
     _parsed: Parsed | None = field(default=None, repr=False)
     _reparsed: bool = field(default=False, init=False, repr=False)
     _fast_lines: FastLines | None = field(default=None, init=False, repr=False)
+    #: Found by a walk or a glob (a folder's files, a rendered chart or kustomization), not
+    #: named on the command line nor read from stdin: a ResourceSlice in it is checked as an
+    #: object but does not describe the cluster (`dra_guard.context`).
+    walked: bool = field(default=False, init=False, repr=False)
 
     @classmethod
     def sent(cls, file: str, sent: SentObject) -> Document:

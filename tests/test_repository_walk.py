@@ -381,3 +381,62 @@ def test_the_readme_ci_snippet_works_on_the_fixture_repository(repo: Path) -> No
     (repo / BAD).unlink()
     for command in _readme_ci_commands():
         assert check(*command[2:], cwd=repo).returncode == 0
+
+
+# --- issue 20, point 8: ResourceSlices belong to their cluster ----------------------------
+
+
+def _slice_and_claim(root: Path) -> tuple[Path, Path]:
+    """DRA014's own example, split: a captured TPU node in one example folder, and in another
+    a claim that node cannot satisfy (a matchAttribute on an attribute the TPU driver never
+    publishes)."""
+    from dra_guard.rules import dra014_unsatisfiable
+
+    node, claim = dra014_unsatisfiable.EXAMPLES[0].manifests.split("---\n")
+    slices = root / "examples" / "tpu-node" / "slices.yaml"
+    claims = root / "examples" / "train" / "claim.yaml"
+    for path, text in ((slices, node), (claims, claim)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return slices, claims
+
+
+def _dra014(result: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in findings(result.stdout) if " DRA014 " in line]
+
+
+def test_point8_resource_slices_a_walk_finds_describe_no_cluster(tmp_path: Path) -> None:
+    """A walk (a folder, a glob, the pre-commit hook's file list) meets an example's captured
+    node: it is checked as an object, but the other examples' claims are not judged against it."""
+    slices, claims = _slice_and_claim(tmp_path)
+    walked = check("--format", "json", ".", cwd=tmp_path)
+    report = json.loads(walked.stdout)
+    assert [finding["rule"] for finding in report["findings"] if finding["rule"] == "DRA014"] == []
+    assert report["summary"]["files"] == 2 and report["summary"]["objects"] == 2  # the slice is checked
+    assert _dra014(check("examples/**/*.yaml", cwd=tmp_path)) == []
+    assert _dra014(check("--skip-non-manifests", str(slices), str(claims), cwd=tmp_path)) == []
+
+
+def test_point8_resource_slices_given_as_the_cluster_still_count(tmp_path: Path) -> None:
+    """--slices (and resource-slices), the files named on the command line, and stdin say which
+    slices are the cluster's: there the claim is unsatisfiable."""
+    slices, claims = _slice_and_claim(tmp_path)
+    expected = "examples/train/claim.yaml:"
+    given = _dra014(check("--slices", str(slices.relative_to(tmp_path)), ".", cwd=tmp_path))
+    assert len(given) == 1 and given[0].startswith("./" + expected) and "no node can allocate" in given[0]
+    (tmp_path / ".dra-guard.yaml").write_text("resource-slices: [examples/tpu-node/slices.yaml]\n")
+    assert len(_dra014(check(".", cwd=tmp_path))) == 1
+    (tmp_path / ".dra-guard.yaml").unlink()
+    named = _dra014(check("examples/tpu-node/slices.yaml", "examples/train/claim.yaml", cwd=tmp_path))
+    assert len(named) == 1 and named[0].startswith(expected)
+    piped = subprocess.run(
+        [str(BIN / "dra-guard"), "check", "-"],
+        input=slices.read_text() + "---\n" + claims.read_text(),
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert len(_dra014(piped)) == 1

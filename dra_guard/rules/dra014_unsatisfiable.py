@@ -25,8 +25,9 @@ ID = "DRA014"
 NAME = "unsatisfiable"
 SEVERITY = Severity.HIGH
 SUMMARY = (
-    "Against the cluster's ResourceSlices (check --slices, resource-slices, or ResourceSlices among the "
-    "objects), every accelerator claim must be allocatable, and a pin must select devices of one profile."
+    "Against the cluster's ResourceSlices (check --slices, resource-slices, or ResourceSlices in the files "
+    "named and the objects given; not those a directory walk meets), every accelerator claim must be "
+    "allocatable, and a pin must select devices of one profile."
 )
 RATIONALE = (
     "A claim no node can satisfy leaves its pods pending forever, and the reason is rarely visible in a "
@@ -118,7 +119,9 @@ RESOURCE_SLICES: Option[SliceSet] = Option(
     default=SliceSet(),
     doc="Files of the cluster's ResourceSlices, as `kubectl get resourceslices -o yaml` writes them (relative "
     "to the configuration file's folder; `check --slices` adds more): claims are evaluated against the devices "
-    "they publish. ResourceSlices among the checked objects count too.",
+    "they publish. ResourceSlices among the objects count too when they are in a file named on the command line, "
+    "on stdin or given to enforce() or the Pulumi pack; those a directory walk or a glob finds (an example's "
+    "captured node) are checked as objects but describe no cluster.",
     default_doc="none",
 )
 OPTIONS = (RESOURCE_SLICES,)
