@@ -476,6 +476,17 @@ _NON_ACCELERATORS = (
         "device.attributes['compute-domain.nvidia.com'].id == 0",
     ),
     NonAcceleratorClass(
+        # The driver is gpu.nvidia.com, an accelerator driver, so only the class is named:
+        # its selector picks the driver's IMEX channels (type 'imex-channel'), never a GPU.
+        # Later releases moved channels to ComputeDomains; NVIDIA's quickstart demo
+        # (demo/specs/quickstart/v1/imex-test1.yaml) still names it.
+        "imex.nvidia.com",
+        "",
+        "an IMEX channel of NVIDIA's GPU driver before ComputeDomains (multi-node NVLink memory export)",
+        "NVIDIA/k8s-dra-driver-gpu @ cd399adc: deployments/helm/k8s-dra-driver/templates/deviceclass-imex.yaml",
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'imex-channel'",
+    ),
+    NonAcceleratorClass(
         "netdev.google.com",
         "",
         "GKE's managed network-interface class (DRANET-based; installed by GKE, no upstream source)",
