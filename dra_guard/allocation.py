@@ -10,19 +10,35 @@ claim come from one node (plus pools that every node reaches); a `firstAvailable
 takes the first alternative that fits.  A selector that reads an attribute a candidate
 device does not have is an evaluation error, and the allocator then aborts the claim.
 
-Not modelled: devices already allocated to other claims, consumable capacity, counters of
-partitionable devices, taints, node selectors of network-attached pools (treated as
-reachable everywhere).  Each of those can only make a claim that fits here fail in a real
-cluster, never the reverse, so "unsatisfiable" is never a false alarm about the slices
-given; where cel-python cannot evaluate an expression the verdict is "undecided".
+Partitionable devices (KEP-4815, `DRAPartitionableDevices`): a pool's ResourceSlices publish
+counter sets (`spec.sharedCounters`), and a device that `consumesCounters` from them can be
+allocated only while every counter of those sets still covers what the claim's devices
+draw together (k8s.io/dynamic-resource-allocation structured/internal/incubating
+allocator_incubating.go checkAvailableCounters: available = the set's value, consumed = the
+sum over the devices allocated so far, refused when available < consumed); a device that
+names a counter set or counter the pool does not publish, or a counter set named twice in a
+pool, makes the whole pool invalid, and no device of it is allocated (pools_incubating.go
+buildPool, getAndValidateCounterSets, validateDeviceCounterConsumption).  This is how NVIDIA's
+DynamicMIG publishes a GPU: the full GPU and every MIG placement, each drawing on the GPU's
+counter set (one `memory-slice-<N>` counter per memory slice, and its capacities), so two
+placements that share a memory slice, or a placement and the full GPU, never go together.
+
+Not modelled: devices already allocated to other claims (and the counters they consume),
+consumable capacity, taints, node selectors of network-attached pools (treated as reachable
+everywhere), clusters with `DRAPartitionableDevices` off (where devices that consume counters
+are never allocated).  Each of those can only make a claim that fits here fail in a real
+cluster, never the reverse, so "unsatisfiable" is never a false alarm about the slices given;
+where cel-python cannot evaluate an expression the verdict is "undecided".
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -33,6 +49,13 @@ from dra_guard.manifest import DeviceRequestView, get_path, items, mapping, text
 MAX_SEARCH_STEPS = 200_000
 _DOMAIN_REFERENCE = re.compile(r"""device\.attributes\[\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*\]""")
 _MISSING = ("no such member", "no such key")
+# A resource.Quantity: sign, number, then a binary-SI, decimal-SI or exponent suffix.
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+_SUFFIX = {
+    **{name: Fraction(1024) ** power for power, name in enumerate(("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{name: Fraction(10) ** power for name, power in (("n", -9), ("u", -6), ("m", -3), ("k", 3), ("M", 6))},
+    **{name: Fraction(10) ** power for name, power in (("G", 9), ("T", 12), ("P", 15), ("E", 18))},
+}
 
 Status = Literal["satisfiable", "unsatisfiable", "undecided"]
 
@@ -49,6 +72,9 @@ class Device:
     #: "<domain>/<name>" -> value (str, int, bool; versions as their string).
     attributes: Mapping[str, Any]
     allow_multiple_allocations: bool = False
+    #: What it draws from its pool's counter sets when allocated (`consumesCounters`):
+    #: (counter set, ((counter, amount), ...)) pairs; an amount that is no quantity is None.
+    consumes: tuple[tuple[str, tuple[tuple[str, Fraction | None], ...]], ...] = ()
 
     @property
     def label(self) -> str:
@@ -68,6 +94,10 @@ class Device:
         }
 
 
+#: A counter set's counters: name -> value (None: not a quantity, so not a limit).
+Counters = dict[str, Fraction | None]
+
+
 @dataclass
 class Inventory:
     """The devices of a set of ResourceSlices, by node."""
@@ -76,6 +106,10 @@ class Inventory:
     nodes: list[str] = field(default_factory=list)
     #: Slices that could not be read, as "<slice>: why".
     problems: list[str] = field(default_factory=list)
+    #: (pool, counter set name) -> its counters, from the pool's `sharedCounters`.
+    counter_sets: dict[tuple[str, str], Counters] = field(default_factory=dict)
+    #: Pools the allocator refuses to allocate from (pool -> why); their devices are not listed.
+    invalid_pools: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> Inventory:
@@ -112,8 +146,8 @@ class SliceCollector:
     per pool, generation and slice; `inventory()` keeps each pool's newest generation."""
 
     def __init__(self) -> None:
-        #: pool -> generation -> slice name -> (its devices, its node or None).
-        self._pools: dict[str, dict[int, dict[str, tuple[list[Device], str | None]]]] = {}
+        #: pool -> generation -> slice name -> (its devices, its node or None, its counter sets).
+        self._pools: dict[str, dict[int, dict[str, _Slice]]] = {}
         self._problems: list[str] = []
         #: ResourceSlice objects taken: a file given with --slices may also be among the
         #: checked objects, and a slice counts once.
@@ -130,7 +164,7 @@ class SliceCollector:
         part = Inventory()
         nodes: set[str] = set()
         part._add_slice(obj, nodes)
-        held[name] = (part.devices, next(iter(nodes), None))
+        held[name] = (part.devices, next(iter(nodes), None), _counter_sets(obj))
         self._problems.extend(part.problems)
         self.slices += 1
 
@@ -148,13 +182,82 @@ class SliceCollector:
     def inventory(self) -> Inventory:
         inventory = Inventory(problems=list(self._problems))
         nodes: set[str] = set()
-        for generations in self._pools.values():
-            for devices, node in generations[max(generations)].values():
-                inventory.devices.extend(devices)
+        for pool, generations in self._pools.items():
+            newest = generations[max(generations)].values()
+            invalid = _add_counter_sets(inventory.counter_sets, pool, [sets for _, _, sets in newest])
+            for devices, node, _ in newest:
                 if node is not None:
                     nodes.add(node)
+                invalid = invalid or _unknown_counters(inventory.counter_sets, pool, devices)
+                inventory.devices.extend(devices)
+            if invalid is not None:
+                # The allocator skips an invalid pool: none of its devices is ever allocated.
+                inventory.invalid_pools[pool] = invalid
+                inventory.devices = [device for device in inventory.devices if device.pool != pool]
         inventory.nodes = sorted(nodes)
         return inventory
+
+
+#: One ResourceSlice: its devices, its node (None: every node), its counter sets.
+_Slice = tuple[list[Device], str | None, list[tuple[str, Counters]]]
+
+
+def _counter_sets(obj: Mapping[str, Any]) -> list[tuple[str, Counters]]:
+    """`spec.sharedCounters` of a slice, as (name, counters)."""
+    return [
+        (text(mapping(raw).get("name")), _counters(mapping(raw).get("counters")))
+        for raw in items(get_path(obj, ("spec", "sharedCounters")))
+    ]
+
+
+def _counters(raw: object) -> Counters:
+    return {str(name): quantity(get_path(counter, ("value",))) for name, counter in mapping(raw).items()}
+
+
+def _add_counter_sets(
+    into: dict[tuple[str, str], Counters], pool: str, per_slice: Iterable[list[tuple[str, Counters]]]
+) -> str | None:
+    """Add a pool's counter sets; why the pool is invalid, if a name comes twice."""
+    for sets in per_slice:
+        for name, counters in sets:
+            if (pool, name) in into:
+                return f"duplicate counter set name {name}"
+            into[pool, name] = counters
+    return None
+
+
+def _unknown_counters(
+    counter_sets: Mapping[tuple[str, str], Counters], pool: str, devices: Iterable[Device]
+) -> str | None:
+    """Why the pool is invalid, if a device consumes from a counter set or counter it does not publish."""
+    for device in devices:
+        for set_name, counters in device.consumes:
+            published = counter_sets.get((pool, set_name))
+            if published is None:
+                return f"device {device.name}: counter set {set_name} not found"
+            missing = next((name for name, _ in counters if name not in published), None)
+            if missing is not None:
+                return f"device {device.name}: counter {missing} not found in counter set {set_name}"
+    return None
+
+
+def quantity(value: object) -> Fraction | None:
+    """A resource.Quantity (`1`, `80Gi`, `500m`, `1e3`) as an exact number; None if it is none."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(value) if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    match = _QUANTITY.fullmatch(value.strip())
+    if match is None:
+        return None
+    number, suffix = Fraction(match.group(1)), match.group(2) or ""
+    if suffix[:1] in ("e", "E"):
+        return number * Fraction(10) ** int(suffix[1:])
+    return number * _SUFFIX[suffix]
 
 
 def _generation(value: object) -> int:
@@ -182,6 +285,13 @@ def _devices(obj: Mapping[str, Any], driver: str, node: str | None) -> Iterable[
             driver=driver,
             attributes=attributes,
             allow_multiple_allocations=body.get("allowMultipleAllocations") is True,
+            consumes=tuple(
+                (
+                    text(mapping(raw).get("counterSet")),
+                    tuple(sorted(_counters(mapping(raw).get("counters")).items())),
+                )
+                for raw in items(body.get("consumesCounters"))
+            ),
         )
 
 
@@ -401,7 +511,11 @@ class Allocator:
             reasons.setdefault(reason, []).append(node or "any node")
         if undecided is not None:
             return Verdict("undecided", undecided)
-        return Verdict("unsatisfiable", "; ".join(f"{_some(nodes)}: {reason}" for reason, nodes in reasons.items()))
+        reason = "; ".join(f"{_some(nodes)}: {reason}" for reason, nodes in reasons.items())
+        if self.inventory.invalid_pools:
+            skipped = ", ".join(f"{pool} ({why})" for pool, why in sorted(self.inventory.invalid_pools.items()))
+            reason += f"; the allocator takes no device from invalid pools: {skipped}"
+        return Verdict("unsatisfiable", reason)
 
     def _fits(
         self, requests: Sequence[Request], constraints: Sequence[Constraint], devices: Sequence[Device]
@@ -410,7 +524,7 @@ class Allocator:
         first_reason: str | None = None
         for choice in itertools.product(*(request.alternatives for request in requests)):
             candidates = [self.candidates(alternative, devices) for alternative in choice]
-            reason = _assign(choice, candidates, constraints)
+            reason = _assign(choice, candidates, constraints, self.inventory.counter_sets)
             if reason is None:
                 return None
             first_reason = first_reason or reason
@@ -432,9 +546,12 @@ def _some(nodes: Sequence[str], shown: int = 3) -> str:
 
 
 def _assign(
-    choice: Sequence[Alternative], candidates: Sequence[list[Device]], constraints: Sequence[Constraint]
+    choice: Sequence[Alternative],
+    candidates: Sequence[list[Device]],
+    constraints: Sequence[Constraint],
+    counter_sets: Mapping[tuple[str, str], Counters] | None = None,
 ) -> str | None:
-    """None when distinct devices meet every count and constraint, else why not."""
+    """None when distinct devices meet every count, constraint and counter set, else why not."""
     for alternative, found in zip(choice, candidates, strict=True):
         needed = alternative.count if alternative.mode != "All" else max(len(found), 1)
         if len(found) < needed:
@@ -443,8 +560,11 @@ def _assign(
                 f"{alternative.device_class!r} matching its selectors, {len(found)} match"
             )
     relevant = [[constraint for constraint in constraints if constraint.covers(alternative)] for alternative in choice]
-    if _Search(choice, candidates, relevant).run():
+    counted = counter_sets if any(device.consumes for found in candidates for device in found) else None
+    if _Search(choice, candidates, relevant, counted).run():
         return None
+    if counted is not None and _Search(choice, candidates, relevant).run():
+        return _why_counters_fail(choice, candidates)
     return _why_constraints_fail(choice, candidates, relevant)
 
 
@@ -456,6 +576,7 @@ class _Search:
         choice: Sequence[Alternative],
         candidates: Sequence[list[Device]],
         relevant: Sequence[Sequence[Constraint]],
+        counter_sets: Mapping[tuple[str, str], Counters] | None = None,
     ) -> None:
         self.slots = [
             (index, found)
@@ -469,6 +590,10 @@ class _Search:
         #: distinctAttribute has seen.
         self.fixed: dict[int, Any] = {}
         self.seen: dict[int, set[Any]] = {}
+        #: The pools' counter sets (None: no candidate consumes counters), and what the devices
+        #: chosen so far draw from each: (pool, set) -> counter -> amount.
+        self.counter_sets = counter_sets
+        self.consumed: dict[tuple[str, str], dict[str, Fraction]] = {}
 
     def run(self) -> bool:
         return self._place(0, 0)
@@ -487,17 +612,45 @@ class _Search:
             if id(device) in self.used:
                 continue
             undo: list[tuple[dict[int, Any] | dict[int, set[Any]], int, Any]] = []
-            if self._admit(device, self.relevant[request_index], undo):
+            if self._admit(device, self.relevant[request_index], undo) and self._draw(device):
                 self.used.add(id(device))
                 if self._place(slot + 1, position + 1):
                     return True
                 self.used.discard(id(device))
+                self._return(device)
             for table, key, value in undo:
                 if table is self.fixed:
                     del self.fixed[key]
                 else:
                     self.seen[key].discard(value)
         return False
+
+    def _draw(self, device: Device) -> bool:
+        """Take the device's counters if every counter set still covers them (as
+        checkAvailableCounters decides); False, with nothing taken, if one does not."""
+        if self.counter_sets is None or not device.consumes:
+            return True
+        self._add(device, 1)
+        for set_name, counters in device.consumes:
+            available = self.counter_sets.get((device.pool, set_name), {})
+            consumed = self.consumed[device.pool, set_name]
+            for name, _ in counters:
+                limit = available.get(name)
+                if limit is not None and consumed[name] > limit:
+                    self._add(device, -1)
+                    return False
+        return True
+
+    def _return(self, device: Device) -> None:
+        if self.counter_sets is not None and device.consumes:
+            self._add(device, -1)
+
+    def _add(self, device: Device, sign: int) -> None:
+        for set_name, counters in device.consumes:
+            consumed = self.consumed.setdefault((device.pool, set_name), {})
+            for name, amount in counters:
+                # An amount that is no quantity draws nothing: never a false "does not fit".
+                consumed[name] = consumed.get(name, Fraction(0)) + sign * (amount or 0)
 
     def _admit(
         self,
@@ -523,6 +676,25 @@ class _Search:
                 self.fixed[key] = value
                 undo.append((self.fixed, key, value))
         return True
+
+
+def _why_counters_fail(choice: Sequence[Alternative], candidates: Sequence[list[Device]]) -> str:
+    """Why devices that meet every count and constraint still do not fit: their counter sets."""
+    sets = sorted(
+        {(device.pool, set_name) for found in candidates for device in found for set_name, _ in device.consumes}
+    )
+    shown = ", ".join(f"{name} (pool {pool})" for pool, name in sets[:3]) + (
+        f" and {len(sets) - 3} more" if len(sets) > 3 else ""
+    )
+    wanted = " + ".join(
+        f"{alternative.count if alternative.mode != 'All' else len(found)} for {alternative.qualified_name!r}"
+        for alternative, found in zip(choice, candidates, strict=True)
+    )
+    return (
+        f"the devices it needs ({wanted}) draw together more than the shared counters they consume from hold "
+        f"({shown}): devices of a partitionable GPU that overlap (the same memory slices, or a partition and the "
+        "whole GPU) are never allocated together"
+    )
 
 
 def _why_constraints_fail(

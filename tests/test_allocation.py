@@ -6,6 +6,7 @@ drivers' source (each file cites repository, file and commit).
 
 from __future__ import annotations
 
+from fractions import Fraction
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from dra_guard import AcceleratorSlice, claim_template
-from dra_guard.allocation import Allocator, Inventory, Verdict, constraints_of, requests_of
+from dra_guard.allocation import Allocator, Inventory, Verdict, constraints_of, quantity, requests_of
 from dra_guard.manifest import claim_devices, device_requests
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -263,3 +264,149 @@ def test_attribute_values_of_a_shape_the_api_server_refuses_are_left_out() -> No
     assert device.attributes == {"gpu.example.com/index": 2}  # Pulumi's float, as the int it was
     claim = raw_claim(exactly("g", "gpu.example.com"), constraints=[{"distinctAttribute": "gpu.example.com/model"}])
     assert decide(claim, Inventory.from_objects([obj])).status == "unsatisfiable"
+
+
+# --- Issue 20, point 5: counters of partitionable devices (KEP-4815, NVIDIA DynamicMIG) ---
+
+DMIG = "nvidia-h100-dynamic-mig"
+PARENT = [{"matchAttribute": "gpu.nvidia.com/parentUUID"}]
+#: What one H100 80GB holds of each profile (NVIDIA mig-parted all-<profile>).
+H100_PER_GPU = {
+    "1g.10gb": 7,
+    "1g.10gb+me": 1,
+    "1g.20gb": 4,
+    "2g.20gb": 3,
+    "3g.40gb": 2,
+    "4g.40gb": 1,
+    "7g.80gb": 1,
+}
+
+
+def mig(name: str, profile: str, **fields: Any) -> dict[str, Any]:
+    return exactly(name, "mig.nvidia.com", f"device.attributes['gpu.nvidia.com'].profile == '{profile}'", **fields)
+
+
+def test_point5_dynamic_mig_fixture_publishes_every_placement_with_its_counters() -> None:
+    found = inventory(DMIG)
+    assert not found.invalid_pools and len(found.counter_sets) == 2
+    (pool,) = {device.pool for device in found.devices}
+    counters = found.counter_sets[pool, "gpu-0-counter-set"]
+    assert all(counters[f"memory-slice-{index}"] == 1 for index in range(8))
+    assert counters["multiprocessors"] == 132 and counters["ofa-engines"] == 1
+    by_name = {device.name: device for device in found.devices}
+    assert dict(by_name["gpu-0-mig-3g40gb-9-4"].consumes[0][1])["memory-slice-7"] == 1
+    assert len([device for device in found.devices if device.attributes["gpu.nvidia.com/type"] == "mig"]) == 50
+
+
+@pytest.mark.parametrize(("profile", "per_gpu"), H100_PER_GPU.items())
+def test_point5_dynamic_mig_gives_one_gpu_what_its_counters_allow(profile: str, per_gpu: int) -> None:
+    """Aligned on the parent GPU: as many as one H100 holds, not one more, although the GPU
+    publishes 7 placements of 1g.10gb+me: each draws on its one OFA engine."""
+    fits = raw_claim(mig("m", profile, count=per_gpu), constraints=PARENT)
+    assert decide(fits, DMIG).status == "satisfiable"
+    over = raw_claim(mig("m", profile, count=per_gpu + 1), constraints=PARENT)
+    verdict = decide(over, DMIG)
+    assert verdict.status == "unsatisfiable", verdict.reason
+    # The builders refuse the same count before any slice is seen.
+    with pytest.raises(ValueError, match=rf"one GPU holds at most {per_gpu} MIG device"):
+        AcceleratorSlice.nvidia_mig(profile, per_gpu + 1)
+    # Unaligned, the node's two GPUs give twice as many, and no more.
+    assert decide(raw_claim(mig("m", profile, count=2 * per_gpu)), DMIG).status == "satisfiable"
+    assert decide(raw_claim(mig("m", profile, count=2 * per_gpu + 1)), DMIG).status == "unsatisfiable"
+
+
+def test_point5_media_extensions_are_counted_not_just_placements() -> None:
+    verdict = decide(raw_claim(mig("m", "1g.10gb+me", count=2), constraints=PARENT), DMIG)
+    assert verdict.status == "unsatisfiable"
+    # 7 placements match on each GPU; the counters are why they do not go together.
+    assert "draw together more than the shared counters they consume from hold" in verdict.reason, verdict.reason
+    assert "gpu-0-counter-set" in verdict.reason
+    # One +me and six plain 1g.10gb share a GPU: 7 memory slices, one OFA engine.
+    mixed = raw_claim(
+        mig("me", "1g.10gb+me"), mig("plain", "1g.10gb", count=6), constraints=[{**PARENT[0], "requests": []}]
+    )
+    assert decide(mixed, DMIG).status == "satisfiable"
+
+
+def test_point5_placements_over_the_same_memory_slices_never_go_together() -> None:
+    same_gpu = [{"requests": [], "matchAttribute": "gpu.nvidia.com/parentUUID"}]
+    # 4g.40gb (slices 0-3) and 3g.40gb (4-7) fill an H100; a 1g.10gb more finds no slice.
+    full = raw_claim(mig("a", "4g.40gb"), mig("b", "3g.40gb"), constraints=same_gpu)
+    assert decide(full, DMIG).status == "satisfiable"
+    over = raw_claim(mig("a", "4g.40gb"), mig("b", "3g.40gb"), mig("c", "1g.10gb"), constraints=same_gpu)
+    verdict = decide(over, DMIG)
+    assert verdict.status == "unsatisfiable" and "shared counters" in verdict.reason, verdict.reason
+    # 7g.80gb takes every memory slice: nothing else on that GPU, but the other GPU is free.
+    assert decide(raw_claim(mig("a", "7g.80gb"), mig("b", "1g.10gb"), constraints=same_gpu), DMIG).status == (
+        "unsatisfiable"
+    )
+    assert decide(raw_claim(mig("a", "7g.80gb"), mig("b", "1g.10gb")), DMIG).status == "satisfiable"
+
+
+def test_point5_a_whole_gpu_and_its_partitions_consume_the_same_counters() -> None:
+    whole = exactly("gpu", "gpu.nvidia.com", count=2)
+    assert decide(raw_claim(whole), DMIG).status == "satisfiable"
+    # Both GPUs whole leave no counter for any MIG device; one whole GPU leaves the other's.
+    verdict = decide(raw_claim(whole, mig("m", "1g.10gb")), DMIG)
+    assert verdict.status == "unsatisfiable" and "shared counters" in verdict.reason, verdict.reason
+    one_whole = exactly("gpu", "gpu.nvidia.com")
+    assert decide(raw_claim(one_whole, mig("m", "1g.10gb", count=7)), DMIG).status == "satisfiable"
+    assert decide(raw_claim(one_whole, mig("m", "1g.10gb", count=8)), DMIG).status == "unsatisfiable"
+
+
+def test_point5_all_mode_takes_every_candidate_and_their_counters_must_fit() -> None:
+    # Every 1g.10gb+me placement of the node at once: 14 devices, 2 OFA engines.
+    verdict = decide(raw_claim(mig("m", "1g.10gb+me", allocationMode="All")), DMIG)
+    assert verdict.status == "unsatisfiable" and "14 for 'm'" in verdict.reason, verdict.reason
+    # Placements that do not overlap fit all at once: every 3g.40gb of both GPUs.
+    assert decide(raw_claim(mig("m", "3g.40gb", allocationMode="All")), DMIG).status == "satisfiable"
+
+
+def _partitionable_pool(sets: list[dict[str, Any]], consumes: list[dict[str, Any]], *, beta: bool = False) -> Inventory:
+    device: dict[str, Any] = {
+        "name": "part-0",
+        "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}},
+        "consumesCounters": consumes,
+    }
+    counters_slice = {"sharedCounters": sets}
+    devices_slice = {"devices": [{"name": "part-0", "basic": device} if beta else device]}
+    api = "resource.k8s.io/v1beta1" if beta else "resource.k8s.io/v1"
+    return Inventory.from_objects(
+        [
+            {
+                "apiVersion": api,
+                "kind": "ResourceSlice",
+                "metadata": {"name": name},
+                "spec": {"driver": "gpu.nvidia.com", "nodeName": "n", "pool": {"name": "n", "generation": 1}, **spec},
+            }
+            for name, spec in (("n-counters", counters_slice), ("n-devices", devices_slice))
+        ]
+    )
+
+
+def test_point5_a_device_naming_a_counter_set_the_pool_lacks_makes_the_pool_invalid() -> None:
+    claim = raw_claim(mig("m", "1g.10gb"))
+    sets = [{"name": "gpu-0-counter-set", "counters": {"memory-slice-0": {"value": "1"}}}]
+    good = [{"counterSet": "gpu-0-counter-set", "counters": {"memory-slice-0": {"value": "1"}}}]
+    assert decide(claim, _partitionable_pool(sets, good)).status == "satisfiable"
+    assert decide(claim, _partitionable_pool(sets, good, beta=True)).status == "satisfiable"  # v1beta1: under basic
+    for consumes, why in (
+        ([{"counterSet": "gpu-9-counter-set", "counters": good[0]["counters"]}], "counter set gpu-9-counter-set not"),
+        ([{"counterSet": "gpu-0-counter-set", "counters": {"memory-slice-8": {"value": "1"}}}], "counter memory-sl"),
+    ):
+        found = _partitionable_pool(sets, consumes)
+        assert not found.devices and why in found.invalid_pools["gpu.nvidia.com/n"]
+        verdict = decide(claim, found)
+        assert verdict.status == "unsatisfiable" and "invalid pools: gpu.nvidia.com/n" in verdict.reason
+    # A device that draws more than the set holds never fits, even alone.
+    greedy = [{"counterSet": "gpu-0-counter-set", "counters": {"memory-slice-0": {"value": "2"}}}]
+    assert decide(claim, _partitionable_pool(sets, greedy)).status == "unsatisfiable"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("1", 1), ("9984Mi", 9984 * 2**20), ("500m", Fraction(1, 2)), ("1.5Gi", 3 * 2**29), ("2k", 2000), ("1e3", 1000)],
+)
+def test_point5_counter_values_are_quantities(text: str, value: Fraction) -> None:
+    assert quantity(text) == value
+    assert quantity("lots") is None and quantity(True) is None

@@ -42,7 +42,8 @@ FIXTURES = sorted(path.stem for path in SLICES.glob("*.yaml"))
 #: it devices, and how many at most (with the alignment the builders emit by default).
 FITS: dict[str, dict[str, int]] = {
     "mig.nvidia.com": {"nvidia-a100-mig": 7},  # 7 x 1g.5gb on one parent GPU
-    "gpu.nvidia.com": {"nvidia-8gpu-pcieroot": 8},  # H100 80GB HBM3; the other GPU node has A100s
+    # H100 80GB HBM3; the other GPU node has A100s; the DynamicMIG node publishes its 2 whole GPUs too.
+    "gpu.nvidia.com": {"nvidia-8gpu-pcieroot": 8, "nvidia-h100-dynamic-mig": 2},
     "tpu.google.com": {"tpu-v6e-2x4": 8, "tpu-v6e-2x2": 4},
     "gpu.amd.com": {"amd-mi300x-partitioned": 8},  # 8 cpx_nps4 partitions
 }
