@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from dra_guard import AcceleratorSlice
+from dra_guard.mig_profiles import max_per_gpu
 
 # (id, slice, a device value that must match, one that must not)
 VENDOR_SLICES = [
@@ -17,3 +20,12 @@ VENDOR_SLICES = [
     ("google-tpu", AcceleratorSlice.google_tpu("v6e"), "v6e", "v5e"),
     ("amd-gpu", AcceleratorSlice.amd_gpu("cpx_nps4"), "cpx_nps4", "spx_nps1"),
 ]
+
+
+def with_count(accelerator: AcceleratorSlice, count: int) -> AcceleratorSlice:
+    """`accelerator` asking for `count` devices.  MIG devices beyond what one GPU holds of the
+    profile (one of a `+me` profile) must come from several GPUs, so they ask for no parent
+    GPU (`topology=None`): the builder refuses what can never allocate."""
+    if accelerator.device_class == "mig.nvidia.com" and count > max_per_gpu(accelerator.pin_value)[0]:
+        return dataclasses.replace(accelerator, count=count, topology=None)
+    return dataclasses.replace(accelerator, count=count)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from dra_guard import claim_template, isolated_workload, verify_isolation_tag
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from testkit.targets import runtime_config_for, target_for
 from tests.conftest import REPO_ROOT
-from tests.slices import VENDOR_SLICES
+from tests.slices import VENDOR_SLICES, with_count
 
 GOLDEN = REPO_ROOT / "tests" / "golden" / "cdk8s_app"
 EXAMPLE = REPO_ROOT / "examples" / "cdk8s_app.py"
@@ -50,7 +49,7 @@ FULL_ARGUMENTS: dict[str, Any] = {
 @pytest.mark.parametrize(("slice_id", "accelerator"), [(s[0], s[1]) for s in VENDOR_SLICES[::2]])
 def test_construct_synth_equals_builders(api_version: str, kind: str, slice_id: str, accelerator: Any) -> None:
     chart = Chart(Cdk8sTesting.app(), "chart", namespace="tenant-a")
-    accelerator = dataclasses.replace(accelerator, count=2)
+    accelerator = with_count(accelerator, 2)
     arguments = dict(
         FULL_ARGUMENTS,
         slice=accelerator,

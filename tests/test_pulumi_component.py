@@ -7,7 +7,6 @@ builders return for the same spec: one set of builders, three authoring paths (R
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from typing import Any
 
@@ -22,7 +21,7 @@ from dra_guard import WorkloadSpec, build_isolated_workload
 from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from dra_guard.tags import normalise_numbers, verify_isolation_tag
 from testkit.targets import runtime_config_for, target_for
-from tests.slices import VENDOR_SLICES
+from tests.slices import VENDOR_SLICES, with_count
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -64,7 +63,7 @@ CASES: list[dict[str, Any]] = [
     dict(
         ARGUMENTS,
         namespace="tenant-a",
-        slice=dataclasses.replace(VENDOR_SLICES[index % len(VENDOR_SLICES)][1], count=1 + index % 3),
+        slice=with_count(VENDOR_SLICES[index % len(VENDOR_SLICES)][1], 1 + index % 3),
         workload_kind=kind,
         api_version=api_version,
         kubernetes_version=target_for(api_version),

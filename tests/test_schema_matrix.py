@@ -8,7 +8,6 @@ Strict mode rejects unknown fields, which is exactly how the API server treats
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from dra_guard import isolated_workload
 from dra_guard.catalog import EXCLUSIVITY_GUARD, KUBERNETES_RELEASES, RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from testkit.targets import runtime_config_for
-from tests.slices import VENDOR_SLICES
+from tests.slices import VENDOR_SLICES, with_count
 
 
 def _strictly_valid(obj: dict[str, Any], version: str) -> None:
@@ -32,7 +31,7 @@ def _emitted(version: str, api_version: str, kind: str, accelerator: Any, count:
         isolated_workload(
             "w",
             image="registry.example/app:1.0",
-            slice=dataclasses.replace(accelerator, count=count),
+            slice=with_count(accelerator, count),
             namespace="tenant-a",
             tenant="tenant-a",
             workload_kind=kind,

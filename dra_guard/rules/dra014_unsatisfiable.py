@@ -43,10 +43,10 @@ RATIONALE = (
     "them): a device fits only while every counter covers what the claim's devices draw together, and a "
     "pool naming a counter set or counter it lacks is invalid. Devices and counters already allocated to "
     "other claims, consumable capacity and taints are not modelled: they can only make a claim that fits "
-    "here fail in the cluster, never the reverse. A claim that cannot be decided (a class whose selectors dra-guard does not "
-    "know, CEL that cel-python cannot evaluate) is not reported. A request that tries to pin its class's "
-    "profile attribute but whose selectors still match devices with several values of it (profile != "
-    "'3g.20gb', profile in [...]) lets the allocator hand out any of those profiles. Only checked when "
+    "here fail in the cluster, never the reverse. A claim that cannot be decided (a class whose selectors "
+    "dra-guard does not know, CEL that cel-python cannot evaluate) is not reported. A request that tries "
+    "to pin its class's profile attribute but whose selectors still match devices with several values of "
+    "it (profile != '3g.20gb', profile in [...]) lets the allocator hand out any of those profiles. Only checked when "
     "ResourceSlices are given; an admission policy never sees them."
 )
 REMEDIATION = (
