@@ -327,3 +327,132 @@ def test_a_wrong_parser_choice_is_a_clear_error(tmp_path: Path, choice: str, mes
     assert result.returncode == 2
     assert result.stderr.startswith(f"dra-guard: {parser_choice.PARSER_VARIABLE}=") and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --- Issue 20, point 1: what rapidyaml reads differently from libyaml is declined.
+
+#: (id, file, what kubectl does: the objects it sends, or the line of the error it reports)
+POINT1_REGRESSIONS: list[tuple[str, str, Any]] = [
+    (
+        "comment-in-flow-mapping",
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: gpu, namespace: tenant-a}\nspec:\n"
+        "  devices:\n    requests:\n    - name: gpu\n"
+        "      exactly: {deviceClassName: gpu.nvidia.com, adminAccess: true #x\n        }\n",
+        [
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": "gpu", "namespace": "tenant-a"},
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "adminAccess": True}}
+                        ]
+                    }
+                },
+            }
+        ],
+    ),
+    # libyaml finds the mapping unclosed at the end of the text (kubectl: "line 4")
+    ("comment-closing-flow-mapping", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b #x}\n", 5),
+    ("empty-key-in-flow-mapping", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {: b}\n", 4),
+    ("empty-key-in-flow-sequence", "apiVersion: v1\nkind: List\nitems: [: b]\n", 3),
+    (
+        "bare-colon-line-under-a-mapping",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n: \n  containers:\n  - name: c\n    image: i\n"
+        "    resources: {limits: {nvidia.com/gpu: 1}}\n",
+        5,
+    ),
+    (
+        "spaces-only-line-in-indented-block-scalar",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: |2\n     \n",
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": " \n"}}],
+    ),
+    (
+        "spaces-only-lines-kept-by-keep-chomping",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: |+2\n    \n      \n",
+        [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "\n  \n"}}],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "kubectl"), [case[1:] for case in POINT1_REGRESSIONS], ids=[c[0] for c in POINT1_REGRESSIONS]
+)
+def test_point1_regressions_read_as_kubectl_does(text: str, kubectl: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each input the fast reader used to read differently from kubectl is declined (libyaml
+    reads it): the objects kubectl sends, or kubectl's refusal with the file and line."""
+    assert fast.decode_plain(text) is fast.DECLINED
+    _same_reading(text.encode(), "m.yaml", monkeypatch)
+    items = list(iter_bytes(text.encode(), "m.yaml"))
+    if isinstance(kubectl, list):
+        assert [item.obj for item in items if isinstance(item, Document)] == kubectl
+        assert not any(isinstance(item, InputError) for item in items)
+    else:
+        (error,) = items
+        assert isinstance(error, InputError) and (error.file, error.line) == ("m.yaml", kubectl), error
+        assert error.message.startswith("invalid YAML: ") and "Traceback" not in error.message
+
+
+def test_point1_comment_in_flow_collection_keeps_the_admin_access_finding() -> None:
+    """`{adminAccess: true #x` then `}` on the next line: kubectl sends adminAccess true, and
+    DRA006 (critical) must say so; read as the string "true #x" it went silent."""
+    from dra_guard.engine import check_stream
+
+    text = POINT1_REGRESSIONS[0][1]
+    findings = check_stream(iter_bytes(text.encode(), "claim.yaml")).findings
+    assert "DRA006" in {finding.rule for finding in findings}
+
+
+def test_point1_bare_colon_line_never_hides_a_pods_spec(tmp_path: Path) -> None:
+    """A line `: ` under `spec:` made rapidyaml read spec as null and move the containers
+    (and their nvidia.com/gpu limit) under an empty key; kubectl refuses the file.  The
+    check says so with file and line, exit 2, no traceback, with rapidyaml forced."""
+    path = tmp_path / "pod.yaml"
+    path.write_text(POINT1_REGRESSIONS[4][1])
+    result = subprocess.run(
+        [sys.executable, "-m", "dra_guard.cli", "check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, parser_choice.PARSER_VARIABLE: "rapidyaml"},
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"{path}:5: error: invalid YAML:" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("a: [x, #c\n  y]\n", "a comment on a flow collection's line"),
+        ("a: [x,\n  y #c\n  ]\n", "a comment on a later line of a flow collection"),
+        ('a: ["]",\n  y #c\n  ]\n', "a quote on a flow collection's line"),
+        ("a: [x,#c\n  ]\n", "a comment right after a comma"),
+        ("a: [:x]\n", "a plain scalar starting with ':' in a flow collection"),
+        ("a: {b:}\n", "a ':' right before a flow indicator"),
+        ('a: [{"b"::c}]\n', "a '::' after a JSON-like key"),
+        ("a: b\n:\n", "a bare ':' line"),
+        ("a: |\n  x\n   \n  y\n", "a line of spaces in a block scalar"),
+        ("a: 'x\n   \n  y'\n", "a line of spaces in a quoted scalar over lines"),
+        ("a: |\n  x", "a block scalar ending the text without a line break"),
+    ],
+)
+def test_point1_what_the_fast_reader_declines(text: str, why: str) -> None:
+    assert fast.decode_plain(text) is fast.DECLINED, why
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: [x, z]  # a comment after a closed flow collection\n",
+        "# a comment first: [x\nb: {c: d}\n",
+        "a: {b: c}\n# a comment\nd: e #f\n",
+        "a: b[0] #c\n",
+        "a: |\n  x\n\n  y\n",
+        "a: x\n  \n",
+        "spec:\n  containers: [{name: c, image: i}]\n  nodeSelector: {a: b}  # pinned\n",
+    ],
+)
+def test_point1_common_shapes_stay_on_the_fast_path(text: str) -> None:
+    assert fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY)

@@ -127,3 +127,34 @@ def test_generated_manifests_match_kubectl(tmp_path: Path) -> None:
     assert verdicts["same"] >= EXAMPLES * FILES_PER_EXAMPLE // 4, verdicts
     assert verdicts["both refuse"] >= EXAMPLES * FILES_PER_EXAMPLE // 4, verdicts
     assert verdicts["only the reader refuses"] <= accepted_by_kubectl // 20, verdicts
+
+
+def test_point1_regressions_match_kubectl_with_either_reader(tmp_path: Path) -> None:
+    """Issue 20, point 1: the inputs the fast reader read differently from kubectl (a
+    comment inside a flow collection, empty keys, lines of spaces in block scalars):
+    kubectl sends what the cases say, and both readers now read them as kubectl does."""
+    from dra_guard.kubectl_yaml import fast
+    from tests.test_fast_reader import POINT1_REGRESSIONS
+
+    paths = []
+    for name, text, _ in POINT1_REGRESSIONS:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        paths.append(path)
+    reads = read_many(paths, tmp_path / "scratch")
+    wrong = []
+    for (name, text, expected), path, kubectl in zip(POINT1_REGRESSIONS, paths, reads, strict=True):
+        if isinstance(expected, list):
+            assert not kubectl.failed and same_objects(kubectl.objects, expected), (name, kubectl)
+        else:
+            assert kubectl.failed and not kubectl.objects, (name, kubectl)
+        for module in (fast._Rapidyaml.load(), None):
+            saved = fast._Rapidyaml.module
+            fast._Rapidyaml.module = module
+            try:
+                verdict = _verdict(text.encode(), path.name, kubectl)
+            finally:
+                fast._Rapidyaml.module = saved
+            if verdict != ("same" if isinstance(expected, list) else "both refuse"):
+                wrong.append(f"{name} ({'rapidyaml' if module else 'pyyaml'}): {verdict}")
+    assert wrong == []

@@ -263,7 +263,87 @@ def _unsafe(text: str) -> bool:
         or "\\" in text  # escapes: libyaml and go-yaml know fewer than rapidyaml
         or "<<" in text
         or ("?" in text and ("[" in text or "{" in text))
+        or _MISREAD_COLON.search(text) is not None
+        or (("#" in text) and _comment_may_be_in_flow(text))
+        or ((" \n" in text or text.endswith(" ")) and _blank_line_in_scalar(text))
+        # A block scalar ending the text without a line break: libyaml keeps no final
+        # break, rapidyaml adds one (the reader's documents always end with one).
+        or (not text.endswith("\n") and _SCALAR_OVER_LINES.search(text) is not None)
     )
+
+
+# rapidyaml reads a `:` where a node starts, with no key before it, as an empty key:
+# `{: b}`, `[a, : b]`, a line `: b` or `:` under a block mapping -- and `[:x]` as the
+# scalar ":x", `{a:}` and `[a:, b]` as a key with no value.  libyaml, and so kubectl,
+# refuse all of them.  A node starts at the start of the text or of a line (after
+# indentation), after `[`, `{` or `,`, and after `- `, `? ` or `: `; any `:` there is
+# declined (a line `: b` after `? key`, `- :x` and `a: :x` are valid, and left to
+# libyaml too), and so is any `:` directly before `,`, `]`, `}` or `:` (`{"a"::b}`).  Text where this
+# matches inside a scalar (`a: "x, :y"`) is declined as well: libyaml reads it.
+_MISREAD_COLON = re.compile(r"(?:^|[\n\[{,]|[-?:] ) *:|:[,\]}:]")
+_FLOW_OPENER = re.compile(r"[\[{]")
+_FLOW_TOKEN = re.compile(r"[\[\]{}#]")
+
+
+def _comment_may_be_in_flow(text: str) -> bool:
+    """Whether a `#` may stand inside a flow collection (`{adminAccess: true #x}`):
+    rapidyaml reads such a comment into the scalar before it, libyaml ends the scalar
+    there (and then refuses the unclosed collection).  Conservative, line by line:
+
+    A flow collection can only open at `[` or `{`.  Before the first of them, and on
+    each later line that holds none, nothing has changed if every line with one so far
+    was *closed*: it holds no quote character, its brackets counted from 0 (a closer at
+    0 stays at 0: text such as `a: x]`) are back to 0 at its end, and no `#` stands
+    where the count is above 0.  On such a line the count is never below the real
+    depth (without quotes, every bracket inside a flow collection is an indicator, and
+    the text before the collection opened adds at least 0), so no comment was inside a
+    flow collection and none stays open after it.  A `#` after the first line that is
+    not closed (a quoted scalar, a collection spanning lines) makes the text unsafe."""
+    position = _FLOW_OPENER.search(text)
+    while position is not None:
+        start = text.rfind("\n", 0, position.start()) + 1
+        end = text.find("\n", position.start())
+        if end < 0:
+            end = len(text)
+        if not _closed_line(text, start, end):
+            return text.find("#", start) >= 0
+        position = _FLOW_OPENER.search(text, end)
+    return False
+
+
+def _closed_line(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] is a line whose flow collections all close on it, with no
+    comment inside one (see `_comment_may_be_in_flow`)."""
+    line = text[start:end]
+    if "'" in line or '"' in line:
+        return False
+    depth = 0
+    for token in _FLOW_TOKEN.finditer(line):
+        char = token.group()
+        if char == "#":
+            if depth:
+                return False
+            where = token.start()
+            if where == 0 or line[where - 1] == " ":
+                return True  # a comment in block context: the rest of the line is text
+        elif char in "[{":
+            depth += 1
+        elif depth:
+            depth -= 1
+    return depth == 0
+
+
+_BLANK_LINE = re.compile(r"(?:^|\n) +(?:\n|$)")
+# A block scalar's header (`|`, `>-`, `|2+`, ...), and a quote, which may open a scalar
+# spanning lines; matched loosely: text that only looks so is declined too.
+_SCALAR_OVER_LINES = re.compile(r"[|>][-+0-9]* *(?:#[^\n]*)?(?:\n|$)|[\"']")
+
+
+def _blank_line_in_scalar(text: str) -> bool:
+    """Whether a line of spaces only may stand inside a scalar that spans lines: rapidyaml
+    drops the spaces of such lines in block scalars (`>+1`, indented `|`), which libyaml keeps
+    where they are content."""
+    return _BLANK_LINE.search(text) is not None and _SCALAR_OVER_LINES.search(text) is not None
 
 
 class Parsed:
@@ -353,7 +433,7 @@ class FastLines:
             self._tree = None
 
     def _line_at(self, view: Any) -> int | None:
-        if len(view) == 0 or self._base is None:
+        if view is None or len(view) == 0 or self._base is None:
             return None
         address = _Rapidyaml.native.address(view)
         if address is None:

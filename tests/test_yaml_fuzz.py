@@ -1,0 +1,348 @@
+"""Issue 20, point 1: the fast reader against the PyYAML reader and kubectl on generated
+YAML that stresses flow collections, comments, block scalars and empty keys.
+
+A fixed-seed generator (random.Random: the same files on every run) writes ConfigMaps
+whose values are flow collections (one line or several, comments inside and after,
+empty keys, `k:` with no value, trailing commas), block scalars with every header
+(`|`, `>`, `|-`, `|+`, `|2`, `>+1`, with a comment after it) and bodies holding lines
+of spaces only, more-indented lines and lines that look like comments, quoted and plain
+scalars spanning lines, and stray lines (`: x`, `:`, `? k`, spaces only, comments).
+
+* Every file reads the same with the fast reader as with PyYAML alone: the same
+  objects, lines and errors (a document the fast reader cannot prove it reads as
+  libyaml does is declined, and libyaml reads it).
+* A bounded sample goes to kubectl too: with each reader, the reader sends exactly what
+  kubectl sends, or refuses and sends no more than kubectl (test_kubectl_differential's
+  verdict).
+* The generator is not idle: with each guard of fast.py that point 1 added turned off,
+  it finds documents the fast reader then reads differently from libyaml.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dra_guard.findings import InputError
+from dra_guard.kubectl_yaml import fast
+from dra_guard.kubectl_yaml.construct import decode
+from dra_guard.kubectl_yaml.errors import Refusal
+from dra_guard.kubectl_yaml.parser import parse
+from dra_guard.loader import Document, iter_bytes
+from tests.kubectl_oracle import read_many
+from tests.test_kubectl_differential import _verdict
+
+pytestmark = pytest.mark.skipif(fast.active_parser() != "rapidyaml", reason="the fast reader is off here")
+
+SEED = 20_01
+FILES = 1500
+#: Files also read by kubectl (a few kubectl processes; about 2 s).
+KUBECTL_SAMPLE = 300
+
+_PLAIN = (
+    "x",
+    "a b",
+    "true",
+    "yes",
+    "on",
+    "1",
+    "0x1F",
+    "1.5",
+    "~",
+    "null",
+    "-",
+    "a-b",
+    "http://x.io/a",
+    "a#b",
+    "a:b",
+    ":x",
+    "nvidia.com/gpu",
+    "x]",
+    "x}",
+)
+_QUOTED_INSIDE = ("", "x", " #x", "a #b", "#", ":", ": x", "a, b", "]", "}", "[", "{", "it''s", " ")
+_HEADERS = ("|", ">", "|-", "|+", ">-", ">+", "|2", ">1", "|+2", "|2-", ">+1", "|1")
+_COMMENTS = (" # c", "  #x", " #", " # [", " # }")
+
+
+class _Writer:
+    """Random YAML text, as lines, for a value at a given indentation."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        #: How often this file gets what the fast reader must decline (set per file).
+        self.noise = 1.0
+
+    def chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def risky(self, p: float) -> bool:
+        """A chance scaled by the file's noise."""
+        return self.rng.random() < p * self.noise
+
+    def pick(self, options: tuple[str, ...]) -> str:
+        return self.rng.choice(options)
+
+    def key(self) -> str:
+        rng = self.rng
+        roll = rng.random()
+        if self.risky(0.04):
+            return ""  # an empty key
+        if roll < 0.06:
+            return self.pick(("'k'", "'a #b'", '"k #"', '"x: y"', "'on'"))
+        return self.pick(("a", "b", "c", "key", "adminAccess", "nvidia.com/gpu", "k-1", "on"))
+
+    def scalar(self) -> str:
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.55:
+            plain = self.pick(_PLAIN)
+            return plain if plain[0] != ":" or self.risky(1) else "x"
+        if roll < 0.75:
+            return "'" + self.pick(_QUOTED_INSIDE) + "'"
+        return '"' + self.pick(_QUOTED_INSIDE).replace("''", "'") + '"'
+
+    def flow(self, depth: int, indent: int) -> str:
+        """A flow collection, maybe over several lines, maybe with comments inside."""
+        rng = self.rng
+        mapping = self.chance(0.5)
+        items = []
+        for _ in range(rng.randint(0, 3)):
+            value = self.flow(depth + 1, indent) if depth < 2 and self.chance(0.25) else self.scalar()
+            if mapping or self.chance(0.15):
+                key = self.key()
+                separator = self.pick((": ", ": ", ":", " : ", ":  "))
+                if self.risky(0.1):
+                    value = ""  # `k:` with no value
+                items.append(f"{key}{separator}{value}")
+            else:
+                items.append(value)
+        parts = []
+        for position, item in enumerate(items):
+            parts.append(item)
+            if position < len(items) - 1 or self.chance(0.15):
+                parts.append(self.pick((", ", ",", " , ")))
+            if self.risky(0.12):
+                parts.append(self.pick(_COMMENTS))
+                parts.append("\n" + " " * (indent + rng.randint(0, 3)))
+            elif self.chance(0.12):
+                parts.append("\n" + " " * (indent + rng.randint(0, 3)))
+        opener, closer = ("{", "}") if mapping else ("[", "]")
+        inner = "".join(parts)
+        if self.chance(0.1):
+            inner = self.pick((" ", "", "\n" + " " * indent)) + inner
+        return opener + inner + closer
+
+    def block_scalar(self, indent: int) -> list[str]:
+        """A block scalar: its header, then its body lines."""
+        rng = self.rng
+        header = self.pick(_HEADERS)
+        if self.chance(0.1):
+            header += self.pick((" # c", " #x"))
+        lines = [header]
+        body = indent + rng.choice((1, 2, 2, 3))
+        for _ in range(rng.randint(0, 5)):
+            roll = rng.random()
+            if roll < 0.45:
+                lines.append(" " * (body + rng.choice((0, 0, 0, 1, 2))) + "x y")
+            elif roll < 0.75:
+                lines.append(" " * rng.randint(0, body + 4) if self.risky(1) else "")  # spaces only, or none
+            elif roll < 0.85:
+                lines.append(" " * body + self.pick(("# not a comment", "{a: b #c}", "[x", "- : y")))
+            else:
+                lines.append("")
+        return lines
+
+    def value(self, indent: int, depth: int) -> tuple[str, list[str]]:
+        """(text after `key:` on its line, the lines that follow)."""
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.3:
+            return " " + self.flow(0, indent + 2), []
+        if roll < 0.45:
+            lines = self.block_scalar(indent)
+            return " " + lines[0], lines[1:]
+        if roll < 0.55 and depth < 3:
+            return "", self.mapping(indent + 2, depth + 1)
+        if roll < 0.62 and depth < 3:
+            return "", self.sequence(indent + rng.choice((0, 2)), depth + 1)
+        if roll < 0.68:  # a scalar over several lines
+            first = self.pick(("a", "'a", '"a'))
+            close = first[0] if first[0] in "'\"" else ""
+            middle = [" " * rng.randint(0, indent + 4) if self.risky(1) else "" for _ in range(rng.randint(0, 2))]
+            return " " + first, [*middle, " " * (indent + 2) + "b" + close]
+        text = " " + self.scalar()
+        if self.chance(0.15):
+            text += self.pick(_COMMENTS)
+        return text, []
+
+    def stray(self, indent: int) -> list[str]:
+        return [
+            self.pick(
+                (
+                    " " * indent + ": x",
+                    " " * indent + ":",
+                    " " * indent + "? k",
+                    " " * self.rng.randint(1, indent + 3),
+                    " " * indent + "# a comment {",
+                    "",
+                )
+            )
+        ]
+
+    def mapping(self, indent: int, depth: int) -> list[str]:
+        lines: list[str] = []
+        keys: set[str] = set()
+        for _ in range(self.rng.randint(1, 3)):
+            if self.risky(0.08):
+                lines += self.stray(indent)
+            key = self.key()
+            if key in keys and not self.risky(0.5):
+                continue  # a duplicate key: declined by the fast reader
+            keys.add(key)
+            head, rest = self.value(indent, depth)
+            lines.append(" " * indent + f"{key}:{head}")
+            lines += rest
+        return lines
+
+    def sequence(self, indent: int, depth: int) -> list[str]:
+        lines: list[str] = []
+        for _ in range(self.rng.randint(1, 3)):
+            if self.risky(0.06):
+                lines += self.stray(indent)
+            head, rest = self.value(indent, depth)
+            lines.append(" " * indent + f"-{head or ' x'}")
+            lines += rest
+        return lines
+
+
+def generated(seed: int = SEED, count: int = FILES) -> list[bytes]:
+    """The fuzz files: the same ones for the same seed."""
+    rng = random.Random(seed)
+    writer = _Writer(rng)
+    files = []
+    for number in range(count):
+        writer.noise = rng.choice((0.0, 0.3, 1.0))
+        lines = ["apiVersion: v1", "kind: ConfigMap", f"metadata: {{name: fuzz-{number}}}", "data:"]
+        lines += writer.mapping(2, 0)
+        if writer.risky(0.1):
+            lines += writer.stray(0)
+        text = "\n".join(lines) + writer.pick(("\n", "\n", "", "\n\n", "\n  "))
+        files.append(text.encode())
+    return files
+
+
+def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            yield from _paths(item, (*prefix, position))
+
+
+def _reading(data: bytes) -> list[Any]:
+    """Objects with the lines of every path in them, and errors with their lines."""
+    seen: list[Any] = []
+    for item in iter_bytes(data, "fuzz.yaml"):
+        if isinstance(item, InputError):
+            seen.append(("error", item.line, item.message))
+        else:
+            assert isinstance(item, Document)
+            seen.append(("object", json.dumps(item.obj, sort_keys=True), [item.line_of(p) for p in _paths(item.obj)]))
+    return seen
+
+
+def _pyyaml_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast._Rapidyaml, "module", None)
+    monkeypatch.setattr(fast._Rapidyaml, "loaded", True)
+
+
+def _libyaml_value(text: str) -> Any:
+    """What the libyaml reader makes of one document: its value, or "refused"."""
+    parsed = parse(text)
+    if parsed.error is not None or not parsed.documents:
+        return "refused"
+    try:
+        return decode(parsed.documents[0])[0]
+    except Refusal:
+        return "refused"
+
+
+def _fast_disagrees(text: str) -> bool:
+    value = fast.decode_plain(text)
+    return value is not fast.DECLINED and value is not fast.EMPTY and value != _libyaml_value(text)
+
+
+def test_point1_fuzz_fast_reader_reads_as_pyyaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = generated()
+    assert generated(count=20) == files[:20]  # deterministic
+    fast_readings = [_reading(data) for data in files]
+    accepted = sum(fast.decode_plain(data.decode()) not in (fast.DECLINED, fast.EMPTY) for data in files)
+    with monkeypatch.context() as patch:
+        _pyyaml_only(patch)
+        references = [_reading(data) for data in files]
+    wrong = [
+        data.decode()
+        for data, mine, reference in zip(files, fast_readings, references, strict=True)
+        if mine != reference
+    ]
+    assert wrong == [], f"{len(wrong)} files read differently, the first:\n{wrong[0]}"
+    objects = sum(any(entry[0] == "object" for entry in reading) for reading in references)
+    # Not idle: the fast reader takes a good part of the files, and both outcomes occur.
+    assert accepted >= FILES // 5, accepted
+    assert FILES // 5 <= objects <= FILES - FILES // 5, objects
+
+
+def test_point1_fuzz_both_readers_agree_with_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = generated()[:KUBECTL_SAMPLE]
+    paths = []
+    for number, data in enumerate(files):
+        path = tmp_path / f"fuzz-{number}.yaml"
+        path.write_bytes(data)
+        paths.append(path)
+    reads = read_many(paths, tmp_path / "scratch")
+    verdicts: Counter[str] = Counter()
+    wrong = []
+    for path, data, kubectl in zip(paths, files, reads, strict=True):
+        for reader in ("rapidyaml", "pyyaml"):
+            with monkeypatch.context() as patch:
+                if reader == "pyyaml":
+                    _pyyaml_only(patch)
+                verdict = _verdict(data, path.name, kubectl)
+            verdicts[verdict.split(":")[0]] += 1
+            if verdict.startswith("BAD"):
+                wrong.append(f"{reader}: {verdict}\n--- {path.name} ---\n{data.decode()}")
+    assert wrong == [], "\n".join(wrong[:3])
+    assert verdicts["same"] >= KUBECTL_SAMPLE // 5 and verdicts["both refuse"] >= KUBECTL_SAMPLE // 5, verdicts
+
+
+_GUARDS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "comment in a flow collection": lambda patch: patch.setattr(fast, "_comment_may_be_in_flow", lambda text: False),
+    "empty key, misread colon": lambda patch: patch.setattr(fast, "_MISREAD_COLON", _NEVER),
+    "spaces-only line": lambda patch: patch.setattr(fast, "_blank_line_in_scalar", lambda text: False),
+}
+
+
+class _Never:
+    @staticmethod
+    def search(text: str) -> None:
+        return None
+
+
+_NEVER = _Never()
+
+
+@pytest.mark.parametrize("guard", sorted(_GUARDS))
+def test_point1_fuzz_finds_each_bug_without_its_guard(guard: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [data.decode() for data in generated()]
+    assert not any(_fast_disagrees(text) for text in texts)
+    _GUARDS[guard](monkeypatch)
+    assert any(_fast_disagrees(text) for text in texts), guard
