@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--fail-on-unchecked",
         action="store_true",
-        help="exit 2 when a Helm chart could not be rendered and checked",
+        help="exit 2 when a Helm chart or a kustomization could not be rendered and checked (in full)",
     )
 
     rules = commands.add_parser("rules", help="list the rules")
@@ -280,7 +280,9 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
         return EXIT_ERROR
     if arguments.fail_on_unchecked and report.unchecked:
-        stderr.write(f"dra-guard: {len(report.unchecked)} chart(s) not checked (--fail-on-unchecked)\n")
+        partial = any(unchecked.what != "chart" for unchecked in report.unchecked)
+        what = "chart(s) or kustomization(s) not checked in full" if partial else "chart(s) not checked"
+        stderr.write(f"dra-guard: {len(report.unchecked)} {what} (--fail-on-unchecked)\n")
         return EXIT_ERROR
     threshold = Severity.parse(arguments.fail_on)
     return EXIT_FINDINGS if any(finding.severity >= threshold for finding in report.findings) else EXIT_CLEAN

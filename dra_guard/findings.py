@@ -80,13 +80,18 @@ class InputError:
 
 @dataclass(frozen=True)
 class Unchecked:
-    """Input that was left unchecked on purpose (a Helm chart without helm), and why."""
+    """Input that was left unchecked on purpose (a Helm chart without helm), and why; or
+    checked only in part (a kustomization without kustomize: its files as written)."""
 
     path: str
     reason: str
+    #: What it is, for the summary: "chart" or "kustomization".
+    what: str = "chart"
+    #: "not checked", or "rendered partially".
+    status: str = "not checked"
 
     def __str__(self) -> str:
-        return f"{self.path}: not checked: {self.reason}"
+        return f"{self.path}: {self.status}: {self.reason}"
 
 
 @dataclass

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 
 from dra_guard.findings import InputError, Unchecked
 from dra_guard.loader import STDIN_NAME, Document, display_name, iter_bytes
-from dra_guard.walk import STDIN, Selection
+from dra_guard.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Selection
 
 #: How long one `helm template` may take.
 HELM_TIMEOUT_SECONDS = 120
@@ -100,25 +100,92 @@ class RenderedDocument:
         return None
 
 
+@dataclass
+class KustomizedDocument:
+    """An object `kubectl kustomize` rendered, attributed to the file it came from.
+
+    `source`, the document of that file the object was made from (when one document of
+    its kind and name is there), gives the lines: the deepest node of a finding's path
+    that the file spells, else the document's first line.  An object a generator made
+    is attributed to the kustomization that configured it, without a line.
+    """
+
+    file: str
+    index: int
+    obj: Any
+    source: Document | None = field(default=None, repr=False)
+    text: str | None = field(default=None, repr=False)
+    span: tuple[int, int] = field(default=(0, 0), repr=False)
+    #: Rendered from a folder: a ResourceSlice in it describes no cluster.
+    walked: bool = field(default=True, repr=False)
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source is not None else None
+
+    def line_of(self, path: Sequence[str | int]) -> int | None:
+        if self.source is None:
+            return None
+        return self.source.line_of(_spelled_prefix(self.source.obj, path))
+
+
+def _spelled_prefix(obj: Any, path: Sequence[str | int]) -> tuple[str | int, ...]:
+    """The longest beginning of `path` that exists in `obj`."""
+    prefix: list[str | int] = []
+    node = obj
+    for step in path:
+        in_mapping = isinstance(node, dict) and step in node
+        in_list = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        if not (in_mapping or in_list):
+            break
+        node = node[step]
+        prefix.append(step)
+    return tuple(prefix)
+
+
+def _partly(folder: str, reason: str) -> Unchecked:
+    return Unchecked(folder, reason, "kustomization", "rendered partially")
+
+
+def kustomize_hint(folder: str) -> str:
+    return f"render it with `kubectl kustomize {folder} | dra-guard check -`"
+
+
 class Inputs:
     """The selection as a stream of documents and errors, with what was not checked.
 
-    `skipped` (files a walk found that are no manifests), `unchecked` (charts) and
-    `files` (files checked) are complete once the stream is exhausted.
+    `skipped` (files a walk found that are no manifests), `unchecked` (charts, and
+    kustomizations rendered partially) and `files` (files checked) are complete once the
+    stream is exhausted.
     """
 
-    def __init__(self, selection: Selection, stdin: BinaryIO | None = None, helm: str | None = None) -> None:
+    def __init__(
+        self,
+        selection: Selection,
+        stdin: BinaryIO | None = None,
+        helm: str | None = None,
+        kustomize: Sequence[str] | None = None,
+    ) -> None:
         self._selection = selection
         self._stdin = stdin
         #: The helm executable; None looks it up on PATH, "" means there is none.
         self._helm = helm
+        #: The command that renders a kustomization folder (`kubectl kustomize`); None
+        #: looks it up on PATH, () means there is none.
+        self._kustomize = kustomize
         self.skipped: list[str] = []
         self.unchecked: list[Unchecked] = []
         self.files = 0
 
     def __iter__(self) -> Iterator[Any]:
         yield from self._selection.errors
+        consumed: set[str] = set()
+        rendered: list[Any] = []
+        if any(_is_kustomization(candidate.path) for candidate in self._selection.files):
+            rendered = list(self._kustomizations(consumed))
         for candidate in self._selection.files:
+            if consumed and candidate.path != STDIN and os.path.realpath(candidate.path) in consumed:
+                continue  # checked as the kustomization that reads it renders it
             data = self._read(candidate.path)
             if isinstance(data, InputError):
                 self.files += 1
@@ -128,8 +195,87 @@ class Inputs:
             else:
                 self.files += 1
                 yield from read_file(data, STDIN_NAME if candidate.path == STDIN else candidate.path)
+        yield from rendered
         for chart in self._selection.charts:
             yield from self._chart(chart)
+
+    def _kustomizations(self, consumed: set[str]) -> Iterator[Any]:
+        """Each kustomization of the selection that no other one builds on, rendered:
+        its objects, and the files it read added to `consumed` (they are checked as it
+        renders them, not on their own).  One that cannot be rendered leaves its files to
+        be read as they are (its patches read as patches): rendered partially."""
+        from dra_guard import kustomize
+
+        folders = list(
+            dict.fromkeys(
+                os.path.dirname(candidate.path) or os.curdir
+                for candidate in self._selection.files
+                if _is_kustomization(candidate.path)
+            )
+        )
+        trees: dict[str, kustomize.Tree] = {}
+        chosen, closures = kustomize.roots(folders, trees)
+        command = kustomize.renderer() if self._kustomize is None else list(self._kustomize)
+        origins: set[str] = set()
+        for folder in chosen:
+            reach = closures[folder]
+            partly = "its files and the patches it names were checked as written"
+            if reach.remote is not None:
+                why = f"it names the remote {reach.remote}, and dra-guard fetches nothing"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            if reach.helm:
+                why = "it inflates Helm charts, which needs `kustomize build --enable-helm` (and may download them)"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            if not command:
+                why = "neither kubectl nor kustomize is on PATH"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            import subprocess
+
+            try:
+                result = kustomize.render(folder, command)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                why = f"{' '.join(command[1:])} failed ({error})"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            file = trees[os.path.realpath(folder)].file or folder
+            if isinstance(result, kustomize.RenderError):
+                yield InputError(
+                    display_name(file),
+                    None,
+                    f"kustomize cannot render {folder}: {result.message}; {partly} (rendered partially)",
+                )
+                continue
+            consumed |= reach.files
+            yield from self._rendered(folder, result, origins)
+        self.files += len(origins)
+
+    def _rendered(self, folder: str, rendered: Any, origins: set[str]) -> Iterator[Any]:
+        from dra_guard.kustomize import origin, without_origin
+
+        name = f"{folder} (rendered by kustomize)"
+        sources: dict[str, list[Document]] = {}
+        real_folder = os.path.realpath(folder)
+        for item in iter_bytes(rendered.output, name):
+            if isinstance(item, InputError):
+                yield InputError(display_name(folder), None, f"rendered by kustomize: {item.message}")
+                continue
+            obj = item.obj
+            came_from = origin(obj, rendered.base) if isinstance(obj, dict) else None
+            if isinstance(obj, dict):
+                without_origin(obj)
+            if came_from is None:
+                yield KustomizedDocument(display_name(folder), item.index, obj)
+                continue
+            origins.add(came_from)
+            file = display_name(_spelled(folder, real_folder, came_from))
+            if came_from not in sources:
+                sources[came_from] = _documents_of(came_from)
+            source = _source_document(sources[came_from], obj)
+            index = source.index if source is not None else item.index
+            yield KustomizedDocument(file, index, obj, source, item.text, item.span)
 
     def _read(self, path: str) -> bytes | InputError:
         try:
@@ -201,6 +347,57 @@ class Inputs:
                     yield InputError(template, None, f"rendered by helm: {item.message}")
                 else:
                     yield RenderedDocument(template, item.index, item.obj, item.text, item.span)
+
+
+def _is_kustomization(path: str) -> bool:
+    return path != STDIN and os.path.basename(path) in KUSTOMIZATION_FILE_NAMES
+
+
+def _spelled(folder: str, real_folder: str, path: str) -> str:
+    """`path` (real) spelt from `folder` as the user spelt it."""
+    inside = os.path.relpath(path, real_folder)
+    if inside.startswith(os.pardir):
+        joined = os.path.normpath(os.path.join(folder, inside))
+        return (
+            joined
+            if os.path.isabs(joined) or joined.startswith(os.pardir) or not folder.startswith("./")
+            else "./" + joined
+        )
+    return os.path.join(folder, inside)
+
+
+def _documents_of(path: str) -> list[Document]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return []
+    return [item for item in iter_bytes(data, path) if isinstance(item, Document)]
+
+
+def _source_document(documents: list[Document], obj: Any) -> Document | None:
+    """The document of its file a rendered object was made from: the one of its kind,
+    or the one of its kind whose name the rendered name holds (namePrefix, nameSuffix)."""
+    if not isinstance(obj, dict):
+        return None
+    name = _name(obj)
+    kind = [
+        document
+        for document in documents
+        if isinstance(document.obj, dict) and document.obj.get("kind") == obj.get("kind")
+    ]
+    if len(kind) == 1:
+        return kind[0]
+    named = [document for document in kind if _name(document.obj) and _name(document.obj) in name]
+    exact = [document for document in named if _name(document.obj) == name]
+    found = exact or named
+    return found[0] if len(found) == 1 else None
+
+
+def _name(obj: Any) -> str:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _nameless(document: Document) -> Iterator[InputError]:

@@ -21,11 +21,9 @@ from typing import Any, BinaryIO
 
 from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, source_line
-from dra_guard.walk import STDIN, Ignores, select
+from dra_guard.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Ignores, select
 
 STDIN_NAME = "<stdin>"
-#: The names kustomize reads a kustomization from (kustomize `api/konfig/general.go`).
-KUSTOMIZATION_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 KUSTOMIZATION_API_VERSION = "kustomize.config.k8s.io/v1beta1"
 
 

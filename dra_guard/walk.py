@@ -1,7 +1,7 @@
 """Which files `dra-guard check` reads: paths named on the command line, directory walks, globs.
 
 A walk (a directory, or a glob) finds *candidates*: `.yaml`, `.yml` and `.json` files
-(any file a glob matches), never descending into hidden folders, `node_modules`,
+and kustomize's `Kustomization` (any file a glob matches), never descending into hidden folders, `node_modules`,
 `__pycache__` or `site-packages`, nor into what an exclude pattern or a `.gitignore`
 names.  A folder with a `Chart.yaml` is a Helm chart: its templates are not manifests,
 so the walk hands over the chart as a whole (see `dra_guard.inputs`).  Whether a
@@ -31,6 +31,9 @@ if TYPE_CHECKING:  # pathspec is imported only when a walk meets a pattern
     from pathspec import GitIgnoreSpec
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+#: The names kustomize reads a kustomization from (kustomize `api/konfig/general.go`);
+#: a walk takes `Kustomization`, which has no suffix, too.
+KUSTOMIZATION_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
 CHART_FILE = "Chart.yaml"
 STDIN = "-"
@@ -296,6 +299,7 @@ def _walk(directory: str, ignores: Ignores) -> Iterable[tuple[str, bool]]:
         folders[:] = kept
         for name in names:
             path = os.path.join(root, name)
-            if name.lower().endswith(MANIFEST_SUFFIXES) and os.path.isfile(path) and not ignores.excluded(path):
+            wanted = name.lower().endswith(MANIFEST_SUFFIXES) or name in KUSTOMIZATION_FILE_NAMES
+            if wanted and os.path.isfile(path) and not ignores.excluded(path):
                 found.append((path, False))
     return sorted(found)

@@ -60,9 +60,10 @@ def test_every_fixture_is_listed_or_expects_nothing() -> None:
     assert set(EXPECTED) - set(FILES) == set(), "expected.yaml names files that do not exist"
 
 
-#: Folders checked as a whole, as `dra-guard check FOLDER` walks them: a kustomization's
-#: patch files are read through it, and a JSON 6902 patch file (a YAML list, no manifest)
-#: is skipped by the walk rather than refused.
+#: Folders checked as a whole, as `dra-guard check FOLDER` walks them where no kustomize
+#: renders them (the fallback; tests/test_kustomize.py checks them rendered): a
+#: kustomization's patch files are read through it, and a JSON 6902 patch file (a YAML
+#: list, no manifest) is skipped by the walk rather than refused.
 FOLDERS = ("kustomize", "kustomize-overlay")
 
 
@@ -70,7 +71,7 @@ def _check(name: str) -> Report:
     folder = name.split("/", 1)[0]
     if folder not in FOLDERS:
         return check_stream(Source([str(FIXTURES / name)]), BEFORE_THE_GUARD)
-    inputs = Inputs(select([str(FIXTURES / folder)], ignores=Ignores(gitignore=False)))
+    inputs = Inputs(select([str(FIXTURES / folder)], ignores=Ignores(gitignore=False)), kustomize=())
     report = check_stream(inputs, BEFORE_THE_GUARD)
     path = str(FIXTURES / name)
     report.findings = [finding for finding in report.findings if finding.file == path]

@@ -119,7 +119,7 @@ def write_sarif(report: Report, out: Output) -> None:
     notifications += [
         {
             "level": "warning",
-            "message": {"text": f"not checked: {unchecked.reason}"},
+            "message": {"text": f"{unchecked.status}: {unchecked.reason}"},
             "locations": [{"physicalLocation": {"artifactLocation": artifact_location(unchecked.path)}}],
         }
         for unchecked in report.unchecked

@@ -44,8 +44,9 @@ def summary_line(report: Report) -> str:
         skipped = len(report.skipped)
         what = "file that is not a Kubernetes manifest" if skipped == 1 else "files that are not Kubernetes manifests"
         parts.append(f"skipped {skipped} {what}")
-    if report.unchecked:
-        parts.append(_plural(len(report.unchecked), "chart", "charts") + " not checked")
+    groups = Counter((unchecked.what, unchecked.status) for unchecked in report.unchecked)
+    for (what, status), count in groups.items():
+        parts.append(f"{_plural(count, what, what + 's')} {status}")
     if report.errors:
         parts.append(_plural(len(report.errors), "input error", "input errors"))
     return "; ".join(parts)
