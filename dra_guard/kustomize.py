@@ -342,8 +342,9 @@ def render(folder: str, command: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S
         if result.returncode == 0:
             return Rendered(result.stdout, base)
         # What the user sees: kustomize's message for the folder itself, not for the wrapper.
+        # By its real path: the run's working folder is the temporary one.
         direct = subprocess.run(
-            [*command, folder],
+            [*command, os.path.realpath(folder)],
             capture_output=True,
             timeout=timeout,
             check=False,
