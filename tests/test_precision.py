@@ -22,8 +22,8 @@ import yaml
 from dra_guard.engine import check_stream
 from dra_guard.loader import load_paths
 
-#: The precision the current engine reaches on this set (0.620 when the set was judged), rounded
-#: down; raised as false positives are fixed (target 0.97).
+#: The precision the engine must reach on this set (0.620 when the set was judged, 0.991 now);
+#: the issue asks for at least 0.97 with the default configuration.
 PRECISION_FLOOR = 0.97
 
 #: Judged findings the current engine misses (recall 0.910 when the set was judged). Recall must be
@@ -51,7 +51,7 @@ KNOWN_MISSES = frozenset(
 
 #: Pinned non-findings (judgement.yaml `non_findings`) the current engine still reports, each one
 #: also a false positive; lowered as they are fixed.
-PINNED_REPORTED = 14
+PINNED_REPORTED = 1
 
 PRECISION = Path(__file__).parent / "precision"
 JUDGEMENT = PRECISION / "judgement.yaml"
