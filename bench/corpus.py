@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from dra_guard import AcceleratorSlice, isolated_workload, isolation_tag
+from dra_guard.mig_profiles import max_per_gpu
 
 PROFILES = ("1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb")
 
@@ -64,7 +65,9 @@ def legacy_gpu_cronjob(index: int) -> dict[str, Any]:
 
 
 def compliant_pair(index: int) -> list[dict[str, Any]]:
-    accelerator = AcceleratorSlice.nvidia_mig(PROFILES[index % len(PROFILES)], count=1 + index % 2)
+    profile = PROFILES[index % len(PROFILES)]
+    # One or two slices of one GPU, as many as one GPU holds of the profile (one 7g.80gb).
+    accelerator = AcceleratorSlice.nvidia_mig(profile, count=min(1 + index % 2, max_per_gpu(profile)[0]))
     return list(
         isolated_workload(
             f"infer-{index}",

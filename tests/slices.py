@@ -23,9 +23,9 @@ VENDOR_SLICES = [
 
 
 def with_count(accelerator: AcceleratorSlice, count: int) -> AcceleratorSlice:
-    """`accelerator` asking for `count` devices.  MIG devices beyond what one GPU holds of the
-    profile (one of a `+me` profile) must come from several GPUs, so they ask for no parent
-    GPU (`topology=None`): the builder refuses what can never allocate."""
-    if accelerator.device_class == "mig.nvidia.com" and count > max_per_gpu(accelerator.pin_value)[0]:
-        return dataclasses.replace(accelerator, count=count, topology=None)
+    """`accelerator` asking for `count` devices, or for as many MIG devices as one GPU holds
+    of its profile (one of a `+me` profile) where that is fewer: the builder refuses slices
+    of one GPU that no GPU holds, and slices from several GPUs are DRA011's finding."""
+    if accelerator.device_class == "mig.nvidia.com":
+        count = min(count, max_per_gpu(accelerator.pin_value)[0])
     return dataclasses.replace(accelerator, count=count)
