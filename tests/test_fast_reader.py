@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,43 +28,16 @@ from dra_guard.kubectl_yaml.lines import node_line
 from dra_guard.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.manifest_strategies import manifest_file
+from tests.yaml_readers import paths, reading, with_pyyaml_only
 
 pytestmark = pytest.mark.skipif(fast.active_parser() != "rapidyaml", reason="the fast reader is off here")
 
 
-def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            yield from _paths(item, (*prefix, position))
-
-
-def _reading(data: bytes, name: str) -> list[Any]:
-    """Everything a check sees of a file: objects with their lines, errors with theirs."""
-    seen: list[Any] = []
-    for item in iter_bytes(data, name):
-        if isinstance(item, InputError):
-            seen.append(("error", item.file, item.line, item.message))
-        else:
-            assert isinstance(item, Document)
-            lines = [item.line_of(path) for path in _paths(item.obj)]
-            seen.append(("object", json.dumps(item.obj, sort_keys=True), item.index, item.line, lines))
-    return seen
-
-
-def _with_pyyaml_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast._Rapidyaml, "module", None)
-    monkeypatch.setattr(fast._Rapidyaml, "loaded", True)
-
-
 def _same_reading(data: bytes, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast_reading = _reading(data, name)
+    fast_reading = reading(data, name)
     with monkeypatch.context() as patch:
-        _with_pyyaml_only(patch)
-        reference = _reading(data, name)
+        with_pyyaml_only(patch)
+        reference = reading(data, name)
     assert fast_reading == reference, data.decode(errors="replace")
 
 
@@ -127,7 +99,7 @@ def test_fast_lines_are_libyamls_or_left_to_it(text: str) -> None:
     root = parser.parse(text).documents[0]
     lines = fast.FastLines(fast.parse_plain([text])[0], root.start_mark.line)
     answered = 0
-    for path in _paths(value):
+    for path in paths(value):
         found = lines.line(path)
         if found is not None:
             answered += 1

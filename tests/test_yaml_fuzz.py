@@ -20,23 +20,21 @@ scalars spanning lines, and stray lines (`: x`, `:`, `? k`, spaces only, comment
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dra_guard.findings import InputError
 from dra_guard.kubectl_yaml import fast
 from dra_guard.kubectl_yaml.construct import decode
 from dra_guard.kubectl_yaml.errors import Refusal
 from dra_guard.kubectl_yaml.parser import parse
-from dra_guard.loader import Document, iter_bytes
 from tests.kubectl_oracle import read_many
 from tests.test_kubectl_differential import _verdict
+from tests.yaml_readers import reading, with_pyyaml_only
 
 pytestmark = pytest.mark.skipif(fast.active_parser() != "rapidyaml", reason="the fast reader is off here")
 
@@ -238,33 +236,6 @@ def generated(seed: int = SEED, count: int = FILES) -> list[bytes]:
     return files
 
 
-def _paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for position, item in enumerate(value):
-            yield from _paths(item, (*prefix, position))
-
-
-def _reading(data: bytes) -> list[Any]:
-    """Objects with the lines of every path in them, and errors with their lines."""
-    seen: list[Any] = []
-    for item in iter_bytes(data, "fuzz.yaml"):
-        if isinstance(item, InputError):
-            seen.append(("error", item.line, item.message))
-        else:
-            assert isinstance(item, Document)
-            seen.append(("object", json.dumps(item.obj, sort_keys=True), [item.line_of(p) for p in _paths(item.obj)]))
-    return seen
-
-
-def _pyyaml_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast._Rapidyaml, "module", None)
-    monkeypatch.setattr(fast._Rapidyaml, "loaded", True)
-
-
 def _libyaml_value(text: str) -> Any:
     """What the libyaml reader makes of one document: its value, or "refused"."""
     parsed = parse(text)
@@ -284,11 +255,11 @@ def _fast_disagrees(text: str) -> bool:
 def test_point1_fuzz_fast_reader_reads_as_pyyaml(monkeypatch: pytest.MonkeyPatch) -> None:
     files = generated()
     assert generated(count=20) == files[:20]  # deterministic
-    fast_readings = [_reading(data) for data in files]
+    fast_readings = [reading(data, "fuzz.yaml") for data in files]
     accepted = sum(fast.decode_plain(data.decode()) not in (fast.DECLINED, fast.EMPTY) for data in files)
     with monkeypatch.context() as patch:
-        _pyyaml_only(patch)
-        references = [_reading(data) for data in files]
+        with_pyyaml_only(patch)
+        references = [reading(data, "fuzz.yaml") for data in files]
     wrong = [
         data.decode()
         for data, mine, reference in zip(files, fast_readings, references, strict=True)
@@ -315,7 +286,7 @@ def test_point1_fuzz_both_readers_agree_with_kubectl(tmp_path: Path, monkeypatch
         for reader in ("rapidyaml", "pyyaml"):
             with monkeypatch.context() as patch:
                 if reader == "pyyaml":
-                    _pyyaml_only(patch)
+                    with_pyyaml_only(patch)
                 verdict = _verdict(data, path.name, kubectl)
             verdicts[verdict.split(":")[0]] += 1
             if verdict.startswith("BAD"):
