@@ -330,28 +330,24 @@ def render(folder: str, command: list[str], timeout: float = KUSTOMIZE_TIMEOUT_S
         wrapper = os.path.join(base, "kustomization.yaml")
         with open(wrapper, "w", encoding="utf-8") as handle:
             handle.write(f"resources:\n- {json.dumps(target)}\nbuildMetadata: [originAnnotations]\n")
-        result = subprocess.run(
-            [*command, base],
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            cwd=base,
-            env=environment,
-        )
+
+        def build(target: str) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run(
+                [*command, target],
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                cwd=base,
+                env=environment,
+            )
+
+        result = build(base)
         if result.returncode == 0:
             return Rendered(result.stdout, base)
         # What the user sees: kustomize's message for the folder itself, not for the wrapper.
         # By its real path: the run's working folder is the temporary one.
-        direct = subprocess.run(
-            [*command, os.path.realpath(folder)],
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            cwd=base,
-            env=environment,
-        )
+        direct = build(os.path.realpath(folder))
         stderr = direct.stderr if direct.returncode != 0 else result.stderr
         return RenderError(_message(stderr.decode("utf-8", "replace"), direct.returncode or result.returncode))
 
