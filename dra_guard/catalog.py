@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from dra_guard.accelerator_names import family_of
+
 #: The standard topology attribute (KEP-4381): the PCIe root complex, `pci<domain>:<bus>`.
 #: Drivers *may* publish it; several do only when they can derive it (see the classes).
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
@@ -621,5 +623,12 @@ def class_selector(name: str) -> str | None:
 
 
 def is_legacy_resource(name: str, extra_names: frozenset[str] = frozenset()) -> bool:
-    """Whether a `resources.limits`/`requests` key is a legacy accelerator request."""
-    return name in LEGACY_RESOURCE_NAMES or name in extra_names or name.startswith(LEGACY_RESOURCE_PREFIXES)
+    """Whether a `resources.limits`/`requests` key is a legacy accelerator request: a device
+    plugin's name for one of our classes, another plugin's (`dra_guard.accelerator_names`),
+    or one the configuration adds."""
+    return (
+        name in LEGACY_RESOURCE_NAMES
+        or name in extra_names
+        or name.startswith(LEGACY_RESOURCE_PREFIXES)
+        or family_of(name) is not None
+    )

@@ -260,9 +260,19 @@ def pod_spec(kinds: Iterable[str] = POD_KINDS) -> str:
 
     Written with `object` alone; policies bind it to `variables.pod` once.  The API server
     compiles policies with `object` untyped, so the branches need not share a type."""
+    return _by_kind({kind: tuple(POD_SPEC_PATHS[kind]) for kind in kinds})
+
+
+def pod_metadata(kinds: Iterable[str] = POD_KINDS) -> str:
+    """CEL: the metadata of the object's pod (a Pod's own, a template's beside its spec), or `{}`."""
+    return _by_kind({kind: (*POD_SPEC_PATHS[kind][:-1], "metadata") for kind in kinds})
+
+
+def _by_kind(paths: Mapping[str, tuple[str, ...]]) -> str:
+    """CEL: the field at the object kind's path (guarded), or `{}`; kinds sharing a path share a branch."""
     by_path: dict[tuple[str, ...], list[str]] = {}
-    for kind in sorted(set(kinds)):
-        by_path.setdefault(tuple(POD_SPEC_PATHS[kind]), []).append(kind)
+    for kind in sorted(paths):
+        by_path.setdefault(paths[kind], []).append(kind)
     expression = "{}"
     for path, names in sorted(by_path.items(), reverse=True):
         place = "object." + ".".join(path)

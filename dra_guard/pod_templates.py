@@ -88,6 +88,8 @@ class PodSpecView:
     complete: bool = True
     #: Said after "container"/"pod claim" in messages when an object has pods of several kinds.
     where: str = ""
+    #: Where `template_metadata` is; None for a pod spec written without metadata of its own.
+    metadata_path: Path | None = None
 
 
 # --- the table ------------------------------------------------------------------------
@@ -245,9 +247,10 @@ def _builtin(obj: Mapping[str, Any], kind: str, path: Path) -> Iterator[PodSpecV
     if not isinstance(spec, Mapping):
         return
     if kind == "Pod":
-        yield _view(path, spec, mapping(obj.get("metadata")), is_template=False)
+        yield _view(path, spec, mapping(obj.get("metadata")), is_template=False, metadata_path=("metadata",))
     else:
-        yield _view(path, spec, mapping(get_path(obj, (*path[:-1], "metadata"))))
+        metadata_path = (*path[:-1], "metadata")
+        yield _view(path, spec, mapping(get_path(obj, metadata_path)), metadata_path=metadata_path)
 
 
 def _matches(value: Any, pattern: Pattern, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
@@ -275,7 +278,8 @@ def _at_patterns(obj: Mapping[str, Any], known: tuple[tuple[str, Pattern], ...])
             else:
                 spec = found.get("spec")
                 if isinstance(spec, Mapping):
-                    yield _view((*path, "spec"), spec, mapping(found.get("metadata")))
+                    metadata = mapping(found.get("metadata"))
+                    yield _view((*path, "spec"), spec, metadata, metadata_path=(*path, "metadata"))
 
 
 # --- Argo Workflows ---------------------------------------------------------------------
@@ -305,6 +309,7 @@ def _argo(obj: Mapping[str, Any], workflow_path: Path) -> Iterator[PodSpecView]:
             tuple(_argo_containers(path, template)),
             own or fallback,
             where=f" of template {text(template.get('name'))!r}",
+            metadata_path=(*path, "metadata"),
         )
     if fallback and not falls_back:
         # Workflow-level claims still reach the pods of templates this workflow calls
@@ -397,6 +402,8 @@ def _kserve(obj: Mapping[str, Any]) -> Iterator[PodSpecView]:
             (*standard_containers(path, component), *merged),
             tuple(claims_of(path, component)),
             complete=not merged,
+            # The component holds its annotations itself.
+            metadata_path=path,
         )
 
 
@@ -424,8 +431,9 @@ def _search(obj: Mapping[str, Any]) -> Iterator[PodSpecView]:
         path, value, parent = stack.pop()
         if isinstance(value, Mapping):
             if path and is_pod_spec_shaped(value):
-                metadata = mapping(parent.get("metadata")) if path[-1] == "spec" else {}
-                yield _view(path, value, metadata)
+                beside = path[-1] == "spec"
+                metadata = mapping(parent.get("metadata")) if beside else {}
+                yield _view(path, value, metadata, metadata_path=(*path[:-1], "metadata") if beside else None)
                 continue
             children = [((*path, str(key)), item, value) for key, item in value.items()]
         elif isinstance(value, (list, tuple)):

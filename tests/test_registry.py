@@ -82,6 +82,7 @@ def test_options_are_collected_with_the_rule_that_declares_them() -> None:
     owners = {key: owner.id for key, option in RULES.options.items() if (owner := RULES.owner(option))}
     assert owners == {
         "extra-legacy-resources": "DRA001",
+        "allowed-extended-resources": "DRA001",
         "admin-namespaces": "DRA006",
         "hmac-key-env": "DRA012",
         "resource-slices": "DRA014",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 
+from dra_guard.accelerator_names import SCHEDULER_SHARING_ANNOTATIONS, admission_tests, family_of, vendor_domain
 from dra_guard.catalog import (
     CHART_EXTENDED_RESOURCES,
     LEGACY_RESOURCE_NAMES,
@@ -17,6 +19,7 @@ from dra_guard.celkit import (
     Validation,
     containers,
     non_accelerator_classes,
+    pod_metadata,
     pod_spec,
     string,
     string_list,
@@ -33,7 +36,9 @@ from dra_guard.extended_resources import (
     asked_resources,
 )
 from dra_guard.findings import Severity
+from dra_guard.manifest import mapping
 from dra_guard.options import STRING_SET, Option
+from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
 
 ID = "DRA001"
@@ -42,28 +47,42 @@ SEVERITY = Severity.CRITICAL
 SUMMARY = "Accelerators must be requested through DRA claims, not extended resources such as nvidia.com/gpu."
 RATIONALE = (
     "Device-plugin extended resources (nvidia.com/gpu, nvidia.com/mig-*, google.com/tpu, ...) carry no "
-    "profile pin, no exclusivity or sanitization contract and no isolation tag; nothing in the request says "
-    "what the device's memory held before. DRA-backed extended resources (KEP-5004; beta and on by default "
-    "in Kubernetes 1.36, GA in 1.37) are no better: deviceclass.resource.kubernetes.io/<class>, and any name "
-    "a DeviceClass maps with spec.extendedResourceName (DeviceClasses among the checked objects, or listed "
-    "under extended-resource-classes), are allocated through a claim the scheduler generates per pod, with "
-    "no claim template, so no exclusivity guard, sanitization declaration or isolation tag, and no pin "
-    "unless the class's own selector pins one (NVIDIA's per-profile classes such as mig-1g-12gb.gpu.nvidia.com "
-    "do). nvidia.com/gpu is such a name wherever NVIDIA's chart (v25.12.0+) renders resource.k8s.io/v1; "
-    "intel.com/gpu and intel.com/gaudi where Intel's charts set enableDRAExtendedResources, and no device "
-    "plugin serves them, so they are reported even without the class. Requests are found "
-    "where Kubernetes reads them: containers and pod-level resources of every pod template (built-in "
-    "workloads, JobSet, LeaderWorkerSet, Kubeflow, Ray, Argo, KServe, and pod-spec-shaped mappings of any "
-    "other kind); a LimitRange's default and defaultRequest, and for containers its max and min, which "
-    "the API server turns into defaults (maxLimitRequestRatio too, fail closed); in kinds outside "
-    "Kubernetes' own groups every mapping with limits or requests, whatever its key (TrainJob's "
-    "resourcesPerNode); KubeVirt gpus[] and accelerator hostDevices[] deviceNames; Argo podSpecPatch "
-    "and resource-manifest strings, and a kustomization's patches (inline, and the files it names; in "
-    "JSON 6902 operations also the path, .../limits/nvidia.com~1gpu), all read as kubectl reads YAML (what "
-    "cannot be read, or a resource name that is a {{...}} placeholder, is reported as unverifiable, "
-    "medium). ResourceQuota and Kueue quotas only cap, "
-    "and are not requests. Lists are read as kubectl reads them: a List inside a List is refused by "
-    "kubectl, so it is an input error, not a check of its items."
+    "profile pin, no exclusivity or sanitization contract and no isolation tag; nothing in the request "
+    "says what the device's memory held before. DRA-backed extended resources (KEP-5004; beta and on by "
+    "default in Kubernetes 1.36, GA in 1.37) are no better: deviceclass.resource.kubernetes.io/<class>, "
+    "and any name a DeviceClass maps with spec.extendedResourceName (DeviceClasses among the checked "
+    "objects, or listed under extended-resource-classes), are allocated through a claim the scheduler "
+    "generates per pod, with no claim template, so no exclusivity guard, sanitization declaration or "
+    "isolation tag, and no pin unless the class's own selector pins one (NVIDIA's per-profile classes "
+    "such as mig-1g-12gb.gpu.nvidia.com do). nvidia.com/gpu is such a name wherever NVIDIA's chart "
+    "(v25.12.0+) renders resource.k8s.io/v1; intel.com/gpu and intel.com/gaudi where Intel's charts set "
+    "enableDRAExtendedResources, and no device plugin serves them, so they are reported even without the "
+    "class. So are the names other device plugins register, from their source: AMD's mixed partitions "
+    "(amd.com/cpx_nps4), every gpu.intel.com/ name (i915_monitoring and xe_monitoring give access to "
+    "every GPU of the node), NVIDIA's KubeVirt passthrough and vGPU names (nvidia.com/GA102GL_A10, "
+    "nvidia.com/NVIDIA_A10-12Q), and GPU-sharing plugins that hand several tenants one GPU's memory "
+    "(HAMi's nvidia.com/gpumem and gpucores, huawei.com/Ascend*, metax-tech.com/*, volcano.sh/vgpu-*, "
+    "aliyun.com/gpu-mem, tencent.com/vcuda-*); and KAI Scheduler's gpu-fraction and gpu-memory pod "
+    "annotations, which share a GPU with no resource at all. A name under an accelerator vendor's domain "
+    "(nvidia.com/, amd.com/, habana.ai/, ...) that dra-guard does not know, and no DeviceClass maps, is "
+    "unverifiable (medium), fail closed: allowed-extended-resources lists names that are not accelerators "
+    "(NVIDIA's network operator's NICs under nvidia.com/ are known). Requests are found where Kubernetes "
+    "reads them: containers and pod-level resources of every pod template (built-in workloads, JobSet, "
+    "LeaderWorkerSet, Kubeflow, Ray, Argo, KServe, and pod-spec-shaped mappings of any other kind); a "
+    "LimitRange's default and defaultRequest, and for containers its max and min, which the API server "
+    "turns into defaults (maxLimitRequestRatio too, fail closed); in kinds outside Kubernetes' own groups "
+    "every mapping shaped as ResourceRequirements, whatever its key (TrainJob's resourcesPerNode), while "
+    "limits or requests beside other fields may be a cap, so an accelerator named there is unverifiable "
+    "(medium); operators' GPU fields, which they write into the pods' limits (SparkApplication driver.gpu "
+    "and executor.gpu, VLLMRuntime resources.gpu and gpuType, a Dynamo component's resources.limits.gpu "
+    "and gpuType and its custom names); KubeVirt gpus[] and accelerator hostDevices[] deviceNames; Argo "
+    "podSpecPatch and resource-manifest strings, read after filling in their {{...}} placeholders as Argo "
+    "does, and a kustomization's patches (inline, and the files it names; in JSON 6902 operations also "
+    "the path, .../limits/nvidia.com~1gpu), all read as kubectl reads YAML (what cannot be read, a "
+    "resource name that holds a placeholder, or a placeholder that is a whole value and could add fields, "
+    "is unverifiable, medium). ResourceQuota, Kueue quotas, Karpenter NodePool limits and KAI Scheduler "
+    "Queue resources only cap, and are not requests. Lists are read as kubectl reads them: a List inside "
+    "a List is refused by kubectl, so it is an input error, not a check of its items."
 )
 REMEDIATION = (
     "Remove the extended resource and request the slice through a ResourceClaimTemplate: "
@@ -81,7 +100,16 @@ EXTRA_LEGACY_RESOURCES = Option(
     doc="More extended-resource names that request accelerators (a vendor's device plugin dra-guard does "
     "not know), reported like nvidia.com/gpu.",
 )
-OPTIONS = (EXTRA_LEGACY_RESOURCES,)
+ALLOWED_EXTENDED_RESOURCES = Option(
+    key="allowed-extended-resources",
+    type=STRING_SET,
+    default=frozenset(),
+    doc="Extended-resource names under an accelerator vendor's domain (nvidia.com/, amd.com/, ...) that "
+    "request no accelerator (a NIC plugin's names), which would otherwise be reported as unverifiable; "
+    "shell-style patterns such as nvidia.com/rdma_* allowed. Names dra-guard knows as accelerators stay "
+    "reported (waive those with dra-guard.io/ignore-DRA001 and a reason).",
+)
+OPTIONS = (EXTRA_LEGACY_RESOURCES, ALLOWED_EXTENDED_RESOURCES)
 EXAMPLES = (
     Example(
         title="A pod asks for a whole GPU through the device plugin",
@@ -240,7 +268,19 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 yield Violation(path, message, evidence=())
             continue
         where = _where(asked)
-        how = "" if asked.section in REQUIREMENT_SECTIONS else _how(asked)
+        how = "" if asked.section in REQUIREMENT_SECTIONS and not asked.via else _how(asked)
+        if asked.uncertain:
+            # A limits/requests mapping beside other fields of a CRD: a request or a cap.
+            if is_legacy_resource(name, extra) or _unknown_vendor_name(context, name):
+                yield Violation(
+                    path,
+                    f"cannot verify whether {name!r} here is requested or capped: a {asked.section} mapping "
+                    f"{asked.uncertain} is not ResourceRequirements; if it requests, it is a legacy accelerator "
+                    "request",
+                    severity=Severity.MEDIUM,
+                    evidence=(),
+                )
+            continue
         if is_legacy_resource(name, extra):
             # A finding rests on the resource name at its path alone (evidence=()); a
             # DeviceClass further on may only say that DRA serves the name.  The facts
@@ -255,8 +295,40 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
         elif name in CHART_EXTENDED_RESOURCES:
             yield Pending(path, _chart_mapped, context.shared((context, name, where, how)), evidence=())
         elif "/" in name:
-            # Any other qualified name may be one a DeviceClass maps, here or further on.
-            yield Pending(path, _mapped, context.shared((context, name, where, how)), evidence=())
+            # Any other qualified name may be one a DeviceClass maps, here or further on;
+            # under an accelerator vendor's domain it is unverifiable unless one does.
+            unknown = _unknown_vendor_name(context, name)
+            yield Pending(path, _mapped, context.shared((context, name, where, how, unknown)), evidence=())
+    for pod in resource.pods:
+        yield from _scheduler_shares(pod)
+
+
+def _unknown_vendor_name(context: Context, name: str) -> str | None:
+    """The accelerator vendor domain of a name no table knows and the configuration does not
+    allow (`allowed-extended-resources`), if it is under one."""
+    domain = vendor_domain(name)
+    if domain is None:
+        return None
+    allowed = context.config.get(ALLOWED_EXTENDED_RESOURCES)
+    if name in allowed or any(fnmatchcase(name, pattern) for pattern in allowed):
+        return None
+    return domain
+
+
+def _scheduler_shares(pod: PodSpecView) -> Iterator[Violation]:
+    """GPU shares asked for by annotation (KAI Scheduler), with no resource at all."""
+    annotations = mapping(pod.template_metadata.get("annotations"))
+    if pod.metadata_path is None or not annotations:
+        return
+    for key, what in SCHEDULER_SHARING_ANNOTATIONS.items():
+        if key in annotations:
+            value = annotations[key]
+            yield Violation(
+                (*pod.metadata_path, "annotations", key),
+                f"asks the scheduler for a share of a GPU by annotation ({what}, {key}: {value!r}), with no "
+                f"resource and no claim: {LOST}, and the GPU's memory is shared with the other pods on it",
+                evidence=(),
+            )
 
 
 def _where(asked: Asked) -> str:
@@ -269,6 +341,8 @@ def _where(asked: Asked) -> str:
 
 
 def _how(asked: Asked) -> str:
+    if asked.via:
+        return f" ({asked.via})"
     if asked.section in REQUIREMENT_SECTIONS:
         return f" in {asked.section}"
     if asked.section in LIMIT_RANGE_DEFAULTS:
@@ -292,7 +366,7 @@ def _mapping_class(context: Context, name: str) -> tuple[str, bool] | None:
     """The accelerator DeviceClass that serves `name` (the one created last wins, v1 types.go
     `extendedResourceName`), and whether the configuration alone says so."""
     configured = context.config.extended_resource_class(name)
-    classes = [cls for cls in context.extended_resource_classes(name) if context.config.is_accelerator(cls)]
+    classes = [cls for cls in context.extended_resource_classes(name) if context.is_accelerator_class(cls)]
     if not classes:
         return None
     chosen = classes[-1]
@@ -305,12 +379,15 @@ def _legacy(context: Context, name: str, legacy: str, where: str, how: str) -> R
         device_class, _ = mapped
         message = f"{where}{name!r}{how}, which DeviceClass {device_class!r} maps (extendedResourceName): "
         return Resolved(message + _lost(context, device_class), cross_object=False)
+    family = None if name in LEGACY_RESOURCE_NAMES else family_of(name)
+    if family is not None:
+        legacy += f" ({family.what}{'; the pods sharing one device share its memory' if family.shares else ''})"
     chart = CHART_EXTENDED_RESOURCES.get(name)
     if chart is not None:
-        device_class, mapping = chart
+        device_class, chart_mapping = chart
         legacy += (
             f" (served by a device plugin, or by DeviceClass {device_class!r} where its driver's chart maps it, "
-            f"{mapping.when}): {LOST}, and no profile pin"
+            f"{chart_mapping.when}): {LOST}, and no profile pin"
         )
     return Resolved(legacy, cross_object=False)
 
@@ -335,10 +412,18 @@ def _chart_mapped(context: Context, name: str, where: str, how: str) -> Resolved
     return Resolved(message + _lost(context, device_class), cross_object=False)
 
 
-def _mapped(context: Context, name: str, where: str, how: str) -> Resolved | None:
+def _mapped(context: Context, name: str, where: str, how: str, unknown_domain: str | None) -> Resolved | None:
     mapped = _mapping_class(context, name)
     if mapped is None:
-        return None
+        if unknown_domain is None or context.extended_resource_classes(name):
+            return None  # not a vendor's name, or a (non-accelerator) DeviceClass says what it is
+        return Resolved(
+            f"{where}{name!r}{how}, which dra-guard cannot verify: a name under {unknown_domain!r}, where device "
+            "plugins register accelerators, that dra-guard does not know and no DeviceClass maps; list it "
+            "under allowed-extended-resources if it is no accelerator (a NIC), under extra-legacy-resources if "
+            "it is one",
+            severity=Severity.MEDIUM,
+        )
     device_class, configured = mapped
     message = f"{where}{name!r}{how}, which DeviceClass {device_class!r} maps (extendedResourceName): "
     # Mapped by the configuration alone, the object and the configuration decide it.
@@ -362,10 +447,27 @@ def _legacy_name(name: str, config: Config) -> str:
         for resource, device_class in config.get(EXTENDED_RESOURCE_CLASSES).items()
         if device_class not in non_accelerator
     }
+    family_names, family_prefixes, family_patterns = admission_tests()
     exact = string_list(
-        {*LEGACY_RESOURCE_NAMES, *CHART_EXTENDED_RESOURCES, *config.get(EXTRA_LEGACY_RESOURCES), *mapped}
+        {
+            *LEGACY_RESOURCE_NAMES,
+            *family_names,
+            *CHART_EXTENDED_RESOURCES,
+            *config.get(EXTRA_LEGACY_RESOURCES),
+            *mapped,
+        }
     )
-    prefixes = " || ".join(f"{name}.startsWith({string(prefix)})" for prefix in LEGACY_RESOURCE_PREFIXES)
+    # Exact names are a set lookup (free); each prefix costs about 2 units a name, and a
+    # pattern is matched only behind its literal prefix.
+    prefixes = " || ".join(
+        [
+            *(f"{name}.startsWith({string(prefix)})" for prefix in (*LEGACY_RESOURCE_PREFIXES, *family_prefixes)),
+            *(
+                f"({name}.startsWith({string(prefix)}) && {name}.matches({string(pattern)}))"
+                for prefix, pattern in family_patterns
+            ),
+        ]
+    )
     implicit = f"{name}.startsWith({string(IMPLICIT_DRA_PREFIX)})"
     if non_accelerator:
         implicit += f" && !({name} in {string_list(IMPLICIT_DRA_PREFIX + cls for cls in non_accelerator)})"
@@ -404,10 +506,12 @@ def _admission(target: AdmissionTarget) -> Admission:
         "(object.kind == 'LimitRange' && has(object.spec) && has(object.spec.limits) ? "
         f"object.spec.limits.filter(l, {defaults} || ({injects} && ({bounds}))) : [])"
     )
+    shares = " || ".join(f"{string(key)} in variables.meta.annotations" for key in SCHEDULER_SHARING_ANNOTATIONS)
     return Admission(
         kinds=(*POD_KINDS, "LimitRange"),
         variables=(
             ("pod", pod_spec()),
+            ("meta", pod_metadata()),
             ("legacy", f"({containers()}).filter(c, {asks('c')})"),
             ("limits", limit_items),
         ),
@@ -425,6 +529,11 @@ def _admission(target: AdmissionTarget) -> Admission:
                 expression=f"!{asks('variables.pod')}",
                 message="the pod-level resources request a legacy accelerator resource (an extended resource such "
                 "as nvidia.com/gpu); request it through a DRA claim",
+            ),
+            Validation(
+                expression=f"!(has(variables.meta.annotations) && ({shares}))",
+                message="the pod asks the scheduler for a share of a GPU by annotation (gpu-fraction or gpu-memory: "
+                "KAI Scheduler, Run:ai); request it through a DRA claim",
             ),
             Validation(
                 expression="size(variables.limits) == 0",
