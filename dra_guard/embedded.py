@@ -8,16 +8,28 @@ booleans, merge keys applied in order, !!binary decoded).  Anything that cannot 
 -- a `{{...}}` placeholder filled in at run time, invalid YAML, a value the reader refuses
 -- is `Unreadable`: nobody can say what it will request, and rules report that rather than
 pass it.
+
+Argo fills `{{...}}` placeholders in as text before it reads the string, so one in a name
+(`name: job-{{workflow.name}}`, which YAML alone would read as a flow mapping) changes
+nothing a rule reads: `fill_placeholders` puts a plain word in each place, and the callers
+decide where a placeholder could still matter (a resource name, a whole value that the text
+filled in could turn into fields).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dra_guard.kubectl_yaml.construct import decode
 from dra_guard.kubectl_yaml.errors import Refusal
 from dra_guard.kubectl_yaml.framing import BadSeparator, kubectl_lines, yaml_chunks
 from dra_guard.kubectl_yaml.parser import parse
+
+#: An Argo template expression: `{{inputs.parameters.x}}`, `{{=sprig.trim(x)}}`.
+ARGO_PLACEHOLDER = re.compile(r"\{\{.*?\}\}")
+#: What `fill_placeholders` writes instead: a plain YAML word that no manifest holds.
+PLACEHOLDER_WORD = "dra-guard-argo-placeholder"
 
 
 class Unreadable(ValueError):
@@ -54,3 +66,14 @@ def read_embedded(text: str) -> Any:
 
 def _placeholder_note(text: str) -> str:
     return "it holds a {{...}} placeholder filled in at run time" if "{{" in text else ""
+
+
+def fill_placeholders(text: str) -> str:
+    """`text` with each `{{...}}` placeholder replaced by `PLACEHOLDER_WORD`, as Argo
+    replaces it by a parameter's text before reading."""
+    return ARGO_PLACEHOLDER.sub(PLACEHOLDER_WORD, text)
+
+
+def is_filled(value: object) -> bool:
+    """Whether a string read from filled text held a placeholder."""
+    return isinstance(value, str) and PLACEHOLDER_WORD in value

@@ -6,26 +6,35 @@
   server defaults `default` from `max` and `defaultRequest` from `min`, kubernetes
   `pkg/apis/core/v1/defaults.go` `SetDefaults_LimitRangeItem`, so those inject too; for
   the other types they only cap, like a ResourceQuota, which asks for nothing).
-* Any other kind: every ResourceRequirements-shaped mapping (one with a `limits` or
-  `requests` mapping) at any depth, whatever its key (`resources`, TrainJob's
-  `resourcesPerNode`, ...), so a CRD cannot hide a request behind a path we do not know.
+* Any other kind: every ResourceRequirements-shaped mapping (a `limits` or `requests`
+  mapping, with nothing beside them but `claims`) at any depth, whatever its key
+  (`resources`, TrainJob's `resourcesPerNode`, ...), so a CRD cannot hide a request behind a
+  path we do not know.  A `limits` or `requests` mapping beside other fields may be a cap
+  rather than a request: its names are `Asked` with `uncertain` saying so, and the cap
+  kinds we know (`CAP_FIELDS`: Karpenter's NodePool limits, KAI Scheduler's Queue
+  resources) are not read at all.
+* Operators' GPU fields that become container limits (`OPERATOR_GPU_FIELDS`: a
+  SparkApplication's `driver.gpu` / `executor.gpu`, a VLLMRuntime's `resources.gpu`, a
+  Dynamo component's `resources.limits.gpu` and `custom` names).
 * KubeVirt: the device-plugin names VMs pass through, `gpus[].deviceName` and
   `hostDevices[].deviceName`.
 * Argo Workflows: `podSpecPatch` strings and resource templates' `manifest` strings, read
-  as YAML; text that cannot be read, and resource names that are `{{...}}` placeholders
-  (Argo fills them in at run time), are `Unverifiable`.
+  as YAML after the `{{...}}` placeholders are filled in, as Argo fills them in; text that
+  cannot be read, resource names that hold placeholders, and placeholders that make up a
+  whole value where the text filled in could add fields, are `Unverifiable`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from dra_guard.embedded import Unreadable, read_embedded
+from dra_guard.embedded import PLACEHOLDER_WORD, Unreadable, fill_placeholders, is_filled, read_embedded
 from dra_guard.findings import json_pointer
 from dra_guard.kustomize import is_kustomization, patches
-from dra_guard.manifest import Path, items, mapping, text
+from dra_guard.manifest import Path, get_path, items, mapping, text
 from dra_guard.pod_templates import ARGO_GROUP, BUILTIN_GROUPS, PodSpecView, api_group
 
 REQUIREMENT_SECTIONS = ("limits", "requests")
@@ -36,6 +45,110 @@ KUBEVIRT_DEVICE_LISTS = ("gpus", "hostDevices")
 #: Argo string fields that hold YAML: a pod spec patch, a Kubernetes object.
 ARGO_POD_SPEC_PATCH = "podSpecPatch"
 ARGO_MANIFEST = "manifest"
+#: The keys a ResourceRequirements has (k8s.io/api core/v1 types.go).
+REQUIREMENTS_KEYS = frozenset({"limits", "requests", "claims"})
+#: Fields where a whole-value Argo placeholder can only be text: names, images, quantities,
+#: arguments, environment values, and anything in metadata (labels, annotations).
+_SCALAR_FIELDS = frozenset(
+    {"name", "generateName", "namespace", "image", "value", "serviceAccountName", "schedulerName", "args", "command"}
+)
+
+#: (API group, kind) -> the fields that cap what may be provisioned or used and request
+#: nothing, with where that is said.  Not read at all.  (ResourceQuota's `hard` and Kueue's
+#: ClusterQueue `nominalQuota` have no `limits`/`requests` mapping, so are not read anyway.)
+CAP_FIELDS: Mapping[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = MappingProxyType(
+    {
+        # kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go @ 22664681: "Limits define a set of
+        # bounds for provisioning capacity".
+        ("karpenter.sh", "NodePool"): ((("spec", "limits"), "Karpenter's provisioning bounds"),),
+        # NVIDIA/KAI-Scheduler pkg/apis/scheduling/v2/queue_types.go @ 72de64fc: quota, limit
+        # and over-quota weight per resource.
+        ("scheduling.run.ai", "Queue"): ((("spec", "resources"), "KAI Scheduler's queue quota"),),
+    }
+)
+
+
+@dataclass(frozen=True)
+class OperatorGpuField:
+    """A CRD mapping whose `name_key` names a resource and whose `quantity_key` gives how
+    many, which an operator writes into a pod's container limits."""
+
+    path: tuple[str, ...]
+    #: What the operator does with it, as messages say it.
+    becomes: str
+    name_key: str = "name"
+    quantity_key: str = "quantity"
+    #: The name the operator uses where `name_key` is not set, if it has one.
+    default_name: str | None = None
+    #: Set where every key of the mapping at `path` is a resource name (Dynamo's `custom`).
+    names_are_keys: bool = False
+    #: Where the operator writes it: "limits" (and requests, where they are not set) or "requests".
+    section: str = "limits"
+
+
+_SPARK_FIELDS = {
+    ("sparkoperator.k8s.io", kind): tuple(
+        OperatorGpuField((*prefix, role, "gpu"), f"the Spark operator writes it into the {pods}' limits")
+        for role, pods in (("driver", "driver pod"), ("executor", "executor pods"))
+    )
+    for kind, prefix in (("SparkApplication", ("spec",)), ("ScheduledSparkApplication", ("spec", "template")))
+}
+_VLLM_RUNTIME_FIELDS = tuple(
+    OperatorGpuField(
+        path,
+        f"the vLLM production-stack operator writes it into the {container} container's requests and limits",
+        name_key="gpuType",
+        quantity_key="gpu",
+        default_name="nvidia.com/gpu",
+    )
+    for path, container in (
+        (("spec", "deploymentConfig", "resources"), "vLLM"),
+        (("spec", "deploymentConfig", "sidecarConfig", "resources"), "sidecar"),
+    )
+)
+
+
+def _dynamo_fields(resources: tuple[str, ...]) -> tuple[OperatorGpuField, ...]:
+    becomes = "the Dynamo operator writes it into the component's container"
+    return (
+        OperatorGpuField(
+            (*resources, "limits"),
+            f"{becomes} limits",
+            name_key="gpuType",
+            quantity_key="gpu",
+            default_name="nvidia.com/gpu",
+        ),
+        *(
+            OperatorGpuField(
+                (*resources, section, "custom"), f"{becomes} {section}", names_are_keys=True, section=section
+            )
+            for section in REQUIREMENT_SECTIONS
+        ),
+    )
+
+
+#: (API group, kind) -> GPU fields that become container limits:
+#:
+#: * kubeflow/spark-operator internal/webhook/sparkpod_defaulter.go @ 38082f33 (`addGPU`):
+#:   `gpu.name` is the resource name, `gpu.quantity` its limit, in the driver's or every
+#:   executor's container.
+#: * vllm-project/production-stack operator/internal/controller/vllmruntime_controller.go
+#:   @ a6c01db0: where `resources.gpu` is set, `resources.gpuType` (by default
+#:   `nvidia.com/gpu`) gets that quantity in the vLLM container's requests and limits, and
+#:   the same for the sidecar's (which gets 0 of it otherwise: not a request).
+#: * ai-dynamo/dynamo deploy/cloud/operator/internal/controller_common/resource.go @ 0284ad86
+#:   (`GetResourcesConfig`): a component's `resources.limits.gpu` becomes a limit of
+#:   `limits.gpuType` (by default `nvidia.com/gpu`), and every name of `limits.custom` and
+#:   `requests.custom` a limit or request (`requests.gpu` is not used). In a
+#:   DynamoGraphDeployment each of `spec.services` is a component (`*` is any key).
+OPERATOR_GPU_FIELDS: Mapping[tuple[str, str], tuple[OperatorGpuField, ...]] = MappingProxyType(
+    {
+        **_SPARK_FIELDS,
+        ("production-stack.vllm.ai", "VLLMRuntime"): _VLLM_RUNTIME_FIELDS,
+        ("nvidia.com", "DynamoGraphDeployment"): _dynamo_fields(("spec", "services", "*", "resources")),
+        ("nvidia.com", "DynamoComponentDeployment"): _dynamo_fields(("spec", "resources")),
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +164,10 @@ class Asked:
     #: and what holds it ("podSpecPatch", "the patch file kustomize/gpu.yaml").
     inner: str = ""
     holder: str = ""
+    #: For an operator's field: what the operator does with it.
+    via: str = ""
+    #: Set when the mapping may cap rather than request: why.
+    uncertain: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,7 +195,39 @@ def asked_resources(
                 yield from _requirements(container.path, container.container)
         return
     kubevirt = group is not None and (group == "kubevirt.io" or group.endswith(".kubevirt.io"))
-    yield from _anywhere(obj, (), argo=group == ARGO_GROUP, kubevirt=kubevirt)
+    kind = text(obj.get("kind"))
+    for field in OPERATOR_GPU_FIELDS.get((group or "", kind), ()):
+        yield from _operator_gpu(obj, field)
+    caps = frozenset(path for path, _ in CAP_FIELDS.get((group or "", kind), ()))
+    yield from _anywhere(obj, (), argo=group == ARGO_GROUP, kubevirt=kubevirt, skip=caps)
+
+
+def _operator_gpu(obj: Mapping[str, Any], field: OperatorGpuField) -> Iterator[Asked]:
+    for path in _expand(obj, field.path):
+        gpu = mapping(get_path(obj, path))
+        via = f"{'.'.join(map(str, path))}: {field.becomes}"
+        if field.names_are_keys:
+            for name in gpu:
+                if isinstance(name, str):
+                    yield Asked((*path, name), name, field.section, via=via)
+            continue
+        named = gpu.get(field.name_key)
+        if isinstance(named, str) and named:
+            yield Asked((*path, field.name_key), named, field.section, via=via)
+        elif field.default_name is not None and gpu.get(field.quantity_key) not in (None, ""):
+            # The operator's default name; the quantity's field is what asks for it.
+            yield Asked((*path, field.quantity_key), field.default_name, field.section, via=via)
+
+
+def _expand(obj: Mapping[str, Any], pattern: tuple[str, ...]) -> Iterator[Path]:
+    """The paths in `obj` that `pattern` names, `*` standing for every key of a mapping."""
+    if "*" not in pattern:
+        yield pattern
+        return
+    star = pattern.index("*")
+    for key in mapping(get_path(obj, pattern[:star])):
+        if isinstance(key, str):
+            yield from _expand(obj, (*pattern[:star], key, *pattern[star + 1 :]))
 
 
 def _requirements(path: Path, owner: Mapping[str, Any]) -> Iterator[Asked]:
@@ -102,7 +251,9 @@ def _limit_range(obj: Mapping[str, Any]) -> Iterator[Asked]:
                     yield Asked(("spec", "limits", index, field, name), name, field)
 
 
-def _anywhere(value: object, base: Path, *, argo: bool, kubevirt: bool) -> Iterator[Asked | Unverifiable]:
+def _anywhere(
+    value: object, base: Path, *, argo: bool, kubevirt: bool, skip: frozenset[tuple[str, ...]] = frozenset()
+) -> Iterator[Asked | Unverifiable]:
     """Every ResourceRequirements-shaped mapping below `value` (and, for Argo and KubeVirt,
     their own ways to ask), in document order.
 
@@ -117,23 +268,28 @@ def _anywhere(value: object, base: Path, *, argo: bool, kubevirt: bool) -> Itera
         if type(current) is dict or isinstance(current, Mapping):
             if argo or kubevirt or "limits" in current or "requests" in current:
                 path = (*base, *_unlink(link))
+                # Beside other fields, limits may be a cap (a pool's, a queue's), not a request.
+                others = sorted(str(key) for key in current if key not in REQUIREMENTS_KEYS)
+                uncertain = f"beside {', '.join(others[:3])}{', ...' if len(others) > 3 else ''}" if others else ""
                 for section in REQUIREMENT_SECTIONS:
                     quantities = current.get(section)
-                    if isinstance(quantities, Mapping):
+                    if isinstance(quantities, Mapping) and not (skip and (*path, section) in skip):
                         for name in quantities:
                             if not isinstance(name, str):
                                 continue
-                            if argo and "{{" in name:
+                            if argo and ("{{" in name or is_filled(name)):
                                 why = f"the resource name {name!r} is a placeholder"
                                 yield Unverifiable((*path, section, name), why)
                             else:
-                                yield Asked((*path, section, name), name, section)
+                                yield Asked((*path, section, name), name, section, uncertain=uncertain)
                 if kubevirt:
                     yield from _kubevirt_devices(current, path)
                 if argo:
                     yield from _argo_strings(current, path)
             for key, item in reversed(list(current.items())):
                 if type(item) in (dict, list) or isinstance(item, (Mapping, list, tuple)):
+                    if skip and (*base, *_unlink(link), str(key)) in skip:
+                        continue  # a cap: nothing in it is a request
                     stack.append((item, (link, str(key))))
         elif isinstance(current, (list, tuple)):
             for index in range(len(current) - 1, -1, -1):
@@ -168,20 +324,45 @@ def _argo_strings(current: Mapping[str, Any], path: Path) -> Iterator[Asked | Un
 
 
 def _embedded(path: Path, source: str) -> Iterator[Asked | Unverifiable]:
+    placeholders = "{{" in source
     try:
-        value = read_embedded(source)
+        value = read_embedded(fill_placeholders(source) if placeholders else source)
     except Unreadable as unreadable:
         yield Unverifiable(path, f"{path[-1]} cannot be read: {unreadable}")
         return
     if not isinstance(value, (Mapping, list)):
-        if "{{" in source:
+        if placeholders:
             yield Unverifiable(path, f"{path[-1]} is a placeholder filled in at run time")
         return
+    if placeholders:
+        for hole in _structural_placeholders(value):
+            why = "a {{...}} placeholder is the whole value, and the text Argo fills in could add fields (resources)"
+            yield Unverifiable(path, f"{path[-1]}, at {json_pointer(hole)}: {why}")
     for found in _anywhere(value, (), argo=True, kubevirt=False):
         if isinstance(found, Asked):
-            yield Asked(path, found.name, found.section, json_pointer(found.path), str(path[-1]))
+            inner = json_pointer(found.path)
+            yield Asked(path, found.name, found.section, inner, str(path[-1]), uncertain=found.uncertain)
         else:
             yield Unverifiable(path, f"{path[-1]}, at {json_pointer(found.path)}: {found.why}")
+
+
+def _structural_placeholders(value: Any) -> Iterator[Path]:
+    """Where a filled-in placeholder is a whole value (or key) that is not plainly text: a
+    name, an image, a quantity, an argument, anything in metadata (`_SCALAR_FIELDS`)."""
+    stack: list[tuple[Path, Any, bool]] = [((), value, False)]
+    while stack:
+        path, current, textual = stack.pop()
+        if isinstance(current, Mapping):
+            quantities = bool(path) and path[-1] in REQUIREMENT_SECTIONS
+            for key, item in reversed(list(current.items())):
+                inside = textual or quantities or key in _SCALAR_FIELDS or key == "metadata"
+                if is_filled(key) and not (textual or quantities):
+                    yield (*path, str(key))
+                stack.append(((*path, str(key)), item, inside))
+        elif isinstance(current, list):
+            stack.extend(((*path, index), item, textual) for index, item in reversed(list(enumerate(current))))
+        elif not textual and current == PLACEHOLDER_WORD:
+            yield path
 
 
 # --- kustomizations -----------------------------------------------------------------
