@@ -1,4 +1,12 @@
-"""The patches of a kustomization, inline and in the files it names, read as kustomize reads them.
+"""Kustomizations: rendered as `kubectl kustomize` renders them, and their patches read as
+written where they are not rendered.
+
+Rendering (README, "Kustomize, as kustomize renders it"): `roots` picks the kustomizations
+no other one in the input builds on (`tree`, `closure`: their resources, bases, components
+and patch files), `render` runs `kubectl kustomize` (or `kustomize build`) in a temporary
+folder whose kustomization asks for origin annotations, with a timeout, no stdin and no
+network, and `origin` maps each rendered object back to the file it came from.  A remote
+reference, a missing renderer or a timeout leaves the kustomization to the reading below.
 
 kustomize (`api/types/kustomization.go`, `patch.go`) takes patches from three fields:
 
