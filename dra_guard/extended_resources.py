@@ -124,6 +124,10 @@ def _dynamo_fields(resources: tuple[str, ...]) -> tuple[OperatorGpuField, ...]:
             )
             for section in REQUIREMENT_SECTIONS
         ),
+        # The component's `device.resources`, beside `resources`: "how to ask the operator for
+        # HAMi-sliced GPUs through the new `device` field" (examples/backends/vllm/deploy/
+        # disagg_hami.yaml @ b5fa9e64), a mapping of resource names to quantities.
+        OperatorGpuField((*resources[:-1], "device", "resources"), f"{becomes} resources", names_are_keys=True),
     )
 
 
@@ -140,7 +144,8 @@ def _dynamo_fields(resources: tuple[str, ...]) -> tuple[OperatorGpuField, ...]:
 #:   (`GetResourcesConfig`): a component's `resources.limits.gpu` becomes a limit of
 #:   `limits.gpuType` (by default `nvidia.com/gpu`), and every name of `limits.custom` and
 #:   `requests.custom` a limit or request (`requests.gpu` is not used). In a
-#:   DynamoGraphDeployment each of `spec.services` is a component (`*` is any key).
+#:   DynamoGraphDeployment each of `spec.services` is a component (`*` is any key); its
+#:   `device.resources` names are asked for too.
 OPERATOR_GPU_FIELDS: Mapping[tuple[str, str], tuple[OperatorGpuField, ...]] = MappingProxyType(
     {
         **_SPARK_FIELDS,

@@ -223,6 +223,13 @@ def test_point2_dynamo_component_gpu_becomes_limits() -> None:
     ]
     component["spec"]["resources"] = {"limits": {"cpu": "2"}, "requests": {"gpu": "1"}}
     assert dra001([component]) == []  # the operator does not use requests.gpu
+    # Dynamo's disagg_hami.yaml (@ b5fa9e64): HAMi shares through a service's `device` field.
+    graph["spec"]["services"]["VllmDecodeWorker"]["device"] = {
+        "resources": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": "50"},
+        "schedulerName": "hami-scheduler",
+    }
+    device = "/spec/services/VllmDecodeWorker/device/resources/"
+    assert {f.path for f in dra001([graph])} >= {f"{device}nvidia.com~1gpumem", f"{device}nvidia.com~1gpucores"}
 
 
 # --- point 7 ------------------------------------------------------------------------------------
