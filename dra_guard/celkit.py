@@ -17,7 +17,7 @@ objects.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from dra_guard.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
 from dra_guard.catalog import POD_SPEC_PATHS
@@ -89,10 +89,10 @@ class Admission:
     #: A matchCondition: the policy ignores objects for which it is false. It may use
     #: `object` only: the API server gives matchConditions no variables.
     condition: str | None = None
-    #: Which of the engine's findings the policy decides (default: every one that needs
-    #: only the object itself). The parity test compares exactly these, and the webhook
-    #: leaves them to the policy; see `decides`.
-    covers: Callable[[Finding], bool] | None = field(default=None, compare=False)
+    #: The rule's facets (`FACETS`) whose findings the policy decides, when it decides only
+    #: some (default: every finding that needs only the object itself). The parity test
+    #: compares exactly these, and the webhook leaves them to the policy; see `decides`.
+    covers: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,18 +108,18 @@ AdmissionDeclaration = Callable[[AdmissionTarget], Admission] | NotAdmissible
 def decides(admission: Admission, finding: Finding) -> bool:
     """Whether the policy, rather than the webhook, answers for this finding of its rule.
 
-    A policy decides only findings on objects of the kinds (and API groups) it matches.
-    Among those, a rule's `covers` says which; without one, the policy decides what needs no
-    other object (findings that are not cross-object).  A `covers` may claim a cross-object
-    finding whose verdict the policy reaches without the other object, as a check of the
-    object alone does (a controller's pod template naming a claim).
+    A policy decides only findings on objects of the kinds (and API groups) it matches, and
+    only those that need no other object (not cross-object: a policy sees one object).
+    Among those, a rule's `covers` names the facets, the rule's distinct checks, that the
+    policy performs; without one, it performs them all.  A facet, not a message, decides:
+    rewording a finding cannot move it between the policy and the webhook.
     """
     group = finding.object.api_version.rpartition("/")[0]
     if finding.object.kind not in admission.kinds or KIND_RESOURCES[finding.object.kind][0] != group:
         return False  # a kind the policy does not match (a CRD's pod template, a kind of another group)
-    if admission.covers is not None:
-        return bool(admission.covers(finding))
-    return not finding.cross_object
+    if finding.cross_object:
+        return False
+    return admission.covers is None or finding.facet in admission.covers
 
 
 # --- writing CEL ------------------------------------------------------------------------

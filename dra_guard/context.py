@@ -72,6 +72,9 @@ class Violation:
     #: see objects with parts unknown (Pulumi during preview, patches) keep a finding
     #: only when neither its path nor its evidence touches an unknown part.
     evidence: tuple[Path, ...] | None = None
+    #: Which of the rule's checks found it: one of the rule's `FACETS` ("" for a rule that
+    #: declares none).  What an admission policy covers is a set of facets, never words.
+    facet: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class Pending:
     severity: Severity | None = None
     #: As for a Violation: what else in the object the finding rests on (None: anything).
     evidence: tuple[Path, ...] | None = None
+    #: As for a Violation: which of the rule's checks it is.
+    facet: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,7 +535,11 @@ class Context:
                 kept.append(replace(violation, resolve=_unless_classes_are_not_accelerators, args=chained))
             else:
                 own = (self, classes, violation.message, violation.severity, violation.cross_object)
-                kept.append(Pending(path, _unless_not_accelerators, own, violation.severity, violation.evidence))
+                kept.append(
+                    Pending(
+                        path, _unless_not_accelerators, own, violation.severity, violation.evidence, violation.facet
+                    )
+                )
         return kept
 
 

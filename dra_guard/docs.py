@@ -99,6 +99,9 @@ def rules_markdown(registry: Registry) -> str:
             "",
             f"**Fix.** {rule.remediation}",
         ]
+        if rule.facets:
+            lines += ["", "**Facets** (its distinct checks: a finding's `facet` in JSON and SARIF).", ""]
+            lines += [f"* `{code}`: {description}." for code, description in rule.facets.items()]
         if rule.options:
             lines += ["", "**Options.**", ""]
             lines += [f"* {_option_line(option, markdown=True)}" for option in rule.options]
@@ -139,6 +142,9 @@ def explain_text(rule: Rule) -> str:
         lines += [f'Waive on one object with the annotation\n  {IGNORE_ANNOTATION_PREFIX}{rule.id}: "<reason>"']
     else:
         lines += [f"Not waivable: the annotation {IGNORE_ANNOTATION_PREFIX}{rule.id} is reported, not obeyed."]
+    if rule.facets:
+        lines += ["", "Facets (a finding's `facet` in JSON and SARIF):"]
+        lines += [f"  {code}: {description}" for code, description in rule.facets.items()]
     if rule.options:
         lines += ["", "Options:", *[f"  {_option_line(option, markdown=False)}" for option in rule.options]]
     for example in rule.examples:

@@ -12,6 +12,7 @@ from dra_guard.config import NON_WAIVABLE, Config
 from dra_guard.context import Context, Location, Pending, Resolved, Resource, Violation
 from dra_guard.findings import Finding, InputError, ObjectRef, Report, Severity, json_pointer
 from dra_guard.manifest import Path, is_list_kind, items, mapping, shape_problems
+from dra_guard.rulekit import RuleModuleError
 from dra_guard.rules import RULES, Rule
 
 
@@ -91,6 +92,7 @@ def _finding(
         cross_object=isinstance(violation, Pending) or violation.cross_object,
         waiver=waiver,
         evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
+        facet=violation.facet,
     )
 
 
@@ -128,6 +130,7 @@ class _PendingKind:
     origin: str | None
     waiver: str | None
     evidence: tuple[str, ...] | None
+    facet: str
     note: str
     resolve: Callable[..., str | Resolved | None]
 
@@ -162,6 +165,7 @@ class _Deferred:
             cross_object=cross_object,
             waiver=kind.waiver,
             evidence=kind.evidence,
+            facet=kind.facet,
         )
 
 
@@ -288,6 +292,10 @@ class Checker:
             # still show a request's class to be a NIC's or a CPU's (issue 20, point 6).
             violations = self.context.unless_not_accelerators(resource, violations)
         for violation in violations:
+            if violation.facet not in rule.facet_codes:
+                raise RuleModuleError(
+                    f"rule module {rule.module} yields facet {violation.facet!r}, which its FACETS do not declare"
+                )
             note = ""
             waiver = None
             reason = _waiver(resource, rule.id, violation.path)
@@ -300,7 +308,16 @@ class Checker:
                 note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
             if isinstance(violation, Pending):
                 finding = _finding(rule, resource, violation, "", waiver)
-                key = (rule.id, finding.severity, finding.origin, waiver, finding.evidence, note, violation.resolve)
+                key = (
+                    rule.id,
+                    finding.severity,
+                    finding.origin,
+                    waiver,
+                    finding.evidence,
+                    finding.facet,
+                    note,
+                    violation.resolve,
+                )
                 kind = self._pending_kinds.get(key)
                 if kind is None:
                     kind = self._pending_kinds[key] = _PendingKind(rule, *key[1:])

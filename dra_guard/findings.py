@@ -62,6 +62,8 @@ class Finding:
     #: JSON pointers of what else in the object the finding rests on: () for nothing but
     #: its own path, None for anything in the object (see `Violation.evidence`).
     evidence: tuple[str, ...] | None = None
+    #: Which of the rule's checks found it (the rule's `FACETS`; "" for a rule with one).
+    facet: str = ""
 
 
 @dataclass(frozen=True, slots=True)

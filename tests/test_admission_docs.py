@@ -38,7 +38,8 @@ def render_coverage() -> str:
             policy, webhook = f"— ({reasons[rule.id]})", "all of it"
         else:
             policy = ", ".join(sorted(admission.kinds))
-            webhook = "—" if admission.covers is None else "what the policy leaves"
+            left = [facet for facet in rule.facets if admission.covers is not None and facet not in admission.covers]
+            webhook = "—" if not left else "facets " + ", ".join(f"`{facet}`" for facet in left)
         if rule.cross_object:
             webhook += ", as far as the object and its namespace's claim templates show"
         rows.append(f"| {rule.id} {rule.name} | {policy} | {webhook} |")

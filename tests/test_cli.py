@@ -81,7 +81,8 @@ def test_json_format_is_exactly_the_documented_shape() -> None:
     document = json.loads(result.stdout)
     assert set(document) == {"findings", "waived", "errors", "skipped", "unchecked", "summary"}
     (finding,) = document["findings"]
-    assert set(finding) == {"rule", "severity", "message", "file", "line", "object", "path", "remediation"}
+    assert set(finding) == {"rule", "facet", "severity", "message", "file", "line", "object", "path", "remediation"}
+    assert finding["facet"] is None  # DRA001 is one check
     assert set(finding["object"]) == {"apiVersion", "kind", "namespace", "name"}
     assert (finding["rule"], finding["severity"], finding["line"]) == ("DRA001", "critical", 13)
     assert finding["path"] == "/spec/containers/0/resources/limits/nvidia.com~1gpu"

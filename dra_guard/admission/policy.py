@@ -41,6 +41,7 @@ from dra_guard.celkit import (
     string_list,
 )
 from dra_guard.config import ADMISSION_CLAIM_WRITERS, CLAIM_WRITERS, NON_WAIVABLE
+from dra_guard.rulekit import RuleModuleError
 from dra_guard.rules import Registry, Rule
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -60,7 +61,11 @@ def covered_rules(registry: Registry, target: AdmissionTarget) -> list[Covered]:
     for rule in registry.values():
         if not target.config.rule_enabled(rule.id) or isinstance(rule.admission, NotAdmissible):
             continue
-        result.append(Covered(rule, rule.admission(target)))
+        admission = rule.admission(target)
+        unknown = sorted(admission.covers - rule.facet_codes) if admission.covers is not None else []
+        if unknown:
+            raise RuleModuleError(f"rule module {rule.module}: ADMISSION covers undeclared facets {', '.join(unknown)}")
+        result.append(Covered(rule, admission))
     return result
 
 

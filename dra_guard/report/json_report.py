@@ -24,6 +24,8 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
         obj["generateName"] = finding.object.generate_name
     entry: dict[str, Any] = {
         "rule": finding.rule,
+        # Which of the rule's checks (docs/rules.md lists each rule's facets); null for a rule of one check.
+        "facet": finding.facet or None,
         "severity": finding.severity.label,
         "message": finding.message,
         "file": finding.file,

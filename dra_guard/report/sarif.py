@@ -50,6 +50,7 @@ def _rules() -> list[dict[str, Any]]:
             "properties": {
                 "tags": ["security", "kubernetes", "dra"],
                 "security-severity": _SECURITY_SEVERITY[rule.severity],
+                **({"facets": dict(rule.facets)} if rule.facets else {}),
             },
         }
         for rule in RULES.values()
@@ -97,6 +98,8 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         "partialFingerprints": {"draGuard/v1": f"{finding.rule}:{finding.object}:{finding.path}"},
         "properties": {"severity": finding.severity.label, "path": finding.path},
     }
+    if finding.facet:
+        result["properties"]["facet"] = finding.facet
     if finding.waiver is not None:
         result["suppressions"] = [{"kind": "inSource", "status": "accepted", "justification": finding.waiver}]
     return result

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from dra_guard.celkit import AdmissionDeclaration, NotAdmissible
@@ -89,6 +89,13 @@ class Rule:
     #: Its form as a ValidatingAdmissionPolicy (`ADMISSION`: a function of the target), or
     #: `NotAdmissible` saying why it has none.
     admission: AdmissionDeclaration
+    #: `FACETS`: its distinct checks, code -> what the check finds; empty for a rule of one check.
+    facets: Mapping[str, str]
+
+    @property
+    def facet_codes(self) -> frozenset[str]:
+        """The facets its findings may carry ("" alone for a rule that declares none)."""
+        return frozenset(self.facets) if self.facets else frozenset({""})
 
     def applies_to(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds
@@ -149,6 +156,16 @@ def _rule(module: ModuleType) -> Rule:
         raise refuse("ADMISSION must be a function of the AdmissionTarget, or NotAdmissible('why')")
     if isinstance(admission, NotAdmissible) and not (isinstance(admission.reason, str) and admission.reason.strip()):
         raise refuse("ADMISSION is NotAdmissible without a reason: say why the API server cannot decide the rule")
+    facets: object = getattr(module, "FACETS", MappingProxyType({}))
+    if not isinstance(facets, Mapping):
+        raise refuse(f"FACETS must be a mapping of facet code to description, not {type(facets).__name__}")
+    for code, description in facets.items():
+        if not (isinstance(code, str) and _NAME.fullmatch(code)):
+            raise refuse(f"facet {code!r} is not kebab-case")
+        if not (isinstance(description, str) and description.strip()):
+            raise refuse(f"facet {code} has no description")
+    if len(facets) == 1:
+        raise refuse("FACETS declares one facet: a rule of one check declares none")
     return Rule(
         id=rule_id,
         name=name,
@@ -164,6 +181,7 @@ def _rule(module: ModuleType) -> Rule:
         examples=examples,
         module=module.__name__,
         admission=admission,
+        facets=MappingProxyType(dict(facets)),
     )
 
 

@@ -19,7 +19,7 @@ from dra_guard.config import EXTRA_CLASSES
 from dra_guard.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.device_classes import class_pin, configured_selectors, redefinition
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Severity
 from dra_guard.manifest import CLAIM_KINDS, get_path, items, mapping, text
 from dra_guard.rulekit import Example
 from dra_guard.selectors import Pin, analyse
@@ -56,6 +56,13 @@ KINDS = frozenset({*CLAIM_KINDS, "DeviceClass"})
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
+FACETS = {
+    "no-class": "an accelerator request names no deviceClassName",
+    "invalid-cel": "a selector is not valid CEL (the API server refuses it before any policy)",
+    "unread-pin": "the pin is written in a form the shared pattern does not read",
+    "unpinned": "no top-level && conjunct pins the class's profile attribute to one value",
+    "redefined-class": "a DeviceClass redefines a class dra-guard knows with different pinning",
+}
 _PER_PROFILE_SELECTOR = (
     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && "
     "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
@@ -196,7 +203,11 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
     for request in context.accelerator_requests(resource):
         label = f"request {request.qualified_name!r}"
         if not request.device_class:
-            yield Violation(request.path, f"{label} names no deviceClassName, so nothing about the device is pinned")
+            yield Violation(
+                request.path,
+                f"{label} names no deviceClassName, so nothing about the device is pinned",
+                facet="no-class",
+            )
             continue
         known = context.config.device_class(request.device_class)
         pins: list[Pin] = []
@@ -213,6 +224,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 yield Violation(
                     (*request.path, "selectors", index, "cel", "expression"),
                     f"{label}: selector is not valid CEL ({analysis.error})",
+                    facet="invalid-cel",
                 )
             pins.extend(analysis.pins)
         if broken:
@@ -231,6 +243,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 f"{label} pins {wanted} in a form dra-guard does not read (nested more than {DEPTH} groups deep, "
                 "next to a triple-quoted string, or with escapes in the domain or attribute); write it as a plain "
                 "top-level && conjunct",
+                facet="unread-pin",
             )
             continue
         if pins:
@@ -255,13 +268,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             # A class the configuration or the catalog knows: its selectors decide, whatever
             # DeviceClass of that name the input holds (`dra_guard.device_classes`).
             if class_pin(known, configured.expressions) is None:
-                yield Violation(request.path, message)
+                yield Violation(request.path, message, facet="unpinned")
         elif context.complete:
             # A class dra-guard does not know: a DeviceClass of that name among the objects
             # (before or after this one) is what the cluster gets, and its selectors decide.
-            yield Pending(request.path, _unless_the_class_pins, (context, request.device_class, known, message))
+            args = (context, request.device_class, known, message)
+            yield Pending(request.path, _unless_the_class_pins, args, facet="unpinned")
         else:
-            yield Violation(request.path, message)
+            yield Violation(request.path, message, facet="unpinned")
 
 
 def _unless_the_class_pins(
@@ -290,7 +304,7 @@ def _check_device_class(resource: Resource, context: Context) -> Iterator[Violat
     ]
     problem = redefinition(name, context.config, expressions) if name else None
     if problem is not None:
-        yield Violation(("spec", "selectors"), problem)
+        yield Violation(("spec", "selectors"), problem, facet="redefined-class")
 
 
 def _admission(target: AdmissionTarget) -> Admission:
@@ -333,15 +347,10 @@ def _admission(target: AdmissionTarget) -> Admission:
                 'attribute to one value in a top-level && conjunct"',
             ),
         ),
-        covers=_decided_in_admission,
+        # The API server compiles selectors before admission: invalid CEL never reaches a
+        # policy.  A DeviceClass is no kind the policy matches.
+        covers=frozenset({"no-class", "unread-pin", "unpinned"}),
     )
-
-
-def _decided_in_admission(finding: Finding) -> bool:
-    # The API server compiles selectors before admission: invalid CEL never reaches a policy.
-    # A finding a DeviceClass among the objects decided is the engine's and the webhook's:
-    # a policy sees the claim alone (cross-object findings are never compared).
-    return "is not valid CEL" not in finding.message and not finding.cross_object
 
 
 ADMISSION = _admission

@@ -9,7 +9,7 @@ from dra_guard.catalog import POD_GROUP_KINDS
 from dra_guard.celkit import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
 from dra_guard.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.device_classes import decided_by_input
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Severity
 from dra_guard.manifest import Path, items, mapping, text
 from dra_guard.pod_templates import PodSpecView
 from dra_guard.rulekit import Example
@@ -39,6 +39,13 @@ KINDS = None
 CROSS_OBJECT = True
 WAIVABLE = True
 OPTIONS = ()
+FACETS = {
+    "template-claim": "a controller's pod template names a ResourceClaim that every pod it creates would share",
+    "generated-pod-claim": "a Pod with generateName names a ResourceClaim that every create of it shares",
+    "pods-share-claim": "pods of the input name the same ResourceClaim",
+    "group-claim": "a PodGroup's claim is shared by every pod of the group",
+    "group-template": "a pod's template claim resolves to the one claim its PodGroup makes",
+}
 _POD = """\
 apiVersion: v1
 kind: Pod
@@ -152,7 +159,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             message = f"{resource.kind} claim {text(claim.get('name'))!r} is shared by every pod of the group"
             args = (context, resource.namespace, text(claim.get("resourceClaimName")), message)
             template = text(claim.get("resourceClaimTemplateName"))
-            yield Pending(path, _group_claim, (*args, template))
+            yield Pending(path, _group_claim, (*args, template), facet="group-claim")
         return
     # Several pod specs may share one claim list (an Argo workflow's): report it once.
     reported: set[Path] = set()
@@ -166,11 +173,13 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             generate_name = made_many_times(resource.obj) if resource.kind == "Pod" else None
             if pod.is_template or generate_name is not None:
                 if generate_name is not None:
+                    facet = "generated-pod-claim"
                     message = (
-                        f"{_GENERATED_MESSAGE}{generate_name!r} and no name of its own: every `kubectl create` of it "
-                        f"makes another pod naming ResourceClaim {claim_name!r}, and they all share it"
+                        f"this Pod has generateName {generate_name!r} and no name of its own: every `kubectl create` "
+                        f"of it makes another pod naming ResourceClaim {claim_name!r}, and they all share it"
                     )
                 else:
+                    facet = "template-claim"
                     message = (
                         f"the pod template of this {resource.kind} names ResourceClaim {claim_name!r}, "
                         "which every pod it creates would share"
@@ -179,15 +188,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 if known is None or any(decided_by_input(name, context.config) for name in known.classes):
                     # The claim may come further on, and ask for no accelerator; or a DeviceClass
                     # further on may show that its class is a NIC's.
-                    yield Pending(
-                        (*path, "resourceClaimName"), _unless_no_accelerator, (context, namespace, claim_name, message)
-                    )
+                    args = (context, namespace, claim_name, message)
+                    yield Pending((*path, "resourceClaimName"), _unless_no_accelerator, args, facet=facet)
                 elif not context.no_accelerator(known):
-                    yield Violation((*path, "resourceClaimName"), message)
+                    yield Violation((*path, "resourceClaimName"), message, facet=facet)
                 continue
             # A function and its arguments, not a closure: one is kept per pod until the end.
             shared = (context, claim_name, namespace, resource.serial)
-            yield Pending((*path, "resourceClaimName"), _shared_with, shared)
+            yield Pending((*path, "resourceClaimName"), _shared_with, shared, facet="pods-share-claim")
         yield from _group_shared_templates(resource, context, pod, reported)
 
 
@@ -205,7 +213,7 @@ def _group_shared_templates(
         reported.add((*path, "resourceClaimTemplateName"))
         facts = (text(claim.get("name")), text(claim.get("resourceClaimName")), template)
         args = (context, resource.namespace, group, facts)
-        yield Pending((*path, "resourceClaimTemplateName"), _shared_by_group, args)
+        yield Pending((*path, "resourceClaimTemplateName"), _shared_by_group, args, facet="group-template")
 
 
 def _shared_by_group(context: Context, namespace: str, group: str, facts: tuple[str, str, str]) -> str | None:
@@ -260,9 +268,6 @@ def _claims_no_accelerator(context: Context, namespace: str, name: str) -> bool:
 
 # --- admission ---------------------------------------------------------------------------
 
-_TEMPLATE_MESSAGE = "the pod template of this "
-_GENERATED_MESSAGE = "this Pod has generateName "
-
 
 def _admission(target: AdmissionTarget) -> Admission:
     """A controller's (or PodTemplate's) pod template naming a ResourceClaim: every pod it
@@ -303,12 +308,8 @@ def _admission(target: AdmissionTarget) -> Admission:
                 "resourceClaimTemplateName'",
             ),
         ),
-        covers=_decided_in_admission,
+        covers=frozenset({"template-claim", "generated-pod-claim"}),
     )
-
-
-def _decided_in_admission(finding: Finding) -> bool:
-    return finding.message.startswith((_TEMPLATE_MESSAGE, _GENERATED_MESSAGE))
 
 
 ADMISSION = _admission

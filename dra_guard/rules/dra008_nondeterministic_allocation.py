@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, failing_requests, is_accelerator_body
 from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Severity
 from dra_guard.manifest import ALL, CLAIM_KINDS, EXACT_COUNT, count_value, shown
 from dra_guard.rulekit import Example
 
@@ -26,6 +26,12 @@ KINDS = frozenset(CLAIM_KINDS)
 CROSS_OBJECT = False
 WAIVABLE = True
 OPTIONS = ()
+FACETS = {
+    "all": "an accelerator request uses allocationMode: All, which takes every matching device",
+    "unknown-mode": "an allocationMode that is neither ExactCount nor All",
+    "fractional-count": "a count that is not a whole number of devices",
+    "implicit": "allocationMode or count left to the API server's defaults",
+}
 _CLAIM = """\
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
@@ -62,18 +68,21 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             yield Violation(
                 (*request.path, "allocationMode"),
                 f"{label} uses allocationMode: All, which takes every matching device",
+                facet="all",
             )
             continue
         if mode != EXACT_COUNT:
             yield Violation(
                 (*request.path, "allocationMode"),
                 f"{label} has allocationMode {shown(mode)}, which is neither ExactCount nor All",
+                facet="unknown-mode",
             )
             continue
         if request.count is None:
             yield Violation(
                 (*request.path, "count"),
                 f"{label} has count {shown(request.raw.get('count'))}, which is not a whole number of devices",
+                facet="fractional-count",
             )
             continue
         # Explicitness is about what was written: the raw request, before API defaults.
@@ -84,13 +93,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         if implicit:
             note = " (count: 0 is stored as the default, 1)" if zero else ""
             yield Violation(
-                request.path, f"{label} leaves {' and '.join(implicit)} implicit{note}", severity=Severity.MEDIUM
+                request.path,
+                f"{label} leaves {' and '.join(implicit)} implicit{note}",
+                severity=Severity.MEDIUM,
+                facet="implicit",
             )
 
 
 # --- admission ---------------------------------------------------------------------------
-
-_ALL_MESSAGE = "uses allocationMode: All"
 
 
 def _admission(target: AdmissionTarget) -> Admission:
@@ -115,12 +125,8 @@ def _admission(target: AdmissionTarget) -> Admission:
                 "every matching device'",
             ),
         ),
-        covers=_decided_in_admission,
+        covers=frozenset({"all"}),
     )
-
-
-def _decided_in_admission(finding: Finding) -> bool:
-    return _ALL_MESSAGE in finding.message
 
 
 ADMISSION = _admission

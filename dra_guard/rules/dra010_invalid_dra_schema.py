@@ -11,7 +11,7 @@ from dra_guard.catalog import EXCLUSIVITY_GUARD, KubernetesRelease
 from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, devices_list, string
 from dra_guard.context import Context, Resource, Violation
 from dra_guard.dra_fields import FIELDS, RELEASES
-from dra_guard.findings import Finding, Severity
+from dra_guard.findings import Severity
 from dra_guard.manifest import (
     ALL,
     ALLOCATION_MODES,
@@ -64,6 +64,16 @@ KINDS = frozenset(CLAIM_KINDS)
 CROSS_OBJECT = False
 WAIVABLE = True
 OPTIONS = ()
+FACETS = {
+    "unserved-version": "the target release does not serve the kind in this apiVersion",
+    "unknown-field": "a field the release's schema does not have",
+    "request-shape": "a request without exactly one of `exactly` and `firstAvailable` (or with a class beside them)",
+    "invalid-value": "an allocationMode, count, adminAccess or toleration value the API server refuses",
+    "unknown-request": "a constraint or config entry names a request the claim does not have",
+    "guard-without-gate": "device.allowMultipleAllocations on a release where it does not compile",
+    "nvidia-parameters": "opaque parameters for gpu.nvidia.com that the driver's strict decoder refuses",
+    "nvidia-config-kind": "an NVIDIA config kind that does not fit its devices' class",
+}
 _CLAIM = """\
 apiVersion: resource.k8s.io/%s
 kind: ResourceClaim
@@ -193,7 +203,9 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     if fields is None:
         served = ", ".join(_served(release.version))
         yield Violation(
-            ("apiVersion",), f"Kubernetes {release.version} does not serve {resource.kind}s in {version} ({served})"
+            ("apiVersion",),
+            f"Kubernetes {release.version} does not serve {resource.kind}s in {version} ({served})",
+            facet="unserved-version",
         )
         return
     yield from _unknown_fields(resource, fields, f"{version} (Kubernetes {release.version})")
@@ -215,7 +227,7 @@ def _unknown(value: object, allowed: frozenset[str], path: Path, what: str, vers
         return
     for key in value:
         if key not in allowed:
-            yield Violation((*path, str(key)), f"{what} has no field {key!r} in {version}")
+            yield Violation((*path, str(key)), f"{what} has no field {key!r} in {version}", facet="unknown-field")
 
 
 def _unknown_fields(resource: Resource, fields: Mapping[str, frozenset[str]], version: str) -> Iterator[Violation]:
@@ -247,7 +259,9 @@ def _unknown_fields(resource: Resource, fields: Mapping[str, frozenset[str]], ve
             yield from _request_parts(request, fields, path, version)
             if text(request.get("deviceClassName")) and items(request.get("firstAvailable")):
                 yield Violation(
-                    path, f"a device request in {version} sets both deviceClassName and `firstAvailable`; it takes one"
+                    path,
+                    f"a device request in {version} sets both deviceClassName and `firstAvailable`; it takes one",
+                    facet="request-shape",
                 )
         for sub_index, sub_request in enumerate(items(request.get("firstAvailable"))):
             sub_path = (*path, "firstAvailable", sub_index)
@@ -291,9 +305,15 @@ def _one_of_exactly_first_available(request: Mapping[str, Any], path: Path, vers
     has_exactly = request.get("exactly") is not None
     has_alternatives = bool(items(request.get("firstAvailable")))
     if not has_exactly and not has_alternatives:
-        yield Violation(path, f"a device request in {version} needs `exactly` or `firstAvailable`")
+        yield Violation(
+            path, f"a device request in {version} needs `exactly` or `firstAvailable`", facet="request-shape"
+        )
     elif has_exactly and has_alternatives:
-        yield Violation(path, f"a device request in {version} sets both `exactly` and `firstAvailable`; it takes one")
+        yield Violation(
+            path,
+            f"a device request in {version} sets both `exactly` and `firstAvailable`; it takes one",
+            facet="request-shape",
+        )
 
 
 def _values(resource: Resource) -> Iterator[Violation]:
@@ -308,6 +328,7 @@ def _values(resource: Resource) -> Iterator[Violation]:
             yield Violation(
                 (*request.path, "allocationMode"),
                 f"{label}: allocationMode must be ExactCount or All, got {shown(mode)}; the API server refuses it",
+                facet="invalid-value",
             )
         yield from _count_value(request, label)
         admin = request.raw.get("adminAccess")
@@ -315,6 +336,7 @@ def _values(resource: Resource) -> Iterator[Violation]:
             yield Violation(
                 (*request.path, "adminAccess"),
                 f"{label}: adminAccess {shown(admin)} is not true or false; the API server refuses it",
+                facet="invalid-value",
             )
         yield from _tolerations(request)
 
@@ -324,11 +346,21 @@ def _count_value(request: DeviceRequestView, label: str) -> Iterator[Violation]:
     count = count_value(written)
     path = (*request.path, "count")
     if count is None:
-        yield Violation(path, f"{label}: count {shown(written)} is not an integer; the API server refuses it")
+        yield Violation(
+            path, f"{label}: count {shown(written)} is not an integer; the API server refuses it", facet="invalid-value"
+        )
     elif request.allocation_mode == EXACT_COUNT and count < 0:
-        yield Violation(path, f"{label}: count {count} must be greater than zero with allocationMode ExactCount")
+        yield Violation(
+            path,
+            f"{label}: count {count} must be greater than zero with allocationMode ExactCount",
+            facet="invalid-value",
+        )
     elif request.allocation_mode == ALL and count != 0:
-        yield Violation(path, f"{label}: count may not be set with allocationMode All (it takes every device)")
+        yield Violation(
+            path,
+            f"{label}: count may not be set with allocationMode All (it takes every device)",
+            facet="invalid-value",
+        )
 
 
 def _tolerations(request: DeviceRequestView) -> Iterator[Violation]:
@@ -337,11 +369,15 @@ def _tolerations(request: DeviceRequestView) -> Iterator[Violation]:
         operator, effect = entry.get("operator", "Equal"), entry.get("effect", "")
         if operator not in _TOLERATION_OPERATORS:
             yield Violation(
-                (*path, "operator"), f"a toleration's operator must be Exists or Equal, got {shown(operator)}"
+                (*path, "operator"),
+                f"a toleration's operator must be Exists or Equal, got {shown(operator)}",
+                facet="invalid-value",
             )
         if effect not in ("", *_TOLERATION_EFFECTS):
             yield Violation(
-                (*path, "effect"), f"a toleration's effect must be NoSchedule, NoExecute or empty, got {shown(effect)}"
+                (*path, "effect"),
+                f"a toleration's effect must be NoSchedule, NoExecute or empty, got {shown(effect)}",
+                facet="invalid-value",
             )
 
 
@@ -359,6 +395,7 @@ def _request_references(devices: Mapping[str, Any], devices_path: Path) -> Itera
                     yield Violation(
                         (*devices_path, section, index, "requests", position),
                         f"{what} names request {name!r}, which this claim does not have ({', '.join(sorted(names))})",
+                        facet="unknown-request",
                     )
 
 
@@ -382,6 +419,7 @@ def _guard_without_gate(resource: Resource, release: KubernetesRelease, compiles
                     (*request.path, "selectors", index, "cel", "expression"),
                     f"request {request.qualified_name!r}: device.allowMultipleAllocations does not compile on "
                     f"Kubernetes {release.version}, which {gate}; the API server refuses the claim",
+                    facet="guard-without-gate",
                 )
 
 
@@ -399,7 +437,7 @@ def _nvidia_parameters(resource: Resource, devices: Mapping[str, Any], devices_p
         path = (*devices_path, "config", index, "opaque", "parameters")
         parameters = opaque.get("parameters")
         for problem in nvidia_problems(parameters):
-            yield Violation((*path, *problem.path), f"NVIDIA config: {problem.message}")
+            yield Violation((*path, *problem.path), f"NVIDIA config: {problem.message}", facet="nvidia-parameters")
         kind = mapping(parameters).get("kind")
         named = [text(name).partition("/")[0] for name in items(mapping(entry).get("requests"))]
         covered = {device_class for name in (named or list(classes)) for device_class in classes.get(name, ())}
@@ -415,6 +453,7 @@ def _nvidia_parameters(resource: Resource, devices: Mapping[str, Any], devices_p
                     (*path, "kind"),
                     f"NVIDIA config: a {kind} applies to devices of class {device_class}, which take a {wanted}; "
                     "the node fails to prepare the claim",
+                    facet="nvidia-config-kind",
                 )
 
 
@@ -465,12 +504,8 @@ def _admission(target: AdmissionTarget) -> Admission:
                 ),
             ),
         ),
-        covers=_decided_in_admission,
+        covers=frozenset({"nvidia-parameters", "nvidia-config-kind"}),
     )
-
-
-def _decided_in_admission(finding: Finding) -> bool:
-    return finding.message.startswith(_NVIDIA_MESSAGE)
 
 
 ADMISSION = _admission

@@ -50,6 +50,14 @@ HMAC_KEY_ENV: Option[Secret | None] = Option(
     default_doc="none: plain sha256 tags verify",
 )
 OPTIONS = (HMAC_KEY_ENV,)
+FACETS = {
+    "missing": "an accelerator claim (or a template's spec.metadata) carries no isolation tag",
+    "malformed": "a tag that is neither sha256:<64 hex> nor hmac-sha256:<64 hex>",
+    "not-hmac": "a plain sha256 tag where an HMAC key is configured",
+    "digest-mismatch": "the tag does not match the object: it was edited after tagging",
+    "declarations-disagree": "a template's spec.metadata declares other sanitization or tenant than the template",
+    "no-namespace": "an object without metadata.namespace, whose tag cannot be verified",
+}
 _TEMPLATE = """\
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
@@ -152,6 +160,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         yield Violation(
             (*own[0], "annotations", ISOLATION_TAG_ANNOTATION),
             "isolation tag does not match the object: it was edited after tagging",
+            facet="digest-mismatch",
         )
     for place, claim_annotations in claim_place:
         claim_tag = claim_annotations.get(ISOLATION_TAG_ANNOTATION)
@@ -160,6 +169,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             yield Violation(
                 (*place, "annotations", ISOLATION_TAG_ANNOTATION),
                 "claim tag in spec.metadata does not match the claims the template makes: it was edited after tagging",
+                facet="digest-mismatch",
             )
         for declaration in _SHARED_DECLARATIONS if claim_tag is not None else ():
             if claim_annotations.get(declaration) != own[1].get(declaration):
@@ -167,6 +177,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                     (*place, "annotations"),
                     f"spec.metadata declares {declaration} {claim_annotations.get(declaration)!r} for the claims made "
                     f"from the template, the template itself {own[1].get(declaration)!r}: they must agree",
+                    facet="declarations-disagree",
                 )
     if not namespaced:
         yield Violation(
@@ -174,6 +185,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
             f"accelerator {resource.kind} has no metadata.namespace, so its isolation tag cannot be verified: the "
             "tag binds the namespace the object lands in, and a manifest without one lands wherever "
             "`kubectl apply -n` puts it; set metadata.namespace",
+            facet="no-namespace",
         )
 
 
@@ -193,11 +205,13 @@ def _tag_problems(
     path = (*place, "annotations", ISOLATION_TAG_ANNOTATION)
     if tag is None:
         what = f"no {name}: the claims made from it carry none" if claim else f"no {ISOLATION_TAG_ANNOTATION}"
-        yield Violation(place, f"accelerator {kind} has {what}")
+        yield Violation(place, f"accelerator {kind} has {what}", facet="missing")
     elif not isinstance(tag, str) or not _WELL_FORMED.fullmatch(tag):
-        yield Violation(path, f"{name} {tag!r} is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex>")
+        yield Violation(
+            path, f"{name} {tag!r} is malformed; expected sha256:<64 hex> or hmac-sha256:<64 hex>", facet="malformed"
+        )
     elif key is not None and not tag.startswith(HMAC_PREFIX):
-        yield Violation(path, f"an HMAC key is configured, so the {name} must be hmac-sha256:")
+        yield Violation(path, f"an HMAC key is configured, so the {name} must be hmac-sha256:", facet="not-hmac")
 
 
 def _admission(target: AdmissionTarget) -> Admission:
@@ -250,9 +264,7 @@ def _admission(target: AdmissionTarget) -> Admission:
             ),
         ),
         # The digest itself is the webhook's: the policy decides presence, format and agreement.
-        covers=lambda finding: (
-            "does not match the" not in finding.message and "has no metadata.namespace" not in finding.message
-        ),
+        covers=frozenset({"missing", "malformed", "not-hmac", "declarations-disagree"}),
     )
 
 
