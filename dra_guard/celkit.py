@@ -16,7 +16,7 @@ objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from dra_guard.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
@@ -177,19 +177,6 @@ def devices_list(field: str) -> str:
 #: The top-level device requests of a ResourceClaim or ResourceClaimTemplate, or `[]`.
 #: Written with `object` alone, so a matchCondition (which gets no variables) can use it.
 REQUESTS = devices_list("requests")
-CLAIM_VARIABLES = (("requests", REQUESTS),)
-
-
-def every_request_body(check: Callable[[str], str], requests: str = "variables.requests") -> str:
-    """True when `check(body)` holds for every request body of the claim.
-
-    A body is what holds deviceClassName, selectors and count: the flat request
-    (v1alpha3/v1beta1), its `exactly` (v1beta2/v1), or each `firstAvailable` entry.
-    """
-    return (
-        f"{requests}.all(r, has(r.firstAvailable) ? r.firstAvailable.all(s, {check('s')}) : "
-        f"(has(r.exactly) ? {check('r.exactly')} : {check('r')}))"
-    )
 
 
 def some_request_body(check: Callable[[str], str], requests: str = "variables.requests") -> str:
@@ -198,15 +185,6 @@ def some_request_body(check: Callable[[str], str], requests: str = "variables.re
         f"{requests}.exists(r, has(r.firstAvailable) ? r.firstAvailable.exists(s, {check('s')}) : "
         f"(has(r.exactly) ? {check('r.exactly')} : {check('r')}))"
     )
-
-
-def first_failing_request(check: Callable[[str], str], requests: str = "variables.requests") -> str:
-    """A CEL string: the name of the first request with a body failing `check` (for messages)."""
-    failing = (
-        f"has(r.firstAvailable) ? !r.firstAvailable.all(s, {check('s')}) : "
-        f"!(has(r.exactly) ? {check('r.exactly')} : {check('r')})"
-    )
-    return f"{requests}.filter(r, {failing}).map(r, has(r.name) ? r.name : '')[0]"
 
 
 def bodies(request: str) -> str:
@@ -284,7 +262,3 @@ def containers(pod: str = "variables.pod") -> str:
     """CEL: the pod's init, regular and ephemeral containers, in that order, as one list."""
     lists = ("initContainers", "containers", "ephemeralContainers")
     return " + ".join(f"(has({pod}.{name}) ? {pod}.{name} : [])" for name in lists)
-
-
-def all_of(parts: Sequence[str]) -> str:
-    return " && ".join(f"({part})" for part in parts) if parts else "true"

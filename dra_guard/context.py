@@ -281,9 +281,6 @@ class Context:
         #: The claims each PodGroup shares among its pods, by (namespace, PodGroup name):
         #: (claim name, resourceClaimName, resourceClaimTemplateName), "" for what is unset.
         self._pod_group_claims: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
-        #: What shares a ResourceClaim by itself, by the claim's name: (namespace, who) for
-        #: each controller's pod template and each PodGroup that names it.
-        self._claim_sharers: dict[str, list[tuple[str, str]]] = {}
         self._slices: SliceCollector | None = None
         #: What a rule works out once per check from the whole input (`derived`).
         self._derived: dict[str, Any] = {}
@@ -345,14 +342,6 @@ class Context:
                     claim_name = claim.get("resourceClaimName")
                     if isinstance(claim_name, str):
                         self._add_claim_user(claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
-        if resource.kind != "Pod" and resource.pods:
-            # A pod template stamps out pods that all name the claim.
-            for pod in resource.pods:
-                for _, claim in pod.claims:
-                    claim_name = claim.get("resourceClaimName")
-                    if pod.is_template and isinstance(claim_name, str) and claim_name:
-                        sharer = f"the pod template of {resource.kind}/{resource.name}"
-                        self._claim_sharers.setdefault(claim_name, []).append((resource.namespace, sharer))
 
     def _add_compute_domain(self, resource: Resource) -> None:
         """The ResourceClaimTemplate an NVIDIA ComputeDomain makes: its controller creates
@@ -386,9 +375,6 @@ class Context:
             if group_name:
                 key = (resource.namespace, group_name)
                 self._pod_group_claims.setdefault(key, []).append((name, claim_name, template_name))
-            if claim_name:
-                sharer = f"{resource.kind}/{resource.name}"
-                self._claim_sharers.setdefault(claim_name, []).append((resource.namespace, sharer))
 
     def _add_claim_user(self, claim_name: str, user: ClaimUser) -> None:
         present = self._claim_users.get(claim_name)
@@ -465,12 +451,6 @@ class Context:
             f"PodGroup/{group_name}"
             for (group_namespace, group_name), entries in self._pod_group_claims.items()
             if same_namespace(group_namespace, namespace) and any(entry[2] == template for entry in entries)
-        )
-
-    def claim_sharers(self, claim_name: str, namespace: str) -> list[str]:
-        """What shares the ResourceClaim by itself: controllers' pod templates and PodGroups naming it."""
-        return sorted(
-            {who for where, who in self._claim_sharers.get(claim_name, ()) if same_namespace(where, namespace)}
         )
 
     def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:

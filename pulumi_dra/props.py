@@ -278,18 +278,3 @@ def read_props(resource_type: str, props: Mapping[str, Any], plain: Any = None) 
     if patch and obj.get("kind") == resource_type.rsplit(":", 1)[1]:
         obj["kind"] = kind
     return PropsObject(dict(obj), tuple(unknown), patch)
-
-
-def kubernetes_object(resource_type: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The Kubernetes object a resource's props describe, as plain dicts and lists.
-
-    None when the type is no Kubernetes object; CannotVerifyUntilApply when a value is
-    not known yet.  apiVersion and kind come from the type when the props leave them out.
-    """
-    read = read_props(resource_type, props)
-    if read is None:
-        return None
-    problem = read.cannot_verify()
-    if problem is not None:
-        raise problem
-    return read.obj

@@ -166,12 +166,6 @@ def _evaluate(expression: str, activation: Mapping[str, Any]) -> Any:
         return CELEvalError(str(error))
 
 
-def _is_true(value: Any) -> bool:
-    from celpy.celtypes import BoolType
-
-    return isinstance(value, BoolType) and bool(value)
-
-
 def evaluate_policy(
     policy: Mapping[str, Any],
     obj: Mapping[str, Any],

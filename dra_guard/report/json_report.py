@@ -57,14 +57,6 @@ def _tail(report: Report) -> dict[str, Any]:
     }
 
 
-def report_dict(report: Report) -> dict[str, Any]:
-    return {
-        "findings": [_finding_dict(finding) for finding in report.findings],
-        "waived": [_finding_dict(finding) for finding in report.waived],
-        **_tail(report),
-    }
-
-
 def _dumps(value: Any, indent: int) -> str:
     """`value` exactly as `json.dumps(..., indent=2, ensure_ascii=False)` writes it nested
     `indent` spaces deep.
@@ -100,7 +92,7 @@ def write_items(out: Output, items: Iterable[Any], indent: int) -> None:
 
 
 def write_json(report: Report, out: Output) -> None:
-    """`report_dict(report)` exactly as `json.dumps(..., indent=2)` writes it, one finding at
+    """The report as one `json.dumps(..., indent=2)` of its dict would write it, one finding at
     a time: a report of many findings is never one string, nor one list of dicts."""
     out.write('{\n  "findings": ')
     write_items(out, map(_finding_dict, report.findings), 2)

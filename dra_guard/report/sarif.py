@@ -9,7 +9,6 @@ dashboards show them as suppressed rather than not at all.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
@@ -153,9 +152,3 @@ def write_sarif(report: Report, out: Output) -> None:
     out.write(head + '"results": ')
     write_items(out, (_result(finding, rule_index[finding.rule]) for finding in ordered), 6)
     out.write(tail + "\n")
-
-
-def render_sarif(report: Report) -> str:
-    buffer = io.StringIO()
-    write_sarif(report, buffer)
-    return buffer.getvalue()
