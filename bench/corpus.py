@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from dra_guard import AcceleratorSlice, isolated_workload, isolation_tag
-from dra_guard.mig_profiles import max_per_gpu
+from dra_guard.contract.mig_profiles import max_per_gpu
 
 PROFILES = ("1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb")
 

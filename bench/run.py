@@ -122,7 +122,7 @@ class Table:
 
 def throughput(table: Table, scratch: Path, sizes: Sequence[int], rounds: int, checkov: str | None) -> None:
     python = sys.executable
-    check = [python, "-m", "dra_guard.cli", "check", "--format", "json", "--output", os.devnull]
+    check = [python, "-m", "dra_guard.cli.main", "check", "--format", "json", "--output", os.devnull]
     pyyaml_only = {**os.environ, "DRA_GUARD_YAML_PARSER": "pyyaml"}
     rss: dict[int, float] = {}
     for size in sizes:
@@ -240,7 +240,7 @@ def cold_start(table: Table, scratch: Path, rounds: int) -> None:
         [python, "-c", "import dra_guard; print(dra_guard.__file__)"], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert not where.startswith(str(REPO)), f"the benchmark's install is the checkout: {where}"
-    script = "import sys; from dra_guard.cli import main; sys.exit(main())"
+    script = "import sys; from dra_guard.cli.main import main; sys.exit(main())"
     runs = interleaved(
         {"check": ([python, "-c", script, "check", str(small)], None), "yaml": ([python, "-c", "import yaml"], None)},
         rounds,

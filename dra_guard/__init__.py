@@ -13,31 +13,31 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "IsolatedWorkload": "dra_guard.builders",
-    "build_claim_template": "dra_guard.builders",
-    "build_isolated_workload": "dra_guard.builders",
-    "build_workload": "dra_guard.builders",
-    "claim_template": "dra_guard.builders",
-    "isolated_workload": "dra_guard.builders",
-    "selector_expression": "dra_guard.builders",
-    "with_claim_template": "dra_guard.builders",
-    "workload": "dra_guard.builders",
-    "DEVICE_CLASSES": "dra_guard.catalog",
-    "DeviceClass": "dra_guard.catalog",
-    "AcceleratorSlice": "dra_guard.spec",
-    "ClaimOptions": "dra_guard.spec",
-    "ClaimSpec": "dra_guard.spec",
-    "WorkloadOptions": "dra_guard.spec",
-    "WorkloadSpec": "dra_guard.spec",
-    "claim_template_name": "dra_guard.spec",
-    "claim_isolation_tag": "dra_guard.tags",
-    "isolation_tag": "dra_guard.tags",
-    "verify_claim_isolation_tag": "dra_guard.tags",
-    "verify_isolation_tag": "dra_guard.tags",
+    "IsolatedWorkload": "dra_guard.build.builders",
+    "build_claim_template": "dra_guard.build.builders",
+    "build_isolated_workload": "dra_guard.build.builders",
+    "build_workload": "dra_guard.build.builders",
+    "claim_template": "dra_guard.build.builders",
+    "isolated_workload": "dra_guard.build.builders",
+    "selector_expression": "dra_guard.build.builders",
+    "with_claim_template": "dra_guard.build.builders",
+    "workload": "dra_guard.build.builders",
+    "DEVICE_CLASSES": "dra_guard.contract.catalog",
+    "DeviceClass": "dra_guard.contract.catalog",
+    "AcceleratorSlice": "dra_guard.build.spec",
+    "ClaimOptions": "dra_guard.build.spec",
+    "ClaimSpec": "dra_guard.build.spec",
+    "WorkloadOptions": "dra_guard.build.spec",
+    "WorkloadSpec": "dra_guard.build.spec",
+    "claim_template_name": "dra_guard.build.spec",
+    "claim_isolation_tag": "dra_guard.contract.tags",
+    "isolation_tag": "dra_guard.contract.tags",
+    "verify_claim_isolation_tag": "dra_guard.contract.tags",
+    "verify_isolation_tag": "dra_guard.contract.tags",
 }
 
 if TYPE_CHECKING:
-    from dra_guard.builders import (
+    from dra_guard.build.builders import (
         IsolatedWorkload,
         build_claim_template,
         build_isolated_workload,
@@ -48,8 +48,7 @@ if TYPE_CHECKING:
         with_claim_template,
         workload,
     )
-    from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
-    from dra_guard.spec import (
+    from dra_guard.build.spec import (
         AcceleratorSlice,
         ClaimOptions,
         ClaimSpec,
@@ -57,7 +56,13 @@ if TYPE_CHECKING:
         WorkloadSpec,
         claim_template_name,
     )
-    from dra_guard.tags import claim_isolation_tag, isolation_tag, verify_claim_isolation_tag, verify_isolation_tag
+    from dra_guard.contract.catalog import DEVICE_CLASSES, DeviceClass
+    from dra_guard.contract.tags import (
+        claim_isolation_tag,
+        isolation_tag,
+        verify_claim_isolation_tag,
+        verify_isolation_tag,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -1,438 +1,61 @@
-"""Configuration: `[tool.dra-guard]` in pyproject.toml, `.dra-guard.yaml`, enforce() and the
-Pulumi pack's policy config, all read by one parser.
+"""Public import path (docs/architecture.md, "Public import paths"): the options live in
+`dra_guard.ruleapi.config`; parsing that reads the files options name, and finding and
+loading a configuration file, in `dra_guard.read.config_file`."""
 
-The accepted keys are the options the registry knows: those declared here (shared by
-several rules, or about rule selection) and those each rule module declares for itself.
-Unknown keys are errors, so a misspelt `disabel` never silently turns nothing off.  This
-module does not import the rules: callers hand the registry in as an `OptionCatalog`.
-"""
-
-from __future__ import annotations
-
-import os
-import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, cast
-
-import yaml
-
-from dra_guard.catalog import (
-    ATTRIBUTE_DOMAIN_MAX_LENGTH,
-    ATTRIBUTE_NAME_PATTERN,
-    DEFAULT_KUBERNETES_VERSION,
-    DEVICE_CLASSES,
-    KUBERNETES_RELEASES,
-    KUBERNETES_VERSIONS,
-    DeviceClass,
-    KubernetesRelease,
-    TopologyAttribute,
-    exclusivity_guard_compiles,
+from dra_guard.read.config_file import (
+    discover_config,
+    find_config_file,
+    load_config_file,
+    parse_config,
+    parse_policy_config,
+    read_manifests,
 )
-from dra_guard.catalog import (
-    NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES,
+from dra_guard.ruleapi.config import (
+    ADMISSION_CLAIM_WRITERS,
+    CLAIM_WRITERS,
+    CONFIG_FILE_NAMES,
+    CONSUMABLE_CAPACITY,
+    CORE_OPTIONS,
+    DISABLE,
+    ENABLE,
+    EXCLUDE,
+    EXTENDED_RESOURCE_CLASSES,
+    EXTRA_CLASSES,
+    KUBERNETES_VERSION,
+    NON_ACCELERATOR_CLASSES,
+    NON_WAIVABLE,
+    Config,
+    DeviceClassMap,
+    OptionCatalog,
+    policy_option,
 )
-from dra_guard.options import (
-    OPTIONAL_FLAG,
-    RULE_IDS,
-    STRING_LIST,
-    STRING_SET,
-    ConfigError,
-    OneOf,
-    Option,
-    OptionType,
-    ParseContext,
-    StringMap,
-)
-from dra_guard.walk import repository_root
+from dra_guard.ruleapi.options import ConfigError, Option, ParseContext
 
 __all__ = [
+    "ADMISSION_CLAIM_WRITERS",
+    "CLAIM_WRITERS",
     "CONFIG_FILE_NAMES",
+    "CONSUMABLE_CAPACITY",
     "CORE_OPTIONS",
+    "DISABLE",
+    "ENABLE",
     "EXCLUDE",
+    "EXTENDED_RESOURCE_CLASSES",
+    "EXTRA_CLASSES",
+    "KUBERNETES_VERSION",
+    "NON_ACCELERATOR_CLASSES",
+    "NON_WAIVABLE",
     "Config",
     "ConfigError",
+    "DeviceClassMap",
+    "Option",
     "OptionCatalog",
+    "ParseContext",
     "discover_config",
+    "find_config_file",
     "load_config_file",
     "parse_config",
     "parse_policy_config",
+    "policy_option",
+    "read_manifests",
 ]
-
-T = TypeVar("T")
-CONFIG_FILE_NAMES = (".dra-guard.yaml", ".dra-guard.yml", "pyproject.toml")
-
-
-class DeviceClassMap(OptionType[Mapping[str, DeviceClass]]):
-    """Device classes the catalog does not know, each with the attribute that pins a profile."""
-
-    description = "mapping of device class name to {pin-attribute, topology-attribute, selector}"
-    _KEYS = ("pin-attribute", "topology-attribute", "selector")
-
-    def parse(self, key: str, value: object, context: ParseContext) -> Mapping[str, DeviceClass]:
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: must map device class names to {{pin-attribute, topology-attribute, selector}}")
-        classes = {}
-        for name, spec in value.items():
-            if not isinstance(spec, Mapping) or not isinstance(spec.get("pin-attribute"), str):
-                raise ConfigError(f"{key}.{name}: needs pin-attribute: '<driver domain>/<attribute>'")
-            unknown = sorted(set(spec) - set(self._KEYS))
-            if unknown:
-                raise ConfigError(f"{key}.{name}: unknown key {', '.join(unknown)}")
-            domain, attribute = _qualified(f"{key}.{name}.pin-attribute", spec["pin-attribute"])
-            selector = _selector(f"{key}.{name}.selector", spec.get("selector"))
-            topology = spec.get("topology-attribute")
-            if topology is None:
-                classes[str(name)] = DeviceClass(str(name), domain, attribute, class_selector=selector)
-                continue
-            _qualified(f"{key}.{name}.topology-attribute", topology)
-            # Declared by the user: every device of this class publishes it, so it is asked for.
-            aligned_on = TopologyAttribute(topology, "always", "declared in the configuration")
-            classes[str(name)] = DeviceClass(
-                str(name),
-                domain,
-                attribute,
-                topology=(aligned_on,),
-                default_alignment=topology,
-                class_selector=selector,
-            )
-        return MappingProxyType(classes)
-
-    def json_schema(self) -> dict[str, Any]:
-        attribute = {"type": "string", "pattern": "^[^/]+/.+$"}
-        properties: dict[str, Any] = {key: attribute for key in self._KEYS[:2]}
-        properties["selector"] = {"type": "string", "minLength": 1}
-        return {
-            "type": "object",
-            "additionalProperties": {
-                "type": "object",
-                "properties": properties,
-                "required": ["pin-attribute"],
-                "additionalProperties": False,
-            },
-        }
-
-    def to_json(self, value: object) -> Any:
-        if not isinstance(value, Mapping):
-            return value
-        written: dict[str, dict[str, str]] = {}
-        for name, item in sorted(value.items()):
-            written[name] = {"pin-attribute": item.qualified_pin_attribute}
-            if item.default_alignment is not None:
-                written[name]["topology-attribute"] = item.default_alignment
-            if item.class_selector:
-                written[name]["selector"] = item.class_selector
-        return written
-
-
-def _selector(key: str, value: object) -> str:
-    """A DeviceClass's CEL selector as the configuration gives it ("" when it gives none)."""
-    if value is None:
-        return ""
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key}: must be the CEL expression of the class's selector")
-    from dra_guard.selectors import analyse  # the CEL parser: only when a selector is configured
-
-    problem = analyse(value).error
-    if problem is not None:
-        raise ConfigError(f"{key}: not valid CEL ({problem})")
-    return value
-
-
-def _qualified(key: str, value: object) -> tuple[str, str]:
-    """`<domain>/<name>` as the DRA API allows it in an attribute name, split."""
-    domain, slash, name = value.partition("/") if isinstance(value, str) else ("", "", "")
-    if not slash or not domain or not name:
-        raise ConfigError(f"{key}: must be qualified as '<driver domain>/<attribute>'")
-    if len(domain) > ATTRIBUTE_DOMAIN_MAX_LENGTH:
-        raise ConfigError(f"{key}: the domain {domain!r} is longer than {ATTRIBUTE_DOMAIN_MAX_LENGTH} characters")
-    if not ATTRIBUTE_NAME_PATTERN.fullmatch(name):
-        raise ConfigError(f"{key}: {name!r} is not a DRA attribute name (a C identifier, at most 32 characters)")
-    return domain, name
-
-
-# --- the options several rules share (each rule module declares its own) -------------
-
-ENABLE: Option[frozenset[str] | None] = Option(
-    key="enable",
-    type=RULE_IDS,
-    default=None,
-    doc="Run only these rules.",
-    default_doc="every rule",
-    selects_rules=True,
-)
-DISABLE = Option(key="disable", type=RULE_IDS, default=frozenset(), doc="Do not run these rules.", selects_rules=True)
-NON_WAIVABLE: Option[frozenset[str] | None] = Option(
-    key="non-waivable",
-    type=RULE_IDS,
-    default=None,
-    doc="Rules whose findings an ignore annotation cannot waive; an empty list makes every rule waivable.",
-    default_doc="the rules marked not waivable",
-)
-NON_ACCELERATOR_CLASSES = Option(
-    key="non-accelerator-classes",
-    type=STRING_SET,
-    default=frozenset(),
-    doc="Device classes that are not accelerators (NICs, ...): their requests are not checked. "
-    f"Added to those dra-guard knows ({', '.join(sorted(KNOWN_NON_ACCELERATOR_CLASSES))}). "
-    "Every other class counts as an accelerator, including classes dra-guard does not know (fail closed).",
-)
-EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
-    key="extra-classes",
-    type=DeviceClassMap(),
-    default=MappingProxyType({}),
-    doc="Device classes dra-guard does not know, with the attribute that pins a profile "
-    "(`<driver domain>/<attribute>`) and, optionally, an attribute every device of the class publishes "
-    "that several devices of one claim must share (a matchAttribute on it is then required; "
-    "without one, no alignment is asked for), and the CEL `selector` of the class as your cluster defines "
-    "it: a pin there (NVIDIA's per-profile class mig-1g-12gb.gpu.nvidia.com pins profile == '1g.12gb') "
-    "pins every request of the class, and `check --slices` evaluates it before the request's selectors.",
-)
-KUBERNETES_VERSION = Option(
-    key="kubernetes-version",
-    type=OneOf(KUBERNETES_VERSIONS, "Kubernetes minor version"),
-    default=DEFAULT_KUBERNETES_VERSION,
-    doc="The Kubernetes release the manifests are for: which resource.k8s.io versions, fields and CEL "
-    "variables exist, whether the exclusivity guard `device.allowMultipleAllocations == false` is required, "
-    "and which namespace label allows adminAccess.",
-)
-CONSUMABLE_CAPACITY = Option(
-    key="consumable-capacity",
-    type=OPTIONAL_FLAG,
-    default=None,
-    doc="Whether the cluster runs the DRAConsumableCapacity feature gate; unset follows the release's "
-    "default (off in 1.34 and 1.35, on from 1.36). Set true on 1.34/1.35 clusters that turn it on: "
-    "the exclusivity guard then compiles there and is required.",
-    default_doc="the release's default",
-)
-EXCLUDE: Option[tuple[str, ...]] = Option(
-    key="exclude",
-    type=STRING_LIST,
-    default=(),
-    doc="Paths `dra-guard check` leaves out of directory walks, as .gitignore patterns relative to "
-    "the configuration file's directory (`charts/legacy/`, `*.generated.yaml`). Files named on the "
-    "command line are still checked.",
-    default_doc="nothing",
-    selects_files=True,
-)
-EXTENDED_RESOURCE_CLASSES: Option[Mapping[str, str]] = Option(
-    key="extended-resource-classes",
-    type=StringMap("mapping of extended resource name to device class name"),
-    default=MappingProxyType({}),
-    doc="Extended resources your cluster's DeviceClasses map with spec.extendedResourceName, each to its class "
-    "(e.g. example.com/gpu: gpu.nvidia.com): a request for the name is DRA's implicit claim on the class, and "
-    "is reported like nvidia.com/gpu. DeviceClasses among the checked objects are read too.",
-)
-#: The users that write ResourceClaims for pods in a default cluster (kubernetes/kubernetes
-#: @ 3de376ecf6955ccd1b2ae31ffb310ae082b11cb1 pkg/controller/resourceclaim/controller.go;
-#: @ 16913111deb1a4c4ff76f4ba7ffd9ebef397a303
-#: pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go): the
-#: resource-claim controller (its own service account under kube-controller-manager's
-#: --use-service-account-credentials, else kube-controller-manager's user) and the
-#: kube-scheduler (KEP-5004 extended-resource claims, and the finalizer it adds on allocation).
-CLAIM_WRITERS = (
-    "system:serviceaccount:kube-system:resource-claim-controller",
-    "system:kube-controller-manager",
-    "system:kube-scheduler",
-)
-ADMISSION_CLAIM_WRITERS: Option[tuple[str, ...]] = Option(
-    key="admission-claim-writers",
-    type=STRING_LIST,
-    default=CLAIM_WRITERS,
-    doc="Usernames (`request.userInfo.username`) whose creates and updates of ResourceClaims the admission "
-    "policies and the webhook do not check: the control-plane components that write claims for pods (from a "
-    "ResourceClaimTemplate, which admission checks instead, or for DRA-backed extended resources). Set it where "
-    "a managed cluster's controllers run under other names; `[]` checks every writer. Read by "
-    "`dra-guard admission-policy`, the AdmissionGuard constructs and `dra-guard webhook` only.",
-)
-CORE_OPTIONS: tuple[Option[Any], ...] = (
-    ENABLE,
-    DISABLE,
-    NON_WAIVABLE,
-    NON_ACCELERATOR_CLASSES,
-    EXTRA_CLASSES,
-    KUBERNETES_VERSION,
-    CONSUMABLE_CAPACITY,
-    EXCLUDE,
-    EXTENDED_RESOURCE_CLASSES,
-    ADMISSION_CLAIM_WRITERS,
-)
-
-
-class OptionCatalog(Protocol):
-    """What the parser needs from the rule registry."""
-
-    @property
-    def options(self) -> Mapping[str, Option[Any]]:
-        """Every option by its kebab-case key: CORE_OPTIONS, then each rule's."""
-
-    @property
-    def rule_ids(self) -> Sequence[str]: ...
-
-
-@dataclass(frozen=True)
-class Config:
-    """Parsed option values by key; an option that was not set reads as its default."""
-
-    values: Mapping[str, object] = field(default_factory=dict)
-    #: Where the values came from, for messages.
-    source: str | None = None
-
-    def get(self, option: Option[T]) -> T:
-        if option.key in self.values:
-            return cast(T, self.values[option.key])
-        return option.default
-
-    def with_value(self, option: Option[T], value: T) -> Config:
-        return Config({**self.values, option.key: value}, self.source)
-
-    def rule_enabled(self, rule_id: str) -> bool:
-        enabled = self.get(ENABLE)
-        return (enabled is None or rule_id in enabled) and rule_id not in self.get(DISABLE)
-
-    def device_class(self, name: str) -> DeviceClass | None:
-        return self.get(EXTRA_CLASSES).get(name) or DEVICE_CLASSES.get(name)
-
-    def extended_resource_class(self, name: str) -> str | None:
-        """The device class the configuration maps the extended resource `name` to."""
-        return self.get(EXTENDED_RESOURCE_CLASSES).get(name)
-
-    def is_accelerator(self, device_class: str) -> bool:
-        # Fail closed: a class nobody told us about is an accelerator.
-        return device_class not in KNOWN_NON_ACCELERATOR_CLASSES and device_class not in self.get(
-            NON_ACCELERATOR_CLASSES
-        )
-
-    @property
-    def kubernetes_release(self) -> KubernetesRelease:
-        """The target release (`kubernetes-version`)."""
-        return KUBERNETES_RELEASES[self.get(KUBERNETES_VERSION)]
-
-    @property
-    def exclusivity_guard_compiles(self) -> bool:
-        """Whether the target's CEL environment has `device.allowMultipleAllocations`."""
-        return exclusivity_guard_compiles(self.kubernetes_release, self.get(CONSUMABLE_CAPACITY))
-
-
-def parse_config(
-    values: object,
-    catalog: OptionCatalog,
-    source: str = "config",
-    *,
-    environ: Mapping[str, str | bytes] = os.environ,
-    directory: str | None = None,
-) -> Config:
-    """Options as written in a configuration file: kebab-case keys; relative paths in them
-    are relative to `directory` (the file's folder), or to the working directory."""
-    spelt = {option.key: option for option in catalog.options.values()}
-    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ, directory))
-
-
-def parse_policy_config(
-    values: object, catalog: OptionCatalog, source: str, *, environ: Mapping[str, str | bytes] = os.environ
-) -> Config:
-    """A Pulumi policy's config: camelCase keys, no rule selection (enforcement levels do
-    that) and no file selection (the pack reads no files)."""
-    spelt = {option.camel_key: option for option in catalog.options.values() if policy_option(option)}
-    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ))
-
-
-def policy_option(option: Option[Any]) -> bool:
-    """Whether the Pulumi pack takes this option."""
-    return not option.selects_rules and not option.selects_files
-
-
-def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, context: ParseContext) -> Config:
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"{source}: must be a mapping of options")
-    parsed: dict[str, object] = {}
-    for key, value in values.items():
-        option = spelt.get(key)
-        if option is None:
-            raise ConfigError(f"{source}: unknown option {key!r}; known options: {', '.join(spelt)}")
-        try:
-            parsed[option.key] = option.parse(key, value, context)
-        except ConfigError as error:
-            raise ConfigError(f"{source}: {error}") from None
-    version = parsed.get(KUBERNETES_VERSION.key, KUBERNETES_VERSION.default)
-    if parsed.get(CONSUMABLE_CAPACITY.key) is True and not KUBERNETES_RELEASES[str(version)].consumable_capacity_exists:
-        raise ConfigError(
-            f"{source}: consumable-capacity: Kubernetes {version} has no DRAConsumableCapacity gate (it came in 1.34)"
-        )
-    return Config(parsed, source)
-
-
-def load_config_file(
-    path: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
-) -> Config:
-    file = os.fspath(path)
-    directory = os.path.dirname(file) or os.curdir
-    try:
-        with open(file, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{file}: cannot read: {error}") from None
-    if file.endswith(".toml"):
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover - Python 3.10
-            import tomli as tomllib  # type: ignore[import-not-found, no-redef, unused-ignore]
-        try:
-            document = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            raise ConfigError(f"{file}: invalid TOML: {error}") from None
-        table = document.get("tool", {}).get("dra-guard", {})
-        return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ, directory=directory)
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{file}: invalid YAML: {error}") from None
-    return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
-
-
-def find_config_file(start: str | os.PathLike[str]) -> str | None:
-    """The configuration that applies to `start`, found as ruff finds its own.
-
-    From `start` (a file's folder, or a folder) up to the root of the git repository it
-    is in (the filesystem root outside one), the first folder with a `.dra-guard.yaml`,
-    `.dra-guard.yml` or a `pyproject.toml` that has a `[tool.dra-guard]` table wins.
-    """
-    directory = os.path.abspath(start)
-    while not os.path.isdir(directory):  # a file, a glob or a path that does not exist
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    root = repository_root(directory)
-    while True:
-        for name in CONFIG_FILE_NAMES:
-            candidate = os.path.join(directory, name)
-            if not os.path.isfile(candidate):
-                continue
-            if name == "pyproject.toml":
-                with open(candidate, encoding="utf-8", errors="replace") as handle:
-                    if "[tool.dra-guard" not in handle.read():
-                        continue
-            return _as_given(candidate)
-        parent = os.path.dirname(directory)
-        if directory in (root, parent):
-            return None
-        directory = parent
-
-
-def _as_given(path: str) -> str:
-    """`./.dra-guard.yaml` under the working directory (as messages have always named it),
-    the absolute path elsewhere."""
-    relative = os.path.relpath(path)
-    if relative.startswith(os.pardir):
-        return path
-    return os.path.join(os.curdir, relative)
-
-
-def discover_config(
-    start: str | os.PathLike[str], catalog: OptionCatalog, *, environ: Mapping[str, str | bytes] = os.environ
-) -> Config:
-    """The configuration `find_config_file(start)` finds, or the defaults."""
-    found = find_config_file(start)
-    return load_config_file(found, catalog, environ=environ) if found is not None else Config()

@@ -12,7 +12,7 @@ Each policy's `--policy-pack-config` goes through dra-guard's one config parser
 message as the CLI's, instead of checking.  Props are unwrapped by `pulumi_dra.props`.
 
 The pack lists its policies when it starts, from the rules' index
-(`dra_guard.rule_index`), and loads the rules and the engine (`pulumi_dra.checks`) at the
+(`dra_guard.present.rule_index`), and loads the rules and the engine (`pulumi_dra.checks`) at the
 first call of a policy: its start-up costs little more than the policy SDK's.
 
 What cannot be known before apply masks only what depends on it.  A value unknown
@@ -48,8 +48,8 @@ from pulumi_policy import (
 from pulumi_policy import Severity as PolicySeverity
 
 from dra_guard.findings import Severity
-from dra_guard.rule_index import RuleFacts
-from dra_guard.rule_index import load as load_rule_index
+from dra_guard.present.rule_index import RuleFacts
+from dra_guard.present.rule_index import load as load_rule_index
 
 PACK_NAME = "dra-guard"
 #: PulumiPolicy.yaml's description (a test keeps the file in step).

@@ -9,7 +9,7 @@ Each front end sees a different part of the object set:
   (the stack policies, which report only cross-object findings);
 * the policies see one object as the API server holds it at admission (its namespace set
   from the request, nulls dropped, DRA defaults applied), and decide what
-  `dra_guard.celkit.decides` says;
+  `dra_guard.ruleapi.admission_form.decides` says;
 * the webhook is sent the kinds of `WEBHOOK_KINDS`, sees the object at admission and the
   claim templates of its namespace it names, and decides what the policies leave.
 
@@ -41,12 +41,13 @@ from dra_guard import AcceleratorSlice, isolated_workload
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import WEBHOOK_KINDS, admission_objects, covered_rules
 from dra_guard.admission.webhook import TemplateSource, Webhook
-from dra_guard.celkit import KIND_RESOURCES, Admission, AdmissionTarget, decides
-from dra_guard.config import Config, parse_config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Severity
+from dra_guard.contract.findings import Finding, Severity
+from dra_guard.engine.run import check_objects
+from dra_guard.model.selectors import analyse
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
-from dra_guard.selectors import analyse
 from testkit.paths import REPO_ROOT
 
 #: (kind, namespace or "", name or generateName): one object of a source.
@@ -406,7 +407,7 @@ def webhook_rules(response: Mapping[str, Any]) -> frozenset[str]:
 def run_cli(source: Source, directory: Path) -> tuple[Verdicts, list[str]]:
     """`dra-guard check --format json --fail-on low` on the source's manifests (in-process
     `main`, as tests/test_golden_corpus.py runs it): verdicts and input errors."""
-    from dra_guard.cli import main
+    from dra_guard.cli.main import main
 
     directory.mkdir(parents=True, exist_ok=True)
     manifests = directory / "manifests.yaml"

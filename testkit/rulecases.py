@@ -16,10 +16,11 @@ from dra_guard import (
     isolated_workload,
     isolation_tag,
 )
-from dra_guard.catalog import RESOURCE_API_VERSIONS
-from dra_guard.config import KUBERNETES_VERSION, Config, parse_config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding
+from dra_guard.contract.catalog import RESOURCE_API_VERSIONS
+from dra_guard.contract.findings import Finding
+from dra_guard.engine.run import check_objects
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.config import KUBERNETES_VERSION, Config
 from dra_guard.rules import RULES
 from testkit.targets import LEGACY_TARGET, runtime_config_for, target_for
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dra_guard.catalog import DEFAULT_KUBERNETES_VERSION, GA_API_VERSION
+from dra_guard.contract.catalog import DEFAULT_KUBERNETES_VERSION, GA_API_VERSION
 
 #: v1alpha3 claims are served only up to Kubernetes 1.33; every other version by the default target.
 LEGACY_TARGET = "1.33"

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Generator
+from typing import Any
+
+import pytest
 
 from testkit.paths import REPO_ROOT
 
@@ -10,3 +15,40 @@ __all__ = ["REPO_ROOT"]
 
 os.environ.setdefault("CDK8S_CHECK_UPGRADE", "false")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+# --- e2e: tests that start processes ------------------------------------------------------
+#
+# A test that starts a process (kubectl, node for cdk8s, the Pulumi pack, the webhook, pip),
+# itself or through a fixture it is the first to need, is marked `e2e`, so that
+# `pytest -m "not e2e"` is a fast inner loop.  One that is not marked and starts one anyway
+# fails, so the loop cannot slow down unseen.  DRA_GUARD_RECORD_PROCESSES=<file> lists such
+# tests instead of failing them (how the marks were first found).
+
+_RECORD_PROCESSES = os.environ.get("DRA_GUARD_RECORD_PROCESSES")
+_RUNNING: list[pytest.Item] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    _RUNNING.append(item)
+    try:
+        yield
+    finally:
+        _RUNNING.pop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    start = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], *args: Any, **kwargs: Any) -> None:
+        item = _RUNNING[-1] if _RUNNING else None
+        if item is not None and item.get_closest_marker("e2e") is None:
+            if not _RECORD_PROCESSES:
+                command = args[0] if args else kwargs.get("args")
+                raise AssertionError(f"{item.nodeid} starts a process ({command!r}): mark it e2e")
+            with open(_RECORD_PROCESSES, "a", encoding="utf-8") as log:
+                log.write(item.nodeid + "\n")
+        start(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]

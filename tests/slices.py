@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from dra_guard import AcceleratorSlice
-from dra_guard.mig_profiles import max_per_gpu
+from dra_guard.contract.mig_profiles import max_per_gpu
 
 # (id, slice, a device value that must match, one that must not)
 VENDOR_SLICES = [

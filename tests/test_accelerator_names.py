@@ -1,7 +1,7 @@
 """Issue 20, points 2, 7 and 9: every accelerator name, fail closed; caps are not requests;
 Argo placeholders in names do not hide what a manifest requests.
 
-Point 2: the names other device plugins register (`dra_guard.accelerator_names`, each family
+Point 2: the names other device plugins register (`dra_guard.contract.accelerator_names`, each family
 with its source) are legacy requests as nvidia.com/gpu is, in pods as in the admission policy;
 KAI Scheduler's sharing annotations ask for a GPU with no resource; the Spark operator's GPU
 fields become limits; a name under an accelerator vendor's domain that dra-guard does not know
@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.accelerator_names import FAMILIES, family_of, vendor_domain
 from dra_guard.admission.emulate import admit
-from dra_guard.config import Config, parse_config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Severity
+from dra_guard.contract.accelerator_names import FAMILIES, family_of, vendor_domain
+from dra_guard.contract.findings import Finding, Severity
+from dra_guard.engine.run import check_objects
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 from tests.test_admission_parity import _policies, assert_parity

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from dra_guard.admission.cost import PER_CALL_LIMIT, evaluate
 from dra_guard.admission.emulate import admit, costs
 from dra_guard.admission.policy import admission_objects
-from dra_guard.celkit import AdmissionTarget
-from dra_guard.config import parse_config
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.admission_form import AdmissionTarget
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 from tests.admission_strategies import admitted_objects

@@ -38,7 +38,8 @@ from dra_guard.admission.deploy import (
 )
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import admission_objects
-from dra_guard.config import Config, load_config_file, parse_config
+from dra_guard.read.config_file import load_config_file, parse_config
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from tests.webhook_apiserver import api_server, in_cluster_templates
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from dra_guard.admission.commands import FLAGS
 from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment
 from dra_guard.admission.policy import covered_rules, uncovered_rules
-from dra_guard.celkit import AdmissionTarget
-from dra_guard.config import Config
+from dra_guard.cli.admission import FLAGS
+from dra_guard.ruleapi.admission_form import AdmissionTarget
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 

@@ -19,7 +19,7 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 import constructs_dra
 import pulumi_dra
 from dra_guard.admission.deploy import ADMISSION_GUARD_OPTION_NAMES, WEBHOOK_SETTING_NAMES
-from dra_guard.tags import normalise_numbers
+from dra_guard.contract.tags import normalise_numbers
 
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")
 CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBguard\n-----END CERTIFICATE-----\n"

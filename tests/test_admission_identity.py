@@ -42,9 +42,10 @@ from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment, ad
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import CLAIM_WRITER_CONDITION, admission_objects, claim_writer_exemption
 from dra_guard.admission.webhook import Webhook
-from dra_guard.catalog import ANNOTATION_PREFIX
-from dra_guard.celkit import AdmissionTarget
-from dra_guard.config import CLAIM_WRITERS, Config, parse_config
+from dra_guard.contract.catalog import ANNOTATION_PREFIX
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.admission_form import AdmissionTarget
+from dra_guard.ruleapi.config import CLAIM_WRITERS, Config
 from dra_guard.rules import RULES
 
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")

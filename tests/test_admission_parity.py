@@ -5,7 +5,7 @@ driver fixtures, the builders' outputs — and a Hypothesis-generated set of cla
 DeviceClasses, pods, workloads and LimitRanges (`tests/admission_strategies.py`) under
 several configurations, the policies are evaluated as the API server evaluates them
 (`dra_guard.admission.emulate`) and the rule IDs they deny are compared with the engine's
-findings that the policies decide (`dra_guard.celkit.decides`). Objects the API server
+findings that the policies decide (`dra_guard.ruleapi.admission_form.decides`). Objects the API server
 would reject before admission (strict schema of the target release) are out of scope and
 counted, so the comparison cannot silently shrink; a difference prints both verdicts.
 """
@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from dra_guard import AcceleratorSlice, isolated_workload
 from dra_guard.admission.emulate import admit, denied_rules
 from dra_guard.admission.policy import admission_objects, covered_rules
-from dra_guard.celkit import Admission, AdmissionTarget, decides
-from dra_guard.config import parse_config
-from dra_guard.engine import check_objects
+from dra_guard.engine.run import check_objects
+from dra_guard.model.selectors import analyse
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, decides
 from dra_guard.rules import RULES
 from dra_guard.rules.dra006_admin_access import ADMIN_NAMESPACES
-from dra_guard.selectors import analyse
 from testkit.front_ends import selector_expressions
 from testkit.paths import REPO_ROOT
 from testkit.targets import runtime_config_for

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from dra_guard.admission.policy import admission_objects, webhook_configuration
-from dra_guard.celkit import KIND_RESOURCES, Admission, AdmissionTarget, NotAdmissible
-from dra_guard.config import Config, parse_config
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, NotAdmissible
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 
 RELEASES = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from dra_guard import AcceleratorSlice, claim_template
-from dra_guard.allocation import Allocator, Inventory, Verdict, constraints_of, quantity, requests_of
-from dra_guard.manifest import claim_devices, device_requests
+from dra_guard.model.allocation import Allocator, Inventory, Verdict, constraints_of, quantity, requests_of
+from dra_guard.model.manifest import claim_devices, device_requests
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

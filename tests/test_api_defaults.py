@@ -15,8 +15,12 @@ from typing import Any
 
 import pytest
 
-from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD, FLAT_REQUEST_API_VERSIONS
-from dra_guard.findings import Finding, Severity
+from dra_guard.contract.catalog import (
+    ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION,
+    EXCLUSIVITY_GUARD,
+    FLAT_REQUEST_API_VERSIONS,
+)
+from dra_guard.contract.findings import Finding, Severity
 from testkit.rulecases import ALL_VERSIONS, CLAIM_MAKERS, claim, devices, findings, request_body, retag
 
 WRAPPED_VERSIONS = pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2"])

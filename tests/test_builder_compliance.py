@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dra_guard import AcceleratorSlice, isolated_workload
-from dra_guard.catalog import KUBERNETES_RELEASES, WORKLOAD_KINDS
+from dra_guard.contract.catalog import KUBERNETES_RELEASES, WORKLOAD_KINDS
 from testkit.rulecases import MIG, MIG_PAIR, claim, config, findings
 from testkit.targets import runtime_config_for
 

@@ -1,6 +1,6 @@
 """What the builders emit, the DRA allocator can give: every vendor constructor's class, counts
 1 to 8, every target release and every resource.k8s.io version it serves, proven satisfiable
-with dra_guard.allocation against its driver's fixture (tests/fixtures/slices).
+with dra_guard.model.allocation against its driver's fixture (tests/fixtures/slices).
 
 This is the test that catches the TPU bug: a `matchAttribute` on an attribute the driver does
 not publish (pcieRoot on TPU chips) made every multi-chip TPU claim pend forever.
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from dra_guard import AcceleratorSlice, claim_template
-from dra_guard.catalog import KUBERNETES_RELEASES, PCIE_ROOT
+from dra_guard.contract.catalog import KUBERNETES_RELEASES, PCIE_ROOT
 from testkit.targets import runtime_config_for
 from tests.test_allocation import decide
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dra_guard.allocation import Allocator, Alternative, Device
-from dra_guard.catalog import (
+from dra_guard.contract.catalog import (
     CHART_EXTENDED_RESOURCES,
     DEVICE_CLASSES,
     NON_ACCELERATOR_CLASSES,
     PCIE_ROOT,
     DeviceClass,
 )
-from dra_guard.config import Config
+from dra_guard.model.allocation import Allocator, Alternative, Device
+from dra_guard.ruleapi.config import Config
 from tests.test_allocation import FIXTURES as FIXTURES_DIR
 from tests.test_allocation import device_classes, inventory
 

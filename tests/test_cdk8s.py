@@ -21,7 +21,7 @@ from constructs_dra import (
     use_claim_template,
 )
 from dra_guard import claim_template, isolated_workload, verify_isolation_tag
-from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.contract.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from testkit.targets import runtime_config_for, target_for
 from tests.conftest import REPO_ROOT
 from tests.slices import VENDOR_SLICES, with_count

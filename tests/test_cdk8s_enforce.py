@@ -16,7 +16,8 @@ from cdk8s import ApiObject, ApiObjectMetadata, Chart, JsonPatch
 from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
-from dra_guard.config import ConfigError, parse_config
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.config import ConfigError
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 

@@ -14,7 +14,7 @@ from jsii import implements
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, IsolatedClaimTemplate, enforce
 from constructs_dra.registry import BuiltApiObject, chart_of
-from dra_guard.catalog import SANITIZATION_ANNOTATION, TENANT_ANNOTATION, WORKLOAD_KINDS
+from dra_guard.contract.catalog import SANITIZATION_ANNOTATION, TENANT_ANNOTATION, WORKLOAD_KINDS
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 

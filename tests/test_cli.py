@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dra_guard import __version__, isolated_workload
-from dra_guard.docs import explain_text, rules_markdown
+from dra_guard.present.rule_docs import explain_text, rules_markdown
 from dra_guard.rules import RULES, Rule
 from testkit.paths import REPO_ROOT
 from testkit.rulecases import MIG

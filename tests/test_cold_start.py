@@ -14,14 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dra_guard.parser_choice import PARSER_VARIABLE
+from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 
-NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "dra_guard.allocation")
+NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "dra_guard.model.allocation")
 
 
 def _imported_after_check(path: Path) -> set[str]:
     script = (
-        "import sys; from dra_guard.cli import main; code = main(['check', sys.argv[1]]); "
+        "import sys; from dra_guard.cli.main import main; code = main(['check', sys.argv[1]]); "
         f"print(' '.join(m for m in {NOT_AT_START!r} if m in sys.modules))"
     )
     unforced = {key: value for key, value in os.environ.items() if key != PARSER_VARIABLE}
@@ -45,4 +45,4 @@ def test_a_claim_brings_the_allocator(tmp_path: Path) -> None:
         "  spec:\n    devices:\n      requests:\n      - name: gpu\n        exactly:\n"
         "          deviceClassName: mig.nvidia.com\n          count: 1\n"
     )
-    assert "dra_guard.allocation" in _imported_after_check(path)
+    assert "dra_guard.model.allocation" in _imported_after_check(path)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from dra_guard.config import (
+from dra_guard.read.config_file import discover_config, load_config_file, parse_config, parse_policy_config
+from dra_guard.ruleapi.config import (
     DISABLE,
     ENABLE,
     EXTRA_CLASSES,
@@ -16,10 +17,6 @@ from dra_guard.config import (
     NON_WAIVABLE,
     Config,
     ConfigError,
-    discover_config,
-    load_config_file,
-    parse_config,
-    parse_policy_config,
 )
 from dra_guard.rules import RULES
 from dra_guard.rules.dra001_legacy_extended_resource import EXTRA_LEGACY_RESOURCES

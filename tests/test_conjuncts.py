@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dra_guard.conjuncts import DEPTH, GUARD_TERM, attribute_term, has_conjunct
-from dra_guard.selectors import analyse
+from dra_guard.model.conjuncts import DEPTH, GUARD_TERM, attribute_term, has_conjunct
+from dra_guard.model.selectors import analyse
 
 PIN = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
 TERM = attribute_term("gpu.nvidia.com", "profile")

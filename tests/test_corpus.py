@@ -2,7 +2,7 @@
 
 The exact rule IDs each file yields, checked file by file as a user would run it, so any
 change of behaviour on real input shows up here; an entry whose findings changed says why,
-from what the drivers publish (dra_guard/catalog.py cites the driver source for each class).
+from what the drivers publish (dra_guard/contract/catalog.py cites the driver source for each class).
 DRA003 on these files now means "no exclusivity guard" (Kubernetes 1.36, the default
 target) where it meant "no annotation": the same files, for a different reason.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dra_guard.engine import check_stream
-from dra_guard.loader import load_paths
+from dra_guard.engine.run import check_stream
+from dra_guard.read.loader import load_paths
 
 CORPUS = Path(__file__).parent / "corpus"
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.engine import check_stream
-from dra_guard.findings import Finding, Report
-from dra_guard.inputs import Inputs
-from dra_guard.loader import Source
-from dra_guard.walk import Ignores, select
+from dra_guard.contract.findings import Finding, Report
+from dra_guard.engine.run import check_stream
+from dra_guard.read.inputs import Inputs
+from dra_guard.read.loader import Source
+from dra_guard.read.walk import Ignores, select
 from testkit.paths import REPO_ROOT
 from testkit.rulecases import config
 

@@ -1,4 +1,4 @@
-"""dra_guard/dra_fields.py is what tools/gen_dra_fields.py generates from the official
+"""dra_guard/contract/dra_fields.py is what tools/gen_dra_fields.py generates from the official
 schemas today, and the generator's output passes `ruff check` and `ruff format` as is."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def generator() -> ModuleType:
 
 def test_the_table_is_current(generator: ModuleType) -> None:
     assert generator.render() == GENERATED.read_text(encoding="utf-8"), (
-        "stale: python tools/gen_dra_fields.py > dra_guard/dra_fields.py"
+        "stale: python tools/gen_dra_fields.py > dra_guard/contract/dra_fields.py"
     )
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from dra_guard.catalog import EXCLUSIVITY_GUARD
-from dra_guard.engine import check_stream
-from dra_guard.loader import Source
+from dra_guard.contract.catalog import EXCLUSIVITY_GUARD
+from dra_guard.engine.run import check_stream
+from dra_guard.read.loader import Source
 from testkit.rulecases import config, findings, request_body, retag, rule_ids, template, workload
 
 LEGACY = {"nvidia.com/mig-1g.10gb": 1}

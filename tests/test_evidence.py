@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
-from dra_guard.config import parse_config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding
+from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.contract.findings import Finding
+from dra_guard.engine.run import check_objects
+from dra_guard.read.config_file import parse_config
 from dra_guard.rules import RULES
 
 Path = tuple[str | int, ...]

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard import engine
 from dra_guard.admission.policy import covered_rules
-from dra_guard.celkit import AdmissionTarget, decides
-from dra_guard.config import Config
-from dra_guard.context import Violation
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Report
-from dra_guard.report import renderer
-from dra_guard.rulekit import RuleModuleError
+from dra_guard.contract.findings import Finding, Report
+from dra_guard.engine import run as engine
+from dra_guard.engine.run import check_objects
+from dra_guard.present.report import renderer
+from dra_guard.ruleapi.admission_form import AdmissionTarget, decides
+from dra_guard.ruleapi.config import Config
+from dra_guard.ruleapi.context import Violation
+from dra_guard.ruleapi.declarations import RuleModuleError
 from dra_guard.rules import RULES, build_registry
 from testkit.rulecases import config, devices, findings, pod, request_body, template
 from tests.test_registry import module

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from bench.corpus import write_corpus, write_realistic
-from dra_guard import parser_choice
-from dra_guard.findings import InputError
+from dra_guard.contract.findings import InputError
+from dra_guard.kubectl_yaml import choice as parser_choice
 from dra_guard.kubectl_yaml import fast, parser
 from dra_guard.kubectl_yaml.lines import node_line
-from dra_guard.loader import Document, iter_bytes
+from dra_guard.read.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.manifest_strategies import manifest_file
 from tests.yaml_readers import paths, reading, with_pyyaml_only
@@ -238,7 +238,7 @@ def test_the_report_is_the_same_without_the_alias_pre_filter(tmp_path: Path) -> 
         "from dra_guard.kubectl_yaml import parser\n"
         "if sys.argv[1] == 'off':\n"
         "    parser.may_hold_alias = lambda text: True\n"
-        "from dra_guard.cli import main\n"
+        "from dra_guard.cli.main import main\n"
         "sys.exit(main(sys.argv[2:]))\n"
     )
     reports = []
@@ -265,7 +265,7 @@ def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path)
     small.write_text(config_map % 0)
     large.write_text("---\n".join(config_map % n for n in range(fast.AUTO_AFTER_DOCUMENTS + 40)))
     script = (
-        "import sys; from dra_guard.loader import load_paths; from dra_guard.kubectl_yaml import fast; "
+        "import sys; from dra_guard.read.loader import load_paths; from dra_guard.kubectl_yaml import fast; "
         "documents = load_paths([sys.argv[1]]).documents; "
         "print(len(documents), 'ryml' in sys.modules, fast._Rapidyaml.documents)"
     )
@@ -288,7 +288,7 @@ def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path)
 def test_a_wrong_parser_choice_is_a_clear_error(tmp_path: Path, choice: str, message: str) -> None:
     path = tmp_path / "ok.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
-    hide_the_wheel = "import sys; sys.modules['ryml'] = None; from dra_guard.cli import main; sys.exit(main())"
+    hide_the_wheel = "import sys; sys.modules['ryml'] = None; from dra_guard.cli.main import main; sys.exit(main())"
     result = subprocess.run(
         [sys.executable, "-c", hide_the_wheel, "check", str(path)],
         capture_output=True,
@@ -369,7 +369,7 @@ def test_point1_regressions_read_as_kubectl_does(text: str, kubectl: Any, monkey
 def test_point1_comment_in_flow_collection_keeps_the_admin_access_finding() -> None:
     """`{adminAccess: true #x` then `}` on the next line: kubectl sends adminAccess true, and
     DRA006 (critical) must say so; read as the string "true #x" it went silent."""
-    from dra_guard.engine import check_stream
+    from dra_guard.engine.run import check_stream
 
     text = POINT1_REGRESSIONS[0][1]
     findings = check_stream(iter_bytes(text.encode(), "claim.yaml")).findings

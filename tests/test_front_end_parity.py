@@ -32,7 +32,7 @@ from pulumi.runtime.proto import analyzer_pb2_grpc
 
 from dra_guard import AcceleratorSlice, claim_template, isolation_tag
 from dra_guard.admission.policy import WEBHOOK_KINDS
-from dra_guard.catalog import ISOLATION_TAG_ANNOTATION as ISOLATION_TAG
+from dra_guard.contract.catalog import ISOLATION_TAG_ANNOTATION as ISOLATION_TAG
 from testkit.front_ends import (
     CLUSTER,
     ENFORCE,

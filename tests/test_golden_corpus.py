@@ -13,7 +13,7 @@ import io
 
 import pytest
 
-from dra_guard.cli import EXIT_FINDINGS, main
+from dra_guard.cli.main import EXIT_FINDINGS, main
 from testkit.paths import REPO_ROOT
 
 GOLDEN = REPO_ROOT / "tests" / "golden" / "corpus-check.json"

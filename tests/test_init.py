@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dra_guard.scaffold import HOOK_ENTRY, cdk8s_plugin_dir
+from dra_guard.cli.init import HOOK_ENTRY, cdk8s_plugin_dir
 from tests.conftest import REPO_ROOT
 
 VENV_BIN = Path(sys.executable).parent
@@ -188,9 +188,9 @@ def test_init_ci_without_install_uses_a_repository_variable(tmp_path: Path) -> N
 
 
 def test_starter_config_lists_every_option_and_its_defaults_parse() -> None:
-    from dra_guard.config import parse_config
+    from dra_guard.cli.init import starter_config
+    from dra_guard.read.config_file import parse_config
     from dra_guard.rules import RULES
-    from dra_guard.scaffold import starter_config
 
     text = starter_config()
     settings = [line[2:] for line in text.splitlines() if line.startswith("# ") and ": " in line]

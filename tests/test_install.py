@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dra_guard.parser_choice import PARSER_VARIABLE
+from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 from tests.conftest import REPO_ROOT
 from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
 
@@ -59,7 +59,7 @@ def test_wheel_installs_the_cli_and_it_checks(fresh_venv: Path, tmp_path: Path) 
 
 def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) -> None:
     probe = (
-        "import constructs_dra, dra_guard, dra_guard.scaffold as s, dra_guard.rule_index as i; "
+        "import constructs_dra, dra_guard, dra_guard.cli.init as s, dra_guard.present.rule_index as i; "
         "print(dra_guard.__file__); print(s.cdk8s_plugin_dir()); print(len(i.load({}).rules))"
     )
     result = _run(fresh_venv / "bin" / "python", "-c", probe, cwd=tmp_path)

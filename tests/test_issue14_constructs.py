@@ -16,7 +16,7 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 import constructs_dra
 import pulumi_dra
 from dra_guard import AcceleratorSlice, isolated_workload
-from dra_guard.engine import check_objects
+from dra_guard.engine.run import check_objects
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
 

@@ -16,8 +16,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_guard.findings import InputError
-from dra_guard.loader import Document, iter_bytes
+from dra_guard.contract.findings import InputError
+from dra_guard.read.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.kubectl_oracle import LABEL, KubectlRead, is_subsequence, kubectl_version, read_many, same_objects
 from tests.manifest_strategies import manifest_file

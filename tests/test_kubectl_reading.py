@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_guard.findings import InputError
-from dra_guard.loader import Document, iter_bytes
+from dra_guard.contract.findings import InputError
+from dra_guard.read.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES, CM, Case, cm
 from tests.kubectl_oracle import same_objects
 from tests.manifest_strategies import manifest_file
@@ -216,7 +216,7 @@ ADMIN_CLAIM = (
 )
 def test_what_kubectl_would_apply_is_what_the_rules_see(text: str, rule: str) -> None:
     """The rules see what kubectl applies (with PyYAML's reading the first three went unreported)."""
-    from dra_guard.engine import check_stream
+    from dra_guard.engine.run import check_stream
 
     report = check_stream(iter_bytes(text.encode(), "attack.yaml"))
     assert report.errors == []

@@ -10,9 +10,9 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from dra_guard.engine import check_stream
-from dra_guard.findings import Severity
-from dra_guard.loader import Source
+from dra_guard.contract.findings import Severity
+from dra_guard.engine.run import check_stream
+from dra_guard.read.loader import Source
 
 LEGACY_PATCH = """\
 apiVersion: apps/v1

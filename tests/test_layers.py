@@ -24,14 +24,14 @@ RULE_FREE = [
     "pulumi_dra",
     "dra_guard/cdk8s_plugin/index.js",
     "dra_guard/cdk8s_plugin/package.json",
-    "dra_guard/scaffold.py",
-    "dra_guard/cli.py",
-    "dra_guard/config.py",
-    "dra_guard/docs.py",
-    "dra_guard/engine.py",
-    "dra_guard/options.py",
-    "dra_guard/report",
-    "dra_guard/rulekit.py",
+    "dra_guard/cli/init.py",
+    "dra_guard/cli/main.py",
+    "dra_guard/ruleapi/config.py",
+    "dra_guard/present/rule_docs.py",
+    "dra_guard/engine/run.py",
+    "dra_guard/ruleapi/options.py",
+    "dra_guard/present/report",
+    "dra_guard/ruleapi/declarations.py",
 ]
 
 

@@ -16,9 +16,9 @@ from dra_guard import AcceleratorSlice, isolated_workload
 from dra_guard.admission.emulate import admit
 from dra_guard.admission.policy import admission_objects
 from dra_guard.admission.webhook import Webhook
-from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
-from dra_guard.celkit import AdmissionTarget
-from dra_guard.engine import check_objects
+from dra_guard.contract.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.engine.run import check_objects
+from dra_guard.ruleapi.admission_form import AdmissionTarget
 from dra_guard.rules import RULES
 from testkit import lifecycle, targets
 from testkit.lifecycle import (

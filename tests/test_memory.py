@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from bench.corpus import compliant_pair, dra_heavy_group
-from dra_guard.engine import Checker
+from dra_guard.engine.run import Checker
 from dra_guard.kubectl_yaml import fast
 
 _STATM = Path("/proc/self/statm")

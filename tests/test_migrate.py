@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from dra_guard import verify_isolation_tag
-from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
-from dra_guard.engine import check_objects
+from dra_guard.contract.catalog import DEVICE_CLASSES, DeviceClass
+from dra_guard.engine.run import check_objects
 from dra_guard.migrate import MigrationSettings, TemplateNames, migrate_documents, migrate_file
 from dra_guard.migrate.edits import Edit
 from dra_guard.migrate.legacy import Replacement, Unmigratable, resolve

@@ -24,10 +24,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from dra_guard.catalog import is_legacy_resource
-from dra_guard.cli import main
-from dra_guard.loader import Document, iter_bytes
-from dra_guard.pod_templates import BUILTIN_GROUPS, api_group, pod_specs
+from dra_guard.cli.main import main
+from dra_guard.contract.catalog import is_legacy_resource
+from dra_guard.model.pod_templates import BUILTIN_GROUPS, api_group, pod_specs
+from dra_guard.read.loader import Document, iter_bytes
 from testkit.paths import REPO_ROOT
 from tests.kubectl_oracle import read_many, same_objects
 from tests.test_allocation import decide

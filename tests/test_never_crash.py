@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dra_guard.engine import check_objects
+from dra_guard.engine.run import check_objects
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 
@@ -31,10 +31,10 @@ spec:
 CRASHING_RULE = '''\
 """DRA098: raises on ConfigMaps that say so."""
 
-from dra_guard.celkit import NotAdmissible
-from dra_guard.context import Pending, Violation
-from dra_guard.findings import Severity
-from dra_guard.rulekit import Example
+from dra_guard.ruleapi.admission_form import NotAdmissible
+from dra_guard.ruleapi.context import Pending, Violation
+from dra_guard.contract.findings import Severity
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA098"
 NAME = "crashing-rule"

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.catalog import NON_ACCELERATOR_CLASSES
-from dra_guard.config import Config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding
+from dra_guard.contract.catalog import NON_ACCELERATOR_CLASSES
+from dra_guard.contract.findings import Finding
+from dra_guard.engine.run import check_objects
+from dra_guard.ruleapi.config import Config
 from testkit.paths import REPO_ROOT
 from tests.test_admission_parity import assert_parity
 
@@ -174,7 +174,7 @@ def test_point6_admission_decides_one_object_as_the_engine_does(name: str) -> No
 
 def test_point6_the_webhook_reads_the_nic_template_and_admits_the_deployment() -> None:
     from dra_guard.admission.webhook import Webhook
-    from dra_guard.findings import Severity
+    from dra_guard.contract.findings import Severity
     from dra_guard.rules import RULES
     from testkit.front_ends import Source, SourceTemplates, admission_request, as_admitted, webhook_rules
 

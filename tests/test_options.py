@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dra_guard.options import RULE_IDS, STRING_SET, ConfigError, EnvSecret, Option, ParseContext, Secret
+from dra_guard.ruleapi.options import RULE_IDS, STRING_SET, ConfigError, EnvSecret, Option, ParseContext, Secret
 
 CONTEXT = ParseContext(rule_ids=("DRA001", "DRA002", "DRA003", "DRA099"), environ={"KEY": "k"})
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard import pod_templates
-from dra_guard.engine import check_objects
-from dra_guard.pod_templates import pod_specs
+from dra_guard.engine.run import check_objects
+from dra_guard.model import pod_templates
+from dra_guard.model.pod_templates import pod_specs
 from testkit.rulecases import findings, template
 
 

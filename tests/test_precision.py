@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from dra_guard.engine import check_stream
-from dra_guard.loader import load_paths
+from dra_guard.engine.run import check_stream
+from dra_guard.read.loader import load_paths
 
 #: The precision the engine must reach on this set (0.620 when the set was judged, 1.000 now);
 #: the issue asks for at least 0.97 with the default configuration.

@@ -18,8 +18,8 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 import constructs_dra
 import pulumi_dra
 from dra_guard import WorkloadSpec, build_isolated_workload
-from dra_guard.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
-from dra_guard.tags import normalise_numbers, verify_isolation_tag
+from dra_guard.contract.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.contract.tags import normalise_numbers, verify_isolation_tag
 from testkit.targets import runtime_config_for, target_for
 from tests.slices import VENDOR_SLICES, with_count
 
@@ -178,7 +178,7 @@ def test_a_namespace_is_required(mocks: RecordingMocks) -> None:
 def test_example_program_registers_compliant_resources(mocks: RecordingMocks) -> None:
     import runpy
 
-    from dra_guard.engine import check_objects
+    from dra_guard.engine.run import check_objects
     from tests.conftest import REPO_ROOT
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]

@@ -180,7 +180,11 @@ def test_bad_configuration_gets_the_clis_message(tmp_path: Path) -> None:
     """The pack refuses what the CLI refuses, in the same words (the key spelt as written)."""
     (tmp_path / ".dra-guard.yaml").write_text("admin-namespaces: ns\n")
     cli = subprocess.run(
-        [sys.executable, "-m", "dra_guard.cli", "check", "."], cwd=tmp_path, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "dra_guard.cli", "check", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert cli.returncode == 2
     assert cli.stderr == "dra-guard: ./.dra-guard.yaml: admin-namespaces: must be a list of strings\n"

@@ -19,7 +19,7 @@ from pulumi_policy import (
 )
 from pulumi_policy import Severity as PolicySeverity
 
-from dra_guard.catalog import RESOURCE_API_VERSIONS
+from dra_guard.contract.catalog import RESOURCE_API_VERSIONS
 from dra_guard.rules import RULES
 from pulumi_dra.policies import (
     CONFIG_SCHEMA,
@@ -185,7 +185,7 @@ def test_hmac_key_from_the_configured_environment_variable(monkeypatch: pytest.M
     # Both the template tag and the claim tag (spec.metadata) must then be HMACs.
     assert len(run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})) == 2
     from dra_guard import claim_template
-    from dra_guard.spec import AcceleratorSlice
+    from dra_guard.build.spec import AcceleratorSlice
 
     signed = claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), namespace="ns", hmac_key="k")
     assert run_resource_policy("dra012-isolation-tag", signed, {"hmacKeyEnv": "DRA_KEY"}) == []

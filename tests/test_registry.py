@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from dra_guard.celkit import NotAdmissible
-from dra_guard.findings import Severity
-from dra_guard.options import STRING_SET, Option
-from dra_guard.rulekit import Example, RuleModuleError
+from dra_guard.contract.findings import Severity
+from dra_guard.ruleapi.admission_form import NotAdmissible
+from dra_guard.ruleapi.declarations import Example, RuleModuleError
+from dra_guard.ruleapi.options import STRING_SET, Option
 from dra_guard.rules import RULE_MODULES, RULES, build_registry, load_registry
 from dra_guard.rules import dra001_legacy_extended_resource as dra001
 from testkit.paths import REPO_ROOT

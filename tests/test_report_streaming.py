@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dra_guard.engine import check_stream
-from dra_guard.findings import Finding, ObjectRef, Report, Severity
-from dra_guard.loader import Source
-from dra_guard.report import FORMATS, renderer, writer
-from dra_guard.report.json_report import _dumps
+from dra_guard.contract.findings import Finding, ObjectRef, Report, Severity
+from dra_guard.engine.run import check_stream
+from dra_guard.present.report import FORMATS, renderer, writer
+from dra_guard.present.report.json_report import _dumps
+from dra_guard.read.loader import Source
 from testkit.paths import REPO_ROOT
 
 JSON_VALUES = st.recursive(

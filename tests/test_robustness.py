@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_guard.context import Resource
-from dra_guard.engine import check_objects
-from dra_guard.manifest import POD_SPEC_PATHS
+from dra_guard.engine.run import check_objects
+from dra_guard.model.manifest import POD_SPEC_PATHS
+from dra_guard.ruleapi.context import Resource
 from dra_guard.rules import RULES
 
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=8)

@@ -16,9 +16,9 @@ from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from constructs_dra import enforce
-from dra_guard.config import parse_config
-from dra_guard.engine import check_objects
-from dra_guard.rulekit import Example
+from dra_guard.engine.run import check_objects
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.declarations import Example
 from dra_guard.rules import RULES, Rule
 from pulumi_dra.policies import CROSS_OBJECT_SUFFIX, build_policies
 from testkit.pack_process import analyze, configure, running_pack, struct

@@ -6,8 +6,8 @@ import dataclasses
 import subprocess
 import sys
 
-from dra_guard import rule_index
-from dra_guard.rulekit import EXTRA_RULES_ENV
+from dra_guard.present import rule_index
+from dra_guard.ruleapi.declarations import EXTRA_RULES_ENV
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 

@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 
 from dra_guard import isolated_workload
-from dra_guard.catalog import EXCLUSIVITY_GUARD, KUBERNETES_RELEASES, RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.contract.catalog import EXCLUSIVITY_GUARD, KUBERNETES_RELEASES, RESOURCE_API_VERSIONS, WORKLOAD_KINDS
 from testkit.targets import runtime_config_for
 from tests.slices import VENDOR_SLICES, with_count
 

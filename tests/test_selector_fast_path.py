@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dra_guard.selectors import _fast_analyse, _parse_and_analyse
+from dra_guard.model.selectors import _fast_analyse, _parse_and_analyse
 
 IDENTIFIERS = st.sampled_from(["profile", "productName", "tpuGen", "model", "in", "true", "x_1", "_a", "1bad"])
 DOMAINS = st.sampled_from(["gpu.nvidia.com", "tpu.google.com", "d", "a b", "x&&y", "it's"])

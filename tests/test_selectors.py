@@ -8,7 +8,7 @@ import celpy
 import pytest
 
 from dra_guard import AcceleratorSlice, claim_template, selector_expression
-from dra_guard.catalog import RESOURCE_API_VERSIONS
+from dra_guard.contract.catalog import RESOURCE_API_VERSIONS
 from testkit.targets import runtime_config_for, target_for
 from tests.slices import VENDOR_SLICES
 

@@ -28,7 +28,7 @@ from dra_guard import (
     isolated_workload,
     workload,
 )
-from dra_guard.spec import served_claim_api_versions
+from dra_guard.build.spec import served_claim_api_versions
 from tests.conftest import REPO_ROOT
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
@@ -514,7 +514,7 @@ def test_point5_mig_profiles_the_table_does_not_know_get_the_bound_every_mig_gpu
 
 def test_point5_the_mig_table_agrees_with_the_slice_geometry() -> None:
     """Every entry is at most min(7 // g, 8 // memory slices) can give: 7 // g, and 1 with +me."""
-    from dra_guard.mig_profiles import PER_GPU
+    from dra_guard.contract.mig_profiles import PER_GPU
 
     for profile, (count, _gpus) in PER_GPU.items():
         compute = int(profile.partition("g.")[0])

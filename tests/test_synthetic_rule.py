@@ -24,11 +24,11 @@ RULE_SOURCE = '''\
 
 from collections.abc import Iterator
 
-from dra_guard.celkit import NotAdmissible
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.options import STRING_SET, Option
-from dra_guard.rulekit import Example
+from dra_guard.ruleapi.admission_form import NotAdmissible
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.contract.findings import Severity
+from dra_guard.ruleapi.options import STRING_SET, Option
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA099"
 NAME = "forbidden-config-key"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dra_guard import AcceleratorSlice, claim_template, isolation_tag, verify_isolation_tag
-from dra_guard.tags import canonical_bytes
+from dra_guard.contract.tags import canonical_bytes
 
 TAG = "dra-guard.io/isolation-tag"
 

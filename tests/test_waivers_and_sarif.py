@@ -14,8 +14,8 @@ from urllib.parse import unquote, urlsplit
 import jsonschema
 import pytest
 
-from dra_guard.catalog import has_visible_character as visible
-from dra_guard.engine import check_objects
+from dra_guard.contract.catalog import has_visible_character as visible
+from dra_guard.engine.run import check_objects
 
 LEGACY_POD = """\
 apiVersion: v1

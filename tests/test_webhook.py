@@ -191,8 +191,8 @@ def test_a_plain_digest_under_a_key_is_left_to_the_policy_which_denies_it(server
     """The division of labour: the policy checks the tag's form, the webhook its digest."""
     from dra_guard.admission.emulate import admit
     from dra_guard.admission.policy import admission_objects
-    from dra_guard.celkit import AdmissionTarget
-    from dra_guard.config import parse_config
+    from dra_guard.read.config_file import parse_config
+    from dra_guard.ruleapi.admission_form import AdmissionTarget
     from dra_guard.rules import RULES
 
     template = tagged_template(None)  # re-tagged with a plain sha256 after an edit

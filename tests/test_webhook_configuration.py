@@ -28,7 +28,7 @@ from dra_guard.admission.policy import (
     MAX_SCANNED_RESOURCE_NAMES,
     webhook_configuration,
 )
-from dra_guard.config import CLAIM_WRITERS
+from dra_guard.ruleapi.config import CLAIM_WRITERS
 
 RELEASES = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")

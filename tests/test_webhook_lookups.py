@@ -21,7 +21,7 @@ import pytest
 
 from dra_guard import AcceleratorSlice, claim_template
 from dra_guard.admission.webhook import KubernetesTemplates, TemplateLookupError, Webhook
-from dra_guard.config import Config
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from tests.webhook_apiserver import LOOPBACK, Answer, api_server, in_cluster_templates, pod_files, write_certificates
 

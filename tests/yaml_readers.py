@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from dra_guard.findings import InputError
+from dra_guard.contract.findings import InputError
 from dra_guard.kubectl_yaml import fast
-from dra_guard.loader import Document, iter_bytes
+from dra_guard.read.loader import Document, iter_bytes
 
 
 def paths(value: Any, prefix: tuple[str | int, ...] = ()) -> Iterator[tuple[str | int, ...]]:

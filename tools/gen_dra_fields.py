@@ -1,6 +1,6 @@
-"""Regenerate dra_guard/dra_fields.py from the official OpenAPI schemas.
+"""Regenerate dra_guard/contract/dra_fields.py from the official OpenAPI schemas.
 
-Usage: .venv/bin/python tools/gen_dra_fields.py > dra_guard/dra_fields.py
+Usage: .venv/bin/python tools/gen_dra_fields.py > dra_guard/contract/dra_fields.py
 The schemas come from kubernetes-validate (a dev dependency); the generated table keeps
 the core free of that package.  tests/test_dra_fields.py fails when the table is stale.
 
@@ -73,7 +73,7 @@ def render() -> str:
         '"""Fields of each DRA type per resource.k8s.io version, with the Kubernetes releases',
         "whose official OpenAPI schema has them (generated; do not edit).",
         "",
-        "Regenerate with: python tools/gen_dra_fields.py > dra_guard/dra_fields.py",
+        "Regenerate with: python tools/gen_dra_fields.py > dra_guard/contract/dra_fields.py",
         '"""',
         "",
         "#: The releases the table covers, oldest first.",

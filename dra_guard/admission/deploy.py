@@ -33,12 +33,8 @@ from dra_guard.admission.policy import (
     admission_objects,
     webhook_configuration,
 )
-from dra_guard.catalog import KUBERNETES_VERSIONS
-from dra_guard.celkit import AdmissionTarget
-from dra_guard.config import ADMISSION_CLAIM_WRITERS, Config, parse_config
-from dra_guard.options import EnvSecret
-from dra_guard.rules import RULES, Registry
-from dra_guard.validators import (
+from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+from dra_guard.contract.validators import (
     DNS1035_LABEL,
     describe,
     require_dns_label,
@@ -49,6 +45,11 @@ from dra_guard.validators import (
     require_printable,
     require_string_list,
 )
+from dra_guard.read.config_file import parse_config
+from dra_guard.ruleapi.admission_form import AdmissionTarget
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
+from dra_guard.ruleapi.options import EnvSecret
+from dra_guard.rules import RULES, Registry
 
 # --- the in-cluster webhook's shape ---------------------------------------------------
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dra_guard.celkit import KIND_RESOURCES
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 
 if TYPE_CHECKING:
     from dra_guard.admission.cost import PolicyCost

@@ -23,14 +23,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.catalog import (
+from dra_guard.contract.catalog import (
     ANNOTATION_PREFIX,
     IGNORE_ANNOTATION_PREFIX,
     POD_GROUP_KINDS,
     POD_SPEC_PATHS,
     VISIBLE_CHARACTER_RE2,
 )
-from dra_guard.celkit import (
+from dra_guard.ruleapi.admission_form import (
     KIND_RESOURCES,
     Admission,
     AdmissionTarget,
@@ -40,8 +40,8 @@ from dra_guard.celkit import (
     string,
     string_list,
 )
-from dra_guard.config import ADMISSION_CLAIM_WRITERS, CLAIM_WRITERS, NON_WAIVABLE
-from dra_guard.rulekit import RuleModuleError
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, CLAIM_WRITERS, NON_WAIVABLE
+from dra_guard.ruleapi.declarations import RuleModuleError
 from dra_guard.rules import Registry, Rule
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"

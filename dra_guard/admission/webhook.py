@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dra_guard.admission.policy import covered_rules
-from dra_guard.celkit import AdmissionTarget, decides
-from dra_guard.config import ADMISSION_CLAIM_WRITERS, Config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Severity
+from dra_guard.contract.findings import Finding, Severity
+from dra_guard.engine.run import check_objects
+from dra_guard.ruleapi.admission_form import AdmissionTarget, decides
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
 from dra_guard.rules import Registry
 
 Scope = MutableMapping[str, Any]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dra_guard.findings import InputError
+from dra_guard.contract.findings import InputError
 from dra_guard.kubectl_yaml.construct import ExcessiveAliasing, decode
 from dra_guard.kubectl_yaml.errors import Refusal
 from dra_guard.kubectl_yaml.fast import DECLINED, EMPTY, FastLines, Parsed, decode_plain, parse_plain_when_worth_it

@@ -3,7 +3,7 @@
 libyaml through PyYAML (parser.py) stays the reference: it reads every document this
 module declines, gives every refusal and error its message and line, and gives the
 lines this module cannot place (a document with such a finding is parsed again there,
-once; see `dra_guard.loader`).  This module takes only documents that leave nothing to
+once; see `dra_guard.read.loader`).  This module takes only documents that leave nothing to
 chance:
 
 * The text is printable ASCII with LF line ends (no tabs, CR, NEL, LS, PS or control
@@ -41,11 +41,11 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from dra_guard.kubectl_yaml.choice import chosen, load_rapidyaml
 from dra_guard.kubectl_yaml.construct import key_string
 from dra_guard.kubectl_yaml.gojson import go_json_number
 from dra_guard.kubectl_yaml.parser import at_node_start, node_property
 from dra_guard.kubectl_yaml.resolve import resolve_plain
-from dra_guard.parser_choice import chosen, load_rapidyaml
 
 DECLINED: Any = object()
 EMPTY: Any = object()

@@ -13,14 +13,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dra_guard.catalog import (
+from dra_guard.build.spec import AcceleratorSlice
+from dra_guard.contract.catalog import (
     DEVICE_CLASSES,
     LEGACY_RESOURCE_NAMES,
     MIG_PROFILE_PATTERN,
     DeviceClass,
     is_legacy_resource,
 )
-from dra_guard.spec import AcceleratorSlice
 
 MIG_PREFIX = "nvidia.com/mig-"
 #: KEP-5004: every DeviceClass is requestable as this extended resource (an implicit claim).

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_guard.findings import InputError
+from dra_guard.contract.findings import InputError
 from dra_guard.migrate.edits import Edit, EditError, Path, apply_edits, within
 from dra_guard.migrate.plan import (
     Message,
@@ -140,8 +140,8 @@ _BOM = "\ufeff"
 
 
 def _read_as_check_does(data: bytes, name: str) -> tuple[list[Any], list[InputError]]:
-    from dra_guard.inputs import read_file
-    from dra_guard.loader import Document
+    from dra_guard.read.inputs import read_file
+    from dra_guard.read.loader import Document
 
     documents: list[Document] = []
     errors: list[InputError] = []

@@ -19,10 +19,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_guard.manifest import get_path
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.sites import Container, PodSite, argo_workflow_spec, kind_key
-from dra_guard.pod_templates import ARGO_GROUP, KSERVE_GROUP, KSERVE_MERGED_CONTAINERS
+from dra_guard.model.manifest import get_path
+from dra_guard.model.pod_templates import ARGO_GROUP, KSERVE_GROUP, KSERVE_MERGED_CONTAINERS
 
 #: Kinds that live in no namespace, while the pods they describe look for their
 #: ResourceClaimTemplate in their own.

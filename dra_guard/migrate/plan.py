@@ -18,13 +18,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_guard.builders import POD_CLAIM_NAME, claim_template
+from dra_guard.build.builders import POD_CLAIM_NAME, claim_template
+from dra_guard.build.spec import name_from_id
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.operators import Removal, review
 from dra_guard.migrate.settings import MigrationSettings
 from dra_guard.migrate.sites import Container, PodSite, pod_sites, unknown_kind_reason
-from dra_guard.spec import name_from_id
 
 SECTIONS = ("limits", "requests")
 # LimitRange fields that inject quantities into containers (`max`/`min` do too, through

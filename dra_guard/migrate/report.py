@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_guard.findings import InputError
+from dra_guard.contract.findings import InputError
 from dra_guard.migrate.migration import FileMigration, LocatedReport
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from dra_guard.catalog import (
+from dra_guard.contract.catalog import (
     DEFAULT_KUBERNETES_VERSION,
     DEFAULT_RESOURCE_API_VERSION,
     DEFAULT_SANITIZATION,

@@ -1,7 +1,7 @@
 """Where an object's pods are, as migrate needs it: the pod spec that takes `resourceClaims`
 and the containers that take `resources.claims`.
 
-The pod-template finder (`dra_guard.pod_templates`) says where the pods are; only places
+The pod-template finder (`dra_guard.model.pod_templates`) says where the pods are; only places
 whose schema is known are sites: the built-in workloads, the workload CRDs of
 `CRD_POD_TEMPLATES` (JobSet, LeaderWorkerSet, the Kubeflow jobs and training runtimes,
 Ray, KServe's runtimes and LLM services), Argo Workflows and KServe InferenceServices.  A
@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.manifest import ContainerView, get_path
+from dra_guard.build.spec import name_from_id
 from dra_guard.migrate.edits import Path
-from dra_guard.pod_templates import (
+from dra_guard.model.manifest import ContainerView, get_path
+from dra_guard.model.pod_templates import (
     ARGO_GROUP,
     ARGO_WORKFLOW_SPECS,
     BUILTIN_GROUPS,
@@ -31,7 +32,6 @@ from dra_guard.pod_templates import (
     api_group,
     pod_specs,
 )
-from dra_guard.spec import name_from_id
 
 #: Container lists of a pod spec whose `resources` migrate rewrites (ephemeral containers
 #: may not have any).

@@ -4,7 +4,7 @@ A rule is one module, `dra0NN_<name>.py`, whose top declares everything about it
 `_CONSTANTS`): identity, severity and texts, the kinds it looks at, whether it needs the
 whole object set, whether it can be waived, its options and its examples; whose
 `check(resource, context)` yields violations; and whose `ADMISSION` is its CEL form for the
-API server, or `NotAdmissible("why")` (`dra_guard.celkit`).  Everything else (the config parser, CLI
+API server, or `NotAdmissible("why")` (`dra_guard.ruleapi.admission_form`).  Everything else (the config parser, CLI
 listings, docs/rules.md, SARIF metadata, the Pulumi policies) is derived from here.
 
 `DRA_GUARD_EXTRA_RULES` (comma-separated module names) appends rule modules from outside
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from types import MappingProxyType, ModuleType
 from typing import Any
 
-from dra_guard.celkit import AdmissionDeclaration, NotAdmissible
-from dra_guard.config import CORE_OPTIONS
-from dra_guard.context import Context, Pending, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.options import Option
-from dra_guard.rulekit import EXTRA_RULES_ENV, Example, RuleModuleError
+from dra_guard.contract.findings import Severity
+from dra_guard.ruleapi.admission_form import AdmissionDeclaration, NotAdmissible
+from dra_guard.ruleapi.config import CORE_OPTIONS
+from dra_guard.ruleapi.context import Context, Pending, Resource, Violation
+from dra_guard.ruleapi.declarations import EXTRA_RULES_ENV, Example, RuleModuleError
+from dra_guard.ruleapi.options import Option
 
 #: The catalog, in ID order: one module per rule, named dra0NN_<rule name>.
 RULE_MODULES = (
@@ -219,7 +219,13 @@ class Registry(Mapping[str, Rule]):
     def _add_option(self, option: Option[Any], rule: Rule | None) -> None:
         where = f"rule module {rule.module}" if rule else "core options"
         clash = self._options.get(option.key) or next(
-            (other for other in self._options.values() if other.camel_key == option.camel_key), None
+            (
+                other
+                for other in self._options.values()
+                if other.camel_key == option.camel_key
+                or (option.command_line is not None and other.command_line == option.command_line)
+            ),
+            None,
         )
         if clash is not None:
             owner = self._owners.get(clash.key)
@@ -252,6 +258,13 @@ class Registry(Mapping[str, Rule]):
     @property
     def rule_ids(self) -> Sequence[str]:
         return tuple(self._rules)
+
+    def option_on_command_line(self, flag: str) -> Option[Any]:
+        """The option whose values the `dra-guard check` flag `flag` adds to (`--slices`)."""
+        found = next((option for option in self._options.values() if option.command_line == flag), None)
+        if found is None:
+            raise RuleModuleError(f"no rule declares the option {flag} adds to")
+        return found
 
     def owner(self, option: Option[Any]) -> Rule | None:
         """The rule that declares `option`; None for the options several rules share."""

@@ -5,14 +5,30 @@ from __future__ import annotations
 from collections.abc import Iterator
 from fnmatch import fnmatchcase
 
-from dra_guard.accelerator_names import SCHEDULER_SHARING_ANNOTATIONS, admission_tests, family_of, vendor_domain
-from dra_guard.catalog import (
+from dra_guard.contract.accelerator_names import (
+    SCHEDULER_SHARING_ANNOTATIONS,
+    admission_tests,
+    family_of,
+    vendor_domain,
+)
+from dra_guard.contract.catalog import (
     CHART_EXTENDED_RESOURCES,
     LEGACY_RESOURCE_NAMES,
     LEGACY_RESOURCE_PREFIXES,
     is_legacy_resource,
 )
-from dra_guard.celkit import (
+from dra_guard.contract.findings import Severity
+from dra_guard.model.extended_resources import (
+    KUBEVIRT_DEVICE_LISTS,
+    LIMIT_RANGE_DEFAULTS,
+    REQUIREMENT_SECTIONS,
+    Asked,
+    Unverifiable,
+    asked_resources,
+)
+from dra_guard.model.manifest import mapping
+from dra_guard.model.pod_templates import PodSpecView
+from dra_guard.ruleapi.admission_form import (
     POD_KINDS,
     Admission,
     AdmissionTarget,
@@ -24,22 +40,11 @@ from dra_guard.celkit import (
     string,
     string_list,
 )
-from dra_guard.config import EXTENDED_RESOURCE_CLASSES, Config
-from dra_guard.context import Context, Pending, Resolved, Resource, Violation
-from dra_guard.device_classes import class_pin, selectors_of
-from dra_guard.extended_resources import (
-    KUBEVIRT_DEVICE_LISTS,
-    LIMIT_RANGE_DEFAULTS,
-    REQUIREMENT_SECTIONS,
-    Asked,
-    Unverifiable,
-    asked_resources,
-)
-from dra_guard.findings import Severity
-from dra_guard.manifest import mapping
-from dra_guard.options import STRING_SET, Option
-from dra_guard.pod_templates import PodSpecView
-from dra_guard.rulekit import Example
+from dra_guard.ruleapi.config import EXTENDED_RESOURCE_CLASSES, Config
+from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.device_classes import class_pin, selectors_of
+from dra_guard.ruleapi.options import STRING_SET, Option
 
 ID = "DRA001"
 NAME = "legacy-extended-resource"
@@ -246,10 +251,10 @@ ACCELERATOR_DEVICE_DOMAINS = ("nvidia.com/", "amd.com/", "habana.ai/", "gpu.inte
 
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
     extra = context.config.get(EXTRA_LEGACY_RESOURCES)
-    file = resource.document.file if resource.document else None
-    # A kustomization's patch files are named relative to it; stdin has no folder.
-    source = file if file is not None and file != "<stdin>" else None
-    for asked in asked_resources(resource.obj, resource.pods, source):
+    # A kustomization's document arrives with its patch files read (dra_guard.read.loader);
+    # one from stdin, or given as an object, has none.
+    patch_files = getattr(resource.document, "patch_files", None)
+    for asked in asked_resources(resource.obj, resource.pods, patch_files):
         if isinstance(asked, Unverifiable):
             yield Violation(
                 asked.path,

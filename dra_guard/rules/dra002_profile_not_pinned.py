@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
-from dra_guard.celkit import (
+from dra_guard.contract.catalog import DEVICE_CLASSES, DeviceClass
+from dra_guard.contract.findings import Severity
+from dra_guard.model.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
+from dra_guard.model.manifest import CLAIM_KINDS, get_path, items, mapping, text
+from dra_guard.model.selectors import Pin, analyse
+from dra_guard.ruleapi.admission_form import (
     REQUESTS,
     Admission,
     AdmissionTarget,
@@ -15,14 +19,10 @@ from dra_guard.celkit import (
     selector_matches,
     string_list,
 )
-from dra_guard.config import EXTRA_CLASSES
-from dra_guard.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
-from dra_guard.context import Context, Pending, Resolved, Resource, Violation
-from dra_guard.device_classes import class_pin, configured_selectors, redefinition
-from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, get_path, items, mapping, text
-from dra_guard.rulekit import Example
-from dra_guard.selectors import Pin, analyse
+from dra_guard.ruleapi.config import EXTRA_CLASSES
+from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.device_classes import class_pin, configured_selectors, redefinition
 
 ID = "DRA002"
 NAME = "profile-not-pinned"
@@ -266,7 +266,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
         configured = configured_selectors(request.device_class, context.config)
         if configured is not None:
             # A class the configuration or the catalog knows: its selectors decide, whatever
-            # DeviceClass of that name the input holds (`dra_guard.device_classes`).
+            # DeviceClass of that name the input holds (`dra_guard.ruleapi.device_classes`).
             if class_pin(known, configured.expressions) is None:
                 yield Violation(request.path, message, facet="unpinned")
         elif context.complete:

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD
-from dra_guard.celkit import (
+from dra_guard.contract.catalog import ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION, EXCLUSIVITY_GUARD
+from dra_guard.contract.findings import Severity
+from dra_guard.model.conjuncts import GUARD_TERM, conjunct_pattern, has_conjunct
+from dra_guard.model.manifest import (
+    ALL,
+    CLAIM_KINDS,
+    EXACT_COUNT,
+    DeviceRequestView,
+    declaration_places,
+    get_path,
+    items,
+    mapping,
+)
+from dra_guard.ruleapi.admission_form import (
     CLAIM_METADATA,
     REQUESTS,
     Admission,
@@ -20,20 +32,8 @@ from dra_guard.celkit import (
     some_request_body,
     string,
 )
-from dra_guard.conjuncts import GUARD_TERM, conjunct_pattern, has_conjunct
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import (
-    ALL,
-    CLAIM_KINDS,
-    EXACT_COUNT,
-    DeviceRequestView,
-    declaration_places,
-    get_path,
-    items,
-    mapping,
-)
-from dra_guard.rulekit import Example
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA003"
 NAME = "exclusivity-undeclared"

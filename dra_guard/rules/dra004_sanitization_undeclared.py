@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX, SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
-from dra_guard.celkit import (
+from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, SANITIZATION_ANNOTATION, SANITIZATION_POLICIES
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import CLAIM_KINDS, declaration_places
+from dra_guard.ruleapi.admission_form import (
     CLAIM_METADATA,
     Admission,
     AdmissionTarget,
@@ -16,10 +18,8 @@ from dra_guard.celkit import (
     on_template,
     string_list,
 )
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, declaration_places
-from dra_guard.rulekit import Example
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA004"
 NAME = "sanitization-undeclared"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dra_guard.catalog import POD_GROUP_KINDS
-from dra_guard.celkit import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
-from dra_guard.context import Context, Pending, Resolved, Resource, Violation
-from dra_guard.device_classes import decided_by_input
-from dra_guard.findings import Severity
-from dra_guard.manifest import Path, items, mapping, text
-from dra_guard.pod_templates import PodSpecView
-from dra_guard.rulekit import Example
+from dra_guard.contract.catalog import POD_GROUP_KINDS
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import Path, items, mapping, text
+from dra_guard.model.pod_templates import PodSpecView
+from dra_guard.ruleapi.admission_form import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
+from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.device_classes import decided_by_input
 
 ID = "DRA005"
 NAME = "shared-claim"

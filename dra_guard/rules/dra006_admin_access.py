@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, string, string_list
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS
-from dra_guard.options import STRING_SET, Option
-from dra_guard.rulekit import Example
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import CLAIM_KINDS
+from dra_guard.ruleapi.admission_form import (
+    REQUESTS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    bodies,
+    string,
+    string_list,
+)
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.options import STRING_SET, Option
 
 ID = "DRA006"
 NAME = "admin-access"

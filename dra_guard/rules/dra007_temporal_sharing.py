@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.celkit import Admission, AdmissionTarget, Validation
-from dra_guard.context import Context, Pending, Resolved, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, Path, claim_devices, get_path, items, mapping, text
-from dra_guard.rulekit import Example
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import CLAIM_KINDS, Path, claim_devices, get_path, items, mapping, text
+from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, Validation
+from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA007"
 NAME = "temporal-sharing"

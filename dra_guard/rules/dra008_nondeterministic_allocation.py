@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, failing_requests, is_accelerator_body
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import ALL, CLAIM_KINDS, EXACT_COUNT, count_value, shown
-from dra_guard.rulekit import Example
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import ALL, CLAIM_KINDS, EXACT_COUNT, count_value, shown
+from dra_guard.ruleapi.admission_form import (
+    REQUESTS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    failing_requests,
+    is_accelerator_body,
+)
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA008"
 NAME = "nondeterministic-allocation"

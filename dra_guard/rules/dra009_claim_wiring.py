@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from dra_guard.celkit import POD_KINDS, Admission, AdmissionTarget, Validation, containers, pod_spec
-from dra_guard.context import ClaimFacts, Context, Pending, Resolved, Resource, Violation
-from dra_guard.device_classes import decided_by_input
-from dra_guard.findings import Severity
-from dra_guard.manifest import Path, text
-from dra_guard.pod_templates import PodSpecView
-from dra_guard.rulekit import Example
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import Path, text
+from dra_guard.model.pod_templates import PodSpecView
+from dra_guard.ruleapi.admission_form import POD_KINDS, Admission, AdmissionTarget, Validation, containers, pod_spec
+from dra_guard.ruleapi.context import ClaimFacts, Context, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.device_classes import decided_by_input
 
 ID = "DRA009"
 NAME = "claim-wiring"

@@ -7,12 +7,10 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from dra_guard.catalog import EXCLUSIVITY_GUARD, KubernetesRelease
-from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, devices_list, string
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.dra_fields import FIELDS, RELEASES
-from dra_guard.findings import Severity
-from dra_guard.manifest import (
+from dra_guard.contract.catalog import EXCLUSIVITY_GUARD, KubernetesRelease
+from dra_guard.contract.dra_fields import FIELDS, RELEASES
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import (
     ALL,
     ALLOCATION_MODES,
     CLAIM_KINDS,
@@ -28,8 +26,18 @@ from dra_guard.manifest import (
     shown,
     text,
 )
-from dra_guard.opaque import CONFIG_KIND_FOR_CLASS, NVIDIA_GPU_DRIVER, decodes_cel, nvidia_problems
-from dra_guard.rulekit import Example
+from dra_guard.model.opaque import CONFIG_KIND_FOR_CLASS, NVIDIA_GPU_DRIVER, decodes_cel, nvidia_problems
+from dra_guard.ruleapi.admission_form import (
+    REQUESTS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    bodies,
+    devices_list,
+    string,
+)
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA010"
 NAME = "invalid-dra-schema"

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from dra_guard.catalog import DEVICE_CLASSES, DeviceClass
-from dra_guard.celkit import REQUESTS, Admission, AdmissionTarget, Validation, bodies, devices_list, string, string_list
-from dra_guard.config import EXTRA_CLASSES
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, DeviceRequestView, claim_devices, items, mapping, text
-from dra_guard.rulekit import Example
+from dra_guard.contract.catalog import DEVICE_CLASSES, DeviceClass
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import CLAIM_KINDS, DeviceRequestView, claim_devices, items, mapping, text
+from dra_guard.ruleapi.admission_form import (
+    REQUESTS,
+    Admission,
+    AdmissionTarget,
+    Validation,
+    bodies,
+    devices_list,
+    string,
+    string_list,
+)
+from dra_guard.ruleapi.config import EXTRA_CLASSES
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
 
 ID = "DRA011"
 NAME = "topology-unaligned"

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from dra_guard.catalog import ISOLATION_TAG_ANNOTATION, SANITIZATION_ANNOTATION, TENANT_ANNOTATION
-from dra_guard.celkit import (
+from dra_guard.contract.catalog import ISOLATION_TAG_ANNOTATION, SANITIZATION_ANNOTATION, TENANT_ANNOTATION
+from dra_guard.contract.findings import Severity
+from dra_guard.contract.tags import HMAC_PREFIX, verify_claim_isolation_tag, verify_isolation_tag
+from dra_guard.model.manifest import CLAIM_KINDS, declaration_places, mapping
+from dra_guard.ruleapi.admission_form import (
     CLAIM_METADATA,
     Admission,
     AdmissionTarget,
@@ -16,12 +19,9 @@ from dra_guard.celkit import (
     has_accelerator_request,
     on_template,
 )
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.findings import Severity
-from dra_guard.manifest import CLAIM_KINDS, declaration_places, mapping
-from dra_guard.options import EnvSecret, Option, Secret
-from dra_guard.rulekit import Example
-from dra_guard.tags import HMAC_PREFIX, verify_claim_isolation_tag, verify_isolation_tag
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.options import EnvSecret, Option, Secret
 
 ID = "DRA012"
 NAME = "isolation-tag"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
-from dra_guard.celkit import Admission, AdmissionTarget, Validation, string_list
-from dra_guard.config import NON_ACCELERATOR_CLASSES
-from dra_guard.context import Context, Resource, Violation
-from dra_guard.device_classes import class_pin
-from dra_guard.findings import Severity
-from dra_guard.manifest import get_path, is_dra_object, items
-from dra_guard.rulekit import Example
+from dra_guard.contract.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import get_path, is_dra_object, items
+from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, Validation, string_list
+from dra_guard.ruleapi.config import NON_ACCELERATOR_CLASSES
+from dra_guard.ruleapi.context import Context, Resource, Violation
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.device_classes import class_pin
 
 ID = "DRA013"
 NAME = "extended-resource-class"

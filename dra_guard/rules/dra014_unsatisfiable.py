@@ -9,17 +9,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dra_guard.celkit import NotAdmissible
-from dra_guard.context import Context, Pending, Resource
-from dra_guard.device_classes import selectors_of
-from dra_guard.findings import Severity
-from dra_guard.loader import load_paths
-from dra_guard.manifest import CLAIM_KINDS, claim_devices, is_dra_object, is_list_kind, items
-from dra_guard.options import ConfigError, Option, OptionType, ParseContext
-from dra_guard.rulekit import Example
+from dra_guard.contract.findings import Severity
+from dra_guard.model.manifest import CLAIM_KINDS, claim_devices, is_dra_object, is_list_kind, items
+from dra_guard.ruleapi.admission_form import NotAdmissible
+from dra_guard.ruleapi.context import Context, Pending, Resource
+from dra_guard.ruleapi.declarations import Example
+from dra_guard.ruleapi.device_classes import selectors_of
+from dra_guard.ruleapi.options import ConfigError, Option, OptionType, ParseContext
 
 if TYPE_CHECKING:
-    from dra_guard.allocation import Alternative, Constraint, Request
+    from dra_guard.model.allocation import Alternative, Constraint, Request
 
 ID = "DRA014"
 NAME = "unsatisfiable"
@@ -83,13 +82,16 @@ class SliceFiles(OptionType[SliceSet]):
     def parse(self, key: str, value: object, context: ParseContext) -> SliceSet:
         if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
             raise ConfigError(f"{key}: must be a list of file paths")
+        if context.read_manifests is None:
+            raise ConfigError(f"{key}: names files, and this configuration is parsed where none is read")
         result = SliceSet()
         for path in value:
             where = path if context.directory is None else os.path.join(context.directory, path)
-            loaded = load_paths([where])
-            if loaded.errors:
-                raise ConfigError(f"{key}: {loaded.errors[0]}")
-            slices = tuple(obj for document in loaded.documents for obj in _objects(document.obj) if _is_slice(obj))
+            try:
+                loaded = context.read_manifests(where)
+            except ConfigError as error:
+                raise ConfigError(f"{key}: {error}") from None
+            slices = tuple(obj for document in loaded for obj in _objects(document) if _is_slice(obj))
             if not slices:
                 raise ConfigError(
                     f"{key}: {where} holds no ResourceSlice (write it with `kubectl get resourceslices -o yaml`)"
@@ -119,6 +121,7 @@ def _is_slice(obj: Mapping[str, Any]) -> bool:
 RESOURCE_SLICES: Option[SliceSet] = Option(
     key="resource-slices",
     type=SliceFiles(),
+    command_line="--slices",
     default=SliceSet(),
     doc="Files of the cluster's ResourceSlices, as `kubectl get resourceslices -o yaml` writes them (relative "
     "to the configuration file's folder; `check --slices` adds more): claims are evaluated against the devices "
@@ -179,7 +182,7 @@ def check(resource: Resource, context: Context) -> Iterator[Pending]:
     path, devices = located
     # The allocator is imported by the first claim: a check without claims (a pre-commit
     # run on other files) does not pay for it at start-up.
-    from dra_guard.allocation import constraints_of, requests_of
+    from dra_guard.model.allocation import constraints_of, requests_of
 
     # Small facts only (names, selectors, counts): the claim itself is let go, and the
     # facts are kept once for every claim with the same requests (context.shared).
@@ -199,7 +202,7 @@ class _Devices:
     """The allocator over every ResourceSlice given, with class selectors filled in as claims need them."""
 
     def __init__(self, context: Context) -> None:
-        from dra_guard.allocation import Allocator, SliceCollector
+        from dra_guard.model.allocation import Allocator, SliceCollector
 
         collector = SliceCollector()
         for obj in context.config.get(RESOURCE_SLICES).slices:

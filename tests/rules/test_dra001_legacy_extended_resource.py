@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.engine import check_objects
-from dra_guard.findings import Severity
+from dra_guard.contract.findings import Severity
+from dra_guard.engine.run import check_objects
 from dra_guard.rules import dra001_legacy_extended_resource as dra001
 from testkit.rulecases import (
     config,

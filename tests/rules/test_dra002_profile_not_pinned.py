@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.catalog import EXCLUSIVITY_GUARD
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding
+from dra_guard.contract.catalog import EXCLUSIVITY_GUARD
+from dra_guard.contract.findings import Finding
+from dra_guard.engine.run import check_objects
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,

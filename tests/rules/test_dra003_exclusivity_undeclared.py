@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dra_guard.catalog import EXCLUSIVITY_GUARD, KUBERNETES_VERSIONS
+from dra_guard.contract.catalog import EXCLUSIVITY_GUARD, KUBERNETES_VERSIONS
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,

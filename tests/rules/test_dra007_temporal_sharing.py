@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.findings import Finding, Severity
+from dra_guard.contract.findings import Finding, Severity
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,

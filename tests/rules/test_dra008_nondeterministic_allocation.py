@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dra_guard.findings import Severity
+from dra_guard.contract.findings import Severity
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,

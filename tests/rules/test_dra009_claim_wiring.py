@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from dra_guard.findings import Severity
+from dra_guard.contract.findings import Severity
 from testkit.rulecases import (
     findings,
     workload,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dra_guard import AcceleratorSlice
-from dra_guard.catalog import PCIE_ROOT
+from dra_guard.contract.catalog import PCIE_ROOT
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,
@@ -80,7 +80,7 @@ def test_dra011_extra_classes_topology_attribute_is_honoured() -> None:
 
 
 def test_dra011_all_mode_says_the_count_is_unknown() -> None:
-    from dra_guard.engine import check_objects
+    from dra_guard.engine.run import check_objects
 
     claim = {
         "apiVersion": "resource.k8s.io/v1",

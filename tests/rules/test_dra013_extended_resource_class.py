@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dra_guard.findings import Severity
+from dra_guard.contract.findings import Severity
 from testkit.rulecases import config, findings
 
 DEVICE_CLASSES = Path(__file__).parent.parent / "fixtures" / "deviceclasses"

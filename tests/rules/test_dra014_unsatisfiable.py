@@ -22,9 +22,10 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from constructs_dra import enforce
 from dra_guard import claim_template
-from dra_guard.config import Config, load_config_file, parse_policy_config
-from dra_guard.engine import check_objects
-from dra_guard.findings import Finding, Severity
+from dra_guard.contract.findings import Finding, Severity
+from dra_guard.engine.run import check_objects
+from dra_guard.read.config_file import load_config_file, parse_policy_config
+from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from dra_guard.rules.dra014_unsatisfiable import RESOURCE_SLICES
 from pulumi_dra.policies import CROSS_OBJECT_SUFFIX, build_policies

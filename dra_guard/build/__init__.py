@@ -1,0 +1,3 @@
+"""The building side: `AcceleratorSlice`, `ClaimSpec`, `WorkloadSpec` and the builders that turn
+them into compliant objects.  Imports only `contract`; never the checking side.
+"""

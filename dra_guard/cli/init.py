@@ -1,0 +1,262 @@
+"""`dra-guard init`: wire dra-guard into a project, one piece at a time, never overwriting.
+
+Each target is written only when asked for.  Files that do not exist are created; the two
+files a project already owns and that exist to be extended (cdk8s.yaml's `validations:`,
+.pre-commit-config.yaml's `repos:`) get our entry added with their comments and order
+kept; any other existing file is left untouched and reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: What `dra-guard init` can write, in the order it writes them.
+TARGETS = ("cdk8s", "config", "pre-commit", "ci")
+PLUGIN_CLASS = "DraGuardValidation"
+CONFIG_FILE = ".dra-guard.yaml"
+PRE_COMMIT_FILE = ".pre-commit-config.yaml"
+WORKFLOW_FILE = os.path.join(".github", "workflows", "dra-guard.yml")
+#: The pre-commit hook passes file names: non-manifests among them are skipped, as in a walk.
+HOOK_ENTRY = "dra-guard check --skip-non-manifests"
+
+
+class ScaffoldError(Exception):
+    """A target that cannot be written; the message says which file and why."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What `init` did to one file."""
+
+    path: str
+    #: "created", "updated" or "unchanged".
+    action: str
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.path}" + (f" ({self.note})" if self.note else "")
+
+
+def cdk8s_plugin_dir() -> str:
+    """The cdk8s-cli validation plugin shipped inside this package."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cdk8s_plugin")
+
+
+def cdk8s_plugin_version() -> str:
+    with open(os.path.join(cdk8s_plugin_dir(), "package.json"), encoding="utf-8") as handle:
+        version = json.load(handle)["version"]
+    return str(version)
+
+
+def _round_trip() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # round-trip mode: comments, key order and quoting survive
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def _load_round_trip(path: str) -> Any:
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return _round_trip().load(handle)
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScaffoldError(f"{path}: cannot read: {error}") from None
+    except YAMLError as error:
+        raise ScaffoldError(f"{path}: not valid YAML, left unchanged: {error}") from None
+
+
+def _dump_round_trip(document: Any, path: str) -> None:
+    temporary = path + ".dra-guard-tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        _round_trip().dump(document, handle)
+    os.replace(temporary, path)  # atomic: a crash never leaves half a cdk8s.yaml
+
+
+def init_cdk8s(directory: str) -> Change:
+    """Add the dra-guard validation plugin, by its installed path, to `cdk8s.yaml`."""
+    path = os.path.join(directory, "cdk8s.yaml")
+    if not os.path.isfile(path):
+        raise ScaffoldError(f"{path}: no such file; run `dra-guard init cdk8s` in your cdk8s app's directory")
+    document = _load_round_trip(path)
+    if not isinstance(document, dict):
+        raise ScaffoldError(f"{path}: expected a mapping at the top, left unchanged")
+    entry = {
+        "package": cdk8s_plugin_dir(),
+        "version": cdk8s_plugin_version(),
+        "class": PLUGIN_CLASS,
+        "properties": {"failOn": "medium"},
+    }
+    validations = document.get("validations")
+    if validations is None:
+        document["validations"] = [entry]
+    elif not isinstance(validations, list):
+        raise ScaffoldError(f"{path}: `validations` is not a list, left unchanged")
+    else:
+        ours = [item for item in validations if isinstance(item, dict) and item.get("class") == PLUGIN_CLASS]
+        if ours:
+            current = ours[0]
+            if current.get("package") == entry["package"] and current.get("version") == entry["version"]:
+                return Change(path, "unchanged", "the dra-guard plugin is already configured")
+            current["package"], current["version"] = entry["package"], entry["version"]
+            _dump_round_trip(document, path)
+            return Change(path, "updated", f"plugin path is now {entry['package']}")
+        validations.append(entry)
+    _dump_round_trip(document, path)
+    return Change(path, "updated", f"added the dra-guard validation plugin from {entry['package']}")
+
+
+def _create(path: str, text: str, note: str = "") -> Change:
+    if os.path.lexists(path):
+        return Change(path, "unchanged", "it already exists; not overwritten")
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:
+        # "x": never replace a file that appeared in the meantime.
+        with open(path, "x", encoding="utf-8") as handle:
+            handle.write(text)
+    except FileExistsError:
+        return Change(path, "unchanged", "it already exists; not overwritten")
+    return Change(path, "created", note)
+
+
+def starter_config() -> str:
+    """Every option of the registry, commented out, with its doc and default."""
+    import textwrap
+
+    from dra_guard.rules import RULES
+
+    lines = [
+        "# dra-guard configuration, found by walking up from the checked paths (see the README).",
+        "# Every option is optional and shown with its default; unknown keys are errors.",
+        "# `dra-guard rules` lists the rules, `dra-guard explain <rule>` shows one with its options.",
+    ]
+    for option in RULES.options.values():
+        lines.append("")
+        lines += ["# " + line for line in textwrap.wrap(option.doc, 86, break_on_hyphens=False)]
+        if option.default_doc is not None:
+            lines.append(f"# {option.key}: ...            (default: {option.default_doc})")
+        else:
+            lines.append(f"# {option.key}: {json.dumps(option.type.to_json(option.default))}")
+    return "\n".join(lines) + "\n"
+
+
+def init_config(directory: str) -> Change:
+    return _create(os.path.join(directory, CONFIG_FILE), starter_config())
+
+
+def _hook(repo: str | None, rev: str | None) -> dict[str, Any]:
+    if repo is not None:
+        # This repository's .pre-commit-hooks.yaml: pre-commit installs dra-guard from it.
+        return {"repo": repo, "rev": rev or "main", "hooks": [{"id": "dra-guard"}]}
+    return {
+        "repo": "local",
+        "hooks": [
+            {
+                "id": "dra-guard",
+                "name": "dra-guard",
+                "entry": HOOK_ENTRY,
+                "language": "system",
+                "types_or": ["yaml", "json"],
+                "require_serial": True,
+            }
+        ],
+    }
+
+
+def init_pre_commit(directory: str, repo: str | None = None, rev: str | None = None) -> Change:
+    """Add a dra-guard hook to .pre-commit-config.yaml (created if there is none)."""
+    path = os.path.join(directory, PRE_COMMIT_FILE)
+    hook = _hook(repo, rev)
+    if not os.path.lexists(path):
+        import io
+
+        buffer = io.StringIO()
+        _round_trip().dump({"repos": [hook]}, buffer)
+        return _create(path, buffer.getvalue())
+    document = _load_round_trip(path)
+    if not isinstance(document, dict) or not isinstance(document.get("repos", []), list):
+        raise ScaffoldError(f"{path}: expected a mapping with a `repos` list, left unchanged")
+    repos = document.setdefault("repos", [])
+    for existing in repos:
+        hooks = existing.get("hooks", []) if isinstance(existing, Mapping) else []
+        if any(isinstance(item, Mapping) and item.get("id") == "dra-guard" for item in hooks):
+            return Change(path, "unchanged", "a dra-guard hook is already configured")
+    repos.append(hook)
+    _dump_round_trip(document, path)
+    return Change(path, "updated", "added the dra-guard hook")
+
+
+WORKFLOW = """\
+# Written by `dra-guard init ci`: checks the repository's manifests on every push and pull
+# request and shows the findings in the Security tab (code scanning, SARIF).
+name: dra-guard
+on:
+  push:
+  pull_request:
+permissions:
+  contents: read
+  security-events: write
+jobs:
+  dra-guard:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Install dra-guard
+        run: python -m pip install "$DRA_GUARD_INSTALL"
+        env:
+          # A pip requirement for dra-guard: a wheel URL or git+https://...@<tag>{install_note}
+          DRA_GUARD_INSTALL: {install}
+      - run: dra-guard check --format sarif --output dra-guard.sarif .
+      - uses: github/codeql-action/upload-sarif@v3
+        if: always()
+        with:
+          sarif_file: dra-guard.sarif
+"""
+
+
+def init_ci(directory: str, install: str | None = None) -> Change:
+    """A GitHub Actions workflow that runs `dra-guard check` and uploads SARIF."""
+    if install is None:
+        text = WORKFLOW.format(
+            install="${{ vars.DRA_GUARD_INSTALL }}", install_note=" (set it as a repository variable)"
+        )
+        note = "set the repository variable DRA_GUARD_INSTALL to a pip requirement for dra-guard"
+    else:
+        text = WORKFLOW.format(install=json.dumps(install), install_note="")
+        note = ""
+    return _create(os.path.join(directory, WORKFLOW_FILE), text, note)
+
+
+def run_init(
+    targets: list[str],
+    directory: str = ".",
+    *,
+    repo: str | None = None,
+    rev: str | None = None,
+    install: str | None = None,
+) -> list[Change | ScaffoldError]:
+    """Write the requested targets in TARGETS order; a target that fails does not stop the others."""
+    writers: Mapping[str, Callable[[], Change]] = {
+        "cdk8s": lambda: init_cdk8s(directory),
+        "config": lambda: init_config(directory),
+        "pre-commit": lambda: init_pre_commit(directory, repo, rev),
+        "ci": lambda: init_ci(directory, install),
+    }
+    results: list[Change | ScaffoldError] = []
+    for target in TARGETS:
+        if target in targets:
+            try:
+                results.append(writers[target]())
+            except ScaffoldError as error:
+                results.append(error)
+    return results

@@ -1,0 +1,396 @@
+"""The `dra-guard` command: check, rules, explain, init, migrate.
+
+Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage errors or unreadable input.
+Heavy modules (the rules' CEL parser) load only when a command needs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from dra_guard import __version__
+from dra_guard.cli.admission import add_admission_policy_parser, add_webhook_parser
+from dra_guard.cli.init import TARGETS
+from dra_guard.contract.errors import UnavailableParser
+from dra_guard.present.report import FORMATS
+from dra_guard.ruleapi.declarations import RuleModuleError
+
+if TYPE_CHECKING:
+    from dra_guard.ruleapi.config import Config
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, with the terminal's width found as `shutil` finds it but
+    without importing `shutil` (and the compression modules it imports): argparse makes
+    a formatter for every argument it adds, and that import was 3 % of a cold start."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
+def _terminal_columns() -> int:
+    with contextlib.suppress(ValueError):
+        columns = int(os.environ.get("COLUMNS", "0"))
+        if columns > 0:
+            return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """A parser whose help (and its subcommands') is formatted by `_HelpFormatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # argparse exits 2 on usage errors, which is already our contract.
+    parser = _ArgumentParser(
+        prog="dra-guard",
+        description="Author and check isolated sliced-accelerator workloads on Kubernetes DRA.",
+    )
+    parser.add_argument("--version", action="version", version=f"dra-guard {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
+
+    check = commands.add_parser(
+        "check",
+        help="check manifests against the rules",
+        description="Check Kubernetes manifests (files, directories, globs, or - for stdin).",
+    )
+    check.add_argument(
+        "paths", nargs="*", default=["."], metavar="PATH", help="files, directories, globs, or - (default: .)"
+    )
+    check.add_argument("--format", choices=FORMATS, default="text")
+    check.add_argument(
+        "--fail-on",
+        choices=("critical", "high", "medium", "low"),
+        default="medium",
+        help="exit 1 when a finding is at or above this severity (default: medium)",
+    )
+    check.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a .dra-guard.yaml or pyproject.toml (default: the nearest one from the first PATH up to the "
+        "repository root)",
+    )
+    check.add_argument(
+        "--output", "-o", metavar="FILE", help="write the report here instead of stdout (never one of the inputs)"
+    )
+    check.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave paths matching this .gitignore-style pattern out of directory walks (repeatable; adds to "
+        "the configuration's exclude)",
+    )
+    check.add_argument(
+        "--slices",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the cluster's ResourceSlices (`kubectl get resourceslices -o yaml > FILE`): report claims no "
+        "node can allocate and pins that match several profiles (repeatable; adds to resource-slices)",
+    )
+    check.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files in walks")
+    check.add_argument(
+        "--skip-non-manifests",
+        action="store_true",
+        help="treat files named on the command line like files a walk finds: skip (and count) those that "
+        "are not Kubernetes manifests (for pre-commit)",
+    )
+    check.add_argument(
+        "--fail-on-empty", action="store_true", help="exit 2 when no Kubernetes manifest was checked at all"
+    )
+    check.add_argument(
+        "--fail-on-unchecked",
+        action="store_true",
+        help="exit 2 when a Helm chart or a kustomization could not be rendered and checked (in full)",
+    )
+
+    rules = commands.add_parser("rules", help="list the rules")
+    rules.add_argument(
+        "--format", choices=("text", "markdown"), default="text", help="markdown is docs/rules.md (`make docs`)"
+    )
+    explain = commands.add_parser("explain", help="explain one rule: its options, waivability and examples")
+    explain.add_argument("rule", metavar="RULE", help="a rule ID (any case) or name, as `dra-guard rules` lists them")
+
+    init = commands.add_parser(
+        "init",
+        help="wire dra-guard into a project (cdk8s plugin, config, pre-commit, CI)",
+        description="Write only what is asked for; existing files are never overwritten.",
+    )
+    init.add_argument("targets", nargs="+", choices=TARGETS, metavar="TARGET", help=", ".join(TARGETS))
+    init.add_argument("--dir", default=".", help="the project directory (default: .)")
+    init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
+    init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
+    init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
+
+    add_admission_policy_parser(commands)
+    add_webhook_parser(commands)
+
+    from dra_guard.cli.migrate_arguments import add_arguments
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="rewrite device-plugin requests (nvidia.com/gpu, ...) as DRA claim templates",
+        description="Rewrite device-plugin requests as compliant DRA claim templates and wired pods. "
+        "Inputs are only changed with --in-place; exit 2 when anything could not be migrated.",
+    )
+    add_arguments(migrate)
+    return parser
+
+
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot encode (lone surrogates from a JSON string or a file
+    name of another locale) as escapes, so that no report fails to be written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+class _Printable:
+    """Writes to `stream`, escaping what UTF-8 cannot encode (see `printable`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(printable(text))
+
+
+def _write(write: Callable[[_Printable], None], output: str | None, stdout: TextIO) -> None:
+    """Stream a report to stdout or to `output`, piece by piece (a large report is never
+    one string)."""
+    if output is None:
+        write(_Printable(stdout))
+        return
+    if os.path.exists(output) and not os.path.isfile(output):
+        # /dev/null, a FIFO, a terminal: nothing to replace, and no folder to write beside.
+        with open(output, "w", encoding="utf-8") as stream:
+            write(_Printable(stream))
+        return
+    # Atomically: a reader of the file (CI uploading SARIF) sees the whole report or the
+    # previous file, never half of one, whatever happens to this process.
+    import tempfile  # only here: it costs start-up time every run would pay
+
+    directory = os.path.dirname(os.path.abspath(output))
+    handle, temporary = tempfile.mkstemp(prefix=".dra-guard-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            write(_Printable(stream))
+        if os.path.exists(output):
+            os.chmod(temporary, os.stat(output).st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, output)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _first_path(paths: Sequence[str]) -> str:
+    """Where configuration discovery starts: the first path (the working directory for stdin)."""
+    first = paths[0] if paths else "."
+    return "." if first == "-" else first
+
+
+def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.contract.findings import Severity
+    from dra_guard.engine.run import check_stream
+    from dra_guard.present.report import writer
+    from dra_guard.read.config_file import find_config_file, load_config_file
+    from dra_guard.read.inputs import Inputs, is_manifest
+    from dra_guard.read.walk import Ignores, Patterns, select
+    from dra_guard.ruleapi.config import EXCLUDE, Config, ConfigError
+    from dra_guard.rules import RULES
+
+    if gc.get_freeze_count() == 0:
+        # What the imports made lives as long as the process: the collector need not scan
+        # it again (once per process: a caller's own objects are frozen at most once).
+        gc.freeze()
+    config_file = arguments.config or find_config_file(_first_path(arguments.paths))
+    try:
+        config = load_config_file(config_file, RULES) if config_file else Config()
+    except ConfigError as error:
+        stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
+    if arguments.slices:
+        try:
+            config = _with_slices(config, arguments.slices)
+        except ConfigError as error:
+            stderr.write(f"dra-guard: {error}\n")
+            return EXIT_ERROR
+    excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
+    if config_file:
+        excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
+    selection = select(
+        arguments.paths,
+        ignores=Ignores(excludes, gitignore=not arguments.no_ignore),
+        named_like_found=arguments.skip_non_manifests,
+        output=arguments.output,
+    )
+    output = arguments.output
+    if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
+        stderr.write(f"dra-guard: refusing to write the report to {output}: it is one of the inputs\n")
+        return EXIT_ERROR
+    inputs = Inputs(selection)
+    report = check_stream(inputs, config)
+    report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
+    try:
+        write = writer(arguments.format)
+        _write(lambda out: write(report, out), output, stdout)
+    except BrokenPipeError:
+        if output is None:
+            raise  # stdout's reader went away: main() says nothing more
+        stderr.write(f"dra-guard: cannot write {output}: broken pipe\n")
+        return EXIT_ERROR
+    except OSError as write_error:
+        stderr.write(f"dra-guard: cannot write {output}: {write_error.strerror or write_error}\n")
+        return EXIT_ERROR
+    if output is not None or arguments.format != "text":
+        # Machine formats go to stdout or a file; people still need to see input errors.
+        for input_error in report.errors:
+            stderr.write(printable(f"{input_error}\n"))
+        for unchecked in report.unchecked:
+            stderr.write(printable(f"dra-guard: {unchecked}\n"))
+    if report.errors:
+        return EXIT_ERROR
+    if arguments.fail_on_empty and report.files == 0:
+        stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
+        return EXIT_ERROR
+    if arguments.fail_on_unchecked and report.unchecked:
+        partial = any(unchecked.what != "chart" for unchecked in report.unchecked)
+        what = "chart(s) or kustomization(s) not checked in full" if partial else "chart(s) not checked"
+        stderr.write(f"dra-guard: {len(report.unchecked)} {what} (--fail-on-unchecked)\n")
+        return EXIT_ERROR
+    threshold = Severity.parse(arguments.fail_on)
+    return EXIT_FINDINGS if any(finding.severity >= threshold for finding in report.findings) else EXIT_CLEAN
+
+
+def _with_slices(config: Config, paths: Sequence[str]) -> Config:
+    """The configuration with `--slices` files added to the option that flag extends (declared
+    by the rule that reads the slices; read now: a file that cannot be read is an error before
+    anything is checked)."""
+    from dra_guard.read.config_file import read_manifests
+    from dra_guard.ruleapi.options import ConfigError, ParseContext
+    from dra_guard.rules import RULES
+
+    option = RULES.option_on_command_line("--slices")
+    if "-" in paths:
+        raise ConfigError("--slices: standard input holds the manifests; give the ResourceSlices as a file")
+    context = ParseContext(RULES.rule_ids, os.environ, read_manifests=read_manifests)
+    added = option.parse("--slices", list(paths), context)
+    return config.with_value(option, config.get(option) + added)
+
+
+def _holds_a_manifest(path: str, is_manifest: Callable[[bytes], bool]) -> bool:
+    """Whether the existing report file a walk found is a manifest (an input), not an old report."""
+    try:
+        with open(path, "rb") as handle:
+            return is_manifest(handle.read())
+    except OSError:
+        return False
+
+
+def run_rules(output_format: str, stdout: TextIO) -> int:
+    from dra_guard.present.rule_docs import rules_markdown, rules_text
+    from dra_guard.rules import RULES
+
+    stdout.write(rules_markdown(RULES) if output_format == "markdown" else rules_text(RULES))
+    return EXIT_CLEAN
+
+
+def run_explain(rule_name: str, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.present.rule_docs import explain_text
+    from dra_guard.rules import RULES
+
+    rule = RULES.find(rule_name)
+    if rule is None:
+        stderr.write(f"dra-guard: no rule {rule_name!r}; `dra-guard rules` lists them\n")
+        return EXIT_ERROR
+    stdout.write(explain_text(rule))
+    return EXIT_CLEAN
+
+
+def run_init(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.cli.init import ScaffoldError
+    from dra_guard.cli.init import run_init as write_targets
+
+    results = write_targets(
+        arguments.targets, arguments.dir, repo=arguments.repo, rev=arguments.rev, install=arguments.install
+    )
+    for result in results:
+        if isinstance(result, ScaffoldError):
+            stderr.write(f"dra-guard: {result}\n")
+        else:
+            stdout.write(f"{result}\n")
+    return EXIT_ERROR if any(isinstance(result, ScaffoldError) for result in results) else EXIT_CLEAN
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    try:
+        if arguments.command == "check":
+            # Importing the rules and parsing make many short-lived, acyclic objects: with
+            # the default thresholds the collector runs again and again and finds nothing
+            # to free (4 % of a cold start, more of a large check).  A short-lived command
+            # can afford fewer collections (mypy does the same).
+            gc.set_threshold(100_000, 50, 100)
+            return run_check(arguments, stdout, stderr)
+        if arguments.command == "rules":
+            return run_rules(arguments.format, stdout)
+        if arguments.command == "explain":
+            return run_explain(arguments.rule, stdout, stderr)
+        if arguments.command == "init":
+            return run_init(arguments, stdout, stderr)
+        if arguments.command == "admission-policy":
+            from dra_guard.cli.admission import run_admission_policy
+
+            return run_admission_policy(arguments, stdout, stderr)
+        if arguments.command == "webhook":
+            from dra_guard.cli.admission import run_webhook
+
+            return run_webhook(arguments, stdout, stderr)
+        if arguments.command == "migrate":
+            from dra_guard.cli.migrate import run_migrate
+
+            return run_migrate(arguments, stdout, stderr)
+    except (RuleModuleError, UnavailableParser) as error:  # DRA_GUARD_EXTRA_RULES, DRA_GUARD_YAML_PARSER
+        stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader went away (`dra-guard rules | head`): nothing left to say, and nobody
+        # to say it to.  Point stdout at /dev/null so that the exit flush is quiet too.
+        _silence(stdout)
+        return EXIT_CLEAN if arguments.command != "check" else EXIT_ERROR
+    parser.print_help(stdout)
+    return EXIT_ERROR
+
+
+def _silence(stream: TextIO) -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())

@@ -1,0 +1,350 @@
+"""`dra-guard migrate`: the thin file layer around `migrate_file`.
+
+Inputs are never written to unless `--in-place`, which keeps `<file>.bak` and replaces each
+changed file atomically.  `-o OUT` writes a file, or a directory mirroring the inputs;
+without either the migrated YAML goes to stdout.  `--dry-run` prints a unified diff and
+writes nothing.  Exit 0 when everything was migrated, 2 when any object or file was
+refused (the rest is still migrated and written) or the command was used wrongly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import glob
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+
+from dra_guard.contract.catalog import DEVICE_CLASSES
+from dra_guard.contract.findings import InputError
+from dra_guard.migrate.migration import FileMigration, migrate_file, scan_templates
+from dra_guard.migrate.plan import TemplateNames
+from dra_guard.migrate.settings import MigrationSettings
+
+if TYPE_CHECKING:  # the walk loads when files are chosen
+    from dra_guard.read.walk import Patterns
+
+EXIT_CLEAN = 0
+EXIT_ERROR = 2
+STDIN_OUTPUT_NAME = "stdin.yaml"
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out; nothing is written."""
+
+
+@dataclass
+class Invocation:
+    """What the command line and the configuration `check` would use ask for."""
+
+    settings: MigrationSettings
+    #: Patterns that keep files out of directory walks (the command line's, the configuration's).
+    excludes: list[Patterns] = field(default_factory=list)
+
+
+def _first_path(paths: Sequence[str]) -> str:
+    """Where configuration discovery starts, as for `check`: the first path (`.` for stdin)."""
+    return "." if not paths or paths[0] == "-" else paths[0]
+
+
+def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Invocation:
+    """The settings for the command line and the dra-guard configuration `check` would use."""
+    from dra_guard.build.spec import served_claim_api_versions
+    from dra_guard.contract.catalog import KUBERNETES_RELEASES
+    from dra_guard.contract.validators import require_dns_label
+    from dra_guard.read.config_file import find_config_file, load_config_file
+    from dra_guard.read.walk import Patterns
+    from dra_guard.ruleapi.config import EXCLUDE, Config, ConfigError
+    from dra_guard.rules import RULES
+
+    config_file = arguments.config or find_config_file(_first_path(arguments.paths))
+    try:
+        config = load_config_file(config_file, RULES, environ=environ) if config_file else Config()
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+
+    def option(key: str) -> Any:
+        declared = RULES.options.get(key)
+        return config.get(declared) if declared is not None else None
+
+    extra_classes = option("extra-classes") or {}
+    pins: dict[str, str] = {}
+    for spelled in arguments.pin:
+        device_class, equals, value = spelled.partition("=")
+        if not equals or not value:
+            raise UsageError(f"--pin {spelled}: expected CLASS=VALUE, e.g. gpu.amd.com=cpx_nps4")
+        if device_class not in DEVICE_CLASSES and device_class not in extra_classes:
+            raise UsageError(f"--pin {spelled}: unknown device class {device_class!r}")
+        pins[device_class] = value
+    if arguments.gpu_product is not None:
+        pins["gpu.nvidia.com"] = arguments.gpu_product
+    if arguments.tpu_gen is not None:
+        pins["tpu.google.com"] = arguments.tpu_gen
+
+    hmac_key: str | bytes | None = None
+    if arguments.hmac_key_env:
+        hmac_key = environ.get(arguments.hmac_key_env)
+        if not hmac_key:
+            raise UsageError(f"--hmac-key-env names {arguments.hmac_key_env}, which is not set or empty")
+    else:
+        secret = option("hmac-key-env")  # the key `check` will verify the tags with
+        hmac_key = secret.value if secret is not None else None
+
+    # The target release decides which API versions exist and whether requests carry the
+    # exclusivity guard; from the configuration unless the command line says otherwise.
+    kubernetes_version = arguments.kubernetes_version or option("kubernetes-version")
+    release = KUBERNETES_RELEASES[kubernetes_version]
+    runtime_config = tuple(arguments.runtime_config) or None
+    try:
+        served = served_claim_api_versions(kubernetes_version, runtime_config)
+    except ValueError as error:
+        raise UsageError(f"--runtime-config: {error}") from None
+    gate = (
+        f" (and the DynamicResourceAllocation feature gate, beta and off by default in {kubernetes_version})"
+        if not release.dra_enabled_by_default
+        else ""
+    )
+    if arguments.api_version is None and not served:
+        raise UsageError(
+            f"a Kubernetes {kubernetes_version} cluster serves no ResourceClaimTemplate version"
+            + (" by default" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}")
+            + f"; pass the --runtime-config your API server has, e.g. {release.claim_api_versions[0]}=true{gate}"
+        )
+    api_version = arguments.api_version or served[0]
+    if api_version not in release.claim_api_versions:
+        raise UsageError(
+            f"--api-version {api_version}: Kubernetes {kubernetes_version} serves ResourceClaimTemplates in "
+            f"{', '.join(release.claim_api_versions)}"
+        )
+    if api_version not in served:
+        cluster = "a default" if runtime_config is None else "a"
+        flag = "" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}"
+        raise UsageError(
+            f"--api-version {api_version}: not served by {cluster} Kubernetes {kubernetes_version} cluster{flag}; "
+            f"pass --runtime-config={api_version}=true if your API server enables it{gate}"
+        )
+    namespace = arguments.namespace
+    if namespace is not None:
+        try:
+            require_dns_label("--namespace", namespace)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    consumable_capacity = option("consumable-capacity") if kubernetes_version == option("kubernetes-version") else None
+    settings = MigrationSettings(
+        pins=pins,
+        api_version=api_version,
+        kubernetes_version=kubernetes_version,
+        runtime_config=runtime_config,
+        consumable_capacity=consumable_capacity,
+        sanitization=arguments.sanitization,
+        tenant_from_namespace=arguments.tenant_from_namespace,
+        namespace=namespace,
+        hmac_key=hmac_key,
+        extra_legacy_resources=frozenset(option("extra-legacy-resources") or ()),
+        non_accelerator_classes=frozenset(option("non-accelerator-classes") or ()),
+        extra_classes=extra_classes,
+    )
+    excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
+    if config_file:
+        excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
+    return Invocation(settings, excludes)
+
+
+@dataclass
+class SelectedFiles:
+    """The files to migrate, read once, and what the walk left out."""
+
+    files: list[tuple[str, bytes]] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    #: Files a walk found that are no Kubernetes manifests (as `check` skips them).
+    skipped: list[str] = field(default_factory=list)
+    #: Helm charts: their templates are not manifests, so they are not migrated.
+    charts: list[str] = field(default_factory=list)
+
+
+def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: BinaryIO | None) -> SelectedFiles:
+    """The files `check` would read for these paths (walks, excludes, .gitignore, charts)."""
+    import sys
+
+    from dra_guard.read.inputs import is_manifest
+    from dra_guard.read.loader import STDIN_NAME
+    from dra_guard.read.walk import STDIN, Ignores, select
+
+    output = arguments.output
+    output_file = output if output and not output.endswith(("/", os.sep)) and not os.path.isdir(output) else None
+    selection = select(
+        arguments.paths,
+        ignores=Ignores(invocation.excludes, gitignore=not arguments.no_ignore),
+        output=output_file,
+    )
+    inputs = SelectedFiles(errors=list(selection.errors), charts=list(selection.charts))
+    if selection.output_named:
+        raise UsageError(f"-o would overwrite the input {output}; use --in-place to rewrite inputs")
+    output_directory = os.path.realpath(output) + os.sep if output and not output_file else None
+    for candidate in selection.files:
+        if candidate.found and output_directory and os.path.realpath(candidate.path).startswith(output_directory):
+            continue  # what an earlier run wrote into -o is not an input
+        try:
+            if candidate.path == STDIN:
+                data = (stdin or sys.stdin.buffer).read()
+            else:
+                with open(candidate.path, "rb") as handle:
+                    data = handle.read()
+        except OSError as error:
+            inputs.errors.append(InputError(candidate.path, None, f"cannot read: {error.strerror or error}"))
+            continue
+        if candidate.found and not is_manifest(data):
+            inputs.skipped.append(candidate.path)
+            continue
+        inputs.files.append((STDIN_NAME if candidate.path == STDIN else candidate.path, data))
+    return inputs
+
+
+def _atomic_write(path: str, data: bytes, like: str | None = None) -> None:
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".dra-guard-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        if like is not None:
+            shutil.copymode(like, temporary)
+        os.replace(temporary, path)  # a crash leaves the old file or the new one, never half
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _input_root(paths: Sequence[str]) -> str:
+    """The folder the inputs are named from: the directories given, the folders of files and globs."""
+    from dra_guard.read.walk import STDIN
+
+    folders = []
+    for path in paths:
+        if path == STDIN:
+            continue
+        if glob.has_magic(path):  # the folder before the first wildcard
+            folder = os.path.dirname(path[: min(path.index(c) for c in "*?[" if c in path)]) or "."
+        else:
+            folder = path if os.path.isdir(path) else os.path.dirname(path) or "."
+        folders.append(os.path.abspath(folder))
+    return os.path.commonpath(folders) if folders else os.getcwd()
+
+
+def _output_paths(files: Sequence[FileMigration], output: str, paths: Sequence[str]) -> dict[str, str]:
+    """Where each input goes under `-o`: OUT itself for one file named, else OUT/<its path
+    below the folder the inputs were named from> (a directory or glob always gives a directory)."""
+    from dra_guard.read.loader import STDIN_NAME
+    from dra_guard.read.walk import STDIN
+
+    walked = any(os.path.isdir(path) or glob.has_magic(path) for path in paths if path != STDIN)
+    directory = walked or len(files) > 1 or os.path.isdir(output) or output.endswith(("/", os.sep))
+    if not directory:
+        return {files[0].name: output} if files else {}
+    root = _input_root(paths)
+    targets = {}
+    for file in files:
+        relative = STDIN_OUTPUT_NAME if file.name == STDIN_NAME else os.path.relpath(os.path.abspath(file.name), root)
+        targets[file.name] = os.path.join(output, relative)
+    return targets
+
+
+def _refuse_overwriting_inputs(targets: Mapping[str, str]) -> None:
+    inputs = {os.path.realpath(name) for name in targets}
+    for name, target in targets.items():
+        if os.path.realpath(target) in inputs:
+            raise UsageError(f"-o would overwrite the input {name}; use --in-place to rewrite inputs")
+
+
+def _diff(file: FileMigration) -> str:
+    old = file.original.decode("utf-8", errors="replace").splitlines(True)
+    new = file.output.decode("utf-8", errors="replace").splitlines(True)
+    lines = difflib.unified_diff(old, new, f"a/{file.name}", f"b/{file.name}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def _concatenated(files: Sequence[FileMigration]) -> str:
+    texts = [file.output.decode("utf-8", errors="replace") for file in files]
+    parts: list[str] = []
+    for text in texts:
+        if parts:
+            parts.append("---\n")
+        parts.append(text if text.endswith("\n") or not text else text + "\n")
+    return "".join(parts)
+
+
+def run_migrate(
+    arguments: argparse.Namespace,
+    stdout: TextIO,
+    stderr: TextIO,
+    stdin: BinaryIO | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    from dra_guard.migrate.report import Unmigrated, render_json, render_text
+    from dra_guard.read.walk import STDIN
+
+    to_stdout = arguments.output is None and not arguments.in_place and not arguments.dry_run
+    try:
+        if arguments.format == "json" and to_stdout:
+            raise UsageError("--format json puts the report on stdout: add -o OUT, --in-place or --dry-run")
+        if arguments.in_place and STDIN in arguments.paths:
+            raise UsageError("--in-place cannot rewrite stdin")
+        invocation = settings_from(arguments, environ)
+        inputs = _read_inputs(arguments, invocation, stdin)
+    except UsageError as error:
+        stderr.write(f"dra-guard: {error}\n")
+        return EXIT_ERROR
+
+    names = TemplateNames()
+    for _, data in inputs.files:
+        scan_templates(data, names)
+    files = [migrate_file(data, name, invocation.settings, names) for name, data in inputs.files]
+    errors = inputs.errors
+    unmigrated = Unmigrated(inputs.skipped, inputs.charts)
+
+    written: dict[str, str] = {}
+    if not arguments.dry_run and (arguments.output is not None or arguments.in_place):
+        try:
+            written = _write(files, arguments.output, arguments.paths)
+        except UsageError as error:
+            stderr.write(f"dra-guard: {error}\n")
+            return EXIT_ERROR
+        except OSError as error:
+            errors.append(InputError(error.filename or "?", None, f"cannot write: {error.strerror or error}"))
+
+    report_stream = stderr if to_stdout or arguments.dry_run else stdout
+    if to_stdout:
+        stdout.write(_concatenated(files))
+    if arguments.format == "json":
+        diffs = {file.name: _diff(file) for file in files} if arguments.dry_run else None
+        stdout.write(render_json(files, errors, written, unmigrated, diffs))
+        for input_error in errors:  # people still see what could not be read
+            stderr.write(f"{input_error}\n")
+    else:
+        if arguments.dry_run:
+            stdout.write("".join(_diff(file) for file in files if file.changed))
+        report_stream.write(render_text(files, errors, written, unmigrated))
+    refused = errors or any(file.refused for file in files)
+    return EXIT_ERROR if refused else EXIT_CLEAN
+
+
+def _write(files: Sequence[FileMigration], output: str | None, paths: Sequence[str]) -> dict[str, str]:
+    written = {}
+    if output is None:  # --in-place
+        for file in files:
+            if file.changed:
+                _atomic_write(file.name + ".bak", file.original, like=file.name)
+                _atomic_write(file.name, file.output, like=file.name)
+                written[file.name] = file.name
+        return written
+    targets = _output_paths(files, output, paths)
+    _refuse_overwriting_inputs(targets)
+    for file in files:
+        _atomic_write(targets[file.name], file.output)
+        written[file.name] = targets[file.name]
+    return written

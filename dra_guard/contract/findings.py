@@ -1,0 +1,116 @@
+"""What the engine produces: findings about objects, errors about unreadable input, and the
+report that holds both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Severity(IntEnum):
+    """Ordered so that `severity >= fail_on` reads naturally."""
+
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    CRITICAL = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}; use one of {', '.join(s.label for s in cls)}") from None
+
+
+# Slots: a report of many findings, and the facts behind pending ones, stay small.
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    #: `metadata.generateName`, shown when the object has no name.
+    generate_name: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind or '?'}/{self.namespace or '-'}/{self.name or self.generate_name or '-'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    severity: Severity
+    message: str
+    object: ObjectRef
+    #: JSON pointer into the object (RFC 6901).
+    path: str
+    remediation: str
+    file: str | None = None
+    line: int | None = None
+    #: Where an object without a file came from: a cdk8s construct path, a Pulumi URN.
+    origin: str | None = None
+    #: The finding depends on other objects of the input, not on this object alone.
+    cross_object: bool = False
+    #: The reason of the `ignore-<rule>` annotation that waives it (waived findings only).
+    waiver: str | None = None
+    #: JSON pointers of what else in the object the finding rests on: () for nothing but
+    #: its own path, None for anything in the object (see `Violation.evidence`).
+    evidence: tuple[str, ...] | None = None
+    #: Which of the rule's checks found it (the rule's `FACETS`; "" for a rule with one).
+    facet: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InputError:
+    """Input that could not be read or understood; it makes the CLI exit 2."""
+
+    file: str
+    line: int | None
+    message: str
+    #: The rule that failed, when the error is a rule's exception rather than the input's.
+    rule: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}" if self.line else f"{self.file}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """Input that was left unchecked on purpose (a Helm chart without helm), and why; or
+    checked only in part (a kustomization without kustomize: its files as written)."""
+
+    path: str
+    reason: str
+    #: What it is, for the summary: "chart" or "kustomization".
+    what: str = "chart"
+    #: "not checked", or "rendered partially".
+    status: str = "not checked"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.status}: {self.reason}"
+
+
+@dataclass
+class Report:
+    """One check's outcome, in the order the renderers print it."""
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    #: Files checked.
+    files: int = 0
+    objects: int = 0
+    #: Findings an `ignore-<rule>` annotation with a reason waived (`Finding.waiver`).
+    waived: list[Finding] = field(default_factory=list)
+    #: Files a walk found that are not Kubernetes manifests.
+    skipped: list[str] = field(default_factory=list)
+    unchecked: list[Unchecked] = field(default_factory=list)
+
+
+def json_pointer(path: tuple[str | int, ...]) -> str:
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in path)

@@ -1,0 +1,396 @@
+"""Runs the rules over a set of objects: for each object, each enabled rule, unless waived."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
+from dra_guard.contract.findings import Finding, InputError, ObjectRef, Report, Severity, json_pointer
+from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
+from dra_guard.ruleapi.config import NON_WAIVABLE, Config
+from dra_guard.ruleapi.context import Context, Location, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.declarations import RuleModuleError
+from dra_guard.rules import RULES, Rule
+
+
+class LoadedDocument(Location, Protocol):
+    """A document from a loader stream: its location and the object read from it."""
+
+    @property
+    def obj(self) -> Any: ...
+
+
+def _expand(
+    obj: Mapping[str, Any], document: Location | None, errors: list[InputError], origin: str | None = None
+) -> Iterator[Resource]:
+    """The object itself, or each item of a `List` / `*List` with its `/items/N` prefix."""
+    if not is_list_kind(obj):
+        yield Resource(obj, document, (), origin)
+        return
+    nested = next(
+        (index for index, item in enumerate(items(obj.get("items"))) if isinstance(item, Mapping) and "items" in item),
+        None,
+    )
+    if nested is not None:
+        # kubectl refuses the whole List ("... is not a list: no Items field in this
+        # object", cli-runtime FlattenListVisitor): none of it would be applied.
+        file = document.file if document else "<object>"
+        line = document.line_of(("items", nested)) if document else None
+        errors.append(
+            InputError(file, line, f"List item {nested} is itself a List: kubectl refuses a List inside a List")
+        )
+        return
+    for index, item in enumerate(items(obj.get("items"))):
+        if isinstance(item, Mapping):
+            yield Resource(item, document, ("items", index), origin)
+        else:
+            file = document.file if document else "<object>"
+            line = document.line_of(("items", index)) if document else None
+            errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
+
+
+def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
+    """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in:
+    its reason, "" when it gives none that can be read (which waives nothing), None when
+    there is no such annotation."""
+    key = IGNORE_ANNOTATION_PREFIX + rule_id
+    sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
+    pod = resource.pod_at(path) if resource.pods else None
+    if pod is not None:
+        sources.append(mapping(pod.template_metadata.get("annotations")))
+    found: str | None = None
+    for annotation_map in sources:
+        if key in annotation_map:
+            reason = annotation_map[key]
+            # A reason that shows nothing (blanks, a zero-width space) gives no reason.
+            if isinstance(reason, str) and has_visible_character(reason):
+                return reason.strip()
+            found = ""
+    return found
+
+
+def _finding(
+    rule: Rule, resource: Resource, violation: Violation | Pending, message: str, waiver: str | None = None
+) -> Finding:
+    path = (*resource.prefix, *violation.path)
+    evidence = violation.evidence
+    # Interned: the same message and path recur across many objects (every CronJob asking
+    # for nvidia.com/gpu), and the report keeps every finding to the end.
+    return Finding(
+        rule=rule.id,
+        severity=violation.severity or rule.severity,
+        message=sys.intern(message),
+        object=resource.ref,
+        path=sys.intern(json_pointer(path)),
+        remediation=rule.remediation,
+        file=resource.document.file if resource.document else None,
+        line=resource.line_of(violation.path),
+        origin=resource.origin,
+        cross_object=isinstance(violation, Pending) or violation.cross_object,
+        waiver=waiver,
+        evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
+        facet=violation.facet,
+    )
+
+
+def _describe(error: BaseException) -> str:
+    try:
+        text = str(error)
+    except Exception:  # even printing it fails (an integer of thousands of digits)
+        text = ""
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
+def _failure(resource: Resource, what: str, error: Exception, rule_id: str | None = None) -> InputError:
+    """An exception while checking `resource`, as an input error naming the object and file."""
+    document = resource.document
+    where = document.file if document else (resource.origin or "<object>")
+    try:
+        line = resource.line_of(())
+    except Exception:
+        line = None
+    where_in = f" at {json_pointer(resource.prefix)}" if resource.prefix else ""
+    return InputError(
+        where,
+        line,
+        f"{what} {resource.ref}{where_in}: {_describe(error)}; the other rules and objects were checked",
+        rule_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingKind:
+    """What the pending findings of one rule and check mostly share (kept once)."""
+
+    rule: Rule
+    severity: Severity
+    origin: str | None
+    waiver: str | None
+    evidence: tuple[str, ...] | None
+    facet: str
+    note: str
+    resolve: Callable[..., str | Resolved | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Deferred:
+    """A pending finding: everything but its message decided while its object was at hand.
+
+    Kept as the few facts that vary, the rest shared (`_PendingKind`), and made a finding
+    once it is resolved: some rules leave one for every claim of the input.
+    """
+
+    kind: _PendingKind
+    object: ObjectRef
+    path: str
+    file: str | None
+    line: int | None
+    args: tuple[Any, ...]
+
+    def finding(self, message: str, severity: Severity, cross_object: bool) -> Finding:
+        kind = self.kind
+        return Finding(
+            rule=kind.rule.id,
+            severity=severity,
+            message=sys.intern(message),
+            object=self.object,
+            path=self.path,
+            remediation=kind.rule.remediation,
+            file=self.file,
+            line=self.line,
+            origin=kind.origin,
+            cross_object=cross_object,
+            waiver=kind.waiver,
+            evidence=kind.evidence,
+            facet=kind.facet,
+        )
+
+
+class _RulePlan:
+    """What a configuration makes of the rule set: the same for every check under it.
+
+    Front ends that check one object at a time (the Pulumi pack: one check per resource)
+    would otherwise work it out again for each object.
+    """
+
+    def __init__(self, config: Config, registered: tuple[Rule, ...]) -> None:
+        #: The registry it was made from (tests and extra rule modules can change it).
+        self.registered = registered
+        self.rules = [rule for rule in registered if config.rule_enabled(rule.id)]
+        # Each rule says whether it can be waived; the configuration may override them all.
+        configured = config.get(NON_WAIVABLE)
+        declared = frozenset(rule.id for rule in registered if not rule.waivable)
+        self.non_waivable = declared if configured is None else configured
+        #: The enabled rules for each kind, as kinds are met (filling it twice is harmless).
+        self.by_kind: dict[str, list[Rule]] = {}
+
+    def in_scope(self, kind: str) -> list[Rule]:
+        rules = self.by_kind.get(kind)
+        if rules is None:
+            rules = self.by_kind[kind] = [rule for rule in self.rules if rule.applies_to(kind)]
+        return rules
+
+
+class _LastPlan:
+    #: The configuration checked last and its plan: one tuple, replaced whole (thread-safe).
+    last: tuple[Config, _RulePlan] | None = None
+
+
+_PLANS = _LastPlan()
+
+
+def _rule_plan(config: Config) -> _RulePlan:
+    """The plan of `config`, made again only when the configuration (frozen) or the rules change."""
+    registered = tuple(RULES.values())
+    last = _PLANS.last
+    if last is not None and (last[0] is config or last[0] == config) and last[1].registered == registered:
+        return last[1]
+    plan = _RulePlan(config, registered)
+    _PLANS.last = (config, plan)
+    return plan
+
+
+class Checker:
+    """Runs every rule on each resource as it arrives, then resolves pending findings.
+
+    Findings are made while the resource's document still has its node tree, so their
+    lines cost nothing.  Nothing of a resource is kept once it is checked: what other
+    objects' rules need goes into the context's indexes, and a finding that depends on
+    objects still to come (`Pending`) waits, as a finding without its message, for
+    `finish()`.  Memory therefore does not grow with the size of the objects checked.
+    """
+
+    def __init__(self, config: Config | None = None, complete: bool = True) -> None:
+        self.config = config or Config()
+        self.context = Context(self.config, complete=complete)
+        plan = _rule_plan(self.config)
+        self._in_scope = plan.in_scope
+        self._non_waivable = plan.non_waivable
+        self._deferred: list[_Deferred] = []
+        self._pending_kinds: dict[tuple[Any, ...], _PendingKind] = {}
+        #: One int object per line number that pending findings keep (most are > 256).
+        self._lines: dict[int, int] = {}
+        self.report = Report()
+
+    def add(self, resource: Resource) -> None:
+        self.report.objects += 1
+        resource.serial = self.report.objects
+        try:
+            self._read(resource)
+        except Exception as error:  # a shape nobody foresaw: say so, and check the rest
+            self.add_error(_failure(resource, "dra-guard could not read", error))
+            return
+        for rule in self._in_scope(resource.kind):
+            try:
+                self._run(rule, resource)
+            except Exception as error:
+                self.add_error(_failure(resource, f"rule {rule.id} failed on", error, rule.id))
+
+    def _read(self, resource: Resource) -> None:
+        for path, problem in shape_problems(resource.obj):
+            document = resource.document
+            if path or resource.prefix:
+                where = f"{resource.ref}: {json_pointer((*resource.prefix, *path))}"
+            else:
+                where = f"document {document.index}" if document else "object"
+            self.report.errors.append(
+                InputError(
+                    document.file if document else str(resource.ref), resource.line_of(path), f"{where} {problem}"
+                )
+            )
+        self.context.add(resource)
+
+    def add_error(self, error: InputError) -> None:
+        self.report.errors.append(error)
+
+    def add_object(self, obj: object, document: Location | None = None, origin: str | None = None) -> None:
+        """A document's or caller's object: expanded if it is a List, an error if no mapping."""
+        if not isinstance(obj, Mapping):
+            where = f"document {document.index}" if document else "object"
+            self.add_error(
+                InputError(
+                    document.file if document else "<object>",
+                    document.line if document else None,
+                    f"{where} is a {type(obj).__name__}, not a Kubernetes object",
+                )
+            )
+            return
+        errors: list[InputError] = []
+        for resource in _expand(obj, document, errors, origin):
+            self.add(resource)
+        for error in errors:
+            self.add_error(error)
+
+    def _run(self, rule: Rule, resource: Resource) -> None:
+        resource.accelerator_consulted = False
+        violations: list[Violation | Pending] = list(rule.check(resource, self.context))
+        if resource.accelerator_consulted and violations:
+            # Findings about accelerator requests wait, where a DeviceClass of the input may
+            # still show a request's class to be a NIC's or a CPU's (issue 20, point 6).
+            violations = self.context.unless_not_accelerators(resource, violations)
+        for violation in violations:
+            if violation.facet not in rule.facet_codes:
+                raise RuleModuleError(
+                    f"rule module {rule.module} yields facet {violation.facet!r}, which its FACETS do not declare"
+                )
+            note = ""
+            waiver = None
+            reason = _waiver(resource, rule.id, violation.path)
+            if reason:
+                if rule.id not in self._non_waivable:
+                    waiver = reason  # reported as waived, with its reason, not as a finding
+                else:
+                    note = f" ({rule.id} cannot be waived)"
+            elif reason == "":
+                note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
+            if isinstance(violation, Pending):
+                finding = _finding(rule, resource, violation, "", waiver)
+                key = (
+                    rule.id,
+                    finding.severity,
+                    finding.origin,
+                    waiver,
+                    finding.evidence,
+                    finding.facet,
+                    note,
+                    violation.resolve,
+                )
+                kind = self._pending_kinds.get(key)
+                if kind is None:
+                    kind = self._pending_kinds[key] = _PendingKind(rule, *key[1:])
+                line = finding.line if finding.line is None else self._lines.setdefault(finding.line, finding.line)
+                self._deferred.append(_Deferred(kind, finding.object, finding.path, finding.file, line, violation.args))
+            else:
+                finding = _finding(rule, resource, violation, violation.message + note, waiver)
+                (self.report.findings if waiver is None else self.report.waived).append(finding)
+
+    def finish(self) -> Report:
+        for deferred in self._deferred:
+            kind = deferred.kind
+            try:
+                message = kind.resolve(*deferred.args)
+            except Exception as error:
+                rule_id = kind.rule.id
+                where = f"{deferred.file}" if deferred.file else (kind.origin or str(deferred.object))
+                self.add_error(
+                    InputError(
+                        where,
+                        deferred.line,
+                        f"rule {rule_id} failed on {deferred.object} at {deferred.path or '/'}: {_describe(error)}; "
+                        "the other rules and objects were checked",
+                        rule_id,
+                    )
+                )
+                continue
+            if isinstance(message, Resolved):
+                resolved = deferred.finding(
+                    message.message + kind.note, message.severity or kind.severity, message.cross_object
+                )
+            elif message is not None:
+                resolved = deferred.finding(message + kind.note, kind.severity, True)
+            else:
+                continue
+            (self.report.findings if kind.waiver is None else self.report.waived).append(resolved)
+        self._deferred.clear()
+        self.context.forget_check_facts()
+        for findings in (self.report.findings, self.report.waived):
+            findings.sort(key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message))
+        return self.report
+
+
+def check_stream(items: Iterable[LoadedDocument | InputError], config: Config | None = None) -> Report:
+    """Check documents as a loader stream yields them, keeping its errors in order."""
+    checker = Checker(config)
+    for item in items:
+        if isinstance(item, InputError):
+            checker.add_error(item)
+            continue
+        try:
+            checker.add_object(item.obj, item)
+        except Exception as error:  # each resource is protected; this is the List expansion
+            checker.add_error(
+                InputError(item.file, item.line, f"dra-guard could not check document {item.index}: {_describe(error)}")
+            )
+    return checker.finish()
+
+
+def check_objects(
+    objects: Iterable[Mapping[str, Any]],
+    config: Config | None = None,
+    origins: Iterable[str] | None = None,
+    complete: bool = True,
+) -> Report:
+    """Check plain dicts (cdk8s synth output, Pulumi props, builder output).
+
+    `origins`, parallel to `objects`, says where each came from (construct path, URN);
+    findings carry it as `origin`.  `complete=False` says the objects are part of a larger
+    set the checker cannot see, so nothing is reported as missing from it.
+    """
+    checker = Checker(config, complete)
+    origin_list = list(origins) if origins is not None else None
+    for index, obj in enumerate(objects):
+        checker.add_object(obj, None, origin_list[index] if origin_list is not None else None)
+    return checker.finish()

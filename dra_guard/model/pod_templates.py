@@ -1,0 +1,452 @@
+"""Where an object keeps the pods it makes: one finder for every rule that reads pod specs.
+
+Three sources, tried in order:
+
+1. Built-in workloads (`catalog.POD_SPEC_PATHS`: Pod, Deployment, ..., CronJob).
+2. A table of workload CRDs whose pod templates sit at known paths -- JobSet,
+   LeaderWorkerSet, the Kubeflow jobs and training runtimes, Ray, KServe serving
+   runtimes -- and two kinds that build pods from parts: Argo Workflows (a pod per
+   template, with workflow-level claims as a fallback) and KServe InferenceServices (pod
+   fields inline in each component).  tests/fixtures/crds/POD-TEMPLATES.md gives each path
+   with the upstream type it comes from.
+3. For any other kind outside Kubernetes' own API groups, a structural search: a mapping
+   with a `containers` list of container-shaped mappings is a pod spec.  So a CRD nobody
+   told us about cannot hide a pod either.
+
+Objects of Kubernetes' own groups that are not workloads (ConfigMap, Service,
+ResourceClaim, ...) have no pods, and cost one dict lookup.  Every pod spec found outside
+a Pod is treated as a template that stamps out many pods: a claim named there is shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dra_guard.model.manifest import (
+    CONTAINER_LISTS,
+    POD_SPEC_PATHS,
+    ContainerView,
+    Path,
+    get_path,
+    items,
+    mapping,
+    text,
+)
+
+#: API groups served by Kubernetes itself: an unknown kind there has no pods (the API
+#: server knows every kind it serves), so the structural search never runs on them.
+BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "extensions",
+        "flowcontrol.apiserver.k8s.io",
+        "internal.apiserver.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+        "storagemigration.k8s.io",
+    }
+)
+
+
+class _Any:
+    """A path step that matches every item of a list and every value of a mapping."""
+
+    def __repr__(self) -> str:
+        return "*"
+
+
+ANY = _Any()
+Pattern = tuple["str | _Any", ...]
+
+
+@dataclass(frozen=True)
+class PodSpecView:
+    """One pod spec of an object, with the containers and pod claims its pods get."""
+
+    #: Where the pod spec (or, for an Argo template, the template) is.
+    path: Path
+    spec: Mapping[str, Any]
+    #: Metadata of the pod (Pod) or of the pod template, where waivers may sit.
+    template_metadata: Mapping[str, Any]
+    #: True when the spec is a template that stamps out many pods.
+    is_template: bool
+    containers: tuple[ContainerView, ...]
+    #: The pod's `resourceClaims` entries with their paths (which need not be under `path`).
+    claims: tuple[tuple[Path, Mapping[str, Any]], ...]
+    #: False when the pods also get containers or claims from elsewhere (a KServe
+    #: ServingRuntime, or pods not defined here), so unused or undeclared claims prove nothing.
+    complete: bool = True
+    #: Said after "container"/"pod claim" in messages when an object has pods of several kinds.
+    where: str = ""
+    #: Where `template_metadata` is; None for a pod spec written without metadata of its own.
+    metadata_path: Path | None = None
+
+
+# --- the table ------------------------------------------------------------------------
+
+# A PodTemplateSpec: the pod spec under `spec`, its metadata beside it.
+_TEMPLATE = "template"
+# A pod spec inline, without metadata of its own.
+_INLINE = "inline"
+
+_RAY_CLUSTER: tuple[Pattern, ...] = (("headGroupSpec", "template"), ("workerGroupSpecs", ANY, "template"))
+_REPLICATED_JOBS: Pattern = ("replicatedJobs", ANY, "template", "spec", "template")
+_LEADER_WORKER: tuple[Pattern, ...] = (
+    ("leaderWorkerTemplate", "leaderTemplate"),
+    ("leaderWorkerTemplate", "workerTemplate"),
+)
+
+
+def _under(prefix: Pattern, patterns: tuple[Pattern, ...]) -> tuple[Pattern, ...]:
+    return tuple((*prefix, *pattern) for pattern in patterns)
+
+
+#: (API group, kind) -> (how the pod is written, where) for CRDs with pod templates at fixed paths.
+CRD_POD_TEMPLATES: Mapping[tuple[str, str], tuple[tuple[str, Pattern], ...]] = {
+    key: tuple((style, pattern) for pattern in patterns)
+    for key, style, patterns in (
+        (("jobset.x-k8s.io", "JobSet"), _TEMPLATE, (("spec", *_REPLICATED_JOBS),)),
+        (("leaderworkerset.x-k8s.io", "LeaderWorkerSet"), _TEMPLATE, _under(("spec",), _LEADER_WORKER)),
+        (
+            ("disaggregatedset.x-k8s.io", "DisaggregatedSet"),
+            _TEMPLATE,
+            _under(("spec", "roles", ANY, "spec"), _LEADER_WORKER),
+        ),
+        *(
+            (("kubeflow.org", kind), _TEMPLATE, (("spec", field, ANY, "template"),))
+            for kind, field in (
+                ("PyTorchJob", "pytorchReplicaSpecs"),
+                ("TFJob", "tfReplicaSpecs"),
+                ("MPIJob", "mpiReplicaSpecs"),
+                ("XGBoostJob", "xgbReplicaSpecs"),
+                ("PaddleJob", "paddleReplicaSpecs"),
+                ("JAXJob", "jaxReplicaSpecs"),
+            )
+        ),
+        *(
+            (("trainer.kubeflow.org", kind), _TEMPLATE, (("spec", "template", "spec", *_REPLICATED_JOBS),))
+            for kind in ("TrainingRuntime", "ClusterTrainingRuntime")
+        ),
+        # No pod template: its pods come from the runtime it names (resourcesPerNode is
+        # a ResourceRequirements, which the legacy-resource rule reads on its own).
+        (("trainer.kubeflow.org", "TrainJob"), _TEMPLATE, ()),
+        (("ray.io", "RayCluster"), _TEMPLATE, _under(("spec",), _RAY_CLUSTER)),
+        (
+            ("ray.io", "RayJob"),
+            _TEMPLATE,
+            (*_under(("spec", "rayClusterSpec"), _RAY_CLUSTER), ("spec", "submitterPodTemplate")),
+        ),
+        (("ray.io", "RayService"), _TEMPLATE, _under(("spec", "rayClusterConfig"), _RAY_CLUSTER)),
+        (
+            ("ray.io", "RayCronJob"),
+            _TEMPLATE,
+            (
+                *_under(("spec", "jobTemplate", "rayClusterSpec"), _RAY_CLUSTER),
+                ("spec", "jobTemplate", "submitterPodTemplate"),
+            ),
+        ),
+        *(
+            (("serving.kserve.io", kind), _INLINE, (("spec",), ("spec", "workerSpec")))
+            for kind in ("ServingRuntime", "ClusterServingRuntime")
+        ),
+        *(
+            (
+                ("serving.kserve.io", kind),
+                _INLINE,
+                (
+                    ("spec", "template"),
+                    ("spec", "worker"),
+                    ("spec", "prefill", "template"),
+                    ("spec", "prefill", "worker"),
+                    ("spec", "router", "scheduler", "template"),
+                ),
+            )
+            for kind in ("LLMInferenceService", "LLMInferenceServiceConfig")
+        ),
+    )
+}
+ARGO_GROUP = "argoproj.io"
+ARGO_WORKFLOW_SPECS: Mapping[str, Path] = {
+    "Workflow": ("spec",),
+    "WorkflowTemplate": ("spec",),
+    "ClusterWorkflowTemplate": ("spec",),
+    "CronWorkflow": ("spec", "workflowSpec"),
+}
+KSERVE_GROUP = "serving.kserve.io"
+
+
+def api_group(obj: Mapping[str, Any]) -> str | None:
+    """The group of the object's apiVersion ("" for core); None without an apiVersion, which
+    then counts as a group we do not know (the object is an input error anyway)."""
+    version = obj.get("apiVersion")
+    return version.rpartition("/")[0] if isinstance(version, str) else None
+
+
+def pod_specs(obj: Mapping[str, Any]) -> tuple[PodSpecView, ...]:
+    """Every pod spec of the object, in document order."""
+    kind = text(obj.get("kind"))
+    group = api_group(obj)
+    if group in BUILTIN_GROUPS:
+        path = POD_SPEC_PATHS.get(kind)
+        return () if path is None else tuple(_builtin(obj, kind, path))
+    if group is None:
+        return tuple(_search(obj))
+    known = CRD_POD_TEMPLATES.get((group, kind))
+    if known is not None:
+        return tuple(_at_patterns(obj, known))
+    if group == ARGO_GROUP and kind in ARGO_WORKFLOW_SPECS:
+        return tuple(_argo(obj, ARGO_WORKFLOW_SPECS[kind]))
+    if group == KSERVE_GROUP and kind == "InferenceService":
+        return tuple(_kserve(obj))
+    return tuple(_search(obj))
+
+
+def _view(
+    path: Path,
+    spec: Mapping[str, Any],
+    template_metadata: Mapping[str, Any],
+    is_template: bool = True,
+    **kwargs: Any,
+) -> PodSpecView:
+    return PodSpecView(
+        path,
+        spec,
+        template_metadata,
+        is_template,
+        tuple(standard_containers(path, spec)),
+        tuple(claims_of(path, spec)),
+        **kwargs,
+    )
+
+
+def standard_containers(path: Path, spec: Mapping[str, Any]) -> Iterator[ContainerView]:
+    for list_name in CONTAINER_LISTS:
+        for index, container in enumerate(items(spec.get(list_name))):
+            if isinstance(container, Mapping):
+                yield ContainerView((*path, list_name, index), container)
+
+
+def claims_of(path: Path, spec: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    for index, claim in enumerate(items(spec.get("resourceClaims"))):
+        if isinstance(claim, Mapping):
+            yield (*path, "resourceClaims", index), claim
+
+
+def _builtin(obj: Mapping[str, Any], kind: str, path: Path) -> Iterator[PodSpecView]:
+    spec = get_path(obj, path)
+    if not isinstance(spec, Mapping):
+        return
+    if kind == "Pod":
+        yield _view(path, spec, mapping(obj.get("metadata")), is_template=False, metadata_path=("metadata",))
+    else:
+        metadata_path = (*path[:-1], "metadata")
+        yield _view(path, spec, mapping(get_path(obj, metadata_path)), metadata_path=metadata_path)
+
+
+def _matches(value: Any, pattern: Pattern, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """(path, mapping) for every mapping the pattern reaches."""
+    if not pattern:
+        if isinstance(value, Mapping):
+            yield path, value
+        return
+    step, rest = pattern[0], pattern[1:]
+    if isinstance(step, str):
+        yield from _matches(mapping(value).get(step), rest, (*path, step))
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _matches(item, rest, (*path, str(key)))
+    else:
+        for index, item in enumerate(items(value)):
+            yield from _matches(item, rest, (*path, index))
+
+
+def _at_patterns(obj: Mapping[str, Any], known: tuple[tuple[str, Pattern], ...]) -> Iterator[PodSpecView]:
+    for style, pattern in known:
+        for path, found in _matches(obj, pattern):
+            if style == _INLINE:
+                yield _view(path, found, {})
+            else:
+                spec = found.get("spec")
+                if isinstance(spec, Mapping):
+                    metadata = mapping(found.get("metadata"))
+                    yield _view((*path, "spec"), spec, metadata, metadata_path=(*path, "metadata"))
+
+
+# --- Argo Workflows ---------------------------------------------------------------------
+
+#: Template fields that make the template run a pod (steps, dag, suspend, http and
+#: plugin templates run none of their own).
+_ARGO_POD_TEMPLATES = ("container", "script", "containerSet", "resource", "data")
+
+
+def _argo(obj: Mapping[str, Any], workflow_path: Path) -> Iterator[PodSpecView]:
+    """A pod per template that runs one.  Its pod claims are the template's
+    `resourceClaims`, or when it has none the workflow's: the template list replaces the
+    workflow list, it is not merged (Argo v4.1 `workflow/controller/workflowpod.go`)."""
+    workflow = mapping(get_path(obj, workflow_path))
+    fallback = tuple(claims_of(workflow_path, workflow))
+    falls_back = False
+    for path, template in _argo_templates(workflow, (*workflow_path, "templates")):
+        if not any(field in template for field in _ARGO_POD_TEMPLATES):
+            continue
+        own = tuple(claims_of(path, template))
+        falls_back = falls_back or not own
+        yield PodSpecView(
+            path,
+            template,
+            mapping(template.get("metadata")),
+            True,
+            tuple(_argo_containers(path, template)),
+            own or fallback,
+            where=f" of template {text(template.get('name'))!r}",
+            metadata_path=(*path, "metadata"),
+        )
+    if fallback and not falls_back:
+        # Workflow-level claims still reach the pods of templates this workflow calls
+        # through templateRef, which are defined elsewhere.
+        yield PodSpecView(workflow_path, workflow, {}, True, (), fallback, complete=False)
+
+
+def _argo_templates(workflow: Mapping[str, Any], path: Path) -> Iterator[tuple[Path, Mapping[str, Any]]]:
+    """Every template: the workflow's, and those written inline in steps and DAG tasks."""
+    stack = [((*path, index), template) for index, template in enumerate(items(workflow.get("templates")))]
+    stack.reverse()
+    while stack:
+        template_path, template = stack.pop()
+        if not isinstance(template, Mapping):
+            continue
+        yield template_path, template
+        inline: list[tuple[Path, Any]] = []
+        for group_index, group in enumerate(items(template.get("steps"))):
+            for step_index, step in enumerate(items(group)):
+                inline.append(
+                    ((*template_path, "steps", group_index, step_index, "inline"), mapping(step).get("inline"))
+                )
+        tasks = items(mapping(template.get("dag")).get("tasks"))
+        for task_index, task in enumerate(tasks):
+            inline.append(((*template_path, "dag", "tasks", task_index, "inline"), mapping(task).get("inline")))
+        stack.extend(reversed(inline))
+
+
+def _argo_containers(path: Path, template: Mapping[str, Any]) -> Iterator[ContainerView]:
+    for field in ("container", "script"):
+        container = template.get(field)
+        if isinstance(container, Mapping):
+            yield ContainerView((*path, field), container)
+    container_set = mapping(template.get("containerSet"))
+    for index, container in enumerate(items(container_set.get("containers"))):
+        if isinstance(container, Mapping):
+            yield ContainerView((*path, "containerSet", "containers", index), container)
+    for list_name in ("initContainers", "sidecars"):
+        for index, container in enumerate(items(template.get(list_name))):
+            if isinstance(container, Mapping):
+                yield ContainerView((*path, list_name, index), container)
+
+
+# --- KServe InferenceService ---------------------------------------------------------
+
+#: Component fields that are a container merged with the ServingRuntime's `kserve-container`.
+KSERVE_MERGED_CONTAINERS = (
+    "model",
+    "sklearn",
+    "xgboost",
+    "tensorflow",
+    "pytorch",
+    "triton",
+    "onnx",
+    "huggingface",
+    "pmml",
+    "lightgbm",
+    "paddle",
+    "art",
+)
+
+
+def _kserve(obj: Mapping[str, Any]) -> Iterator[PodSpecView]:
+    """Pod fields inline in each component.  A component with a model (or framework)
+    container gets its pod from the ServingRuntime too (`MergePodSpec`), so its claims may
+    be declared there."""
+    spec = mapping(obj.get("spec"))
+    components: list[tuple[Path, Any]] = [(("spec", name), spec.get(name)) for name in ("predictor", "transformer")]
+    components.append((("spec", "explainer"), spec.get("explainer")))
+    for index, canary in enumerate(items(spec.get("canary"))):
+        components.append((("spec", "canary", index, "predictor"), mapping(canary).get("predictor")))
+    for path, component in list(components):
+        if isinstance(component, Mapping) and isinstance(component.get("workerSpec"), Mapping):
+            components.append(((*path, "workerSpec"), component["workerSpec"]))
+    for path, component in components:
+        if not isinstance(component, Mapping):
+            continue
+        merged = [
+            ContainerView((*path, field), container)
+            for field in KSERVE_MERGED_CONTAINERS
+            if isinstance(container := component.get(field), Mapping)
+        ]
+        # Components carry their own annotations and labels (ComponentExtensionSpec).
+        metadata = {"annotations": component.get("annotations"), "labels": component.get("labels")}
+        yield PodSpecView(
+            path,
+            component,
+            metadata,
+            True,
+            (*standard_containers(path, component), *merged),
+            tuple(claims_of(path, component)),
+            complete=not merged,
+            # The component holds its annotations itself.
+            metadata_path=path,
+        )
+
+
+# --- any other kind -------------------------------------------------------------------
+
+
+def _container_shaped(value: object) -> bool:
+    return isinstance(value, Mapping) and (isinstance(value.get("image"), str) or isinstance(value.get("name"), str))
+
+
+def is_pod_spec_shaped(value: Mapping[str, Any]) -> bool:
+    """A `containers` list of container-shaped mappings (with an image or a name)."""
+    containers = value.get("containers")
+    return isinstance(containers, list) and bool(containers) and all(_container_shaped(c) for c in containers)
+
+
+def _search(obj: Mapping[str, Any]) -> Iterator[PodSpecView]:
+    """Pod-spec-shaped mappings anywhere in the object, outermost first, in document order.
+
+    Iterative, so a deeply nested document cannot exhaust the stack.  A pod spec found
+    is not searched further: nothing inside a pod spec is another pod.
+    """
+    stack: list[tuple[Path, Any, Mapping[str, Any]]] = [((), obj, {})]
+    while stack:
+        path, value, parent = stack.pop()
+        if isinstance(value, Mapping):
+            if path and is_pod_spec_shaped(value):
+                beside = path[-1] == "spec"
+                metadata = mapping(parent.get("metadata")) if beside else {}
+                yield _view(path, value, metadata, metadata_path=(*path[:-1], "metadata") if beside else None)
+                continue
+            children = [((*path, str(key)), item, value) for key, item in value.items()]
+        elif isinstance(value, (list, tuple)):
+            children = [((*path, index), item, {}) for index, item in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(children))

@@ -1,0 +1,109 @@
+"""The JSON report: {"findings", "waived", "errors", "skipped", "unchecked", "summary"}."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from dra_guard.contract.findings import Finding, Report
+
+if TYPE_CHECKING:
+    from dra_guard.present.report import Output
+
+
+def _finding_dict(finding: Finding) -> dict[str, Any]:
+    obj = {
+        "apiVersion": finding.object.api_version,
+        "kind": finding.object.kind,
+        "namespace": finding.object.namespace,
+        "name": finding.object.name,
+    }
+    if finding.object.generate_name:
+        obj["generateName"] = finding.object.generate_name
+    entry: dict[str, Any] = {
+        "rule": finding.rule,
+        # Which of the rule's checks (docs/rules.md lists each rule's facets); null for a rule of one check.
+        "facet": finding.facet or None,
+        "severity": finding.severity.label,
+        "message": finding.message,
+        "file": finding.file,
+        "line": finding.line,
+        "object": obj,
+        "path": finding.path,
+        "remediation": finding.remediation,
+    }
+    if finding.waiver is not None:
+        entry["waiver"] = finding.waiver
+    return entry
+
+
+def _tail(report: Report) -> dict[str, Any]:
+    """Everything after the findings: small, whatever the size of the input."""
+    return {
+        "errors": [{"file": error.file, "line": error.line, "message": error.message} for error in report.errors],
+        "skipped": list(report.skipped),
+        "unchecked": [{"path": item.path, "reason": item.reason} for item in report.unchecked],
+        "summary": {
+            "files": report.files,
+            "objects": report.objects,
+            "findings": len(report.findings),
+            "waived": len(report.waived),
+            "errors": len(report.errors),
+            "skipped": len(report.skipped),
+            "unchecked": len(report.unchecked),
+        },
+    }
+
+
+def _dumps(value: Any, indent: int) -> str:
+    """`value` exactly as `json.dumps(..., indent=2, ensure_ascii=False)` writes it nested
+    `indent` spaces deep.
+
+    Built here rather than by json.dumps with an indent: that runs the pure-Python encoder,
+    whose nested closures are reference cycles, and one call per finding leaves thousands of
+    cycles for the (rarely run, in the CLI) collector -- megabytes for a large report.
+    Scalars go through json.dumps without an indent: the C encoder, no cycles.
+    """
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = "\n" + " " * (indent + 2)
+        entries = (
+            f"{json.dumps(str(key), ensure_ascii=False)}: {_dumps(item, indent + 2)}" for key, item in value.items()
+        )
+        return "{" + inner + ("," + inner).join(entries) + "\n" + " " * indent + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner = "\n" + " " * (indent + 2)
+        return "[" + inner + ("," + inner).join(_dumps(item, indent + 2) for item in value) + "\n" + " " * indent + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def write_items(out: Output, items: Iterable[Any], indent: int) -> None:
+    """A JSON array, one item at a time, exactly as `_dumps(list(items), indent)` writes it."""
+    written = False
+    for item in items:
+        out.write(("," if written else "[") + "\n" + " " * (indent + 2) + _dumps(item, indent + 2))
+        written = True
+    out.write("\n" + " " * indent + "]" if written else "[]")
+
+
+def write_json(report: Report, out: Output) -> None:
+    """The report as one `json.dumps(..., indent=2)` of its dict would write it, one finding at
+    a time: a report of many findings is never one string, nor one list of dicts."""
+    out.write('{\n  "findings": ')
+    write_items(out, map(_finding_dict, report.findings), 2)
+    out.write(',\n  "waived": ')
+    write_items(out, map(_finding_dict, report.waived), 2)
+    for key, value in _tail(report).items():
+        out.write(f',\n  "{key}": ' + _dumps(value, 2))
+    out.write("\n}\n")
+
+
+def render_json(report: Report) -> str:
+    buffer = io.StringIO()
+    write_json(report, buffer)
+    return buffer.getvalue()

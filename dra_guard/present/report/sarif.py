@@ -1,0 +1,154 @@
+"""SARIF 2.1.0 for GitHub code scanning: one rule entry per catalog rule, physical locations.
+
+File locations are URI references relative to `%SRCROOT%`, the directory dra-guard ran
+in (`originalUriBaseIds`), percent-encoded per RFC 3986 so that spaces, `#`, `%` and
+non-ASCII names survive; files outside it get absolute `file:` URIs.  Waived findings
+are results with an `inSource` suppression carrying the waiver's reason, so code-scanning
+dashboards show them as suppressed rather than not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from dra_guard import __version__
+from dra_guard.contract.findings import Finding, Report, Severity
+from dra_guard.present.report.json_report import write_items
+from dra_guard.rules import RULES
+
+if TYPE_CHECKING:
+    from dra_guard.present.report import Output
+
+SOURCE_ROOT = "%SRCROOT%"
+# RFC 3986 `pchar` minus ":" (unreserved and percent-encoded are handled by quote; ":" is
+# encoded too, so that a first segment can never read as a URI scheme).
+_SEGMENT_SAFE = "!$&'()*+,;=@"
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning", Severity.LOW: "note"}
+# GitHub orders alerts by this 0-10 number ("security-severity").
+_SECURITY_SEVERITY = {Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.0", Severity.LOW: "2.0"}
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": rule.id,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": rule.rationale},
+            "help": {
+                "text": rule.remediation,
+                "markdown": f"**{rule.id} {rule.name}**\n\n{rule.rationale}\n\n**Fix:** {rule.remediation}",
+            },
+            "defaultConfiguration": {"level": _LEVELS[rule.severity]},
+            "properties": {
+                "tags": ["security", "kubernetes", "dra"],
+                "security-severity": _SECURITY_SEVERITY[rule.severity],
+                **({"facets": dict(rule.facets)} if rule.facets else {}),
+            },
+        }
+        for rule in RULES.values()
+    ]
+
+
+def _directory_uri(directory: str) -> str:
+    """A folder as a `file:` URI ending in `/`, as SARIF requires of a base URI."""
+    return Path(directory).as_uri().rstrip("/") + "/"
+
+
+def artifact_location(file: str | None) -> dict[str, str]:
+    """An artifactLocation: relative to %SRCROOT% when the file lies under it."""
+    if not file or file == "<stdin>":
+        return {"uri": "stdin"}
+    absolute = os.path.abspath(file)
+    relative = os.path.relpath(absolute)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+        return {"uri": Path(absolute).as_uri()}
+    segments = relative.replace(os.sep, "/").split("/")
+    return {"uri": "/".join(quote(segment, safe=_SEGMENT_SAFE) for segment in segments), "uriBaseId": SOURCE_ROOT}
+
+
+def _physical_location(file: str | None, line: int | None) -> dict[str, Any]:
+    location: dict[str, Any] = {"artifactLocation": artifact_location(file)}
+    if line is not None or file is None or file == "<stdin>":
+        location["region"] = {"startLine": line or 1}
+    return location
+
+
+def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "ruleIndex": rule_index,
+        "level": _LEVELS[finding.severity],
+        "message": {"text": f"{finding.object}: {finding.message}. Fix: {finding.remediation}"},
+        "locations": [
+            {
+                "physicalLocation": _physical_location(finding.file, finding.line),
+                "logicalLocations": [
+                    {"name": str(finding.object), "fullyQualifiedName": f"{finding.object}{finding.path}"}
+                ],
+            }
+        ],
+        "partialFingerprints": {"draGuard/v1": f"{finding.rule}:{finding.object}:{finding.path}"},
+        "properties": {"severity": finding.severity.label, "path": finding.path},
+    }
+    if finding.facet:
+        result["properties"]["facet"] = finding.facet
+    if finding.waiver is not None:
+        result["suppressions"] = [{"kind": "inSource", "status": "accepted", "justification": finding.waiver}]
+    return result
+
+
+def write_sarif(report: Report, out: Output) -> None:
+    rule_index = {rule_id: index for index, rule_id in enumerate(RULES)}
+    ordered = sorted(
+        [*report.findings, *report.waived],
+        key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message, f.waiver or ""),
+    )
+    notifications: list[dict[str, Any]] = [
+        {
+            "level": "error",
+            "message": {"text": error.message},
+            "locations": [{"physicalLocation": _physical_location(error.file, error.line or 1)}],
+        }
+        for error in report.errors
+    ]
+    notifications += [
+        {
+            "level": "warning",
+            "message": {"text": f"{unchecked.status}: {unchecked.reason}"},
+            "locations": [{"physicalLocation": {"artifactLocation": artifact_location(unchecked.path)}}],
+        }
+        for unchecked in report.unchecked
+    ]
+    document = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "dra-guard",
+                        "version": __version__,
+                        "rules": _rules(),
+                    }
+                },
+                "originalUriBaseIds": {SOURCE_ROOT: {"uri": _directory_uri(os.path.abspath(os.curdir))}},
+                "invocations": [
+                    {"executionSuccessful": not report.errors, "toolExecutionNotifications": notifications}
+                ],
+                "results": [],
+            }
+        ],
+    }
+    # Everything but the results at once; the results one by one where the empty list is
+    # (the last key of the document), as one json.dumps of the whole document writes them.
+    head, _, tail = json.dumps(document, indent=2, ensure_ascii=False).rpartition('"results": []')
+    out.write(head + '"results": ')
+    write_items(out, (_result(finding, rule_index[finding.rule]) for finding in ordered), 6)
+    out.write(tail + "\n")

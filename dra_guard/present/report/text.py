@@ -1,0 +1,75 @@
+"""`file:line: DRA0NN [severity] Kind/namespace/name: message`, what was not checked, one summary line.
+
+The summary says what was checked and what was not (files skipped as no manifests,
+charts not rendered, findings waived), so that a run that checked nothing never reads
+like a clean pass.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from dra_guard.contract.findings import Report, Severity
+
+if TYPE_CHECKING:
+    from dra_guard.present.report import Output
+
+
+def _location(file: str | None, line: int | None) -> str:
+    if file is not None and line is None:
+        return file  # an object rendered by helm: its template has no line to point at
+    return f"{file or '<object>'}:{line or 0}"
+
+
+def _plural(count: int, singular: str, plural: str) -> str:
+    return f"{count} {singular if count == 1 else plural}"
+
+
+def summary_line(report: Report) -> str:
+    parts = []
+    if report.files == 0 and not report.errors:
+        parts.append("no Kubernetes manifest checked")
+    else:
+        counts = Counter(finding.severity for finding in report.findings)
+        by_severity = ", ".join(f"{counts[s]} {s.label}" for s in sorted(Severity, reverse=True) if counts[s])
+        found = _plural(len(report.findings), "finding", "findings") + (f" ({by_severity})" if by_severity else "")
+        parts.append(
+            f"{found} in {_plural(report.objects, 'object', 'objects')} from {_plural(report.files, 'file', 'files')}"
+        )
+    if report.waived:
+        parts.append(_plural(len(report.waived), "finding", "findings") + " waived")
+    if report.skipped:
+        skipped = len(report.skipped)
+        what = "file that is not a Kubernetes manifest" if skipped == 1 else "files that are not Kubernetes manifests"
+        parts.append(f"skipped {skipped} {what}")
+    groups = Counter((unchecked.what, unchecked.status) for unchecked in report.unchecked)
+    for (what, status), count in groups.items():
+        parts.append(f"{_plural(count, what, what + 's')} {status}")
+    if report.errors:
+        parts.append(_plural(len(report.errors), "input error", "input errors"))
+    return "; ".join(parts)
+
+
+def write_text(report: Report, out: Output) -> None:
+    for error in report.errors:
+        out.write(
+            f"{error.file}:{error.line}: error: {error.message}\n"
+            if error.line
+            else f"{error.file}: error: {error.message}\n"
+        )
+    for finding in report.findings:
+        out.write(
+            f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
+            f"{finding.object}: {finding.message}\n"
+        )
+    for unchecked in report.unchecked:
+        out.write(f"{unchecked}\n")
+    out.write(summary_line(report) + "\n")
+
+
+def render_text(report: Report) -> str:
+    buffer = io.StringIO()
+    write_text(report, buffer)
+    return buffer.getvalue()

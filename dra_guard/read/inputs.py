@@ -1,0 +1,467 @@
+"""The documents of one check: what `dra_guard.read.walk` selected, read by `dra_guard.read.loader`.
+
+* A file a walk found is checked only if it is a Kubernetes manifest.  It is one when
+  one of its documents has an `apiVersion` or a `kind` key (in any letter case, so
+  that `apiversion: v1` stays the input error kubectl would make of it); a file none of
+  whose documents has either (Chart.yaml, values.yaml, package.json, CI workflows,
+  docker-compose files, `.dra-guard.yaml`, cdk8s's `construct-metadata.json`) is
+  skipped and counted.  Half a manifest stays an input error.
+* A file named on the command line, and stdin, are always checked.
+* A Helm chart is rendered with `helm template` when `helm` is on PATH (values from the
+  chart, nothing fetched) and the output checked, each object attributed to the
+  template named by its `# Source:` comment; without helm, or when rendering fails,
+  the chart is listed as not checked.
+* An object with neither `metadata.name` nor `metadata.generateName` is an input error
+  (kubectl refuses it: "resource name may not be empty"); it is still checked.
+* A file that fails to load and contains `{{` gets a hint to render it first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from dra_guard.contract.findings import InputError, Unchecked
+from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_bytes
+from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Selection
+
+#: How long one `helm template` may take.
+HELM_TIMEOUT_SECONDS = 120
+_HELM_SOURCE = re.compile(r"^# Source: (.*?)\s*$")
+_MANIFEST_KEYS = frozenset({"apiversion", "kind"})
+# Bytes that let a key's text differ from its value: escapes, binary and verbatim tags, %TAG.
+_KEY_DISGUISES = (b"\\", b"!!binary", b"tag:yaml.org,2002:binary", b"!<", b"%tag")
+
+
+def render_hint(chart: str = "…") -> str:
+    return f"render it with `helm template {chart} | dra-guard check -`"
+
+
+def _text(data: bytes) -> bytes:
+    """The bytes to search for key names: UTF-16 files decoded, everything lower-cased."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        with contextlib.suppress(UnicodeDecodeError):
+            data = data.decode("utf-16").encode("utf-8")
+    return data.lower()
+
+
+def is_manifest(data: bytes) -> bool:
+    """Whether one of the file's documents has an apiVersion or kind key (any case).
+
+    A file whose text spells neither name, and holds nothing that could disguise a key
+    (an escape, a binary or verbatim tag), has no such key: that answer costs one
+    search.  Otherwise the file is parsed; one that cannot be parsed counts as a
+    manifest, so its errors are reported rather than hidden.
+    """
+    text = _text(data)
+    if b"kind" not in text and b"apiversion" not in text and not any(mark in text for mark in _KEY_DISGUISES):
+        return False
+    import yaml
+
+    try:
+        documents = list(yaml.safe_load_all(data))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return True
+    return any(_has_manifest_key(document) for document in documents)
+
+
+def _has_manifest_key(document: Any) -> bool:
+    if not isinstance(document, dict):
+        return False
+    for key in document:
+        name = key.decode("utf-8", "replace") if isinstance(key, bytes) else key
+        if isinstance(name, str) and name.lower() in _MANIFEST_KEYS:
+            return True
+    return False
+
+
+@dataclass
+class RenderedDocument:
+    """An object from `helm template`, attributed to the template that made it.
+
+    Its lines are lines of the rendered output, not of the template, so it has none.
+    """
+
+    file: str
+    index: int
+    obj: Any
+    text: str | None = field(default=None, repr=False)
+    span: tuple[int, int] = field(default=(0, 0), repr=False)
+    line: int | None = None
+    #: A chart's objects come from a folder, never from a file the user named.
+    walked: bool = field(default=True, repr=False)
+
+    def line_of(self, path: Sequence[str | int]) -> int | None:
+        return None
+
+
+@dataclass
+class KustomizedDocument:
+    """An object `kubectl kustomize` rendered, attributed to the file it came from.
+
+    `source`, the document of that file the object was made from (when one document of
+    its kind and name is there), gives the lines: the deepest node of a finding's path
+    that the file spells, else the document's first line.  An object a generator made
+    is attributed to the kustomization that configured it, without a line.
+    """
+
+    file: str
+    index: int
+    obj: Any
+    source: Document | None = field(default=None, repr=False)
+    text: str | None = field(default=None, repr=False)
+    span: tuple[int, int] = field(default=(0, 0), repr=False)
+    #: Rendered from a folder: a ResourceSlice in it describes no cluster.
+    walked: bool = field(default=True, repr=False)
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line if self.source is not None else None
+
+    def line_of(self, path: Sequence[str | int]) -> int | None:
+        if self.source is None:
+            return None
+        return self.source.line_of(_spelled_prefix(self.source.obj, path))
+
+
+def _spelled_prefix(obj: Any, path: Sequence[str | int]) -> tuple[str | int, ...]:
+    """The longest beginning of `path` that exists in `obj`."""
+    prefix: list[str | int] = []
+    node = obj
+    for step in path:
+        in_mapping = isinstance(node, dict) and step in node
+        in_list = isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)
+        if not (in_mapping or in_list):
+            break
+        node = node[step]
+        prefix.append(step)
+    return tuple(prefix)
+
+
+def _partly(folder: str, reason: str) -> Unchecked:
+    return Unchecked(folder, reason, "kustomization", "rendered partially")
+
+
+def kustomize_hint(folder: str) -> str:
+    return f"render it with `kubectl kustomize {folder} | dra-guard check -`"
+
+
+class Inputs:
+    """The selection as a stream of documents and errors, with what was not checked.
+
+    `skipped` (files a walk found that are no manifests), `unchecked` (charts, and
+    kustomizations rendered partially) and `files` (files checked) are complete once the
+    stream is exhausted.
+    """
+
+    def __init__(
+        self,
+        selection: Selection,
+        stdin: BinaryIO | None = None,
+        helm: str | None = None,
+        kustomize: Sequence[str] | None = None,
+    ) -> None:
+        self._selection = selection
+        self._stdin = stdin
+        #: The helm executable; None looks it up on PATH, "" means there is none.
+        self._helm = helm
+        #: The command that renders a kustomization folder (`kubectl kustomize`); None
+        #: looks it up on PATH, () means there is none.
+        self._kustomize = kustomize
+        self.skipped: list[str] = []
+        self.unchecked: list[Unchecked] = []
+        self.files = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._selection.errors
+        consumed: set[str] = set()
+        rendered: list[Any] = []
+        if any(_is_kustomization(candidate.path) for candidate in self._selection.files):
+            rendered = list(self._kustomizations(consumed))
+        for candidate in self._selection.files:
+            if consumed and candidate.path != STDIN and os.path.realpath(candidate.path) in consumed:
+                continue  # checked as the kustomization that reads it renders it
+            data = self._read(candidate.path)
+            if isinstance(data, InputError):
+                self.files += 1
+                yield data
+            elif candidate.found:
+                yield from self._found(candidate.path, data)
+            else:
+                self.files += 1
+                yield from read_file(data, STDIN_NAME if candidate.path == STDIN else candidate.path)
+        yield from rendered
+        for chart in self._selection.charts:
+            yield from self._chart(chart)
+
+    def _kustomizations(self, consumed: set[str]) -> Iterator[Any]:
+        """Each kustomization of the selection that no other one builds on, rendered:
+        its objects, and the files it read added to `consumed` (they are checked as it
+        renders them, not on their own).  One that cannot be rendered leaves its files to
+        be read as they are (its patches read as patches): rendered partially."""
+        from dra_guard.read import kustomize
+
+        folders = list(
+            dict.fromkeys(
+                os.path.dirname(candidate.path) or os.curdir
+                for candidate in self._selection.files
+                if _is_kustomization(candidate.path)
+            )
+        )
+        trees: dict[str, kustomize.Tree] = {}
+        chosen, closures = kustomize.roots(folders, trees)
+        command = kustomize.renderer() if self._kustomize is None else list(self._kustomize)
+        origins: set[str] = set()
+        for folder in chosen:
+            reach = closures[folder]
+            partly = "its files and the patches it names were checked as written"
+            if reach.remote is not None:
+                why = f"it names the remote {reach.remote}, and dra-guard fetches nothing"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            if reach.helm:
+                why = "it inflates Helm charts, which needs `kustomize build --enable-helm` (and may download them)"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            if not command:
+                why = "neither kubectl nor kustomize is on PATH"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            import subprocess
+
+            try:
+                result = kustomize.render(folder, command)
+            except (OSError, subprocess.TimeoutExpired) as error:
+                why = f"{' '.join(command[1:])} failed ({error})"
+                self.unchecked.append(_partly(folder, f"{why}; {partly}; {kustomize_hint(folder)}"))
+                continue
+            file = trees[os.path.realpath(folder)].file or folder
+            if isinstance(result, kustomize.RenderError):
+                yield InputError(
+                    display_name(file),
+                    None,
+                    f"kustomize cannot render {folder}: {result.message}; {partly} (rendered partially)",
+                )
+                continue
+            consumed |= reach.files
+            yield from self._rendered(folder, result, origins)
+        self.files += len(origins)
+
+    def _rendered(self, folder: str, rendered: Any, origins: set[str]) -> Iterator[Any]:
+        from dra_guard.read.kustomize import origin, without_origin
+
+        name = f"{folder} (rendered by kustomize)"
+        sources: dict[str, list[Document]] = {}
+        real_folder = os.path.realpath(folder)
+        for item in iter_bytes(rendered.output, name):
+            if isinstance(item, InputError):
+                yield InputError(display_name(folder), None, f"rendered by kustomize: {item.message}")
+                continue
+            obj = item.obj
+            came_from = origin(obj, rendered.base) if isinstance(obj, dict) else None
+            if isinstance(obj, dict):
+                without_origin(obj)
+            if came_from is None:
+                yield KustomizedDocument(display_name(folder), item.index, obj)
+                continue
+            origins.add(came_from)
+            file = display_name(_spelled(folder, real_folder, came_from))
+            if came_from not in sources:
+                sources[came_from] = _documents_of(came_from)
+            source = _source_document(sources[came_from], obj)
+            index = source.index if source is not None else item.index
+            yield KustomizedDocument(file, index, obj, source, item.text, item.span)
+
+    def _read(self, path: str) -> bytes | InputError:
+        try:
+            if path == STDIN:
+                return (self._stdin or sys.stdin.buffer).read()
+            with open(path, "rb") as handle:
+                return handle.read()
+        except OSError as error:
+            return InputError(display_name(path), None, f"cannot read: {error.strerror or error}")
+
+    def _found(self, path: str, data: bytes) -> Iterator[Any]:
+        """A file a walk found: its items once one of its objects has apiVersion or kind.
+
+        Until then items are held back (errors, or objects that are no manifest); if none
+        comes, the file's text decides whether it is a manifest with errors or no manifest.
+        """
+        held: list[Any] = []
+        streaming = False
+        for item in read_file(data, path):
+            if isinstance(item, Document):
+                item.walked = True
+            if streaming:
+                yield item
+            elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
+                streaming = True
+                self.files += 1
+                yield from held
+                held.clear()
+                yield item
+            else:
+                held.append(item)
+        if streaming:
+            return
+        if is_manifest(data):
+            self.files += 1
+            yield from held
+        else:
+            self.skipped.append(path)
+
+    def _chart(self, chart: str) -> Iterator[Any]:
+        import shutil  # only charts need these: they stay out of the CLI's start-up
+        import subprocess
+
+        helm = shutil.which("helm") if self._helm is None else self._helm
+        if not helm:
+            self.unchecked.append(Unchecked(chart, f"helm is not on PATH; {render_hint(chart)}"))
+            return
+        try:
+            rendered = subprocess.run(
+                [helm, "template", chart, "--include-crds"],
+                capture_output=True,
+                timeout=HELM_TIMEOUT_SECONDS,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            self.unchecked.append(Unchecked(chart, f"helm template failed ({error}); {render_hint(chart)}"))
+            return
+        if rendered.returncode != 0:
+            lines = rendered.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit status {rendered.returncode}"
+            self.unchecked.append(Unchecked(chart, f"helm template failed: {why}"))
+            return
+        self.files += 1
+        for source, text in _sources(rendered.stdout.decode("utf-8", "replace")):
+            template = _template_path(chart, source)
+            for item in iter_bytes(text.encode("utf-8"), template):
+                if isinstance(item, InputError):
+                    yield InputError(template, None, f"rendered by helm: {item.message}")
+                else:
+                    yield RenderedDocument(template, item.index, item.obj, item.text, item.span)
+
+
+def _is_kustomization(path: str) -> bool:
+    return path != STDIN and os.path.basename(path) in KUSTOMIZATION_FILE_NAMES
+
+
+def _spelled(folder: str, real_folder: str, path: str) -> str:
+    """`path` (real) spelt from `folder` as the user spelt it."""
+    inside = os.path.relpath(path, real_folder)
+    if inside.startswith(os.pardir):
+        joined = os.path.normpath(os.path.join(folder, inside))
+        return (
+            joined
+            if os.path.isabs(joined) or joined.startswith(os.pardir) or not folder.startswith("./")
+            else "./" + joined
+        )
+    return os.path.join(folder, inside)
+
+
+def _documents_of(path: str) -> list[Document]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return []
+    return [item for item in iter_bytes(data, path) if isinstance(item, Document)]
+
+
+def _source_document(documents: list[Document], obj: Any) -> Document | None:
+    """The document of its file a rendered object was made from: the one of its kind,
+    or the one of its kind whose name the rendered name holds (namePrefix, nameSuffix)."""
+    if not isinstance(obj, dict):
+        return None
+    name = _name(obj)
+    kind = [
+        document
+        for document in documents
+        if isinstance(document.obj, dict) and document.obj.get("kind") == obj.get("kind")
+    ]
+    if len(kind) == 1:
+        return kind[0]
+    named = [document for document in kind if _name(document.obj) and _name(document.obj) in name]
+    exact = [document for document in named if _name(document.obj) == name]
+    found = exact or named
+    return found[0] if len(found) == 1 else None
+
+
+def _name(obj: Any) -> str:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _nameless(document: Document) -> Iterator[InputError]:
+    """An error for each object of the document that has no name and no generateName."""
+    obj = document.obj
+    if not isinstance(obj, dict) or not _has_manifest_key(obj) or _kustomize_kind(obj):
+        return
+    items = obj.get("items")
+    objects: list[tuple[tuple[str | int, ...], dict[str, Any]]]
+    if isinstance(items, list):  # a List: its items are the objects (the List needs no name)
+        objects = [(("items", index), item) for index, item in enumerate(items) if isinstance(item, dict)]
+    else:
+        objects = [((), obj)]
+    for path, item in objects:
+        metadata = item.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if not metadata.get("name") and not metadata.get("generateName"):
+            line = document.line_of(path) if path else document.line
+            where = f"document {document.index}" + (f" item {path[1]}" if path else "")
+            yield InputError(
+                document.file, line, f"{where} has no metadata.name and no metadata.generateName (kubectl refuses it)"
+            )
+
+
+def _kustomize_kind(obj: dict[str, Any]) -> bool:
+    """Kustomizations and Components are built by kustomize, never sent: they need no name."""
+    api_version = obj.get("apiVersion")
+    return isinstance(api_version, str) and api_version.startswith("kustomize.config.k8s.io/")
+
+
+def read_file(data: bytes, name: str) -> Iterator[Any]:
+    """One file's documents and errors, as `check` reads every file (`dra-guard migrate` too)."""
+    return _with_hint(iter_bytes(data, name), data)
+
+
+def _with_hint(items: Iterator[Any], data: bytes) -> Iterator[Any]:
+    """A load error in a file with `{{ ... }}` in it says how to render it first."""
+    templated = b"{{" in data
+    for item in items:
+        if templated and isinstance(item, InputError):
+            yield InputError(item.file, item.line, f"{item.message}; it looks like a Helm template: {render_hint()}")
+        else:
+            yield item
+            if isinstance(item, Document):
+                yield from _nameless(item)
+
+
+def _sources(output: str) -> Iterator[tuple[str, str]]:
+    """(template, rendered text) for each `# Source:` section of `helm template` output."""
+    source: str | None = None
+    lines: list[str] = []
+    for line in [*output.splitlines(keepends=True), "# Source: "]:
+        match = _HELM_SOURCE.match(line)
+        if match:
+            while lines and lines[-1].strip() == "---":  # the separator before the next section
+                lines.pop()
+            if source is not None:
+                yield source, "".join(lines)
+            source, lines = match.group(1), []
+        elif source is not None:
+            lines.append(line)
+
+
+def _template_path(chart: str, source: str) -> str:
+    """`# Source: <chart name>/templates/x.yaml` -> `<chart folder>/templates/x.yaml`."""
+    _, _, inside = source.partition("/")
+    return os.path.join(chart, *inside.split("/")) if inside else chart

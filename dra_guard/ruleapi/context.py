@@ -1,0 +1,540 @@
+"""What a rule sees: one resource with cached views, and the whole input set around it."""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+from dra_guard.contract.catalog import POD_GROUP_KINDS
+from dra_guard.contract.findings import ObjectRef, Severity
+from dra_guard.model.manifest import (
+    CLAIM_KINDS,
+    DeviceRequestView,
+    Path,
+    device_requests,
+    is_dra_object,
+    items,
+    mapping,
+    metadata,
+    text,
+)
+from dra_guard.model.pod_templates import PodSpecView, pod_specs
+from dra_guard.ruleapi.config import Config
+from dra_guard.ruleapi.device_classes import decided_by_input, is_accelerator_class, is_pod_level_class
+
+if TYPE_CHECKING:
+    from dra_guard.model.allocation import SliceCollector
+
+T = TypeVar("T")
+SCHEDULING_GROUP = "scheduling.k8s.io/"
+#: NVIDIA's ComputeDomain (resource.nvidia.com), and the one request of the template it makes.
+COMPUTE_DOMAIN_GROUP = "resource.nvidia.com/"
+COMPUTE_DOMAIN_REQUESTS = ("channel",)
+COMPUTE_DOMAIN_CLASSES = ("compute-domain-default-channel.nvidia.com",)
+
+
+class Location(Protocol):
+    """Where an object sits in its file: all a resource needs from the loader's documents."""
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def index(self) -> int:
+        """1-based position of the document in its file."""
+
+    @property
+    def line(self) -> int | None:
+        """1-based line where the document starts (None: no line means anything, as in
+        the output of `helm template`)."""
+
+    def line_of(self, path: Sequence[str | int]) -> int | None:
+        """The line of the node at `path` inside the document."""
+
+
+@dataclass(frozen=True)
+class Violation:
+    """What a rule's `check()` yields; the engine adds the rule, object, file and line."""
+
+    path: Path
+    message: str
+    #: Only for rules whose findings differ in severity from the rule's own.
+    severity: Severity | None = None
+    #: Set when the finding depends on other objects of the input (another pod using the
+    #: same claim, a template that is or is not there): front ends that check one object
+    #: at a time leave these to a check of the whole set.
+    cross_object: bool = False
+    #: What else in the object the finding rests on, besides the value at `path`: ()
+    #: for nothing else, None (the default) for anything in the object.  Front ends that
+    #: see objects with parts unknown (Pulumi during preview, patches) keep a finding
+    #: only when neither its path nor its evidence touches an unknown part.
+    evidence: tuple[Path, ...] | None = None
+    #: Which of the rule's checks found it: one of the rule's `FACETS` ("" for a rule that
+    #: declares none).  What an admission policy covers is a set of facets, never words.
+    facet: str = ""
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A finding that depends on objects the input may hold further on.
+
+    The engine keeps it, with its line and waiver worked out while the object is at hand,
+    and calls `resolve(*args)` once after the last object: the finding's message (or a
+    `Resolved`, when the other objects also decide its severity or did not decide it at
+    all), or None when the other objects clear it.  `resolve` and `args` must hold only small facts
+    (names, the context), never the resource or its object: every pending finding lives
+    until the end.  (A module-level function with `args` is smaller than a closure, for
+    findings kept once per object.)
+    """
+
+    path: Path
+    resolve: Callable[..., str | Resolved | None]
+    args: tuple[Any, ...] = ()
+    severity: Severity | None = None
+    #: As for a Violation: what else in the object the finding rests on (None: anything).
+    evidence: tuple[Path, ...] | None = None
+    #: As for a Violation: which of the rule's checks it is.
+    facet: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """What a `Pending`'s resolve may return instead of a bare message.
+
+    `severity` replaces the pending finding's when the other objects decide it (sharing
+    inside one pod is not sharing between pods).  `cross_object=False` says the other
+    objects did not decide whether there is a finding: the object alone gives one (they
+    changed at most its words or severity), so front ends that see one object at a time,
+    and the admission policies, report it as theirs (with what the object alone shows).
+    """
+
+    message: str
+    severity: Severity | None = None
+    cross_object: bool = True
+
+
+class Resource:
+    """One Kubernetes object from the input (a `List` contributes one per item)."""
+
+    # Plain attributes: functools.cached_property takes a lock on every access (3.11),
+    # and these are read for every rule on every object.
+    def __init__(
+        self, obj: Mapping[str, Any], document: Location | None = None, prefix: Path = (), origin: str | None = None
+    ) -> None:
+        self.obj = obj
+        self.document = document
+        #: For objects that come from code, not files: a cdk8s construct path, a Pulumi URN.
+        self.origin = origin
+        #: Where the object sits inside its document (`("items", 3)` for List items).
+        self.prefix = prefix
+        #: Position in the input (1-based), set by the engine: tells objects apart after they are gone.
+        self.serial = 0
+        meta = metadata(obj)
+        # Interned: kinds and namespaces repeat, and findings and facts keep them to the end.
+        self.kind = sys.intern(text(obj.get("kind")))
+        self.namespace = sys.intern(text(meta.get("namespace")))
+        self.name = text(meta.get("name"))
+        self._pods: tuple[PodSpecView, ...] | None = None
+        self._requests: list[DeviceRequestView] | None = None
+        #: Filled by Context.accelerator_requests (it depends on the configuration).
+        self.accelerator_requests: list[DeviceRequestView] | None = None
+        #: Set by Context.accelerator_requests, cleared by the engine before each rule: the
+        #: rule's findings rest on which requests are for accelerators.
+        self.accelerator_consulted = False
+        self._ref: ObjectRef | None = None
+
+    @property
+    def ref(self) -> ObjectRef:
+        """The object's reference (one per object, however many findings keep it)."""
+        if self._ref is None:
+            generate_name = "" if self.name else text(metadata(self.obj).get("generateName"))
+            api_version = sys.intern(text(self.obj.get("apiVersion")))
+            self._ref = ObjectRef(api_version, self.kind, self.namespace, self.name, generate_name)
+        return self._ref
+
+    @property
+    def pods(self) -> tuple[PodSpecView, ...]:
+        """Every pod spec of the object (see `dra_guard.model.pod_templates`)."""
+        if self._pods is None:
+            self._pods = pod_specs(self.obj)
+        return self._pods
+
+    def pod_at(self, path: Path) -> PodSpecView | None:
+        """The innermost pod spec whose path `path` is in."""
+        found = None
+        for pod in self.pods:
+            if path[: len(pod.path)] == pod.path and (found is None or len(pod.path) > len(found.path)):
+                found = pod
+        return found
+
+    @property
+    def requests(self) -> list[DeviceRequestView]:
+        if self._requests is None:
+            self._requests = list(device_requests(self.obj)) if self.kind in CLAIM_KINDS else []
+        return self._requests
+
+    def line_of(self, path: Path) -> int | None:
+        if self.document is None:
+            return None
+        return self.document.line_of((*self.prefix, *path))
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimFacts:
+    """What other objects' rules need of a ResourceClaim or ResourceClaimTemplate."""
+
+    kind: str
+    namespace: str
+    name: str
+    #: The names a container claim's `request` may use (requests and `request/sub-request`):
+    #: a tuple, smaller than a set for the one or two names a claim usually has.
+    request_names: tuple[str, ...]
+    #: The device classes of its requests ("" for a request that names none): whether they
+    #: are accelerators is decided after the last object (`Context.no_accelerator`), since a
+    #: DeviceClass of the input further on may say (`dra_guard.ruleapi.device_classes`).
+    classes: tuple[str, ...]
+
+
+def same_namespace(first: str, second: str) -> bool:
+    """Whether two objects may be in one namespace.
+
+    An object without a namespace lands in the namespace the input is applied to
+    (`kubectl -n`, the context's default): one namespace, the same for every object of
+    the input, which may be any namespace, so it matches every namespace.
+    """
+    return first == second or not first or not second
+
+
+class _NamedIndex:
+    """Claims or templates by name, looked up by (namespace, name).
+
+    A name usually has one object: it maps to that object's facts, and to a list only
+    when several share it (a tenth of the memory of a list for every name).
+    """
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, ClaimFacts | list[ClaimFacts]] = {}
+
+    def add(self, facts: ClaimFacts) -> None:
+        present = self._by_name.get(facts.name)
+        if present is None:
+            self._by_name[facts.name] = facts
+        elif isinstance(present, list):
+            present.append(facts)
+        else:
+            self._by_name[facts.name] = [present, facts]
+
+    def _named(self, name: str) -> list[ClaimFacts]:
+        present = self._by_name.get(name)
+        return [] if present is None else present if isinstance(present, list) else [present]
+
+    def exact(self, namespace: str, name: str) -> ClaimFacts | None:
+        """The object of this namespace and name; once there, later objects do not change it."""
+        return next((facts for facts in self._named(name) if facts.namespace == namespace), None)
+
+    def find(self, namespace: str, name: str) -> ClaimFacts | None:
+        candidates = self._named(name)
+        for facts in candidates:
+            if facts.namespace == namespace:
+                return facts
+        # Manifests often leave the namespace to `kubectl -n`; then a unique name match will do.
+        loose = [facts for facts in candidates if not facts.namespace or not namespace]
+        return loose[0] if len(loose) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimUser:
+    """A Pod that names a ResourceClaim."""
+
+    serial: int
+    namespace: str
+    name: str
+
+
+class Context:
+    """The configuration, and what rules need to know about the rest of the input.
+
+    Rules run on each object as it arrives; what depends on other objects is a `Pending`
+    finding, resolved from these indexes after the last object.  The indexes keep small
+    facts only (names, request names), never objects, so memory does not grow with the
+    size of the input's objects.
+    """
+
+    def __init__(self, config: Config, complete: bool = True) -> None:
+        self.config = config
+        #: False when the objects checked are not the whole picture (one Pulumi resource at
+        #: a time): then cross-object rules must not conclude that something is missing.
+        self.complete = complete
+        self._templates = _NamedIndex()
+        self._claims = _NamedIndex()
+        self._request_names: dict[tuple[str, ...], tuple[str, ...]] = {}
+        #: Pods (kind Pod) by the name of the ResourceClaim they name.
+        self._claim_users: dict[str, ClaimUser | list[ClaimUser]] = {}
+        #: Extended resource names the input's DeviceClasses map (spec.extendedResourceName).
+        self._extended_resources: dict[str, list[str]] = defaultdict(list)
+        #: The CEL selectors of the input's DeviceClasses, by name: the last object of a
+        #: name wins, as `kubectl apply` leaves it.
+        self._class_selectors: dict[str, tuple[str, ...]] = {}
+        #: The claims each PodGroup shares among its pods, by (namespace, PodGroup name):
+        #: (claim name, resourceClaimName, resourceClaimTemplateName), "" for what is unset.
+        self._pod_group_claims: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        self._slices: SliceCollector | None = None
+        #: What a rule works out once per check from the whole input (`derived`).
+        self._derived: dict[str, Any] = {}
+        #: Facts pending findings keep, each kept once however many objects repeat it.
+        self._shared: dict[Any, Any] = {}
+
+    @property
+    def slices(self) -> SliceCollector:
+        """The input's ResourceSlices, as devices: those of the objects given (`check_objects`),
+        of the files named on the command line and of stdin, never those a walk found (see
+        `dra_guard.read.loader.Document.walked`)."""
+        if self._slices is None:
+            # Imported with the first ResourceSlice or claim (dra014_unsatisfiable.py), not at start-up.
+            from dra_guard.model.allocation import SliceCollector
+
+            self._slices = SliceCollector()
+        return self._slices
+
+    @property
+    def has_slices(self) -> bool:
+        """Whether the input has a ResourceSlice (without importing the allocator)."""
+        return self._slices is not None and self._slices.slices > 0
+
+    def add(self, resource: Resource) -> None:
+        if resource.kind in CLAIM_KINDS:
+            names = tuple(
+                dict.fromkeys(
+                    name for request in resource.requests for name in (request.request_name, request.qualified_name)
+                )
+            )
+            # Claims mostly repeat a few request names: share one tuple per set of names.
+            names = self._request_names.setdefault(names, names)
+            classes = tuple(dict.fromkeys(request.device_class for request in resource.requests))
+            classes = self._request_names.setdefault(classes, classes)
+            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, classes)
+            (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
+        elif resource.kind == "ComputeDomain" and text(resource.obj.get("apiVersion")).startswith(COMPUTE_DOMAIN_GROUP):
+            self._add_compute_domain(resource)
+        elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
+            spec = mapping(resource.obj.get("spec"))
+            mapped = spec.get("extendedResourceName")
+            if isinstance(mapped, str) and mapped:
+                self._extended_resources[mapped].append(resource.name)
+            self._class_selectors[resource.name] = tuple(
+                expression
+                for selector in items(spec.get("selectors"))
+                if isinstance(expression := mapping(mapping(selector).get("cel")).get("expression"), str)
+            )
+        elif resource.kind == "ResourceSlice" and is_dra_object(resource.obj):
+            if not getattr(resource.document, "walked", False):
+                # A ResourceSlice a walk met (an example's captured node, another cluster's
+                # fixture) is only an object: the cluster is what the user gives as such.
+                self.slices.add(resource.obj)
+        elif resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_GROUP):
+            self._add_pod_group(resource)
+        elif resource.kind == "Pod":
+            for pod in resource.pods:
+                for _, claim in pod.claims:
+                    claim_name = claim.get("resourceClaimName")
+                    if isinstance(claim_name, str):
+                        self._add_claim_user(claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
+
+    def _add_compute_domain(self, resource: Resource) -> None:
+        """The ResourceClaimTemplate an NVIDIA ComputeDomain makes: its controller creates
+        `spec.channel.resourceClaimTemplate.name` in the ComputeDomain's namespace, with one
+        request `channel` of class compute-domain-default-channel.nvidia.com
+        (NVIDIA/k8s-dra-driver-gpu @ 22407113: cmd/compute-domain-controller/computedomain.go,
+        resourceclaimtemplate.go WorkloadResourceClaimTemplateManager.Create,
+        templates/compute-domain-workload-claim-template.tmpl.yaml)."""
+        template = text(
+            mapping(mapping(mapping(resource.obj.get("spec")).get("channel")).get("resourceClaimTemplate")).get("name")
+        )
+        if template:
+            names = self._request_names.setdefault(COMPUTE_DOMAIN_REQUESTS, COMPUTE_DOMAIN_REQUESTS)
+            classes = self._request_names.setdefault(COMPUTE_DOMAIN_CLASSES, COMPUTE_DOMAIN_CLASSES)
+            self._templates.add(ClaimFacts("ResourceClaimTemplate", resource.namespace, template, names, classes))
+
+    def _add_pod_group(self, resource: Resource) -> None:
+        spec = mapping(resource.obj.get("spec"))
+        if resource.kind == "PodGroup":
+            entries = [(resource.name, claim) for claim in items(spec.get("resourceClaims"))]
+        else:  # a Workload's pod group templates become PodGroups whose names we cannot know
+            entries = [
+                ("", claim)
+                for group in items(spec.get("podGroupTemplates"))
+                for claim in items(mapping(group).get("resourceClaims"))
+            ]
+        for group_name, raw in entries:
+            claim = mapping(raw)
+            name, claim_name = text(claim.get("name")), text(claim.get("resourceClaimName"))
+            template_name = text(claim.get("resourceClaimTemplateName"))
+            if group_name:
+                key = (resource.namespace, group_name)
+                self._pod_group_claims.setdefault(key, []).append((name, claim_name, template_name))
+
+    def _add_claim_user(self, claim_name: str, user: ClaimUser) -> None:
+        present = self._claim_users.get(claim_name)
+        if present is None:
+            self._claim_users[claim_name] = user
+        elif isinstance(present, list):
+            present.append(user)
+        else:
+            self._claim_users[claim_name] = [present, user]
+
+    def find_template(self, namespace: str, name: str) -> ClaimFacts | None:
+        return self._templates.find(namespace, name)
+
+    def find_claim(self, namespace: str, name: str) -> ClaimFacts | None:
+        return self._claims.find(namespace, name)
+
+    def settled_template(self, namespace: str, name: str) -> ClaimFacts | None:
+        """The template `find_template` will return whatever objects follow, if it is known now."""
+        return self._templates.exact(namespace, name)
+
+    def settled_claim(self, namespace: str, name: str) -> ClaimFacts | None:
+        return self._claims.exact(namespace, name)
+
+    def extended_resource_classes(self, name: str) -> list[str]:
+        """Device classes that map the extended resource `name`: configured, then in the input."""
+        configured = self.config.extended_resource_class(name)
+        return [*([configured] if configured else []), *self._extended_resources.get(name, ())]
+
+    def forget_check_facts(self) -> None:
+        """Drop what `shared` and `derived` keep, once the pending findings are resolved.
+
+        Those facts hold the context itself (a pending finding's arguments name it): left
+        in place, every finished check is a reference cycle that only the garbage collector
+        frees, which a front end checking one object at a time pays for on every object.
+        """
+        self._shared.clear()
+        self._derived.clear()
+
+    def shared(self, facts: T) -> T:
+        """`facts` (hashable), or equal facts seen before: what a pending finding keeps of
+        its object -- a claim's requests -- repeats across objects, and is kept once."""
+        kept: T = self._shared.setdefault(facts, facts)
+        return kept
+
+    def derived(self, key: str, make: Callable[[], T]) -> T:
+        """`make()`, computed once per check (after the last object, for pending findings):
+        what several findings of a rule share, such as DRA014's device inventory."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return cast(T, self._derived[key])
+
+    def class_selectors(self, name: str) -> tuple[str, ...] | None:
+        """The selectors of the input's DeviceClass `name`; None when the input has none of that name."""
+        return self._class_selectors.get(name)
+
+    def pod_group_shares(self, namespace: str, group: str, claim: Mapping[str, Any]) -> bool:
+        """Whether PodGroup `group` (in the input) declares this pod claim, every field equal, so
+        that it resolves to the one claim of the group (DRAWorkloadResourceClaims, core/v1
+        `PodResourceClaim` @ v0.36.0)."""
+        wanted = (
+            text(claim.get("name")),
+            text(claim.get("resourceClaimName")),
+            text(claim.get("resourceClaimTemplateName")),
+        )
+        return any(
+            wanted in entries
+            for (group_namespace, group_name), entries in self._pod_group_claims.items()
+            if group_name == group and same_namespace(group_namespace, namespace)
+        )
+
+    def template_group_shared(self, namespace: str, template: str) -> list[str]:
+        """PodGroups in the input that share a claim made from this template among their pods."""
+        return sorted(
+            f"PodGroup/{group_name}"
+            for (group_namespace, group_name), entries in self._pod_group_claims.items()
+            if same_namespace(group_namespace, namespace) and any(entry[2] == template for entry in entries)
+        )
+
+    def other_claim_users(self, claim_name: str, namespace: str, serial: int) -> list[ClaimUser]:
+        """Pods besides the one at `serial` that name this claim and may share its namespace."""
+        present = self._claim_users.get(claim_name)
+        users = [] if present is None else present if isinstance(present, list) else [present]
+        return [user for user in users if user.serial != serial and same_namespace(user.namespace, namespace)]
+
+    def is_accelerator_class(self, name: str) -> bool:
+        """Whether requests of class `name` ask for an accelerator, the input's DeviceClass of
+        that name considered: final only after the last object (`dra_guard.ruleapi.device_classes`)."""
+        return is_accelerator_class(name, self.config, self._class_selectors.get(name))
+
+    def is_pod_level_class(self, name: str) -> bool:
+        """Whether devices of class `name` attach to the pod, not a container (DRANET's NICs)."""
+        return is_pod_level_class(name, self.config, self._class_selectors.get(name))
+
+    def no_accelerator(self, facts: ClaimFacts) -> bool:
+        """The claim or template has requests and none of them is for an accelerator."""
+        return bool(facts.classes) and not any(self.is_accelerator_class(name) for name in facts.classes)
+
+    def pod_level(self, facts: ClaimFacts) -> bool:
+        """Every request of the claim or template is for devices that attach to the pod."""
+        return bool(facts.classes) and all(self.is_pod_level_class(name) for name in facts.classes)
+
+    def accelerator_requests(self, resource: Resource) -> list[DeviceRequestView]:
+        """The requests for accelerators, by the configuration and the catalog.  A request of
+        a class neither knows counts, and findings resting on it wait for the input's
+        DeviceClass of that name (`unless_not_accelerators`)."""
+        resource.accelerator_consulted = True
+        if resource.kind not in CLAIM_KINDS:
+            return []
+        if resource.accelerator_requests is None:
+            resource.accelerator_requests = [
+                request for request in resource.requests if self.config.is_accelerator(request.device_class)
+            ]
+        return resource.accelerator_requests
+
+    def unless_not_accelerators(
+        self, resource: Resource, violations: Sequence[Violation | Pending]
+    ) -> list[Violation | Pending]:
+        """A rule's findings on a claim, each kept until the last object when every request it
+        rests on is of a class that the input's DeviceClass may show to be no accelerator
+        (a NIC or CPU class dra-guard does not know): then it is cleared.
+
+        A finding rests on the requests whose path contains its path or is contained in it,
+        or on every accelerator request of the object when none does (an annotation)."""
+        accelerators = self.accelerator_requests(resource)
+        kept: list[Violation | Pending] = []
+        for violation in violations:
+            path = violation.path
+            relevant = [
+                request
+                for request in accelerators
+                if request.path[: len(path)] == path or path[: len(request.path)] == request.path
+            ] or accelerators
+            classes = tuple(sorted({request.device_class for request in relevant}))
+            if not classes or not all(decided_by_input(name, self.config) for name in classes):
+                kept.append(violation)
+            elif isinstance(violation, Pending):
+                chained = (self, classes, violation.resolve, violation.args)
+                kept.append(replace(violation, resolve=_unless_classes_are_not_accelerators, args=chained))
+            else:
+                own = (self, classes, violation.message, violation.severity, violation.cross_object)
+                kept.append(
+                    Pending(
+                        path, _unless_not_accelerators, own, violation.severity, violation.evidence, violation.facet
+                    )
+                )
+        return kept
+
+
+def _unless_not_accelerators(
+    context: Context, classes: tuple[str, ...], message: str, severity: Severity | None, cross_object: bool
+) -> Resolved | None:
+    if not any(context.is_accelerator_class(name) for name in classes):
+        return None
+    # The object alone gave the finding; a DeviceClass among the objects could only clear it.
+    return Resolved(message, severity, cross_object)
+
+
+def _unless_classes_are_not_accelerators(
+    context: Context, classes: tuple[str, ...], resolve: Callable[..., str | Resolved | None], args: tuple[Any, ...]
+) -> str | Resolved | None:
+    if not any(context.is_accelerator_class(name) for name in classes):
+        return None
+    return resolve(*args)

@@ -1,0 +1,154 @@
+"""What a DeviceClass selects, wherever dra-guard learns it, and whether it pins a profile.
+
+A request's devices must pass its DeviceClass's selectors before its own (the allocator
+ANDs them), so a class can pin a profile for every request of it: NVIDIA's per-profile
+class `mig-1g-12gb.gpu.nvidia.com` selects `profile == '1g.12gb'`.  dra-guard learns a
+class's selectors from, in this order: the configuration (`extra-classes.<class>.selector`),
+the catalog (the drivers' own classes, which pin nothing), and only for a class neither
+knows, a DeviceClass among the checked objects (what `kubectl apply` would make of it).
+A DeviceClass in the input never replaces a class the configuration or the catalog knows:
+DeviceClasses are cluster-scoped, so a tenant's file that redefines `gpu.nvidia.com` is
+refused at apply (RBAC) and the claims relying on it land on the driver's class; the
+admission policies, which see one claim, decide by the same classes.  DRA002 reports such
+a redefinition on the DeviceClass (`redefinition`).
+
+A pin counts as it does in a request (DRA002): a top-level `&&` conjunct
+`device.attributes['<domain>'].<attribute> == '<literal>'`, decided by the RE2 pattern the
+admission policies share (`dra_guard.model.conjuncts`).  The attribute must be the class's pin
+attribute when the class is known; for a class dra-guard does not know, the pin attributes
+of the catalog classes of the driver its selector names (`device.driver == '<driver>'`),
+or any attribute when it names no driver dra-guard knows.
+
+What a class selects also says whether it is an accelerator.  A class the configuration or
+the catalog knows is what they say; a class neither knows counts as an accelerator (fail
+closed) unless the input's DeviceClass of that name fixes `device.driver` to a driver whose
+devices are never accelerators (a NIC's `dra.net`, a CPU's `dra.cpu`: the catalog's
+`NON_ACCELERATOR_DRIVERS`) in a top-level `&&` conjunct, as DRANET's and AWS's EFA classes
+do (`device.driver == "dra.net" && ...`).  A driver named anywhere else (`a || device.driver
+== "dra.net"`) proves nothing, so the class stays an accelerator.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dra_guard.contract.catalog import (
+    DEVICE_CLASSES,
+    NON_ACCELERATOR_CLASSES,
+    NON_ACCELERATOR_DRIVERS,
+    POD_LEVEL_DRIVERS,
+    DeviceClass,
+    class_selector,
+)
+from dra_guard.model.conjuncts import attribute_term, driver_term, has_conjunct
+from dra_guard.model.selectors import analyse
+from dra_guard.ruleapi.config import EXTRA_CLASSES, Config
+
+_DRIVER = re.compile(r"""device\s*\.\s*driver\s*==\s*(?:'([^'\\]*)'|"([^"\\]*)")""")
+
+
+@dataclass(frozen=True)
+class ClassSelectors:
+    """A class's selectors and where they come from."""
+
+    expressions: tuple[str, ...]
+    #: "the input", "the configuration" or "the catalog".
+    source: str
+
+
+def configured_selectors(name: str, config: Config) -> ClassSelectors | None:
+    """The class's selectors from the configuration or the catalog (not the input)."""
+    extra = config.get(EXTRA_CLASSES).get(name)
+    if extra is not None and extra.class_selector:
+        return ClassSelectors((extra.class_selector,), "the configuration")
+    known = class_selector(name)
+    return ClassSelectors((known,), "the catalog") if known is not None else None
+
+
+def selectors_of(name: str, config: Config, from_input: tuple[str, ...] | None) -> ClassSelectors | None:
+    """The class's selectors: as configured (or in the catalog), else the input's DeviceClass
+    of that name."""
+    configured = configured_selectors(name, config)
+    if configured is not None or from_input is None:
+        return configured
+    return ClassSelectors(from_input, "the input")
+
+
+def redefinition(name: str, config: Config, from_input: Sequence[str]) -> str | None:
+    """What is wrong with a DeviceClass `name` of the input whose selectors pin otherwise
+    than the class dra-guard knows by that name (None: it knows none, or they agree)."""
+    configured = configured_selectors(name, config)
+    if configured is None:
+        return None
+    known = config.device_class(name)
+    theirs, ours = class_pin(known, from_input), class_pin(known, configured.expressions)
+    if (theirs is None) == (ours is None):
+        return None
+    if theirs is not None:
+        said = f"pins {theirs}, which the class {configured.source} knows by this name does not"
+    else:
+        said = f"pins nothing, while the class {configured.source} knows by this name pins {ours}"
+    return (
+        f"DeviceClass {name} redefines a class dra-guard knows from {configured.source}: its selector {said}; "
+        f"pins are decided by {configured.source}'s class (DeviceClasses are cluster-scoped: a tenant cannot "
+        "replace the driver's, and the admission policies decide by the same class)"
+    )
+
+
+def pin_attributes(known: DeviceClass | None, expressions: Sequence[str]) -> tuple[tuple[str, str] | None, ...]:
+    """The (domain, attribute) pairs a pin of this class may fix; None for any attribute
+    (see the module's docstring)."""
+    if known is not None:
+        return ((known.domain, known.pin_attribute),)
+    drivers = {a or b for expression in expressions for a, b in _DRIVER.findall(expression)}
+    pairs = sorted({(c.domain, c.pin_attribute) for c in DEVICE_CLASSES.values() if c.domain in drivers})
+    return tuple(pairs) or (None,)
+
+
+def class_pin(known: DeviceClass | None, expressions: Sequence[str]) -> str | None:
+    """The pin the class's selectors make (`gpu.nvidia.com/profile == '1g.12gb'`), or None."""
+    for pair in pin_attributes(known, expressions):
+        term = attribute_term(*pair) if pair is not None else attribute_term()
+        for expression in expressions:
+            if has_conjunct(expression, term):
+                pins = [pin for pin in analyse(expression).pins if pair is None or (pin.domain, pin.attribute) == pair]
+                return f"{pins[0].qualified_attribute} == {pins[0].value!r}" if pins else "a profile"
+    return None
+
+
+def selected_driver(expressions: Sequence[str], drivers: frozenset[str] = NON_ACCELERATOR_DRIVERS) -> str | None:
+    """The driver among `drivers` that a top-level && conjunct of one of the selectors fixes
+    `device.driver` to (the allocator ANDs a class's selectors), or None."""
+    for driver in sorted(drivers):
+        if any(has_conjunct(expression, driver_term(driver)) for expression in expressions):
+            return driver
+    return None
+
+
+def decided_by_input(name: str, config: Config) -> bool:
+    """Whether the input's DeviceClass `name` decides if the class is an accelerator: the
+    configuration and the catalog know nothing of the class (they are never overridden)."""
+    return bool(name) and config.is_accelerator(name) and config.device_class(name) is None
+
+
+def is_accelerator_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
+    """Whether requests of class `name` ask for an accelerator, the input's DeviceClass of
+    that name (its selectors, None when there is none) considered (see the module)."""
+    if not config.is_accelerator(name):
+        return False
+    if from_input is None or not decided_by_input(name, config):
+        return True
+    return selected_driver(from_input) is None
+
+
+def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
+    """Whether devices of class `name` attach to the pod rather than to a container (DRANET's
+    NICs: `NonAcceleratorClass.pod_level`), so that no container needs to name its claim."""
+    known = NON_ACCELERATOR_CLASSES.get(name)
+    if known is not None:
+        return known.pod_level
+    if from_input is None or not decided_by_input(name, config):
+        return False
+    return selected_driver(from_input, POD_LEVEL_DRIVERS) is not None
