@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export CDK8S_CHECK_UPGRADE := false
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: demo test lint typecheck unit docs bench clean
+.PHONY: demo test fast lint typecheck unit docs bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ unit: $(BIN)/.installed node_modules/.installed
 	  tests/test_never_crash.py tests/test_robustness.py tests/test_corpus.py tests/test_golden_corpus.py
 
 test: lint typecheck unit
+
+# The inner loop: every test that starts no process (tests/conftest.py marks the rest e2e).
+fast: $(BIN)/.installed
+	$(BIN)/pytest -q -m "not e2e"
 
 # Checkov, for the comparison only, in a virtualenv of its own (never in .venv).
 BENCH_VENV := .bench-venv

@@ -122,7 +122,7 @@ class Table:
 
 def throughput(table: Table, scratch: Path, sizes: Sequence[int], rounds: int, checkov: str | None) -> None:
     python = sys.executable
-    check = [python, "-m", "dra_guard.cli.main", "check", "--format", "json", "--output", os.devnull]
+    check = [python, "-m", "dra_guard.cli", "check", "--format", "json", "--output", os.devnull]
     pyyaml_only = {**os.environ, "DRA_GUARD_YAML_PARSER": "pyyaml"}
     rss: dict[int, float] = {}
     for size in sizes:

@@ -8,6 +8,7 @@ from collections.abc import Generator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from testkit.paths import REPO_ROOT
 
@@ -15,6 +16,13 @@ __all__ = ["REPO_ROOT"]
 
 os.environ.setdefault("CDK8S_CHECK_UPGRADE", "false")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+# In CI (`CI` set, as .ci/run and every hosted runner set it) every Hypothesis test is
+# derandomized and keeps no example database: the same commit draws the same examples, so a
+# red run is reproducible and a green one is not luck.  Locally each run draws new examples.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 # --- e2e: tests that start processes ------------------------------------------------------

@@ -315,12 +315,14 @@ def cli_arguments(directory: Path) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 def test_the_cli_prints_the_specs_objects(tmp_path: Path) -> None:
     result = run(*cli_arguments(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert list(yaml.safe_load_all(result.stdout)) == admission_guard_objects(SPECS["webhook-keyed-one-replica"])
 
 
+@pytest.mark.e2e
 def test_the_cli_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     outputs = {
         run(*cli_arguments(tmp_path), cwd=tmp_path, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
@@ -329,6 +331,7 @@ def test_the_cli_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None
     assert len(outputs) == 1 and "kind: Deployment" in outputs.pop()
 
 
+@pytest.mark.e2e
 def test_the_hmac_secret_key_named_in_the_help_is_the_one_mounted(tmp_path: Path) -> None:
     result = subprocess.run([DRA_GUARD, "admission-policy", "--help"], capture_output=True, text=True, check=True)
     assert f"'{HMAC_SECRET_KEY}'" in result.stdout
@@ -337,6 +340,7 @@ def test_the_hmac_secret_key_named_in_the_help_is_the_one_mounted(tmp_path: Path
 DEPLOY = ["--deploy-webhook", "--webhook-image", "i", "--tls-secret", "t"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -459,6 +463,7 @@ def _accepts(port: int) -> bool:
         return False
 
 
+@pytest.mark.e2e
 def test_the_probes_answer_as_the_kubelet_asks(deployed: tuple[dict[str, dict[str, Any]], int, Path]) -> None:
     kinds, port, _ = deployed
     (container,) = kinds["Deployment"]["spec"]["template"]["spec"]["containers"]
@@ -502,6 +507,7 @@ def review(kinds: dict[str, dict[str, Any]], port: int, obj: dict[str, Any]) -> 
             return answer
 
 
+@pytest.mark.e2e
 def test_the_api_server_reaches_the_webhook_with_the_configurations_ca_and_path(
     deployed: tuple[dict[str, dict[str, Any]], int, Path],
 ) -> None:

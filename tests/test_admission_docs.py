@@ -81,6 +81,7 @@ def test_the_generated_tables_are_current(marker: str) -> None:
     assert match.group(1) == expected, f"docs/admission.md's {marker} table is stale: UPDATE_DOCS=1 pytest {__file__}"
 
 
+@pytest.mark.e2e
 def test_every_argument_has_a_cli_flag_that_exists() -> None:
     """CLI, cdk8s and Pulumi users reach the same objects: every argument is a flag."""
     help_text = subprocess.run(

@@ -21,6 +21,8 @@ import pulumi_dra
 from dra_guard.admission.deploy import ADMISSION_GUARD_OPTION_NAMES, WEBHOOK_SETTING_NAMES
 from dra_guard.contract.tags import normalise_numbers
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")
 CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBguard\n-----END CERTIFICATE-----\n"
 CONFIG = {"admin-namespaces": ["gpu-ops"], "disable": ["DRA011"]}

@@ -299,6 +299,7 @@ def test_a_request_that_only_names_the_kind_is_not_exempt() -> None:
 # --- the CLI and the constructs ----------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_the_cli_flag_replaces_the_claim_writers_everywhere(tmp_path: Path) -> None:
     ca = "-----BEGIN CERTIFICATE-----\nMIIBid\n-----END CERTIFICATE-----\n"
     (tmp_path / "ca.pem").write_text(ca)

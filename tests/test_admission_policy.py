@@ -101,6 +101,7 @@ def test_non_waivable_rules_have_no_waiver_condition() -> None:
         assert ("not-waived" in names) == rule.waivable
 
 
+@pytest.mark.e2e
 def test_cli_prints_policies_and_the_webhook_configuration(tmp_path: Path) -> None:
     (tmp_path / "ca.pem").write_bytes(b"PEM")
     result = run(
@@ -132,6 +133,7 @@ def test_cli_prints_policies_and_the_webhook_configuration(tmp_path: Path) -> No
     assert run("admission-policy", cwd=tmp_path).stdout == run("admission-policy", cwd=tmp_path).stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

@@ -234,6 +234,7 @@ def _synth_example(outdir: Path, hash_seed: str) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(outdir.glob("*.yaml"))}
 
 
+@pytest.mark.e2e
 def test_example_synth_is_byte_identical_across_hash_seeds_and_matches_golden(tmp_path: Path) -> None:
     runs = [_synth_example(tmp_path / f"run-{seed}", seed) for seed in ("0", "1", "4242")]
     assert runs[0] == runs[1] == runs[2]

@@ -139,6 +139,7 @@ def _cdk8s_synth(
     )
 
 
+@pytest.mark.e2e
 def test_cdk8s_cli_synth_of_the_repository_validates_and_passes(tmp_path: Path) -> None:
     output = tmp_path / "out"
     # Exactly as a user runs it; --no-install makes npx fail rather than download.
@@ -175,6 +176,7 @@ def _legacy_project(directory: Path) -> None:
     (directory / "cdk8s.yaml").write_text(config)
 
 
+@pytest.mark.e2e
 def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> None:
     _legacy_project(tmp_path)
     # No .venv here: the plugin must be told where the project's dra-guard is.
@@ -184,6 +186,7 @@ def test_cdk8s_cli_fails_an_app_that_never_imports_dra_guard(tmp_path: Path) -> 
     assert "DRA001" in output and "legacy/mig-pod" in output and "nvidia.com/mig-1g.10gb" in output
 
 
+@pytest.mark.e2e
 def test_plugin_reports_a_missing_executable_instead_of_passing(tmp_path: Path) -> None:
     _legacy_project(tmp_path)
     # Started through /bin/sh, the app's interpreter directory holds no dra-guard either.

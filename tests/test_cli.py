@@ -48,10 +48,12 @@ def compliant(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_version() -> None:
     assert run("--version").stdout.strip() == f"dra-guard {__version__}"
 
 
+@pytest.mark.e2e
 def test_exit_codes_and_fail_on(compliant: Path) -> None:
     assert run("check", str(compliant)).returncode == 0
     assert run("check", str(GPU_POD)).returncode == 1
@@ -63,6 +65,7 @@ def test_exit_codes_and_fail_on(compliant: Path) -> None:
     assert run("check", "--fail-on", "bogus", str(compliant)).returncode == 2
 
 
+@pytest.mark.e2e
 def test_text_format(compliant: Path) -> None:
     result = run("check", str(GPU_POD), str(compliant))
     lines = result.stdout.splitlines()
@@ -76,6 +79,7 @@ def test_text_format(compliant: Path) -> None:
     assert lines[-1] == "1 finding (1 critical) in 3 objects from 2 files"
 
 
+@pytest.mark.e2e
 def test_json_format_is_exactly_the_documented_shape() -> None:
     result = run("check", "--format", "json", str(GPU_POD))
     document = json.loads(result.stdout)
@@ -97,6 +101,7 @@ def test_json_format_is_exactly_the_documented_shape() -> None:
     }
 
 
+@pytest.mark.e2e
 def test_sarif_validates_against_the_official_schema(tmp_path: Path) -> None:
     output = tmp_path / "out.sarif"
     broken = tmp_path / "broken.yaml"
@@ -118,6 +123,7 @@ def test_sarif_validates_against_the_official_schema(tmp_path: Path) -> None:
     assert run_["invocations"][0]["toolExecutionNotifications"][0]["level"] == "error"
 
 
+@pytest.mark.e2e
 def test_bad_inputs_exit_2_name_file_and_line_and_still_report_the_rest(tmp_path: Path) -> None:
     (tmp_path / "a-broken.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: before}\nspec:\n  containers:\n  - name: c\n    resources:\n"
@@ -156,6 +162,7 @@ def test_bad_inputs_exit_2_name_file_and_line_and_still_report_the_rest(tmp_path
     assert out.splitlines()[-1].endswith("; 8 input errors")
 
 
+@pytest.mark.e2e
 def test_missing_paths_and_empty_globs(tmp_path: Path) -> None:
     result = run("check", str(tmp_path / "nope.yaml"), str(tmp_path / "*.yml"))
     assert result.returncode == 2
@@ -163,6 +170,7 @@ def test_missing_paths_and_empty_globs(tmp_path: Path) -> None:
     assert "*.yml: error: no file matches this pattern" in result.stdout
 
 
+@pytest.mark.e2e
 def test_stdin_and_globs(compliant: Path) -> None:
     result = run("check", "-", stdin=GPU_POD.read_bytes())
     assert result.returncode == 1 and result.stdout.startswith("<stdin>:13: DRA001")
@@ -170,6 +178,7 @@ def test_stdin_and_globs(compliant: Path) -> None:
     assert result.returncode == 1 and "from 9 files" in result.stdout
 
 
+@pytest.mark.e2e
 def test_config_file_errors_and_options(tmp_path: Path) -> None:
     gpu_pod = tmp_path / GPU_POD.name  # the configuration is found from the first path up
     gpu_pod.write_bytes(GPU_POD.read_bytes())
@@ -191,6 +200,7 @@ def test_config_file_errors_and_options(tmp_path: Path) -> None:
     assert run("check", "--config", str(tmp_path / "missing.yaml"), str(GPU_POD)).returncode == 2
 
 
+@pytest.mark.e2e
 def test_rules_and_explain() -> None:
     listing = run("rules").stdout.splitlines()
     assert len(listing) == len(RULES) and listing[0].startswith("DRA001  legacy-extended-resource")
@@ -235,6 +245,7 @@ def test_pre_commit_hook_definition_runs_the_cli() -> None:
     assert hook["language"] == "python" and "yaml" in hook["types_or"]
 
 
+@pytest.mark.e2e
 def test_directory_walks_skip_tool_folders_but_explicit_paths_do_not(tmp_path: Path) -> None:
     legacy = GPU_POD.read_text()
     for folder in (".venv/lib", "node_modules/pkg", ".git/x", "__pycache__", "deploy/.hidden", "deploy/prod"):
@@ -247,6 +258,7 @@ def test_directory_walks_skip_tool_folders_but_explicit_paths_do_not(tmp_path: P
     assert explicit.stdout.splitlines()[-1].startswith("2 findings")
 
 
+@pytest.mark.e2e
 def test_a_yaml_file_that_is_no_manifest_gets_one_clear_error(tmp_path: Path) -> None:
     values = tmp_path / "values.yaml"
     values.write_text("replicaCount: 2\nimage:\n  tag: latest\n")
@@ -258,6 +270,7 @@ def test_a_yaml_file_that_is_no_manifest_gets_one_clear_error(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.e2e
 def test_objects_with_generate_name_are_labelled_with_it(tmp_path: Path) -> None:
     (tmp_path / "job.yaml").write_text(
         "apiVersion: ray.io/v1\nkind: RayJob\nmetadata: {generateName: train-, namespace: ml}\nspec:\n"

@@ -14,7 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
+
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
 NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "dra_guard.model.allocation")
 

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testkit.paths import REPO_ROOT
+
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")
 EXAMPLES = REPO_ROOT / "examples" / "manifests"

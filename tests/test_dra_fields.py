@@ -13,7 +13,7 @@ import pytest
 
 from testkit.paths import REPO_ROOT
 
-GENERATED = REPO_ROOT / "dra_guard" / "dra_fields.py"
+GENERATED = REPO_ROOT / "dra_guard" / "contract" / "dra_fields.py"
 RUFF = Path(sys.executable).parent / "ruff"
 
 
@@ -32,6 +32,7 @@ def test_the_table_is_current(generator: ModuleType) -> None:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", [["check", "--no-fix"], ["format", "--check"]])
 def test_generated_text_passes_ruff_as_generated(generator: ModuleType, command: list[str]) -> None:
     result = subprocess.run(

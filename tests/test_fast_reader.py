@@ -157,6 +157,7 @@ def test_plain_documents_are_read_fast() -> None:
     assert fast.decode_plain("# a comment only\n") is fast.EMPTY
 
 
+@pytest.mark.e2e
 def test_invalid_yaml_gets_libyamls_message_and_no_cplusplus_text(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  a: b: c\n")
@@ -228,6 +229,7 @@ def test_asterisks_that_are_text_are_not_aliases(text: str) -> None:
     assert not parser.may_hold_alias(text)
 
 
+@pytest.mark.e2e
 def test_the_report_is_the_same_without_the_alias_pre_filter(tmp_path: Path) -> None:
     """Every document composed from events (as if each held an alias): the same report."""
     corpus = tmp_path / "corpus"
@@ -257,6 +259,7 @@ def test_the_report_is_the_same_without_the_alias_pre_filter(tmp_path: Path) -> 
     assert reports[0] == reports[1]
 
 
+@pytest.mark.e2e
 def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path) -> None:
     """A check of a few documents never imports rapidyaml (its import costs more than it
     saves there: the cold start); past AUTO_AFTER_DOCUMENTS, the reader uses it."""
@@ -281,6 +284,7 @@ def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path)
     assert read(large) == [str(fast.AUTO_AFTER_DOCUMENTS + 40), "True", str(fast.AUTO_AFTER_DOCUMENTS + 40)]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("choice", "message"),
     [("libfancy", "expected one of pyyaml, rapidyaml"), ("rapidyaml", "the rapidyaml package does not import")],
@@ -376,6 +380,7 @@ def test_point1_comment_in_flow_collection_keeps_the_admin_access_finding() -> N
     assert "DRA006" in {finding.rule for finding in findings}
 
 
+@pytest.mark.e2e
 def test_point1_bare_colon_line_never_hides_a_pods_spec(tmp_path: Path) -> None:
     """A line `: ` under `spec:` made rapidyaml read spec as null and move the containers
     (and their nvidia.com/gpu limit) under an empty key; kubectl refuses the file.  The

@@ -375,6 +375,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("parity")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("source", SOURCES, ids=[source.name for source in SOURCES])
 def test_one_verdict_per_object(source: Source, pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path) -> None:
     result = outcome(source, pack, workdir)
@@ -382,6 +383,7 @@ def test_one_verdict_per_object(source: Source, pack: analyzer_pb2_grpc.Analyzer
     assert not result.problems and not unexplained, "\n".join([*result.problems, *unexplained])
 
 
+@pytest.mark.e2e
 def test_every_declared_blind_spot_is_needed(pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path) -> None:
     """A declaration no input needs is one that could hide a bug: each (front end, rule,
     reason) explains at least one difference."""
@@ -399,6 +401,7 @@ def test_every_declared_blind_spot_is_needed(pack: analyzer_pb2_grpc.AnalyzerStu
     assert declared - used == set()
 
 
+@pytest.mark.e2e
 def test_what_the_comparison_covers(pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path) -> None:
     """The comparison must not quietly shrink: most objects reach admission, every source
     has objects, and the webhook is sent a good share of them."""
@@ -411,6 +414,7 @@ def test_what_the_comparison_covers(pack: analyzer_pb2_grpc.AnalyzerStub, workdi
     assert objects >= 230 and admitted >= 0.6 * objects and reviewed >= 0.4 * objects, (objects, admitted, reviewed)
 
 
+@pytest.mark.e2e
 def test_the_webhook_over_https_answers_as_in_process(https_webhook: HttpsWebhook) -> None:
     """One round over TLS: every object the webhook is sent, of every source without a
     configuration, reviewed by the served webhook and by the in-process one (without the
@@ -443,6 +447,7 @@ def _cli_rules(source: Source, pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Pa
     return set(outcome(source, pack, workdir).cli.get(key, frozenset()))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("source", CASES[:2], ids=["claim-after", "claim-before"])
 def test_the_pack_reports_a_shared_claim_in_either_order(
     source: Source, pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path
@@ -455,6 +460,7 @@ def test_the_pack_reports_a_shared_claim_in_either_order(
     assert "DRA005" in result.policies[key]  # fail closed: the policy cannot read the claim
 
 
+@pytest.mark.e2e
 def test_a_claim_that_asks_for_no_accelerator_may_be_shared(
     pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path
 ) -> None:
@@ -465,6 +471,7 @@ def test_a_claim_that_asks_for_no_accelerator_may_be_shared(
     assert "DRA005" in result.pulumi[key] and "DRA005" in result.policies[key]
 
 
+@pytest.mark.e2e
 def test_a_tenants_redefinition_of_a_catalog_class_pins_nothing(
     pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path
 ) -> None:
@@ -478,6 +485,7 @@ def test_a_tenants_redefinition_of_a_catalog_class_pins_nothing(
     assert "DRA002" in result.cli[device_class] and "DRA002" in result.enforce[device_class]
 
 
+@pytest.mark.e2e
 def test_a_namespace_less_template_gets_dra012_from_every_front_end(
     pack: analyzer_pb2_grpc.AnalyzerStub, workdir: Path
 ) -> None:

@@ -15,6 +15,8 @@ import yaml
 from dra_guard.cli.init import HOOK_ENTRY, cdk8s_plugin_dir
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 VENV_BIN = Path(sys.executable).parent
 CDK8S = REPO_ROOT / "node_modules" / ".bin" / "cdk8s"
 

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +22,8 @@ from dra_guard.read.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.kubectl_oracle import LABEL, KubectlRead, is_subsequence, kubectl_version, read_many, same_objects
 from tests.manifest_strategies import manifest_file
+
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
 #: Files per kubectl batch, and batches: about 25 s on two busy cores.
 FILES_PER_EXAMPLE = 12

@@ -16,6 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 BIN = Path(sys.executable).parent
 KUBECTL = shutil.which("kubectl")
 

@@ -348,6 +348,7 @@ def test_in_place_keeps_a_backup_and_leaves_unchanged_files_alone(tmp_path: Path
     assert (tmp_path / "legacy.yaml.bak").read_bytes() == (CORPUS / "plugin-test.yaml").read_bytes()
 
 
+@pytest.mark.e2e
 def test_stdin_to_stdout_and_byte_identical_output_whatever_the_hash_seed() -> None:
     outputs = set()
     for seed in ("0", "1", "4242"):
@@ -427,6 +428,7 @@ def test_a_json_file_gets_its_template_as_one_more_json_object(tmp_path: Path) -
     assert (tmp_path / "again.json").read_bytes() == output.read_bytes()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("source", [*CLEAN_SOURCES, *CRD_SOURCES, FIXTURES / "pod.json"], ids=lambda path: path.name)
 def test_kubectl_sends_the_migrated_objects(source: Path, tmp_path: Path) -> None:
     """The migrated file, read by the real kubectl, gives the objects check reads from it."""

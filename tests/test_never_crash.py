@@ -19,6 +19,8 @@ from dra_guard.engine.run import check_objects
 from dra_guard.rules import RULES
 from testkit.paths import REPO_ROOT
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 LEGACY_POD = """\
 apiVersion: v1
 kind: Pod

@@ -18,6 +18,8 @@ from testkit.pack_process import analyze, configure, info, running_pack, struct
 from testkit.pulumi_props import UNKNOWN, claim_user, compliant_pair, legacy_pod, shared_claim, type_token
 from testkit.rulecases import retag
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 MANDATORY = analyzer_pb2.EnforcementLevel.Value("MANDATORY")
 ADVISORY = analyzer_pb2.EnforcementLevel.Value("ADVISORY")
 

@@ -23,6 +23,8 @@ import yaml
 
 from testkit.paths import REPO_ROOT
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "repo"
 BIN = Path(sys.executable).parent
 BAD = "k8s/legacy-gpu.yaml"

@@ -82,6 +82,7 @@ def pack() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
         yield stub
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("rule", "example"), CASES)
 def test_pulumi_pack(pack: analyzer_pb2_grpc.AnalyzerStub, rule: Rule, example: Example) -> None:
     """Per-resource policies see one object each; the rule's stack policy adds what needs them all."""

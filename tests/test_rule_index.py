@@ -6,6 +6,8 @@ import dataclasses
 import subprocess
 import sys
 
+import pytest
+
 from dra_guard.present import rule_index
 from dra_guard.ruleapi.declarations import EXTRA_RULES_ENV
 from dra_guard.rules import RULES
@@ -36,6 +38,7 @@ def test_loading_it_gives_what_the_registry_declares() -> None:
     assert rule_index.load({EXTRA_RULES_ENV: "synthetic_rules.rule"}) == index  # this process has none
 
 
+@pytest.mark.e2e
 def test_the_pack_starts_without_the_rules_or_the_engine() -> None:
     probe = (
         "import sys; import pulumi_dra.analyze_once; from pulumi_dra.policies import build_policies; "

@@ -18,6 +18,8 @@ from pulumi.runtime.proto import analyzer_pb2
 from testkit.pack_process import analyze, configure, info, running_pack
 from testkit.paths import REPO_ROOT
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 MODULE = "synthetic_rules.dra099_forbidden_config_key"
 RULE_SOURCE = '''\
 """DRA099: ConfigMaps must not carry forbidden keys (a rule that exists only in a test)."""

@@ -85,6 +85,7 @@ def test_a_reason_that_shows_nothing_waives_nothing(reason: str, waives: bool) -
         assert "gives no reason, so it is ignored" in report.findings[0].message
 
 
+@pytest.mark.e2e
 def test_waived_findings_are_counted_listed_and_suppressed(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(pod("legacy") + "---\n" + pod("waived", REASON))
     text = run("a.yaml", cwd=tmp_path)
@@ -100,6 +101,7 @@ def test_waived_findings_are_counted_listed_and_suppressed(tmp_path: Path) -> No
     assert run("a.yaml", cwd=tmp_path).returncode == 0
 
 
+@pytest.mark.e2e
 def test_sarif_with_suppressions_and_awkward_file_names_validates(tmp_path: Path) -> None:
     names = ["my dir/a b.yaml", "hash#1.yaml", "100%.yaml", "café/ünïcode 名前.yaml", "colon:x.yaml"]
     for name in names:
@@ -128,6 +130,7 @@ def test_sarif_with_suppressions_and_awkward_file_names_validates(tmp_path: Path
     assert all(sorted(flags) == [False, True] for flags in seen.values())
 
 
+@pytest.mark.e2e
 def test_sarif_locations_outside_the_working_directory_are_absolute_file_uris(tmp_path: Path) -> None:
     (tmp_path / "in side").mkdir()
     (tmp_path / "a b.yaml").write_text(pod("legacy"))

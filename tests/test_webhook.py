@@ -27,6 +27,8 @@ from cryptography.x509.oid import NameOID
 
 from dra_guard import AcceleratorSlice, claim_template
 
+pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
+
 KEY = "webhook-test-key-9f83b1"
 MAX_BODY = 64 * 1024
 

@@ -396,6 +396,7 @@ def run(*arguments: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd)
 
 
+@pytest.mark.e2e
 def test_the_cli_flags_reach_a_webhook_given_by_url(tmp_path: Path) -> None:
     flags = ["--webhook", URL["url"], "--ca-bundle", "ca.pem", "--webhook-namespaces", "opt-in"]
     flags += ["--webhook-namespace-label", "tenants.example.com/gpu=yes", "--webhook-failure-policy", "Ignore"]
@@ -407,6 +408,7 @@ def test_the_cli_flags_reach_a_webhook_given_by_url(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

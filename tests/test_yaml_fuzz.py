@@ -272,6 +272,7 @@ def test_point1_fuzz_fast_reader_reads_as_pyyaml(monkeypatch: pytest.MonkeyPatch
     assert FILES // 5 <= objects <= FILES - FILES // 5, objects
 
 
+@pytest.mark.e2e
 def test_point1_fuzz_both_readers_agree_with_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = generated()[:KUBECTL_SAMPLE]
     paths = []

@@ -48,6 +48,7 @@ def test_the_suite_is_all_here() -> None:
     assert (SUITE / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
 
 
+@pytest.mark.e2e
 def test_point1_yaml_test_suite_readers_agree_with_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = [wrapped(path.read_bytes()) for path in inputs()]
     paths = []

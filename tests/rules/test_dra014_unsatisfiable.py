@@ -188,6 +188,7 @@ def _claims_file(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.e2e
 def test_dra014_cli_slices_option(tmp_path: Path) -> None:
     claims = _claims_file(tmp_path)
     without = run("check", str(claims))
@@ -206,6 +207,7 @@ def test_dra014_cli_slices_option(tmp_path: Path) -> None:
         assert refused.returncode == 2 and why in refused.stderr and "Traceback" not in refused.stderr
 
 
+@pytest.mark.e2e
 def test_dra014_configuration_file_paths_are_relative_to_it(tmp_path: Path) -> None:
     (tmp_path / "cluster").mkdir()
     (tmp_path / "cluster" / "slices.yaml").write_bytes((SLICES / "nvidia-8gpu-pcieroot.yaml").read_bytes())
@@ -235,6 +237,7 @@ def pack() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
         yield stub
 
 
+@pytest.mark.e2e
 def test_dra014_pulumi_pack_takes_the_option(pack: analyzer_pb2_grpc.AnalyzerStub) -> None:
     policy_config = {"resourceSlices": [str(SLICES / "nvidia-8gpu-pcieroot.yaml")]}
     assert parse_policy_config(policy_config, RULES, "test").get(RESOURCE_SLICES).slices

@@ -1,4 +1,4 @@
-"""Issue 14, items 6 and 7: construct arguments Kubernetes would refuse are refused when the
+"""Construct arguments Kubernetes would refuse are refused when the
 construct is made (cdk8s and Pulumi alike), and what the constructs used to leave to the user
 (a StatefulSet's headless Service, containers added after `use_claim_template`) they now do."""
 
