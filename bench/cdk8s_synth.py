@@ -4,7 +4,7 @@
 
 In one process (jsii starts Node once, before anything is timed), interleaved: building
 an App with N of our workloads and synthesizing it (`App.synth_yaml`, which runs every
-validation), against building the same manifests (`dra_guard.build.builders`) as plain
+validation), against building the same manifests (`dra_guard.building.builders`) as plain
 `ApiObject`s and synthesizing those; and `enforce()` alone, the time its validation adds
 to the raw objects' synth.  Targets: ours within 1.2x of the raw objects at N = 200,
 `enforce()` within 0.2 s for 200 workloads.
@@ -27,8 +27,8 @@ from cdk8s import App, Chart
 
 from constructs_dra import AcceleratorSlice, IsolatedAcceleratorWorkload, enforce
 from constructs_dra.plain_objects import plain_api_object
-from dra_guard.build.builders import build_isolated_workload
-from dra_guard.build.spec import WorkloadSpec
+from dra_guard.building.builders import build_isolated_workload
+from dra_guard.building.spec import WorkloadSpec
 
 PROFILES = ("1g.10gb", "2g.20gb", "3g.40gb")
 

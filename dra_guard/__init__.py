@@ -13,23 +13,23 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "IsolatedWorkload": "dra_guard.build.builders",
-    "build_claim_template": "dra_guard.build.builders",
-    "build_isolated_workload": "dra_guard.build.builders",
-    "build_workload": "dra_guard.build.builders",
-    "claim_template": "dra_guard.build.builders",
-    "isolated_workload": "dra_guard.build.builders",
-    "selector_expression": "dra_guard.build.builders",
-    "with_claim_template": "dra_guard.build.builders",
-    "workload": "dra_guard.build.builders",
+    "IsolatedWorkload": "dra_guard.building.builders",
+    "build_claim_template": "dra_guard.building.builders",
+    "build_isolated_workload": "dra_guard.building.builders",
+    "build_workload": "dra_guard.building.builders",
+    "claim_template": "dra_guard.building.builders",
+    "isolated_workload": "dra_guard.building.builders",
+    "selector_expression": "dra_guard.building.builders",
+    "with_claim_template": "dra_guard.building.builders",
+    "workload": "dra_guard.building.builders",
     "DEVICE_CLASSES": "dra_guard.contract.catalog",
     "DeviceClass": "dra_guard.contract.catalog",
-    "AcceleratorSlice": "dra_guard.build.spec",
-    "ClaimOptions": "dra_guard.build.spec",
-    "ClaimSpec": "dra_guard.build.spec",
-    "WorkloadOptions": "dra_guard.build.spec",
-    "WorkloadSpec": "dra_guard.build.spec",
-    "claim_template_name": "dra_guard.build.spec",
+    "AcceleratorSlice": "dra_guard.building.spec",
+    "ClaimOptions": "dra_guard.building.spec",
+    "ClaimSpec": "dra_guard.building.spec",
+    "WorkloadOptions": "dra_guard.building.spec",
+    "WorkloadSpec": "dra_guard.building.spec",
+    "claim_template_name": "dra_guard.building.spec",
     "claim_isolation_tag": "dra_guard.contract.tags",
     "isolation_tag": "dra_guard.contract.tags",
     "verify_claim_isolation_tag": "dra_guard.contract.tags",
@@ -37,7 +37,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from dra_guard.build.builders import (
+    from dra_guard.building.builders import (
         IsolatedWorkload,
         build_claim_template,
         build_isolated_workload,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
         with_claim_template,
         workload,
     )
-    from dra_guard.build.spec import (
+    from dra_guard.building.spec import (
         AcceleratorSlice,
         ClaimOptions,
         ClaimSpec,

@@ -1,4 +1,4 @@
 """Public import path (docs/architecture.md, "Public import paths"): the code lives in
-`dra_guard.build.builders`."""
+`dra_guard.building.builders`."""
 
-from dra_guard.build.builders import *  # noqa: F403
+from dra_guard.building.builders import *  # noqa: F403

@@ -1,4 +1,4 @@
 """Public import path (docs/architecture.md, "Public import paths"): the code lives in
-`dra_guard.build.spec`."""
+`dra_guard.building.spec`."""
 
-from dra_guard.build.spec import *  # noqa: F403
+from dra_guard.building.spec import *  # noqa: F403

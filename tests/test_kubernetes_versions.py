@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dra_guard.build.spec import served_claim_api_versions
+from dra_guard.building.spec import served_claim_api_versions
 from dra_guard.contract.catalog import (
     DEFAULT_KUBERNETES_VERSION,
     EXCLUSIVITY_GUARD,

@@ -185,7 +185,7 @@ def test_hmac_key_from_the_configured_environment_variable(monkeypatch: pytest.M
     # Both the template tag and the claim tag (spec.metadata) must then be HMACs.
     assert len(run_resource_policy("dra012-isolation-tag", template, {"hmacKeyEnv": "DRA_KEY"})) == 2
     from dra_guard import claim_template
-    from dra_guard.build.spec import AcceleratorSlice
+    from dra_guard.building.spec import AcceleratorSlice
 
     signed = claim_template(name="t", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), namespace="ns", hmac_key="k")
     assert run_resource_policy("dra012-isolation-tag", signed, {"hmacKeyEnv": "DRA_KEY"}) == []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from dra_guard import __version__
 from dra_guard.cli.admission import add_admission_policy_parser, add_webhook_parser
 from dra_guard.cli.init import TARGETS
+from dra_guard.cli.scrub import add_scrub_parser
 from dra_guard.contract.errors import UnavailableParser
 from dra_guard.present.report import FORMATS
 from dra_guard.ruleapi.declarations import RuleModuleError
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_admission_policy_parser(commands)
     add_webhook_parser(commands)
+    add_scrub_parser(commands)
 
     from dra_guard.cli.migrate_arguments import add_arguments
 
@@ -378,6 +380,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             from dra_guard.cli.migrate import run_migrate
 
             return run_migrate(arguments, stdout, stderr)
+        if arguments.command == "scrub":
+            from dra_guard.cli.scrub import run_scrub
+
+            return run_scrub(arguments, stdout, stderr)
     except (RuleModuleError, UnavailableParser) as error:  # DRA_GUARD_EXTRA_RULES, DRA_GUARD_YAML_PARSER
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR

@@ -9,7 +9,7 @@
 * `command` is the thin file layer (`-o`, `--in-place`, `--dry-run`), `arguments` its
   command line and `report` the text and JSON reports.
 
-The claim templates come from `dra_guard.build.builders.claim_template`, so they are exactly
+The claim templates come from `dra_guard.building.builders.claim_template`, so they are exactly
 what the cdk8s and Pulumi front ends build.  Names load on first use (PEP 562): the CLI
 imports `arguments` on every run and must not pay for the rest.
 """

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dra_guard.build.spec import AcceleratorSlice
+from dra_guard.building.spec import AcceleratorSlice
 from dra_guard.contract.catalog import (
     DEVICE_CLASSES,
     LEGACY_RESOURCE_NAMES,

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_guard.build.builders import POD_CLAIM_NAME, claim_template
-from dra_guard.build.spec import name_from_id
+from dra_guard.building.builders import POD_CLAIM_NAME, claim_template
+from dra_guard.building.spec import name_from_id
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.operators import Removal, review

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.build.spec import name_from_id
+from dra_guard.building.spec import name_from_id
 from dra_guard.migrate.edits import Path
 from dra_guard.model.manifest import ContainerView, get_path
 from dra_guard.model.pod_templates import (

@@ -1,7 +1,7 @@
 """Spec -> plain manifest dicts.  Pure functions: new dicts every call, no hidden state.
 
 `build_claim_template`, `build_workload` and `build_isolated_workload` take a validated
-spec (`dra_guard.build.spec`).  `claim_template`, `workload` and `isolated_workload` are their
+spec (`dra_guard.building.spec`).  `claim_template`, `workload` and `isolated_workload` are their
 keyword forms for plain Python, with the same arguments as the cdk8s constructs and the
 Pulumi components, which emit exactly what the builders return: a rule or a shape is never
 re-implemented in a front end.
@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dra_guard.build.spec import (
+from dra_guard.building.spec import (
     AcceleratorSlice,
     ClaimOptions,
     ClaimSpec,

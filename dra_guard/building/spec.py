@@ -3,7 +3,7 @@
 `AcceleratorSlice` is one kind of slice.  `ClaimSpec` and `WorkloadSpec` hold every
 argument of a claim template and of an isolated workload, with its default, its doc and
 its validation, once; the builders take a spec.  The entry points (the keyword functions
-in `dra_guard.build.builders`, the cdk8s constructs, the Pulumi components) take the same
+in `dra_guard.building.builders`, the cdk8s constructs, the Pulumi components) take the same
 keyword arguments, typed once by `ClaimOptions` / `WorkloadOptions`, and differ only in
 where `name` and `namespace` come from.
 

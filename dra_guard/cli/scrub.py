@@ -1,0 +1,55 @@
+"""`dra-guard scrub` (and `python -m dra_guard.scrub`): its command line."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, TextIO
+
+MIB = 1024 * 1024
+
+
+def _mebibytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} MiB: must be at least 1")
+    return value
+
+
+def add_scrub_parser(commands: Any) -> None:
+    scrub = commands.add_parser(
+        "scrub",
+        help="in a pod, before the tenant's code: read, zero and verify the memory of every accelerator it holds",
+        description="Run as the pod's first init container, holding every accelerator claim of the pod. Prints "
+        "one JSON line (devices, bytes checked, bytes found non-zero before zeroing, seconds, GB/s); exits 1 "
+        "with a one-line reason when a device cannot be scrubbed or is not zero after zeroing. NVIDIA GPUs "
+        "and MIG instances only (install dra-guard[scrub]); any other accelerator is refused.",
+    )
+    scrub.add_argument("--chunk-mib", type=_mebibytes, default=1024, help="allocation size to start with (1024)")
+    scrub.add_argument("--min-chunk-mib", type=_mebibytes, default=2, help="smallest allocation tried (2)")
+    scrub.add_argument(
+        "--unreachable-mib",
+        type=_mebibytes,
+        default=64,
+        help="free memory that may stay unallocated before the scrub fails (64)",
+    )
+    scrub.add_argument("--dev", default="/dev", help=argparse.SUPPRESS)  # tests: another /dev
+    scrub.add_argument("--sys-class", default="/sys/class/drm", help=argparse.SUPPRESS)
+
+
+def run_scrub(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.scrub.run import Settings, scrub
+
+    if arguments.min_chunk_mib > arguments.chunk_mib:
+        stderr.write("dra-guard scrub: --min-chunk-mib is larger than --chunk-mib\n")
+        return 2
+    settings = Settings(
+        chunk_bytes=arguments.chunk_mib * MIB,
+        min_chunk_bytes=arguments.min_chunk_mib * MIB,
+        unreachable_tolerance_bytes=arguments.unreachable_mib * MIB,
+        dev=arguments.dev,
+        sys_class=arguments.sys_class,
+    )
+    return scrub(settings, stdout, stderr)

@@ -1,0 +1,102 @@
+"""One scrub of every accelerator the container sees, and its one-line JSON summary.
+
+Exit 0 only when every visible device was scrubbed and verified zero.  Residue found before
+zeroing is evidence (`bytes_nonzero_before`), reported, not a failure.  Exit 1, with a
+one-line reason on stderr, when a device cannot be scrubbed (no CUDA, a vendor the scrubber
+does not support, no device at all), when memory the driver reports free cannot be reached,
+or when anything is not zero after zeroing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from typing import TextIO
+
+from dra_guard.scrub.devices import SCRUBBABLE, VisibleDevice, visible_devices
+from dra_guard.scrub.driver_params import scrub_on_free
+from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, scrub_all
+
+EXIT_SCRUBBED = 0
+EXIT_NOT_SCRUBBED = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    chunk_bytes: int = 1024 * MIB
+    min_chunk_bytes: int = 2 * MIB
+    #: Free memory no chunk could be allocated from, above which the scrub fails.
+    unreachable_tolerance_bytes: int = 64 * MIB
+    dev: str = "/dev"
+    sys_class: str = "/sys/class/drm"
+
+
+def scrub(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
+    started = time.perf_counter()
+    devices = visible_devices(settings.dev, settings.sys_class)
+    problems: list[str] = []
+    results: list[DeviceScrub] = []
+    if not devices:
+        problems.append(f"no accelerator device is visible under {settings.dev} (does this container hold the claims?)")
+    unsupported = [device for device in devices if device.vendor not in SCRUBBABLE]
+    if unsupported:
+        named = ", ".join(f"{device.node} ({device.vendor})" for device in unsupported)
+        problems.append(f"cannot scrub {named}: dra-guard scrubs NVIDIA GPUs and MIG instances only")
+    driver_scrub = "unknown"
+    if any(device.vendor == "nvidia" for device in devices):
+        driver_scrub = scrub_on_free()
+        try:
+            results = scrub_all(settings.chunk_bytes, settings.min_chunk_bytes)
+        except ScrubError as error:
+            problems.append(str(error))
+        problems += _verdicts(results, settings)
+    seconds = time.perf_counter() - started
+    stdout.write(_summary(devices, results, driver_scrub, seconds, problems) + "\n")
+    stdout.flush()
+    if problems:
+        stderr.write(
+            f"dra-guard scrub: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "") + "\n"
+        )
+        return EXIT_NOT_SCRUBBED
+    return EXIT_SCRUBBED
+
+
+def _verdicts(results: list[DeviceScrub], settings: Settings) -> list[str]:
+    problems = []
+    for result in results:
+        if result.nonzero_after_bytes:
+            problems.append(f"device {result.index}: {result.nonzero_after_bytes} bytes are not zero after zeroing")
+        if result.unreachable_bytes > settings.unreachable_tolerance_bytes:
+            problems.append(
+                f"device {result.index}: {result.unreachable_bytes // MIB} MiB reported free could not be allocated"
+            )
+        if result.checked_bytes == 0:
+            problems.append(f"device {result.index}: no memory could be allocated")
+    return problems
+
+
+def _summary(
+    devices: list[VisibleDevice], results: list[DeviceScrub], driver_scrub: str, seconds: float, problems: list[str]
+) -> str:
+    checked = sum(result.checked_bytes for result in results)
+    scrub_seconds = sum(result.seconds for result in results)
+    return json.dumps(
+        {
+            "ok": not problems,
+            "reason": problems[0] if problems else None,
+            "problems": problems,
+            "visible": [asdict(device) for device in devices],
+            "devices": [asdict(result) for result in results],
+            "bytes_checked": checked,
+            "bytes_nonzero_before": sum(result.nonzero_before_bytes for result in results),
+            "bytes_nonzero_after": sum(result.nonzero_after_bytes for result in results),
+            "bytes_reserved": sum(result.reserved_bytes for result in results),
+            "bytes_unreachable": sum(result.unreachable_bytes for result in results),
+            "seconds": round(seconds, 3),
+            "gb_per_s": round(checked / scrub_seconds / 1e9, 2) if scrub_seconds > 0 and checked else None,
+            "driver_scrub_on_free": driver_scrub,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
