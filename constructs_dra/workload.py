@@ -12,7 +12,17 @@ from constructs import Construct, IValidation
 
 from constructs_dra.enforce import self_checked_chart, validate_self
 from constructs_dra.registry import BuiltApiObject, join_path
-from dra_guard.builders import POD_CLAIM_NAME, build_claim_template, build_isolated_workload, with_claim_template
+from dra_guard.builders import (
+    DEFAULT_SCRUB_IMAGE,
+    POD_CLAIM_NAME,
+    SCRUB_CONTAINER_NAME,
+    build_claim_template,
+    build_isolated_workload,
+    require_scrub_image,
+    scrub_container,
+    scrubbed,
+    with_claim_template,
+)
 from dra_guard.catalog import POD_SPEC_PATHS
 from dra_guard.spec import ClaimOptions, ClaimSpec, WorkloadOptions, WorkloadSpec, claim_template_name, name_from_id
 
@@ -146,6 +156,7 @@ def use_claim_template(
     *,
     claim_name: str = POD_CLAIM_NAME,
     containers: Sequence[str] | None = None,
+    scrub_image: str | None = DEFAULT_SCRUB_IMAGE,
 ) -> None:
     """Give every pod of `workload` its own claim from `template`.
 
@@ -154,12 +165,23 @@ def use_claim_template(
     regular container uses the claim, including containers added after this call
     (cdk8s-plus ``add_container``, a later JSON patch): those are wired when the app is
     synthesized.  Name `containers` to wire only those (they must exist now).
+
+    The scrubber (`scrub_image`, README "Memory erasure") becomes the pod's first init
+    container, holding the claim, when the app is synthesized (so init containers added
+    later stay after it): for an `IsolatedClaimTemplate` of a class it scrubs, and for a
+    template named by a string (whose class is not known here: pass `scrub_image=None` for
+    one it cannot scrub, or its pods never start).
     """
     api_object = _workload_api_object(workload)
     pointer = POD_SPEC_PATHS[api_object.kind]
     current = _pod_spec_of(api_object, pointer)
     template_name = template.name if isinstance(template, IsolatedClaimTemplate) else template
     wired = with_claim_template(current, template_name, claim_name=claim_name, containers=containers)
+    if scrub_image is not None and (
+        not isinstance(template, IsolatedClaimTemplate) or scrubbed(template.spec.slice.device_class)
+    ):
+        require_scrub_image(scrub_image)  # a bad image is refused now, not at synth
+        api_object.node.add_validation(_RunScrubberFirst(api_object, pointer, claim_name, scrub_image))
     # Additive patches, not a replacement of the pod spec: whatever cdk8s-plus adds to the
     # pod later (volumes, security context) must survive.
     base = "/" + "/".join(str(part) for part in pointer)
@@ -211,6 +233,40 @@ def _add_container_claim(api_object: ApiObject, pointer: str, container: Mapping
         api_object.add_json_patch(JsonPatch.add(f"{pointer}/resources/claims", [claim]))
     else:
         api_object.add_json_patch(JsonPatch.add(f"{pointer}/resources/claims/-", claim))
+
+
+@jsii.implements(IValidation)
+class _RunScrubberFirst:
+    """At synth, makes the scrubber the pod's first init container and gives it the claim.
+
+    At synth, not when `use_claim_template` runs: an init container added later (cdk8s-plus
+    ``add_init_container``) must still come after it.  A second synth adds nothing.
+    """
+
+    def __init__(self, api_object: ApiObject, pointer: Sequence[str], claim_name: str, image: str) -> None:
+        self._api_object = api_object
+        self._pointer = tuple(pointer)
+        self._claim_name = claim_name
+        self._image = image
+
+    def validate(self) -> list[str]:
+        base = "/" + "/".join(self._pointer) + "/initContainers"
+        init_containers = _pod_spec_of(self._api_object, self._pointer).get("initContainers")
+        first = init_containers[0] if isinstance(init_containers, list) and init_containers else None
+        if isinstance(first, Mapping) and first.get("name") == SCRUB_CONTAINER_NAME:
+            if first.get("image") != self._image:
+                return [f"the pod's scrubber runs {first.get('image')!r}, not {self._image!r}"]
+            resources = first.get("resources")
+            claims = resources.get("claims") if isinstance(resources, Mapping) else None
+            if not any(isinstance(claim, Mapping) and claim.get("name") == self._claim_name for claim in claims or ()):
+                _add_container_claim(self._api_object, f"{base}/0", first, self._claim_name)
+        elif first is not None:
+            self._api_object.add_json_patch(
+                JsonPatch.add(f"{base}/0", scrub_container(self._image, [self._claim_name]))
+            )
+        else:
+            self._api_object.add_json_patch(JsonPatch.add(base, [scrub_container(self._image, [self._claim_name])]))
+        return []
 
 
 @jsii.implements(IValidation)

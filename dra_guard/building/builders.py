@@ -32,12 +32,14 @@ from dra_guard.contract.catalog import (
     TENANT_ANNOTATION,
     TENANT_LABEL,
 )
+from dra_guard.contract.scrubber import SCRUB_COMMAND, SCRUB_CONTAINER_NAME, scrubbed
 from dra_guard.contract.tags import claim_isolation_tag, isolation_tag
 from dra_guard.contract.validators import (
     plain_copy,
     require_api_version,
     require_dns_label,
     require_dns_subdomain,
+    require_scrub_image,
     require_string_list,
 )
 
@@ -178,17 +180,49 @@ def build_claim_template(spec: ClaimSpec) -> dict[str, Any]:
     return template
 
 
+def scrub_container(image: str, claim_names: Sequence[str]) -> dict[str, Any]:
+    """The scrubber's init container, holding the pod claims `claim_names` (README, "Memory
+    erasure"): not restartable (a sidecar would let the others start before it finishes)."""
+    return {
+        "name": SCRUB_CONTAINER_NAME,
+        "image": image,
+        "command": list(SCRUB_COMMAND),
+        "resources": {"claims": [{"name": name} for name in claim_names]},
+    }
+
+
+def with_scrubber(pod_spec: dict[str, Any], image: str, claim_name: str) -> None:
+    """Make the scrubber the pod's first init container and give it `claim_name`, in place:
+    a scrubber already first (another claim's) takes this claim too."""
+    init_containers = pod_spec.setdefault("initContainers", [])
+    first = init_containers[0] if init_containers else None
+    if isinstance(first, dict) and first.get("name") == SCRUB_CONTAINER_NAME:
+        if first.get("image") != image:
+            raise ValueError(f"scrub_image: the pod's scrubber already runs {first.get('image')!r}, not {image!r}")
+        first.setdefault("resources", {}).setdefault("claims", []).append({"name": claim_name})
+        return
+    if any(
+        isinstance(container, Mapping) and container.get("name") == SCRUB_CONTAINER_NAME
+        for container in init_containers
+    ):
+        raise ValueError(f"the pod has an init container named {SCRUB_CONTAINER_NAME!r} that is not its first")
+    init_containers.insert(0, scrub_container(image, [claim_name]))
+
+
 def with_claim_template(
     pod_spec: Mapping[str, Any],
     template_name: str,
     *,
     claim_name: str = POD_CLAIM_NAME,
     containers: Sequence[str] | None = None,
+    scrub_image: str | None = None,
 ) -> dict[str, Any]:
     """A copy of `pod_spec` whose pod claims the template and whose containers use it.
 
     `containers` names the containers that get the device (default: all regular ones);
-    init containers are left alone, as a slice is usually for the main process.
+    init containers are left alone, as a slice is usually for the main process.  With
+    `scrub_image`, the scrubber runs first, holding the claim (`with_scrubber`): give it for
+    a template of a class the scrubber scrubs (`dra_guard.contract.scrubber.scrubbed`).
     """
     require_dns_subdomain("template_name", template_name)
     require_dns_label("claim_name", claim_name)
@@ -208,6 +242,8 @@ def with_claim_template(
         raise ValueError(f"containers: no container named {', '.join(sorted(wanted - found))}")
     if not found:
         raise ValueError("containers: the pod has no container to give the claim to")
+    if scrub_image is not None:
+        with_scrubber(spec, require_scrub_image(scrub_image), claim_name)
     return spec
 
 
@@ -240,7 +276,11 @@ def build_workload(spec: WorkloadSpec) -> dict[str, Any]:
         pod_spec["restartPolicy"] = "Never"
     pod_template = {
         "metadata": {"labels": dict(all_labels)},
-        "spec": with_claim_template(pod_spec, claim_template_name(spec.name)),
+        "spec": with_claim_template(
+            pod_spec,
+            claim_template_name(spec.name),
+            scrub_image=spec.scrub_image if scrubbed(spec.slice.device_class) else None,
+        ),
     }
     metadata: dict[str, Any] = {"name": spec.name}
     if spec.namespace is not None:

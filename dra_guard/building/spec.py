@@ -33,6 +33,7 @@ from dra_guard.contract.catalog import (
     exclusivity_guard_compiles,
 )
 from dra_guard.contract.mig_profiles import max_per_gpu
+from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE, SCRUBBED_CLASSES
 from dra_guard.contract.validators import (
     RUNTIME_CONFIG_MATCHERS,
     describe,
@@ -54,6 +55,7 @@ from dra_guard.contract.validators import (
     require_resources,
     require_runtime_config,
     require_sanitization,
+    require_scrub_image,
     require_string_list,
     require_workload_kind,
 )
@@ -315,6 +317,7 @@ class WorkloadOptions(ClaimOptions, total=False):
     ports: PortsInput | None
     resources: ResourcesInput | None
     service_name: str | None
+    scrub_image: str
 
 
 def _refuse_unknown_options(entry_point: str, options: Mapping[str, object], takes: Sequence[str]) -> None:
@@ -610,6 +613,15 @@ class WorkloadSpec(_IsolationFields):
             "workload (as cdk8s-plus does); a name points `serviceName` at a Service you bring, and none is emitted."
         },
     )
+    scrub_image: str = field(
+        default=DEFAULT_SCRUB_IMAGE,
+        metadata={
+            "doc": "Image of the scrubber each pod runs as its first init container, holding the claim, before any "
+            "other container (`dra-guard scrub`: device memory read, zeroed and verified), pinned by tag or digest. "
+            f"Emitted for the classes it scrubs ({', '.join(sorted(SCRUBBED_CLASSES))}); for any other no "
+            'scrubber is emitted (README, "Memory erasure").'
+        },
+    )
 
     _WHY_NAMESPACE: ClassVar[str] = (
         "a workload shares its claim template's namespace, which the template's isolation tag binds, and "
@@ -626,6 +638,7 @@ class WorkloadSpec(_IsolationFields):
         elif self.service_name is not None:
             raise ValueError(f"service_name: only a StatefulSet has a governing Service, not a {self.workload_kind}")
         require_image(self.image)
+        require_scrub_image(self.scrub_image)
         if self.container_name is not None:
             require_dns_label("container_name", self.container_name)
         if self.command is not None:

@@ -20,6 +20,7 @@ from dra_guard.contract.catalog import (
     WORKLOAD_KINDS,
     is_legacy_resource,
 )
+from dra_guard.contract.scrubber import image_pin_problem
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 #: A DNS-1035 label (Service names): a DNS-1123 label that starts with a letter.
@@ -143,6 +144,15 @@ def require_labels(field: str, value: object) -> dict[str, str]:
 def require_image(value: object) -> str:
     if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
         raise ValueError(f"image: must be a container image reference, got {value!r}")
+    return value
+
+
+def require_scrub_image(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
+        raise ValueError(f"scrub_image: must be a container image reference, got {value!r}")
+    problem = image_pin_problem(value)
+    if problem is not None:
+        raise ValueError(f"scrub_image: {value!r} {problem}; pin it by tag or digest")
     return value
 
 

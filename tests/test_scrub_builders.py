@@ -1,0 +1,129 @@
+"""The builders put the scrubber first in every pod of a class it scrubs, and nowhere else.
+
+`isolated_workload` (behind `IsolatedAcceleratorWorkload` in cdk8s and Pulumi alike),
+`with_claim_template` and cdk8s `use_claim_template`: the scrubber is the pod's first init
+container, holds every accelerator claim of the pod, runs the configured image (pinned) and
+the scrub command, and is not restartable; for TPU, AMD, Intel and passthrough classes there
+is none (README, "Memory erasure").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdk8s_plus_34 as kplus
+import pytest
+from cdk8s import ApiObject, ApiObjectMetadata, App, Chart, JsonPatch
+from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
+
+import constructs_dra
+from dra_guard import AcceleratorSlice, isolated_workload
+from dra_guard.builders import DEFAULT_SCRUB_IMAGE, SCRUB_CONTAINER_NAME, with_claim_template
+from dra_guard.engine import check_objects
+
+DIGEST = "registry.example/scrub@sha256:" + "ab" * 32
+SCRUBBED = {
+    "mig": AcceleratorSlice.nvidia_mig("1g.10gb"),
+    "gpu": AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3"),
+}
+NOT_SCRUBBED = {
+    "tpu": AcceleratorSlice.google_tpu("v6e", count=4),
+    "amd": AcceleratorSlice.amd_gpu("cpx_nps4"),
+}
+
+
+def pod_of(workload: dict[str, Any]) -> dict[str, Any]:
+    pod: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return pod
+
+
+def claims_of(container: dict[str, Any]) -> list[str]:
+    return [claim["name"] for claim in container.get("resources", {}).get("claims", [])]
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "Job"])
+@pytest.mark.parametrize("accelerator", list(SCRUBBED), ids=str)
+def test_the_scrubber_runs_first_holding_every_claim(kind: str, accelerator: str) -> None:
+    built = isolated_workload(
+        "trainer", namespace="t", image="trainer:1", slice=SCRUBBED[accelerator], workload_kind=kind
+    )
+    pod = pod_of(built.workload)
+    first = pod["initContainers"][0]
+    assert first == {
+        "name": SCRUB_CONTAINER_NAME,
+        "image": DEFAULT_SCRUB_IMAGE,
+        "command": ["dra-guard", "scrub"],
+        "resources": {"claims": [{"name": "accelerator"}]},
+    }
+    assert set(claims_of(first)) == {claim["name"] for claim in pod["resourceClaims"]}
+    assert "restartPolicy" not in first
+    objects = [built.claim_template, built.workload] + ([built.service] if built.service else [])
+    assert check_objects(objects).findings == []
+
+
+@pytest.mark.parametrize("accelerator", list(NOT_SCRUBBED), ids=str)
+def test_no_scrubber_for_a_class_it_cannot_scrub(accelerator: str) -> None:
+    built = isolated_workload("trainer", namespace="t", image="trainer:1", slice=NOT_SCRUBBED[accelerator])
+    assert "initContainers" not in pod_of(built.workload)
+
+
+def test_the_configured_image_is_used_and_must_be_pinned() -> None:
+    built = isolated_workload("t", namespace="t", image="i:1", slice=SCRUBBED["mig"], scrub_image=DIGEST)
+    assert pod_of(built.workload)["initContainers"][0]["image"] == DIGEST
+    for image, why in (
+        ("registry.example/scrub", "has no tag or digest"),
+        ("registry.example:5000/scrub", "has no tag or digest"),
+        ("registry.example/scrub:latest", "pinned to :latest"),
+        ("", "must be a container image reference"),
+    ):
+        with pytest.raises(ValueError, match=f"scrub_image: .*{why}"):
+            isolated_workload("t", namespace="t", image="i:1", slice=SCRUBBED["mig"], scrub_image=image)
+
+
+def test_with_claim_template_puts_the_scrubber_before_existing_init_containers() -> None:
+    pod = {"initContainers": [{"name": "fetch", "image": "f:1"}], "containers": [{"name": "main", "image": "m:1"}]}
+    wired = with_claim_template(pod, "a", claim_name="a", scrub_image=DEFAULT_SCRUB_IMAGE)
+    wired = with_claim_template(wired, "b", claim_name="b", scrub_image=DEFAULT_SCRUB_IMAGE)
+    assert [container["name"] for container in wired["initContainers"]] == [SCRUB_CONTAINER_NAME, "fetch"]
+    assert claims_of(wired["initContainers"][0]) == ["a", "b"]
+    assert claims_of(wired["initContainers"][1]) == []
+    assert "initContainers" not in with_claim_template({"containers": [{"name": "m", "image": "m:1"}]}, "a")
+    with pytest.raises(ValueError, match="already runs"):
+        with_claim_template(wired, "c", claim_name="c", scrub_image=DIGEST)
+    late = {"initContainers": [{"name": "fetch", "image": "f:1"}, {"name": SCRUB_CONTAINER_NAME, "image": "x:1"}]}
+    with pytest.raises(ValueError, match="that is not its first"):
+        with_claim_template({**late, "containers": [{"name": "m", "image": "m:1"}]}, "a", scrub_image=DIGEST)
+
+
+def test_use_claim_template_runs_the_scrubber_first_even_before_init_containers_added_later() -> None:
+    app = App(outdir=Cdk8sTesting.app().outdir)
+    chart = Chart(app, "chart", namespace="ns")
+    template = constructs_dra.IsolatedClaimTemplate(chart, "slice", slice=SCRUBBED["mig"])
+    deployment = kplus.Deployment(chart, "web", containers=[kplus.ContainerProps(image="server")])
+    constructs_dra.use_claim_template(deployment, template)
+    deployment.add_init_container(image="fetch", name="fetch")
+    for _ in range(2):  # a second synth finds the scrubber in place and adds nothing
+        (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Deployment"]
+        init_containers = pod_of(synthesized)["initContainers"]
+        assert [container["name"] for container in init_containers] == [SCRUB_CONTAINER_NAME, "fetch"]
+        assert claims_of(init_containers[0]) == ["accelerator"]
+    app.synth()
+
+
+def test_use_claim_template_by_name_scrubs_unless_told_not_to_and_a_tpu_template_never() -> None:
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="ns")
+    pods = []
+    for name in ("named", "opted-out", "tpu"):
+        pod = ApiObject(chart, name, api_version="v1", kind="Pod", metadata=ApiObjectMetadata(name=name))
+        pod.add_json_patch(JsonPatch.add("/spec", {"containers": [{"name": "main", "image": "i:1"}]}))
+        pods.append(pod)
+    tpu = constructs_dra.IsolatedClaimTemplate(chart, "tpu-slice", slice=NOT_SCRUBBED["tpu"])
+    constructs_dra.use_claim_template(pods[0], "slice", scrub_image=DIGEST)
+    constructs_dra.use_claim_template(pods[1], "slice", scrub_image=None)
+    constructs_dra.use_claim_template(pods[2], tpu)
+    by_name = {obj["metadata"]["name"]: obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Pod"}
+    assert by_name["named"]["spec"]["initContainers"][0]["image"] == DIGEST
+    assert "initContainers" not in by_name["opted-out"]["spec"]
+    assert "initContainers" not in by_name["tpu"]["spec"]
+    with pytest.raises(ValueError, match="pinned to :latest"):
+        constructs_dra.use_claim_template(pods[1], "other", claim_name="other", scrub_image="scrub:latest")
