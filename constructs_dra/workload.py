@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,13 +16,12 @@ from constructs_dra.registry import BuiltApiObject, join_path
 from dra_guard.builders import (
     DEFAULT_SCRUB_IMAGE,
     POD_CLAIM_NAME,
-    SCRUB_CONTAINER_NAME,
     build_claim_template,
     build_isolated_workload,
     require_scrub_image,
-    scrub_container,
     scrubbed,
     with_claim_template,
+    with_scrubber,
 )
 from dra_guard.catalog import POD_SPEC_PATHS
 from dra_guard.spec import ClaimOptions, ClaimSpec, WorkloadOptions, WorkloadSpec, claim_template_name, name_from_id
@@ -251,21 +251,23 @@ class _RunScrubberFirst:
 
     def validate(self) -> list[str]:
         base = "/" + "/".join(self._pointer) + "/initContainers"
-        init_containers = _pod_spec_of(self._api_object, self._pointer).get("initContainers")
-        first = init_containers[0] if isinstance(init_containers, list) and init_containers else None
-        if isinstance(first, Mapping) and first.get("name") == SCRUB_CONTAINER_NAME:
-            if first.get("image") != self._image:
-                return [f"the pod's scrubber runs {first.get('image')!r}, not {self._image!r}"]
-            resources = first.get("resources")
-            claims = resources.get("claims") if isinstance(resources, Mapping) else None
-            if not any(isinstance(claim, Mapping) and claim.get("name") == self._claim_name for claim in claims or ()):
-                _add_container_claim(self._api_object, f"{base}/0", first, self._claim_name)
-        elif first is not None:
-            self._api_object.add_json_patch(
-                JsonPatch.add(f"{base}/0", scrub_container(self._image, [self._claim_name]))
-            )
+        before = _pod_spec_of(self._api_object, self._pointer).get("initContainers") or []
+        # The builders' rule for where the scrubber goes, applied to a copy; the difference
+        # becomes an additive patch, so what cdk8s-plus renders into the pod survives.
+        wired: dict[str, Any] = {"initContainers": copy.deepcopy(list(before))}
+        try:
+            with_scrubber(wired, self._image, self._claim_name)
+        except ValueError as error:
+            return [str(error)]
+        after = wired["initContainers"]
+        if after == before:
+            return []
+        if not before:
+            self._api_object.add_json_patch(JsonPatch.add(base, after))
+        elif len(after) > len(before):
+            self._api_object.add_json_patch(JsonPatch.add(f"{base}/0", after[0]))
         else:
-            self._api_object.add_json_patch(JsonPatch.add(base, [scrub_container(self._image, [self._claim_name])]))
+            _add_container_claim(self._api_object, f"{base}/0", before[0], self._claim_name)
         return []
 
 

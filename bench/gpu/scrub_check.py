@@ -23,7 +23,8 @@ PATTERN = 0xA5
 CHUNK = 1 << 30
 MIN_CHUNK = 2 << 20
 
-FILL = r"""
+# Both helpers start the same way: the parameters, and a context on device 0.
+PREAMBLE = r"""
 import sys
 CHUNK, MIN_CHUNK, PATTERN = map(int, sys.argv[1:4])
 from cuda.bindings import driver as d
@@ -32,6 +33,11 @@ assert d.cuInit(0)[0] == ok
 err, dev = d.cuDeviceGet(0); assert err == ok
 err, ctx = d.cuDevicePrimaryCtxRetain(dev); assert err == ok
 assert d.cuCtxSetCurrent(ctx)[0] == ok
+"""
+
+FILL = (
+    PREAMBLE
+    + r"""
 size, filled = CHUNK, 0
 while True:
     err, ptr = d.cuMemAlloc(size)
@@ -46,16 +52,11 @@ assert d.cuCtxSynchronize()[0] == ok
 print(filled)
 # exits without freeing: the process's memory goes back to the driver as a tenant's would
 """
+)
 
-SEARCH = r"""
-import sys
-CHUNK, MIN_CHUNK, PATTERN = map(int, sys.argv[1:4])
-from cuda.bindings import driver as d
-ok = d.CUresult.CUDA_SUCCESS
-assert d.cuInit(0)[0] == ok
-err, dev = d.cuDeviceGet(0); assert err == ok
-err, ctx = d.cuDevicePrimaryCtxRetain(dev); assert err == ok
-assert d.cuCtxSetCurrent(ctx)[0] == ok
+SEARCH = (
+    PREAMBLE
+    + r"""
 size, searched, found = CHUNK, 0, 0
 host = {}
 while True:
@@ -71,6 +72,7 @@ while True:
     size //= 2
 print(searched, found)
 """
+)
 
 
 def python(code: str, env: dict[str, str]) -> str:

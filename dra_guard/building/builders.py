@@ -193,13 +193,16 @@ def scrub_container(image: str, claim_names: Sequence[str]) -> dict[str, Any]:
 
 def with_scrubber(pod_spec: dict[str, Any], image: str, claim_name: str) -> None:
     """Make the scrubber the pod's first init container and give it `claim_name`, in place:
-    a scrubber already first (another claim's) takes this claim too."""
+    a scrubber already first (another claim's) takes this claim too; one that holds it
+    already is left as it is."""
     init_containers = pod_spec.setdefault("initContainers", [])
     first = init_containers[0] if init_containers else None
     if isinstance(first, dict) and first.get("name") == SCRUB_CONTAINER_NAME:
         if first.get("image") != image:
             raise ValueError(f"scrub_image: the pod's scrubber already runs {first.get('image')!r}, not {image!r}")
-        first.setdefault("resources", {}).setdefault("claims", []).append({"name": claim_name})
+        claims = first.setdefault("resources", {}).setdefault("claims", [])
+        if not any(isinstance(claim, Mapping) and claim.get("name") == claim_name for claim in claims):
+            claims.append({"name": claim_name})
         return
     if any(
         isinstance(container, Mapping) and container.get("name") == SCRUB_CONTAINER_NAME

@@ -141,15 +141,14 @@ def require_labels(field: str, value: object) -> dict[str, str]:
     return labels
 
 
-def require_image(value: object) -> str:
+def require_image(value: object, name: str = "image") -> str:
     if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
-        raise ValueError(f"image: must be a container image reference, got {value!r}")
+        raise ValueError(f"{name}: must be a container image reference, got {value!r}")
     return value
 
 
 def require_scrub_image(value: object) -> str:
-    if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
-        raise ValueError(f"scrub_image: must be a container image reference, got {value!r}")
+    value = require_image(value, "scrub_image")
     problem = image_pin_problem(value)
     if problem is not None:
         raise ValueError(f"scrub_image: {value!r} {problem}; pin it by tag or digest")
