@@ -598,6 +598,10 @@ CLUSTER = FrontEnd(
         # classes` maps are compiled in, the others are issue 20's), pods sharing a claim, a
         # template missing from the namespace, a PodGroup's claims, ...
         **_rules("DRA001", "DRA005", "DRA009", "DRA014", unseen=[Unseen.OTHER_OBJECTS]),
+        # DRA016: whether a pod claim is an accelerator's is in its template or claim; the
+        # webhook reads the templates a pod names, not the ResourceClaims, nor a template the
+        # namespace does not have (the low "not among the checked objects" of `check`).
+        **_rules("DRA016", unseen=[Unseen.OTHER_OBJECTS]),
         # DRA004, DRA008, DRA012 (the accelerator rules): a class dra-guard does not know that
         # the input's DeviceClass shows to select a NIC or CPU driver (issue 20, point 6); the
         # policies see the claim alone and count it as an accelerator (fail closed). Listing

@@ -16,8 +16,9 @@ from dra_guard import (
     isolated_workload,
     isolation_tag,
 )
-from dra_guard.contract.catalog import RESOURCE_API_VERSIONS
+from dra_guard.contract.catalog import DEVICE_CLASSES, RESOURCE_API_VERSIONS
 from dra_guard.contract.findings import Finding
+from dra_guard.contract.scrubber import scrubbed
 from dra_guard.engine.run import check_objects
 from dra_guard.read.config_file import parse_config
 from dra_guard.ruleapi.config import KUBERNETES_VERSION, Config
@@ -78,6 +79,18 @@ def retag(obj: dict[str, Any], key: str | None = None) -> dict[str, Any]:
         claim_metadata["annotations"]["dra-guard.io/isolation-tag"] = claim_isolation_tag(obj, key)
     obj["metadata"]["annotations"]["dra-guard.io/isolation-tag"] = isolation_tag(obj, key)
     return obj
+
+
+#: Every catalog class the scrubber cannot scrub, accepted with a reason: the builders emit
+#: no scrubber for them, so DRA016 reports their pods unless the configuration accepts the
+#: class (tests/rules/test_dra016_scrub_before_use.py shows both).
+UNSCRUBBED_ACCEPTED: Mapping[str, Any] = {
+    "unscrubbed-classes": {
+        name: "test fixture: a single-tenant node pool (the scrubber cannot scrub this class)"
+        for name in sorted(DEVICE_CLASSES)
+        if not scrubbed(name)
+    }
+}
 
 
 def config(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Config:

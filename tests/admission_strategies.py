@@ -34,6 +34,22 @@ SELECTORS = (
     "device.attributes['gpu.nvidia.com'].profile.startsWith('1g')",
     "!(device.allowMultipleAllocations == false)",
     "device.attributes['fpga.example.org'].bitstream == 'b1'",
+    # DRA017: a whole TPU host of 1, 2 or 4 chips (counts are drawn from 1 to 4), either side.
+    "device.attributes['tpu.google.com'].tpuGen == 'v6e' && device.attributes['tpu.google.com'].chipCount == 2",
+    "4 == device.attributes['tpu.google.com'].chipCount && device.allowMultipleAllocations == false",
+    "device.attributes['tpu.google.com'].chipCount == 1 || true",
+)
+#: The scrubber as the builders write it, and what a tenant may change of it (DRA016).
+SCRUBBER = {"name": "dra-guard-scrub", "image": "ghcr.io/dra-guard/scrub:0.1.0", "command": ["dra-guard", "scrub"]}
+SCRUBBER_CHANGES = (
+    {},
+    {},
+    {"command": ["true"]},
+    {"image": "busybox:1.36"},
+    {"args": ["--help"]},
+    {"env": [{"name": "X", "value": "1"}]},
+    {"restartPolicy": "Always"},
+    {"volumeMounts": [{"name": "v", "mountPath": "/usr"}]},
 )
 #: Blanket (no key, operator Exists) and targeted device tolerations.
 TOLERATIONS = (
@@ -247,7 +263,23 @@ def _pod_spec(draw: st.DrawFn) -> dict[str, Any]:
         spec["resourceClaims"] = pod_claims
     if draw(st.integers(0, 3)) == 0:
         spec["resources"] = _resources(draw)
+    if draw(st.booleans()):
+        _add_scrubber(draw, spec, [claim["name"] for claim in pod_claims])
     return spec
+
+
+def _add_scrubber(draw: st.DrawFn, spec: dict[str, Any], claim_names: list[str]) -> None:
+    """The scrubber, as built or changed, first or elsewhere, holding some of the claims."""
+    scrubber: dict[str, Any] = {**SCRUBBER, **draw(st.sampled_from(SCRUBBER_CHANGES))}
+    held = draw(st.lists(st.sampled_from(claim_names), unique=True)) if claim_names else []
+    if held:
+        scrubber["resources"] = {"claims": [{"name": name} for name in held]}
+    if scrubber.get("restartPolicy") == "Always" or draw(st.integers(0, 3)) != 0:
+        spec["initContainers"] = [scrubber, *spec.get("initContainers", [])]
+    elif draw(st.booleans()):
+        spec["initContainers"] = [*spec.get("initContainers", []), scrubber]
+    else:
+        spec["containers"] = [*spec["containers"], scrubber]
 
 
 WORKLOAD_RULES = ("DRA001", "DRA005", "DRA009")

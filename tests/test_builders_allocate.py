@@ -29,6 +29,8 @@ VENDORS: dict[str, tuple[Callable[[int], AcceleratorSlice], str]] = {
     "tpu.google.com": (lambda count: AcceleratorSlice.google_tpu("v6e", count), "tpu-v6e-2x4"),
     "gpu.amd.com": (lambda count: AcceleratorSlice.amd_gpu("cpx_nps4", count), "amd-mi300x-partitioned"),
 }
+#: The chips of the TPU host each TPU fixture publishes (every chip's chipCount).
+TPU_HOST_CHIPS = {"tpu-v6e-2x4": 8, "tpu-v6e-2x2": 4}
 #: Counts a vendor's slices cannot reach on one node with the catalog's alignment, and why.
 REFUSED = {("mig.nvidia.com", 8): "one GPU holds at most 7"}
 TARGETS = [(version, api) for version, release in KUBERNETES_RELEASES.items() for api in release.claim_api_versions]
@@ -63,6 +65,10 @@ def test_every_builder_output_is_satisfiable_on_its_drivers_node(
             make(count)
         return
     verdict = decide(_template(make(count), version, api_version), fixture)
+    if device_class == "tpu.google.com" and count != TPU_HOST_CHIPS[fixture]:
+        # A whole host or nothing (chipCount == count, DRA017): the fixture's host has 8 chips.
+        assert verdict.status == "unsatisfiable" and "0 match" in verdict.reason, verdict.reason
+        return
     assert verdict.status == "satisfiable", verdict.reason
 
 
@@ -71,9 +77,9 @@ def test_the_old_tpu_claim_with_pcie_root_never_allocates() -> None:
     template = _template(AcceleratorSlice.google_tpu("v6e", 4), "1.36", "resource.k8s.io/v1")
     assert "constraints" not in template["spec"]["spec"]["devices"]
     template["spec"]["spec"]["devices"]["constraints"] = [{"requests": ["slice"], "matchAttribute": PCIE_ROOT}]
-    for fixture in ("tpu-v6e-2x2", "tpu-v6e-2x4"):
-        verdict = decide(template, fixture)
-        assert verdict.status == "unsatisfiable" and "0 of its" in verdict.reason, verdict.reason
+    verdict = decide(template, "tpu-v6e-2x2")  # four chips: the host the claim takes whole
+    assert verdict.status == "unsatisfiable" and "0 of its" in verdict.reason, verdict.reason
+    assert decide(template, "tpu-v6e-2x4").status == "unsatisfiable"  # eight: not this claim's host at all
     # And the builders refuse to emit it, naming why.
     with pytest.raises(ValueError, match=r"^topology: the tpu.google.com driver publishes no attribute to align"):
         AcceleratorSlice.google_tpu("v6e", 4, topology=PCIE_ROOT)

@@ -17,11 +17,14 @@ from constructs_dra import (
     AcceleratorSlice,
     IsolatedAcceleratorWorkload,
     IsolatedClaimTemplate,
+    enforce,
     name_from_id,
     use_claim_template,
 )
 from dra_guard import claim_template, isolated_workload, verify_isolation_tag
 from dra_guard.contract.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.contract.scrubber import scrubbed
+from testkit.rulecases import UNSCRUBBED_ACCEPTED
 from testkit.targets import runtime_config_for, target_for
 from tests.conftest import REPO_ROOT
 from tests.slices import VENDOR_SLICES, with_count
@@ -58,6 +61,10 @@ def test_construct_synth_equals_builders(api_version: str, kind: str, slice_id: 
         kubernetes_version=target_for(api_version),
         runtime_config=runtime_config_for(api_version),
     )
+    if not scrubbed(accelerator.device_class):
+        # The builders emit no scrubber for it, so its pods pass only where the class is
+        # accepted unscrubbed (DRA016); without that, synth refuses them.
+        enforce(chart, UNSCRUBBED_ACCEPTED)
     IsolatedAcceleratorWorkload(chart, "Inference", **arguments)
     expected = isolated_workload("inference", namespace="tenant-a", **arguments)
     assert Cdk8sTesting.synth(chart) == list(expected)

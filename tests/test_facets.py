@@ -102,6 +102,35 @@ def _group_and_member() -> list[dict[str, Any]]:
     return [group, member]
 
 
+def _scrubbed_pod(**scrubber: Any) -> list[dict[str, Any]]:
+    """A MIG template and a pod whose scrubber is `scrubber` (over the builders' one)."""
+    container = {
+        "name": "dra-guard-scrub",
+        "image": "ghcr.io/dra-guard/scrub:0.1.0",
+        "command": ["dra-guard", "scrub"],
+        "resources": {"claims": [{"name": "gpu"}]},
+        **scrubber,
+    }
+    member = pod(
+        initContainers=[container],
+        containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}, {"name": "more"}]}}],
+        resourceClaims=[
+            {"name": "gpu", "resourceClaimTemplateName": "slice"},
+            {"name": "more", "resourceClaimTemplateName": "elsewhere"},
+        ],
+    )
+    slice_template = template()
+    slice_template["metadata"]["name"] = "slice"
+    return [slice_template, member]
+
+
+def _second_claim_unscrubbed() -> list[dict[str, Any]]:
+    objects = _scrubbed_pod(resources={"claims": [{"name": "more"}]})
+    other = template()
+    other["metadata"]["name"] = "elsewhere"
+    return [*objects, other]
+
+
 _KEYED = {"hmac-key-env": "KEY"}
 
 #: (rule, facet) -> the objects that reach it and the options to check them with: the facets
@@ -127,6 +156,9 @@ REACHED: dict[tuple[str, str], tuple[Callable[[], Objects], dict[str, Any]]] = {
     ("DRA012", "malformed"): (lambda: _tag("sha256:xyz"), {}),
     ("DRA012", "not-hmac"): (template, _KEYED),
     ("DRA012", "declarations-disagree"): (_disagreeing, {}),
+    ("DRA016", "scrubber-image"): (lambda: _scrubbed_pod(image="scrub:latest"), {}),
+    ("DRA016", "unknown-claim"): (_scrubbed_pod, {}),
+    ("DRA016", "claim-not-scrubbed"): (_second_claim_unscrubbed, {}),
 }
 
 
@@ -177,7 +209,7 @@ def test_coverage_depends_on_the_facet_not_on_the_words() -> None:
     admissions = {entry.rule.id: entry.admission for entry in covered_rules(RULES, AdmissionTarget(_config({})))}
     sample = [*_example_findings(), *(f for key in REACHED for f in _reached(*key))]
     partial = [f for f in sample if f.rule in admissions and admissions[f.rule].covers is not None]
-    assert {f.rule for f in partial} == {"DRA002", "DRA005", "DRA008", "DRA009", "DRA010", "DRA012"}
+    assert {f.rule for f in partial} == {"DRA002", "DRA005", "DRA008", "DRA009", "DRA010", "DRA012", "DRA016"}
     moved = 0
     for finding in partial:
         admission = admissions[finding.rule]

@@ -33,7 +33,7 @@ from testkit.lifecycle import (
     extended_resource_claims,
     pods_of,
 )
-from testkit.rulecases import config
+from testkit.rulecases import UNSCRUBBED_ACCEPTED, config
 from testkit.targets import target_for
 
 SA = "system:serviceaccount:kube-system:"
@@ -580,7 +580,7 @@ def test_what_the_cluster_creates_from_builder_output_passes(
     claims = of_kind(created, "ResourceClaim")
     assert claims, "the builder's pods name a template, so the controller makes claims"
     assert {c.writer for c in claims} == {SA + "resource-claim-controller"}
-    chosen = config({"kubernetes-version": target_for(api_version)})
+    chosen = config({"kubernetes-version": target_for(api_version), **UNSCRUBBED_ACCEPTED})
     report = check_objects([c.obj for c in created], chosen)
     assert (report.errors, report.findings) == ([], [])
     for claim in claims:
@@ -590,7 +590,7 @@ def test_what_the_cluster_creates_from_builder_output_passes(
 
 @functools.lru_cache(maxsize=8)
 def _admission_for(kubernetes_version: str) -> tuple[list[dict[str, Any]], Webhook]:
-    chosen = config({"kubernetes-version": kubernetes_version})
+    chosen = config({"kubernetes-version": kubernetes_version, **UNSCRUBBED_ACCEPTED})
     return admission_objects(RULES, AdmissionTarget(chosen)), Webhook(RULES, chosen, all_rules=True)
 
 

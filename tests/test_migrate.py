@@ -19,11 +19,18 @@ from dra_guard.migrate.edits import Edit
 from dra_guard.migrate.legacy import Replacement, Unmigratable, resolve
 from dra_guard.migrate.sites import site_label
 from dra_guard.migrate.yaml_text import Unrealizable, compose_documents, detect_style, text_edits
+from testkit.rulecases import UNSCRUBBED_ACCEPTED, config
 
 PINS = {"gpu.nvidia.com": "NVIDIA H100 80GB HBM3", "tpu.google.com": "v6e", "gpu.amd.com": "cpx_nps4"}
 #: `--namespace team`: where an object that names no namespace is applied (the texts below
 #: name none); a template's isolation tag binds its namespace, so migrate needs one.
 SETTINGS = MigrationSettings(pins=PINS, namespace="team")
+
+
+def compliant(documents: list[Any]) -> list[Any]:
+    """The findings on migrated documents, the classes the scrubber cannot scrub accepted (as a
+    platform running them must; migrate adds no scrubber for them, and DRA016 says so)."""
+    return check_objects(documents, config(UNSCRUBBED_ACCEPTED)).findings
 
 
 def pod(*containers: dict[str, Any], init: tuple[dict[str, Any], ...] = (), **meta: Any) -> dict[str, Any]:
@@ -124,7 +131,12 @@ def test_the_output_passes_every_rule() -> None:
         pod(container(limits={"amd.com/gpu": 1}), name="amd"),
     ]
     result = migrate_documents(documents, MigrationSettings(pins=PINS, tenant_from_namespace=True))
-    assert check_objects(result.documents).findings == []
+    assert compliant(result.documents) == []
+    # Not accepted, the pods of classes the scrubber cannot scrub are reported, and only they.
+    unaccepted = check_objects(result.documents).findings
+    assert {(f.rule, f.facet) for f in unaccepted} == {("DRA016", "unscrubbable-class")}
+    scrubbed_pods = [doc for doc in result.documents if doc["kind"] == "Pod" and "initContainers" in doc["spec"]]
+    assert scrubbed_pods and all(doc["spec"]["initContainers"][0]["name"] == "dra-guard-scrub" for doc in scrubbed_pods)
     assert all(
         template["metadata"]["annotations"]["dra-guard.io/tenant"] == "team"
         for template in by_kind(result.documents, "ResourceClaimTemplate")
@@ -171,7 +183,7 @@ def test_two_profiles_make_two_templates_and_two_pod_claims() -> None:
         [{"name": "mig-2g-10gb"}],
         [{"name": "mig-1g-5gb"}],
     ]
-    assert check_objects(result.documents).findings == []
+    assert compliant(result.documents) == []
 
 
 def test_names_never_collide_with_templates_in_the_input_and_are_deterministic() -> None:
@@ -212,7 +224,7 @@ def test_cronjobs_and_list_items_are_migrated() -> None:
         "List",
         "ResourceClaimTemplate",
     ]
-    assert check_objects(result.documents).findings == []
+    assert compliant(result.documents) == []
 
 
 @pytest.mark.parametrize(
@@ -301,7 +313,7 @@ def test_limit_range_defaults_are_removed_with_a_note() -> None:
         ("spec", "limits", 0, "default"),
         ("spec", "limits", 0, "max"),
     ]
-    assert check_objects(result.documents).findings == []
+    assert compliant(result.documents) == []
 
 
 def test_hmac_tags_verify_with_the_key_only() -> None:
@@ -318,7 +330,7 @@ def test_the_api_version_is_the_templates(api_version: str) -> None:
         MigrationSettings(api_version=api_version, runtime_config=(f"{api_version}=true",)),
     )
     assert result.documents[1]["apiVersion"] == api_version
-    assert check_objects(result.documents).findings == []
+    assert compliant(result.documents) == []
 
 
 def test_a_beta_api_version_needs_the_runtime_config_and_a_namespace_is_needed() -> None:
@@ -382,6 +394,15 @@ metadata: {name: c}
         "  resourceClaims:\n"
         "      -   name: accelerator\n"
         "          resourceClaimTemplateName: p-mig-1g-5gb\n"
+        "  initContainers:\n"
+        "      -   name: dra-guard-scrub\n"
+        "          image: ghcr.io/dra-guard/scrub:0.1.0\n"
+        "          command:\n"
+        "              -   dra-guard\n"
+        "              -   scrub\n"
+        "          resources:\n"
+        "            claims:\n"
+        "                -   name: accelerator\n"
         "# trailing comment of the pod\n",
     ).replace("---\n", "---\n" + template + "---\n", 1)
     assert yaml.safe_load(template)["kind"] == "ResourceClaimTemplate"
@@ -403,8 +424,67 @@ def test_flow_collections_are_edited_inside_their_brackets() -> None:
     assert first_document == (
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
         'spec: {containers: [{name: m, resources: {limits: {cpu: "1", memory: 1Gi}, claims: [{name: accelerator}]}}], '
-        "resourceClaims: [{name: accelerator, resourceClaimTemplateName: p-gpu-nvidia-h100-80gb-hbm3}]}\n"
+        "resourceClaims: [{name: accelerator, resourceClaimTemplateName: p-gpu-nvidia-h100-80gb-hbm3}], "
+        'initContainers: [{name: dra-guard-scrub, image: "ghcr.io/dra-guard/scrub:0.1.0", command: [dra-guard, '
+        "scrub], resources: {claims: [{name: accelerator}]}}]}\n"
     )
+
+
+SCRUBBER_BLOCK = (
+    "  - name: dra-guard-scrub\n    image: ghcr.io/dra-guard/scrub:0.1.0\n    command:\n    - dra-guard\n"
+    "    - scrub\n    resources:\n      claims:\n      - name: accelerator\n"
+)
+
+
+def test_the_scrubber_goes_before_the_init_containers_already_there() -> None:
+    block = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team}\nspec:\n  initContainers:\n"
+        "  - name: fetch\n    image: busybox:1.36\n  containers:\n  - name: main\n"
+        "    resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    output, result = migrate_text(block)
+    assert not result.refused
+    assert output.split("---\n")[0].startswith(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team}\nspec:\n  initContainers:\n"
+        + SCRUBBER_BLOCK
+        + "  - name: fetch\n"
+    )
+    flow = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: t}\n"
+        "spec: {initContainers: [{name: f, image: b}], "
+        "containers: [{name: m, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
+    )
+    output, _ = migrate_text(flow)
+    assert 'spec: {initContainers: [{name: dra-guard-scrub, image: "ghcr.io/dra-guard/scrub:0.1.0", command: ' in output
+    assert "scrub], resources: {claims: [{name: accelerator}]}}, {name: f, image: b}]" in output
+
+
+def test_a_scrubber_already_first_takes_the_new_claim_and_one_elsewhere_is_refused() -> None:
+    first = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team}\nspec:\n  initContainers:\n"
+        "  - name: dra-guard-scrub\n    image: ghcr.io/dra-guard/scrub:0.1.0\n    command: [dra-guard, scrub]\n"
+        "  containers:\n  - name: main\n    resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    output, result = migrate_text(first)
+    assert not result.refused
+    (pod_object, _) = yaml.safe_load_all(output)
+    assert pod_object["spec"]["initContainers"][0]["resources"] == {"claims": [{"name": "accelerator"}]}
+    assert len(pod_object["spec"]["initContainers"]) == 1
+    second = first.replace("  initContainers:\n", "  initContainers:\n  - name: fetch\n    image: busybox:1.36\n")
+    output, result = migrate_text(second)
+    assert result.refused and output == second
+
+
+def test_no_scrubber_when_told_and_the_image_given() -> None:
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: team}\nspec:\n  containers:\n"
+        "  - name: main\n    resources: {limits: {nvidia.com/gpu: 1}}\n"
+    )
+    output, _ = migrate_text(text, MigrationSettings(pins=SETTINGS.pins, scrub_image=None))
+    assert "initContainers" not in output
+    image = "registry.example/scrub@sha256:" + "b" * 64
+    output, _ = migrate_text(text, MigrationSettings(pins=SETTINGS.pins, scrub_image=image))
+    assert f"image: {image}" in output
 
 
 @pytest.mark.parametrize(
@@ -574,7 +654,7 @@ def test_kuberay_keeps_the_num_gpus_it_took_from_the_limit(group: dict[str, Any]
         migrated_group = result.documents[0]["spec"]["headGroupSpec" if head else "workerGroupSpecs"]
         migrated_group = migrated_group if head else migrated_group[0]
         assert migrated_group.get("rayStartParams", {}).get("num-gpus") == num_gpus
-        assert check_objects(result.documents).findings == []
+        assert compliant(result.documents) == []
 
 
 def test_kuberay_tpu_resources_and_submitter_pods() -> None:
@@ -854,7 +934,7 @@ def test_each_pod_of_a_crd_gets_its_own_template(obj: dict[str, Any], templates:
     assert [
         template["metadata"]["name"] for template in by_kind(result.documents, "ResourceClaimTemplate")
     ] == templates
-    assert check_objects(result.documents).findings == []
+    assert compliant(result.documents) == []
     again = migrate_documents(copy.deepcopy(result.documents), SETTINGS)
     assert again.documents == result.documents and again.reports == []
 

@@ -26,9 +26,11 @@ import yaml
 
 from dra_guard.cli.main import main
 from dra_guard.contract.catalog import is_legacy_resource
+from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME
 from dra_guard.model.pod_templates import BUILTIN_GROUPS, api_group, pod_specs
 from dra_guard.read.loader import Document, iter_bytes
 from testkit.paths import REPO_ROOT
+from testkit.rulecases import UNSCRUBBED_ACCEPTED
 from tests.kubectl_oracle import read_many, same_objects
 from tests.test_allocation import decide
 
@@ -74,6 +76,10 @@ CRD_SOURCES = [path for path in sorted(CRDS.glob("*-legacy-gpu.yaml")) if path.n
 ]
 
 
+#: TPU slice fixtures by the chips of their host.
+TPU_HOSTS = {4: "tpu-v6e-2x2", 8: "tpu-v6e-2x4"}
+
+
 def migrate(*arguments: str | Path) -> tuple[int, str, str]:
     stdout, stderr = io.StringIO(), io.StringIO()
     code = main(["migrate", *map(str, arguments)], stdout, stderr)
@@ -82,8 +88,14 @@ def migrate(*arguments: str | Path) -> tuple[int, str, str]:
 
 
 def check(*paths: Path, config: Path | None = None) -> tuple[int, str]:
+    """`dra-guard check` with `config`, the classes the scrubber cannot scrub accepted: migrate
+    adds no scrubber for them, which DRA016 reports unless a platform accepts the class
+    (tests/test_migrate.py shows both)."""
+    options = yaml.safe_load(config.read_text()) if config else {}
+    combined = paths[0].parent / "check-config.yaml"
+    combined.write_text(yaml.safe_dump({**(options or {}), **UNSCRUBBED_ACCEPTED}))
     stdout, stderr = io.StringIO(), io.StringIO()
-    arguments = ["check", *(["--config", str(config)] if config else []), *map(str, paths)]
+    arguments = ["check", "--config", str(combined), *map(str, paths)]
     return main(arguments, stdout, stderr), stdout.getvalue() + stderr.getvalue()
 
 
@@ -113,7 +125,11 @@ _LEGACY = r"""["']?(?:nvidia\.com/(?:gpu|mig-[\w.+-]+)|google\.com/tpu|amd\.com/
 _LEGACY_ENTRY = re.compile(rf"""^\s*{_LEGACY}\s*:\s*["']?\d+["']?\s*(#.*)?$""")
 _EMPTIED_SECTION = re.compile(r"^\s*(limits|requests):\s*(#.*)?$")
 _FLOW_WITH_LEGACY = re.compile(rf"[{{,]\s*{_LEGACY}\s*:")
-_WIRING = re.compile(r"^\s*(?:-\s+)?(?:claims:|resourceClaims:|name: [\w.-]+|resourceClaimTemplateName: [\w.-]+)$")
+_WIRING = re.compile(
+    r"^\s*(?:-\s+)?(?:claims:|resourceClaims:|name: [\w.-]+|resourceClaimTemplateName: [\w.-]+"
+    # the scrubber, first init container (DRA016)
+    r"|initContainers:|image: ghcr\.io/dra-guard/scrub:[\w.-]+|command:|dra-guard|scrub|resources:)$"
+)
 #: KubeRay's num-gpus, which migrate keeps when the limit it came from goes (a flow
 #: `rayStartParams: {}` line is rewritten whole).
 _RAY_START_PARAMS = re.compile(r"^\s*(?:rayStartParams:.*|num-gpus: '\d+')$")
@@ -160,6 +176,8 @@ def _strip(value: Any, created: set[str], claims: set[str], inherited: tuple[Any
             ]
         elif key == "claims" and isinstance(item, list):
             kept = [claim for claim in item if claim.get("name") not in claims]
+        elif key == "initContainers" and isinstance(item, list):
+            kept = [container for container in item if container.get("name") != SCRUB_CONTAINER_NAME]
         elif key == "rayStartParams" and isinstance(item, dict):
             kept = {name: param for name, param in item.items() if name != "num-gpus"}
         elif key == "templates" and isinstance(value.get("resourceClaims"), list):
@@ -172,6 +190,7 @@ def _strip(value: Any, created: set[str], claims: set[str], inherited: tuple[Any
             "claims",
             "resources",
             "rayStartParams",
+            "initContainers",
         ):
             result[key] = kept
     return result
@@ -273,8 +292,16 @@ def test_migrated_claims_are_satisfiable_on_their_drivers_slices(source: Path, t
     templates = assert_nothing_else_changed(source.read_text(), output.read_text())
     verdicts = {}
     for template in templates:
-        device_class = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"]
-        verdicts[template["metadata"]["name"]] = decide(template, SLICES[device_class])
+        request = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+        fixture = SLICES[request["deviceClassName"]]
+        if request["deviceClassName"] == "tpu.google.com":
+            # A whole host (DRA017): only a host of exactly `count` chips allocates it.
+            (selector,) = request["selectors"]
+            assert f"chipCount == {request['count']}" in selector["cel"]["expression"]
+            fixture = TPU_HOSTS.get(request["count"], "")
+            if not fixture:
+                continue  # no fixture of a host that size (v5e 1x1: one chip)
+        verdicts[template["metadata"]["name"]] = decide(template, fixture)
     failed = {name: verdict.reason for name, verdict in verdicts.items() if verdict.status != "satisfiable"}
     assert failed == {}
 

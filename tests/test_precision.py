@@ -38,7 +38,7 @@ PINNED_REPORTED = 0
 
 PRECISION = Path(__file__).parent / "precision"
 JUDGEMENT = PRECISION / "judgement.yaml"
-RULE_IDS = {f"DRA{number:03d}" for number in range(1, 16)}
+RULE_IDS = {f"DRA{number:03d}" for number in range(1, 18)}
 
 
 class Key(NamedTuple):

@@ -19,7 +19,9 @@ import constructs_dra
 import pulumi_dra
 from dra_guard import WorkloadSpec, build_isolated_workload
 from dra_guard.contract.catalog import RESOURCE_API_VERSIONS, WORKLOAD_KINDS
+from dra_guard.contract.scrubber import scrubbed
 from dra_guard.contract.tags import normalise_numbers, verify_isolation_tag
+from testkit.rulecases import UNSCRUBBED_ACCEPTED
 from testkit.targets import runtime_config_for, target_for
 from tests.slices import VENDOR_SLICES, with_count
 
@@ -88,6 +90,8 @@ def test_three_authoring_paths_emit_identical_objects(mocks: RecordingMocks, arg
 
     program()
     chart = Chart(Cdk8sTesting.app(), "chart", namespace="elsewhere")  # the explicit namespace wins
+    if not scrubbed(arguments["slice"].device_class):
+        constructs_dra.enforce(chart, UNSCRUBBED_ACCEPTED)  # no scrubber is emitted for it (DRA016)
     constructs_dra.IsolatedAcceleratorWorkload(chart, "inference", **arguments)
     synthesized = Cdk8sTesting.synth(chart)
     spec = WorkloadSpec(name="inference", **arguments)

@@ -67,7 +67,7 @@ def test_the_catalog_keeps_its_ids() -> None:
     assert {rule_id: (RULES[rule_id].name, RULES[rule_id].severity.label) for rule_id in fixed} == fixed
     assert list(RULES) == sorted(RULES), "registered in ID order"
     assert [rule.module.rpartition(".")[2] for rule in RULES.values()] == list(RULE_MODULES)
-    assert sorted(rule.id for rule in RULES.values() if not rule.waivable) == ["DRA004", "DRA006"]
+    assert sorted(rule.id for rule in RULES.values() if not rule.waivable) == ["DRA004", "DRA006", "DRA016"]
 
 
 def test_rule_scopes_by_kind() -> None:
@@ -86,6 +86,8 @@ def test_options_are_collected_with_the_rule_that_declares_them() -> None:
         "admin-namespaces": "DRA006",
         "hmac-key-env": "DRA012",
         "resource-slices": "DRA014",
+        "scrub-images": "DRA016",
+        "unscrubbed-classes": "DRA016",
     }
     assert {"enable", "disable", "non-waivable", "non-accelerator-classes", "extra-classes"} <= set(RULES.options)
 

@@ -8,7 +8,7 @@ import celpy
 import pytest
 
 from dra_guard import AcceleratorSlice, claim_template, selector_expression
-from dra_guard.contract.catalog import RESOURCE_API_VERSIONS
+from dra_guard.contract.catalog import DEVICE_CLASSES, RESOURCE_API_VERSIONS
 from testkit.targets import runtime_config_for, target_for
 from tests.slices import VENDOR_SLICES
 
@@ -24,10 +24,14 @@ def _device(
     accelerator: AcceleratorSlice, value: str, driver: str | None = None, *, shareable: bool = False
 ) -> dict[str, Any]:
     domain = accelerator.domain
+    attributes: dict[str, Any] = {accelerator.attribute: value, "type": "x"}
+    known = DEVICE_CLASSES.get(accelerator.device_class)
+    if known is not None and known.whole_host_attribute is not None:
+        attributes[known.whole_host_attribute] = accelerator.count  # a host of exactly that many (DRA017)
     return {
         "driver": driver or domain,
         "allowMultipleAllocations": shareable,
-        "attributes": {domain: {accelerator.attribute: value, "type": "x"}},
+        "attributes": {domain: attributes},
     }
 
 

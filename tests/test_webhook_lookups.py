@@ -21,6 +21,8 @@ import pytest
 
 from dra_guard import AcceleratorSlice, claim_template
 from dra_guard.admission.webhook import KubernetesTemplates, TemplateLookupError, Webhook
+from dra_guard.building.builders import scrub_container
+from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from tests.webhook_apiserver import LOOPBACK, Answer, api_server, in_cluster_templates, pod_files, write_certificates
@@ -32,6 +34,8 @@ POD = {
     "kind": "Pod",
     "metadata": {"name": "p", "namespace": "tenant-a"},
     "spec": {
+        # The builders' scrubber, first, holding the claim (DRA016).
+        "initContainers": [scrub_container(DEFAULT_SCRUB_IMAGE, ["accelerator"])],
         "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "accelerator"}]}}],
         "resourceClaims": [{"name": "accelerator", "resourceClaimTemplateName": "slice"}],
     },

@@ -22,7 +22,7 @@ The charges, in cost units:
 
 * an identifier or a field selection: 1 (a presence test `has(a.b)`: the selections only);
   an index: 1 for a constant one, the index expression's own cost for a variable one;
-* a call: 1 (`size`, `type`, `!`, arithmetic, `+` on lists, `<` on numbers); `==` and `!=`:
+* a call: 1 (`size`, `type`, `string` of an int, `!`, arithmetic, `+` on lists, `<` on numbers); `==` and `!=`:
   a tenth of the shorter operand's size, rounded up; `+` on strings: a tenth of both
   lengths; `startsWith`, `endsWith`: a tenth of the receiver's length; `contains`: the
   product of both tenths; `matches`: (1 + the string's length) / 10, rounded up, times the
@@ -427,6 +427,10 @@ class _Evaluator:
             return _length(values[0])
         if name == "type":
             return TypeValue(_type_of(values[0]))
+        if name == "string" and _type_of(values[0]) in ("int", "string"):
+            # A conversion is one call (cel-go's costCall default); DRA017 splices a count
+            # into its pattern with it.
+            return values[0] if isinstance(values[0], str) else str(values[0])
         raise NotImplementedError(f"the cost model has no function {name}()")
 
     def method(self, node: Node) -> Any:

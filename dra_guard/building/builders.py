@@ -25,6 +25,7 @@ from dra_guard.building.spec import (
 from dra_guard.contract.catalog import (
     ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION,
     DEFAULT_RESOURCE_API_VERSION,
+    DEVICE_CLASSES,
     EXCLUSIVITY_GUARD,
     FLAT_REQUEST_API_VERSIONS,
     ISOLATION_TAG_ANNOTATION,
@@ -90,11 +91,15 @@ def selector_expression(accelerator: AcceleratorSlice, *, exclusivity_guard: boo
     With `exclusivity_guard`, also only devices that cannot be allocated to another claim
     (`EXCLUSIVITY_GUARD`); one expression, so the scheduler evaluates one selector.
     """
+    domain = cel_string_literal(accelerator.domain)
     expression = (
-        f"device.driver == {cel_string_literal(accelerator.domain)} && "
-        f"device.attributes[{cel_string_literal(accelerator.domain)}].{accelerator.attribute} == "
-        f"{cel_string_literal(accelerator.pin_value)}"
+        f"device.driver == {domain} && "
+        f"device.attributes[{domain}].{accelerator.attribute} == {cel_string_literal(accelerator.pin_value)}"
     )
+    known = DEVICE_CLASSES.get(accelerator.device_class)
+    if known is not None and known.whole_host_attribute is not None:
+        # Only hosts with exactly `count` devices: the claim takes the whole host (DRA017).
+        expression += f" && device.attributes[{domain}].{known.whole_host_attribute} == {accelerator.count}"
     return f"{expression} && {EXCLUSIVITY_GUARD}" if exclusivity_guard else expression
 
 

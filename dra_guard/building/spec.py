@@ -213,7 +213,14 @@ class AcceleratorSlice:
     def google_tpu(
         cls, tpu_gen: str, count: int = 1, *, topology: TopologyChoice = CATALOG_DEFAULT
     ) -> "AcceleratorSlice":
-        """TPU chips of one generation as the driver publishes it: ``v6e``, ``v5p``, ``v5lite`` (v5e), ..."""
+        """Every TPU chip of one host, of one generation as the driver publishes it: ``v6e``,
+        ``v5p``, ``v5lite`` (v5e), ...
+
+        `count` is the host's chip count (1, 4 or 8 on GKE's TPU machine types).  The selector
+        also fixes the driver's ``chipCount`` (the chips of the device's host) to `count`, so
+        the claim only lands on hosts of exactly that many chips and takes all of them: the
+        TPU driver shares host state between every claim on a host and refuses a claim for
+        part of one (README, "TPU hosts are not split"; DRA017)."""
         check_pin_value("tpu_gen", DEVICE_CLASSES["tpu.google.com"], _named("tpu_gen", tpu_gen))
         return cls("tpu.google.com", "tpu.google.com/tpuGen", tpu_gen, count, topology)
 

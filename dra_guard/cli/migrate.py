@@ -127,6 +127,7 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
             f"--api-version {api_version}: not served by {cluster} Kubernetes {kubernetes_version} cluster{flag}; "
             f"pass --runtime-config={api_version}=true if your API server enables it{gate}"
         )
+    scrub_image = None if arguments.no_scrubber else _scrub_image(arguments.scrub_image, option("scrub-images"))
     namespace = arguments.namespace
     if namespace is not None:
         try:
@@ -144,6 +145,7 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
         tenant_from_namespace=arguments.tenant_from_namespace,
         namespace=namespace,
         hmac_key=hmac_key,
+        scrub_image=scrub_image,
         extra_legacy_resources=frozenset(option("extra-legacy-resources") or ()),
         non_accelerator_classes=frozenset(option("non-accelerator-classes") or ()),
         extra_classes=extra_classes,
@@ -348,3 +350,26 @@ def _write(files: Sequence[FileMigration], output: str | None, paths: Sequence[s
         _atomic_write(targets[file.name], file.output)
         written[file.name] = targets[file.name]
     return written
+
+
+def _scrub_image(given: str | None, configured: frozenset[str]) -> str:
+    """The scrubber image: the one given (pinned, and one `check` accepts), or the configured one."""
+    from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE, image_pin_problem
+
+    if given is None:
+        if DEFAULT_SCRUB_IMAGE in configured:
+            return DEFAULT_SCRUB_IMAGE
+        if len(configured) == 1:
+            return next(iter(configured))
+        raise UsageError(
+            f"the configuration lists {len(configured)} scrub-images and not the default; pass --scrub-image IMAGE"
+        )
+    problem = image_pin_problem(given)
+    if problem is not None:
+        raise UsageError(f"--scrub-image {given}: {problem}")
+    if given not in configured:
+        raise UsageError(
+            f"--scrub-image {given}: not among the configuration's scrub-images ({', '.join(sorted(configured))}), "
+            "so check would report every migrated pod (DRA016); add it there"
+        )
+    return given

@@ -56,6 +56,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the pin value for any device class, e.g. gpu.amd.com=cpx_nps4 (repeatable)",
     )
     parser.add_argument("--hmac-key-env", metavar="VAR", help="tag the templates with HMAC-SHA256, key in $VAR")
+    scrubber = parser.add_mutually_exclusive_group()
+    scrubber.add_argument(
+        "--scrub-image",
+        metavar="IMAGE",
+        help="the scrubber image pods of NVIDIA GPU and MIG claims run first, pinned by tag or digest (default: the "
+        "configuration's one scrub-images entry, else ghcr.io/dra-guard/scrub:0.1.0)",
+    )
+    scrubber.add_argument(
+        "--no-scrubber", action="store_true", help="add no scrubber init container (check then reports DRA016)"
+    )
     parser.add_argument(
         "--config",
         metavar="FILE",

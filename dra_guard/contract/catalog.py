@@ -43,7 +43,11 @@ GA_API_VERSION = re.compile(r"[a-z0-9.-]+/v[0-9]+")
 #: Versions whose device requests are flat; the others wrap them in ``exactly``.
 FLAT_REQUEST_API_VERSIONS = frozenset({"resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3"})
 
-SANITIZATION_POLICIES = ("WipeOnDeallocate", "ZeroFillMemoryOnRelease")
+#: The moments a claim's device memory is promised to be erased (README, "Memory erasure"):
+#: when the claim is deallocated, when memory is released (both performed by the driver or
+#: the kernel module, not by dra-guard), or before the pod's containers use it, which the
+#: scrubber init container performs and DRA016 requires of every pod.
+SANITIZATION_POLICIES = ("WipeOnDeallocate", "ZeroFillMemoryOnRelease", "ScrubBeforeUse")
 DEFAULT_SANITIZATION = SANITIZATION_POLICIES[0]
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")
@@ -266,6 +270,10 @@ class DeviceClass:
     #: The extended resource name the driver's chart can map to this class
     #: (spec.extendedResourceName, KEP-5004), and whether it does by default.
     chart_extended_resource: ChartExtendedResource | None = None
+    #: The integer attribute every device publishes as the number of devices on its host,
+    #: where the driver shares host state between every claim on a host and so a claim must
+    #: take the whole host (TPU: chipCount, DRA017); None where a host may be split.
+    whole_host_attribute: str | None = None
     #: Where the facts above come from.
     source: str = ""
 
@@ -341,8 +349,16 @@ _CLASSES = (
             }
         ),
         class_selector='device.driver == "tpu.google.com"',
+        # chipCount is the host's chip count, the same on every chip of a host (manager.go
+        # NewTPUManager, from the tpu.google.com/chip-count label or the hardware probe); the
+        # driver bind-mounts /tmp/tpu_logs into every claim on a host and empties it on any
+        # Unprepare (manager.go libtpuLogDir, cdi.go CreateCommonSpecFile, state.go
+        # unprepareDevices), and refuses a claim with fewer chips at Prepare (state.go
+        # prepareDevices: "claim requests partial tpu devices").
+        whole_host_attribute="chipCount",
         source="kubernetes-sigs/dra-driver-google-tpu @ f5a9d8c8: templates/deviceclass.yaml, "
-        "cmd/tpu-dra-kubeletplugin/manager.go GetDevice, util.go AcceleratorGen",
+        "cmd/tpu-dra-kubeletplugin/manager.go GetDevice and NewTPUManager, util.go AcceleratorGen, "
+        "state.go prepareDevices and unprepareDevices, cdi.go CreateCommonSpecFile",
     ),
     DeviceClass(
         "gpu.amd.com",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
@@ -349,11 +349,13 @@ class Checker:
                 resolved = deferred.finding(
                     message.message + kind.note, message.severity or kind.severity, message.cross_object
                 )
+                if message.accepted is not None and resolved.waiver is None:
+                    resolved = replace(resolved, waiver=message.accepted)
             elif message is not None:
                 resolved = deferred.finding(message + kind.note, kind.severity, True)
             else:
                 continue
-            (self.report.findings if kind.waiver is None else self.report.waived).append(resolved)
+            (self.report.findings if resolved.waiver is None else self.report.waived).append(resolved)
         self._deferred.clear()
         self.context.forget_check_facts()
         for findings in (self.report.findings, self.report.waived):

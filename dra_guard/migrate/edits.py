@@ -23,15 +23,19 @@ class EditError(ValueError):
 @dataclass(frozen=True)
 class Edit:
     #: delete: remove the mapping key at `path`; add: set the new key at `path` to `value`;
-    #: append: add `value` at the end of the list at `path`.
-    action: Literal["delete", "add", "append"]
+    #: append: add `value` at the end of the list at `path`; prepend: before its first item
+    #: (the scrubber, which must be the first init container).
+    action: Literal["delete", "add", "append", "prepend"]
     path: Path
     value: Any = None
 
     @property
     def target(self) -> Path:
         """The path of the mapping or list this edit changes."""
-        return self.path if self.action == "append" else self.path[:-1]
+        return self.path if self.action in _LIST_ACTIONS else self.path[:-1]
+
+
+_LIST_ACTIONS = ("append", "prepend")
 
 
 def _walk(root: Any, path: Path) -> Any:
@@ -48,10 +52,10 @@ def _walk(root: Any, path: Path) -> Any:
 def apply_edit(root: Any, edit: Edit) -> None:
     """Apply one edit in place."""
     target = _walk(root, edit.target)
-    if edit.action == "append":
+    if edit.action in _LIST_ACTIONS:
         if not isinstance(target, list):
             raise EditError(f"{edit.path} is not a list")
-        target.append(copy.deepcopy(edit.value))
+        target.insert(len(target) if edit.action == "append" else 0, copy.deepcopy(edit.value))
         return
     key = edit.path[-1]
     if not isinstance(target, dict):
@@ -67,9 +71,11 @@ def apply_edit(root: Any, edit: Edit) -> None:
 
 
 def apply_edits(root: Any, edits: Iterable[Edit]) -> Any:
-    """A copy of `root` with `edits` applied in order."""
+    """A copy of `root` with `edits` applied in order, prepends last: the other edits' paths
+    count list items as the document has them, before anything is put in front of them."""
     result = copy.deepcopy(root)
-    for edit in edits:
+    ordered = sorted(edits, key=lambda edit: edit.action == "prepend")  # stable: in order otherwise
+    for edit in ordered:
         apply_edit(result, edit)
     return result
 

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_guard.building.builders import POD_CLAIM_NAME, claim_template
+from dra_guard.building.builders import POD_CLAIM_NAME, claim_template, scrub_container
 from dra_guard.building.spec import name_from_id
+from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME, scrubbed
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.operators import Removal, review
@@ -290,6 +291,7 @@ def migrate_object(
         )
         migration.templates.extend(template for _, _, template in templates)
         migration.edits.extend(_wiring_edits(prefix, obj, site, templates))
+        migration.edits.extend(_scrubber_edits(prefix, obj, site.site, templates, settings=settings, report=report))
     if migration.templates:
         migration.edits.extend(Edit(edit.action, (*prefix, *edit.path), edit.value) for edit in controllers.edits)
     if report.errors:
@@ -471,6 +473,45 @@ def _wiring_edits(
     elif pod_claims:
         edits.append(Edit("add", at, pod_claims))
     return edits
+
+
+def _scrubber_edits(
+    prefix: Path,
+    obj: Mapping[str, Any],
+    site: PodSite,
+    templates: list[tuple[tuple[str, str], str, dict[str, Any]]],
+    *,
+    settings: MigrationSettings,
+    report: ObjectReport,
+) -> list[Edit]:
+    """The scrubber as the first init container, holding the claims of the classes it scrubs
+    (DRA016), or the claims added to a scrubber already first."""
+    claims = [pod_claim for (device_class, _), pod_claim, _ in templates if scrubbed(device_class)]
+    if settings.scrub_image is None or not claims:
+        return []
+    at = (*prefix, *site.path, "initContainers")
+    init_containers = _get(obj, (*site.path, "initContainers"))
+    if not isinstance(init_containers, list) or not init_containers:
+        return [Edit("add", at, [scrub_container(settings.scrub_image, claims)])]
+    first = _mapping(init_containers[0])
+    if first.get("name") == SCRUB_CONTAINER_NAME:
+        resources = _mapping(first.get("resources"))
+        entries = [{"name": claim} for claim in claims]
+        if isinstance(resources.get("claims"), list):
+            return [Edit("append", (*at, 0, "resources", "claims"), entry) for entry in entries]
+        if "resources" in first:
+            return [Edit("add", (*at, 0, "resources", "claims"), entries)]
+        return [Edit("add", (*at, 0, "resources"), {"claims": entries})]
+    if any(_mapping(container).get("name") == SCRUB_CONTAINER_NAME for container in init_containers):
+        report.errors.append(
+            Message(
+                (*site.path, "initContainers"),
+                f"has an init container named {SCRUB_CONTAINER_NAME!r} that is not the first; the scrubber must run "
+                "before every other container (DRA016): move it first",
+            )
+        )
+        return []
+    return [Edit("prepend", at, scrub_container(settings.scrub_image, claims))]
 
 
 def _container_edits(

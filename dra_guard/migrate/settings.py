@@ -14,6 +14,7 @@ from dra_guard.contract.catalog import (
     DEVICE_CLASSES,
     DeviceClass,
 )
+from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class MigrationSettings:
     #: -n`): its templates are written for it, since their isolation tag binds the namespace.
     namespace: str | None = None
     hmac_key: str | bytes | None = field(default=None, repr=False)
+    #: The scrubber's image (`--scrub-image`): pods given claims of a class it scrubs run it
+    #: first (README, "Memory erasure"); None: no scrubber (`--no-scrubber`).
+    scrub_image: str | None = DEFAULT_SCRUB_IMAGE
     #: From the dra-guard configuration, so that migrate replaces what `check` reports.
     extra_legacy_resources: frozenset[str] = frozenset()
     non_accelerator_classes: frozenset[str] = frozenset()

@@ -324,6 +324,29 @@ def _runs(indexes: Sequence[int]) -> Iterable[tuple[int, int]]:
 
 
 def _sequence_edits(text: str, node: Any, edits: Sequence[Edit], style: Style) -> list[TextEdit]:
+    appended = [edit for edit in edits if edit.action == "append"]
+    prepended = [edit.value for edit in edits if edit.action == "prepend"]
+    result = _appended(text, node, appended, style) if appended else []
+    if prepended:
+        result.append(_prepended(text, node, prepended, style))
+    return result
+
+
+def _prepended(text: str, node: Any, values: Sequence[Any], style: Style) -> TextEdit:
+    """The items put before the first item of a non-empty list (an empty one is appended to)."""
+    if not node.value:
+        return _appended(text, node, [Edit("append", (), value) for value in values], style)[0]
+    first = node.value[0]
+    if not _is_block(node):
+        rendered = "".join(_render_flow(value, style) + _flow_separator(node, first) for value in values)
+        return TextEdit(first.start_mark.index, first.start_mark.index, rendered)
+    dash = node.start_mark.column
+    items = Style(style.mapping_indent, 0, style.item_offset)
+    point = _line_start(text, node.start_mark.index)
+    return TextEdit(point, point, render_block(list(values), items, dash))
+
+
+def _appended(text: str, node: Any, edits: Sequence[Edit], style: Style) -> list[TextEdit]:
     values = [edit.value for edit in edits]
     if not _is_block(node):
         if not node.value:
@@ -348,7 +371,7 @@ def text_edits(text: str, root: Any, edits: Sequence[Edit], style: Style) -> lis
     for target, group in groups.items():
         node = node_at(root, target)
         actions = {edit.action for edit in group}
-        if _is_sequence(node) and actions == {"append"}:
+        if _is_sequence(node) and actions <= {"append", "prepend"}:
             splices = _sequence_edits(text, node, group, style)
         elif _is_mapping(node) and "append" not in actions:
             splices = (_block_mapping_edits if _is_block(node) else _flow_mapping_edits)(text, node, group, style)

@@ -92,6 +92,27 @@ def attribute_term(domain: str | None = None, attribute: str | None = None) -> s
     return rf"(?:{reference}{_WS}=={_WS}{TEXT_STRING}|{TEXT_STRING}{_WS}=={_WS}{reference})"
 
 
+#: Where `int_attribute_term(..., None)` puts the integer, so that a policy can splice in
+#: the request's count (`split_at_value`); a NUL never occurs in a pattern otherwise.
+VALUE_PLACEHOLDER = "\x00"
+
+
+def int_attribute_term(domain: str, attribute: str, value: int | None) -> str:
+    """`device.attributes['<domain>'].<attribute> == <value>`, either side, the integer in
+    decimal (VALUE_PLACEHOLDER for None)."""
+    reference = (
+        rf"device{_WS}\.{_WS}attributes{_WS}\[{_WS}{_literal_of(domain)}{_WS}\]{_WS}"
+        rf"(?:\.{_WS}{attribute}|\[{_WS}{_literal_of(attribute)}{_WS}\])"
+    )
+    number = VALUE_PLACEHOLDER if value is None else str(value)
+    return rf"(?:{reference}{_WS}=={_WS}{number}|{number}{_WS}=={_WS}{reference})"
+
+
+def split_at_value(pattern: str) -> list[str]:
+    """A pattern built from `int_attribute_term(..., None)`, cut where the integer goes."""
+    return pattern.split(VALUE_PLACEHOLDER)
+
+
 def driver_term(driver: str) -> str:
     """`device.driver == '<driver>'`, either side (the driver written without escapes)."""
     reference = rf"device{_WS}\.{_WS}driver"

@@ -114,6 +114,9 @@ class Resolved:
     message: str
     severity: Severity | None = None
     cross_object: bool = True
+    #: Why the configuration accepts what the finding reports (DRA016's unscrubbed-classes):
+    #: the finding is then reported as waived with this reason, never dropped.
+    accepted: str | None = None
 
 
 class Resource:

@@ -46,6 +46,8 @@ RULE_MODULES = (
     "dra013_extended_resource_class",
     "dra014_unsatisfiable",
     "dra015_blanket_device_toleration",
+    "dra016_scrub_before_use",
+    "dra017_tpu_host_split",
 )
 
 _ID = re.compile(r"DRA\d{3}")

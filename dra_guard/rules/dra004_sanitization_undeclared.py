@@ -26,13 +26,15 @@ NAME = "sanitization-undeclared"
 SEVERITY = Severity.CRITICAL
 SUMMARY = (
     f"Accelerator claims and templates must declare {SANITIZATION_ANNOTATION}: "
-    "WipeOnDeallocate or ZeroFillMemoryOnRelease."
+    f"{', '.join(SANITIZATION_POLICIES[:-1])} or {SANITIZATION_POLICIES[-1]}."
 )
 RATIONALE = (
     "Device memory outlives the pod: weights and KV-cache of one tenant can be read by the next unless it "
     "is wiped. The API has no field for it, and none of the drivers dra-guard has read (NVIDIA's, Intel's) "
     "wipes a device when its claim is deallocated, so the policy is a declared, tamper-evident contract "
-    "(covered by the isolation tag) for the driver or a node agent to honour. Kubernetes' own hook for a "
+    "(covered by the isolation tag) for the driver or a node agent to honour. ScrubBeforeUse is the one value "
+    "dra-guard performs: the scrubber init container erases and verifies the devices before the pod's containers "
+    'run, and DRA016 requires it of every pod (README, "Memory erasure"). Kubernetes\' own hook for a '
     "device awaiting its wipe is a device taint (DeviceTaintRule, KEP-5055): a claim that tolerates every "
     "taint can still be given it (DRA015)."
 )

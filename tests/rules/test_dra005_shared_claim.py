@@ -6,16 +6,26 @@ from typing import Any
 
 import pytest
 
+from dra_guard.contract.findings import Finding
+from testkit import rulecases
 from testkit.rulecases import (
     claim,
     config,
     devices,
-    findings,
     pod,
-    rule_ids,
     template,
     workload,
 )
+
+
+def findings(*objects: Any, **options: Any) -> list[Finding]:
+    """The findings but DRA016's: these pods share claims and run no scrubber, which is the
+    scrubber rule's business (tests/rules/test_dra016_scrub_before_use.py)."""
+    return [f for f in rulecases.findings(*objects, **options) if f.rule != "DRA016"]
+
+
+def rule_ids(*objects: Any, **options: Any) -> set[str]:
+    return {f.rule for f in findings(*objects, **options)}
 
 
 @pytest.mark.parametrize("kind", ["Deployment", "StatefulSet", "Job"])
