@@ -4,6 +4,10 @@ Each target is written only when asked for.  Files that do not exist are created
 files a project already owns and that exist to be extended (cdk8s.yaml's `validations:`,
 .pre-commit-config.yaml's `repos:`) get our entry added with their comments and order
 kept; any other existing file is left untouched and reported.
+
+Nothing is written outside the project directory: a target whose real path leaves it (the
+file, or a folder above it such as `.github`, a symlink out of the project, as a cloned
+repository may hold) is refused, and writes go through dra_guard.cli.safe_write.
 """
 
 from __future__ import annotations
@@ -61,31 +65,51 @@ def _round_trip() -> Any:
     return yaml
 
 
-def _load_round_trip(path: str) -> Any:
+def _load_round_trip(path: str, real: str) -> Any:
     from ruamel.yaml.error import YAMLError
 
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(real, encoding="utf-8") as handle:
             return _round_trip().load(handle)
     except (OSError, UnicodeDecodeError) as error:
         raise ScaffoldError(f"{path}: cannot read: {error}") from None
     except YAMLError as error:
-        raise ScaffoldError(f"{path}: not valid YAML, left unchanged: {error}") from None
+        # ruamel's message spans lines (the marks); the CLI's errors are one line each.
+        raise ScaffoldError(f"{path}: not valid YAML, left unchanged: {' '.join(str(error).split())}") from None
 
 
-def _dump_round_trip(document: Any, path: str) -> None:
-    temporary = path + ".dra-guard-tmp"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        _round_trip().dump(document, handle)
-    os.replace(temporary, path)  # atomic: a crash never leaves half a cdk8s.yaml
+def _dump_round_trip(document: Any, path: str, real: str) -> None:
+    """Replace `real` (where `path` really is) atomically: a crash never leaves half a cdk8s.yaml."""
+    import io
+
+    from dra_guard.cli.safe_write import write_atomically  # tempfile: only when writing
+
+    buffer = io.StringIO()
+    _round_trip().dump(document, buffer)
+    try:
+        write_atomically(real, buffer.getvalue().encode("utf-8"))
+    except OSError as error:
+        raise ScaffoldError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
+def _real_target(directory: str, path: str) -> str:
+    """Where `path` really is, which must be inside the project `directory`: a symlinked
+    target, or a symlinked folder above it (`.github` -> /etc), must not take a write out."""
+    from dra_guard.cli.safe_write import OutsideRoot, real_path_inside
+
+    try:
+        return real_path_inside(path, directory)
+    except OutsideRoot as error:
+        raise ScaffoldError(f"{error}; refusing to write outside the project, nothing written") from None
 
 
 def init_cdk8s(directory: str) -> Change:
     """Add the dra-guard validation plugin, by its installed path, to `cdk8s.yaml`."""
     path = os.path.join(directory, "cdk8s.yaml")
-    if not os.path.isfile(path):
+    real = _real_target(directory, path)
+    if not os.path.isfile(real):
         raise ScaffoldError(f"{path}: no such file; run `dra-guard init cdk8s` in your cdk8s app's directory")
-    document = _load_round_trip(path)
+    document = _load_round_trip(path, real)
     if not isinstance(document, dict):
         raise ScaffoldError(f"{path}: expected a mapping at the top, left unchanged")
     entry = {
@@ -106,24 +130,38 @@ def init_cdk8s(directory: str) -> Change:
             if current.get("package") == entry["package"] and current.get("version") == entry["version"]:
                 return Change(path, "unchanged", "the dra-guard plugin is already configured")
             current["package"], current["version"] = entry["package"], entry["version"]
-            _dump_round_trip(document, path)
+            _dump_round_trip(document, path, real)
             return Change(path, "updated", f"plugin path is now {entry['package']}")
         validations.append(entry)
-    _dump_round_trip(document, path)
+    _dump_round_trip(document, path, real)
     return Change(path, "updated", f"added the dra-guard validation plugin from {entry['package']}")
 
 
-def _create(path: str, text: str, note: str = "") -> Change:
+def _create(directory: str, path: str, text: str, note: str = "") -> Change:
+    real = _real_target(directory, path)
     if os.path.lexists(path):
         return Change(path, "unchanged", "it already exists; not overwritten")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
-        # "x": never replace a file that appeared in the meantime.
-        with open(path, "x", encoding="utf-8") as handle:
-            handle.write(text)
+        # The folders of the real path: real_path_inside resolved every symlink above it.
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        _create_exclusively(real, text)
     except FileExistsError:
         return Change(path, "unchanged", "it already exists; not overwritten")
+    except OSError as error:
+        raise ScaffoldError(f"{path}: cannot write: {error.strerror or error}") from None
     return Change(path, "created", note)
+
+
+def _create_exclusively(real: str, text: str) -> None:
+    """O_EXCL: never replace a file that appeared in the meantime, nor write through a
+    symlink planted at the name (O_EXCL fails on one, dangling or not)."""
+    from dra_guard.cli.safe_write import fsync_directory
+
+    with open(real, "x", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    fsync_directory(os.path.dirname(real))
 
 
 def starter_config() -> str:
@@ -148,7 +186,7 @@ def starter_config() -> str:
 
 
 def init_config(directory: str) -> Change:
-    return _create(os.path.join(directory, CONFIG_FILE), starter_config())
+    return _create(directory, os.path.join(directory, CONFIG_FILE), starter_config())
 
 
 def _hook(repo: str | None, rev: str | None) -> dict[str, Any]:
@@ -174,13 +212,14 @@ def init_pre_commit(directory: str, repo: str | None = None, rev: str | None = N
     """Add a dra-guard hook to .pre-commit-config.yaml (created if there is none)."""
     path = os.path.join(directory, PRE_COMMIT_FILE)
     hook = _hook(repo, rev)
+    real = _real_target(directory, path)
     if not os.path.lexists(path):
         import io
 
         buffer = io.StringIO()
         _round_trip().dump({"repos": [hook]}, buffer)
-        return _create(path, buffer.getvalue())
-    document = _load_round_trip(path)
+        return _create(directory, path, buffer.getvalue())
+    document = _load_round_trip(path, real)
     if not isinstance(document, dict) or not isinstance(document.get("repos", []), list):
         raise ScaffoldError(f"{path}: expected a mapping with a `repos` list, left unchanged")
     repos = document.setdefault("repos", [])
@@ -189,7 +228,7 @@ def init_pre_commit(directory: str, repo: str | None = None, rev: str | None = N
         if any(isinstance(item, Mapping) and item.get("id") == "dra-guard" for item in hooks):
             return Change(path, "unchanged", "a dra-guard hook is already configured")
     repos.append(hook)
-    _dump_round_trip(document, path)
+    _dump_round_trip(document, path, real)
     return Change(path, "updated", "added the dra-guard hook")
 
 
@@ -234,7 +273,7 @@ def init_ci(directory: str, install: str | None = None) -> Change:
     else:
         text = WORKFLOW.format(install=json.dumps(install), install_note="")
         note = ""
-    return _create(os.path.join(directory, WORKFLOW_FILE), text, note)
+    return _create(directory, os.path.join(directory, WORKFLOW_FILE), text, note)
 
 
 def run_init(
@@ -259,4 +298,6 @@ def run_init(
                 results.append(writers[target]())
             except ScaffoldError as error:
                 results.append(error)
+            except OSError as error:  # what no writer foresaw is still a one-line error
+                results.append(ScaffoldError(f"{error.filename or target}: {error.strerror or error}"))
     return results

@@ -1,10 +1,13 @@
 """`dra-guard migrate`: the thin file layer around `migrate_file`.
 
 Inputs are never written to unless `--in-place`, which keeps `<file>.bak` and replaces each
-changed file atomically.  `-o OUT` writes a file, or a directory mirroring the inputs;
-without either the migrated YAML goes to stdout.  `--dry-run` prints a unified diff and
-writes nothing.  Exit 0 when everything was migrated, 2 when any object or file was
-refused (the rest is still migrated and written) or the command was used wrongly.
+changed file atomically.  Nothing is written outside the folder the inputs were named from
+(`--in-place`) or the `-o` folder: a symlink is written through to its real file when that
+lies inside, and refused, before anything is written, when it does not.  `-o OUT` writes
+a file, or a directory mirroring the inputs; without either the migrated YAML goes to
+stdout.  `--dry-run` prints a unified diff and writes nothing.  Exit 0 when everything was
+migrated, 2 when any object or file was refused (the rest is still migrated and written),
+a file could not be written, or the command was used wrongly.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ import argparse
 import difflib
 import glob
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
@@ -35,6 +36,10 @@ STDIN_OUTPUT_NAME = "stdin.yaml"
 
 class UsageError(Exception):
     """A command line that cannot be carried out; nothing is written."""
+
+
+class WriteError(Exception):
+    """A file that could not be written; the files before it were written, each whole."""
 
 
 @dataclass
@@ -206,22 +211,6 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
     return inputs
 
 
-def _atomic_write(path: str, data: bytes, like: str | None = None) -> None:
-    directory = os.path.dirname(path) or "."
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".dra-guard-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        if like is not None:
-            shutil.copymode(like, temporary)
-        os.replace(temporary, path)  # a crash leaves the old file or the new one, never half
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def _input_root(paths: Sequence[str]) -> str:
     """The folder the inputs are named from: the directories given, the folders of files and globs."""
     from dra_guard.read.walk import STDIN
@@ -313,11 +302,9 @@ def run_migrate(
     if not arguments.dry_run and (arguments.output is not None or arguments.in_place):
         try:
             written = _write(files, arguments.output, arguments.paths)
-        except UsageError as error:
+        except (UsageError, WriteError) as error:
             stderr.write(f"dra-guard: {error}\n")
             return EXIT_ERROR
-        except OSError as error:
-            errors.append(InputError(error.filename or "?", None, f"cannot write: {error.strerror or error}"))
 
     report_stream = stderr if to_stdout or arguments.dry_run else stdout
     if to_stdout:
@@ -335,20 +322,110 @@ def run_migrate(
     return EXIT_ERROR if refused else EXIT_CLEAN
 
 
+BACKUP_SUFFIX = ".bak"
+
+
+@dataclass
+class _Write:
+    """One file to write: where its bytes really go, and (in place) the original to keep."""
+
+    real: str
+    data: bytes
+    #: The original, for `<real>.bak`; None when there is no backup to write.
+    backup: bytes | None = None
+    #: The names it was reached by (a file and a symlink to it are written once), and how
+    #: the report shows each.
+    shown: dict[str, str] = field(default_factory=dict)
+
+
 def _write(files: Sequence[FileMigration], output: str | None, paths: Sequence[str]) -> dict[str, str]:
-    written = {}
-    if output is None:  # --in-place
-        for file in files:
-            if file.changed:
-                _atomic_write(file.name + ".bak", file.original, like=file.name)
-                _atomic_write(file.name, file.output, like=file.name)
-                written[file.name] = file.name
-        return written
+    """Check every target first, so that a refusal writes nothing; then write them all."""
+    plan = _in_place_plan(files, paths) if output is None else _output_plan(files, output, paths)
+    return _carry_out(plan)
+
+
+def _inside(path: str, root: str, where: str) -> str:
+    from dra_guard.cli.safe_write import OutsideRoot, real_path_inside
+
+    try:
+        return real_path_inside(path, root)
+    except OutsideRoot as error:
+        raise UsageError(f"{where}: {error}; refusing to write outside it, nothing written") from None
+
+
+def _shown(target: str, real: str) -> str:
+    """The report names a symlink's real file: that is what was rewritten."""
+    return real if os.path.islink(target) else target
+
+
+def _in_place_plan(files: Sequence[FileMigration], paths: Sequence[str]) -> list[_Write]:
+    root = _input_root(paths)
+    plan: dict[str, _Write] = {}
+    for file in files:
+        if not file.changed:
+            continue
+        real = _inside(file.name, root, "--in-place")
+        entry = plan.get(real)
+        if entry is None:
+            keep = _backup_needed(real + BACKUP_SUFFIX, file.original, file.name)
+            entry = plan[real] = _Write(real, file.output, file.original if keep else None)
+        entry.shown[file.name] = _shown(file.name, real)
+    return list(plan.values())
+
+
+def _backup_needed(backup: str, original: bytes, name: str) -> bool:
+    """Whether `backup` must be written: not when it already holds the original (a rerun).
+    One that holds anything else may be the only copy of an earlier original, so it is
+    refused rather than overwritten (or numbered: one backup per file stays predictable)."""
+    if not os.path.lexists(backup):
+        return True
+    if os.path.islink(backup) or not os.path.isfile(backup):
+        raise UsageError(f"{backup} exists and is no regular file; move it away to migrate {name} in place")
+    try:
+        with open(backup, "rb") as handle:
+            kept = handle.read()
+    except OSError as error:
+        raise UsageError(f"{backup}: cannot read: {error.strerror or error}") from None
+    if kept != original:
+        raise UsageError(
+            f"{backup} exists and differs from {name}; move it away (it may be an earlier original) and run again"
+        )
+    return False
+
+
+def _output_plan(files: Sequence[FileMigration], output: str, paths: Sequence[str]) -> list[_Write]:
     targets = _output_paths(files, output, paths)
     _refuse_overwriting_inputs(targets)
+    # -o FILE: its folder; -o DIR: DIR itself, so that a symlink planted inside it (a
+    # subfolder or a file pointing elsewhere) cannot take the mirrored tree out of it.
+    root = os.path.dirname(os.path.abspath(output)) if output in targets.values() else output
+    plan = []
     for file in files:
-        _atomic_write(targets[file.name], file.output)
-        written[file.name] = targets[file.name]
+        real = _inside(targets[file.name], root, f"-o {output}")
+        plan.append(_Write(real, file.output, shown={file.name: _shown(targets[file.name], real)}))
+    return plan
+
+
+def _carry_out(plan: Sequence[_Write]) -> dict[str, str]:
+    from dra_guard.cli.safe_write import remove_stale_temporaries, write_atomically
+
+    # write_atomically removes its temporary on any exception; a run killed outright
+    # (SIGKILL, power loss) runs no cleanup, so its leftovers go here, before anything new.
+    for folder in sorted({os.path.dirname(entry.real) for entry in plan}):
+        remove_stale_temporaries(folder)
+    written: dict[str, str] = {}
+    for done, entry in enumerate(plan):
+        # The original is kept (`.bak`) before the file is replaced.
+        writes = [] if entry.backup is None else [(entry.real + BACKUP_SUFFIX, entry.backup)]
+        for path, data in [*writes, (entry.real, entry.data)]:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                write_atomically(path, data, like=entry.real)
+            except OSError as error:
+                raise WriteError(
+                    f"cannot write {path}: {error.strerror or error}; {done} file(s) written before it, each whole"
+                ) from None
+        written.update(entry.shown)
     return written
 
 

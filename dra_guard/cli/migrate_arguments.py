@@ -13,7 +13,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "-o", "--output", metavar="OUT", help="write here: a file, or a directory (several inputs, or OUT/)"
     )
-    where.add_argument("--in-place", action="store_true", help="rewrite the inputs, keeping each as <file>.bak")
+    where.add_argument(
+        "--in-place",
+        action="store_true",
+        help="rewrite the inputs, keeping each original as <file>.bak (a symlink: its real file, which must lie "
+        "in the folder the inputs were named from); refused, writing nothing, where a <file>.bak that differs "
+        "exists",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print a unified diff; write nothing")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="the report's format")
     parser.add_argument(
