@@ -220,22 +220,31 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.contract.findings import Severity
     from dra_guard.engine.run import check_stream
     from dra_guard.present.report import writer
-    from dra_guard.read.config_file import find_config_file, load_config_file
+    from dra_guard.read.config_file import load_config_file, locate_config_file
     from dra_guard.read.inputs import Inputs, is_manifest
     from dra_guard.read.walk import Ignores, Patterns, select
-    from dra_guard.ruleapi.config import EXCLUDE, Config, ConfigError
+    from dra_guard.ruleapi.config import EXCLUDE, MAX_FILE_BYTES, Config, ConfigError
     from dra_guard.rules import RULES
 
     if gc.get_freeze_count() == 0:
         # What the imports made lives as long as the process: the collector need not scan
         # it again (once per process: a caller's own objects are frozen at most once).
         gc.freeze()
-    config_file = arguments.config or find_config_file(_first_path(arguments.paths))
+    config_file = arguments.config
+    if config_file is None:
+        discovered = locate_config_file(_first_path(arguments.paths))
+        for ignored in discovered.ignored:
+            stderr.write(printable(f"dra-guard: ignoring the configuration {ignored}\n"))
+        config_file = discovered.path
     try:
         config = load_config_file(config_file, RULES) if config_file else Config()
     except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
+    if config_file and not arguments.config and not _among(config_file, arguments.paths):
+        # Found above what is checked (a parent folder, the home directory): say so, since
+        # nothing on the command line names it.
+        stderr.write(printable(f"dra-guard: configuration: {config_file}\n"))
     if arguments.slices:
         try:
             config = _with_slices(config, arguments.slices)
@@ -255,19 +264,19 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
         stderr.write(f"dra-guard: refusing to write the report to {output}: it is one of the inputs\n")
         return EXIT_ERROR
-    inputs = Inputs(selection)
+    inputs = Inputs(selection, max_bytes=config.get(MAX_FILE_BYTES))
     report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     try:
         write = writer(arguments.format)
         _write(lambda out: write(report, out), output, stdout)
-    except BrokenPipeError:
         if output is None:
-            raise  # stdout's reader went away: main() says nothing more
-        stderr.write(f"dra-guard: cannot write {output}: broken pipe\n")
-        return EXIT_ERROR
+            stdout.flush()  # a full disk or a closed pipe shows here, not at exit
     except OSError as write_error:
-        stderr.write(f"dra-guard: cannot write {output}: {write_error.strerror or write_error}\n")
+        where = "the report to stdout" if output is None else output
+        stderr.write(f"dra-guard: cannot write {where}: {write_error.strerror or write_error}\n")
+        if output is None:
+            _silence(stdout)  # what is left in its buffer would fail again at exit
         return EXIT_ERROR
     if output is not None or arguments.format != "text":
         # Machine formats go to stdout or a file; people still need to see input errors.
@@ -305,13 +314,27 @@ def _with_slices(config: Config, paths: Sequence[str]) -> Config:
     return config.with_value(option, config.get(option) + added)
 
 
+def _among(config_file: str, paths: Sequence[str]) -> bool:
+    """Whether the configuration file lies in what the command line names: a folder given,
+    or the folder of a file or glob given (the working directory for stdin)."""
+    config_folder = os.path.dirname(os.path.abspath(config_file))
+    for path in paths or ["."]:
+        named = os.path.abspath("." if path == "-" else path)
+        folder = named if os.path.isdir(named) else os.path.dirname(named)
+        with contextlib.suppress(ValueError):
+            if os.path.commonpath([config_folder, folder]) == folder:
+                return True
+    return False
+
+
 def _holds_a_manifest(path: str, is_manifest: Callable[[bytes], bool]) -> bool:
-    """Whether the existing report file a walk found is a manifest (an input), not an old report."""
-    try:
-        with open(path, "rb") as handle:
-            return is_manifest(handle.read())
-    except OSError:
-        return False
+    """Whether the existing report file a walk found is a manifest (an input), not an old report
+    (a FIFO or a device is neither: it is never read)."""
+    from dra_guard.read.files import read_input
+    from dra_guard.ruleapi.config import MAX_FILE_BYTES
+
+    data = read_input(path, MAX_FILE_BYTES.default)
+    return not isinstance(data, str) and is_manifest(data)
 
 
 def run_rules(output_format: str, stdout: TextIO) -> int:

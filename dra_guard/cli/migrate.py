@@ -49,6 +49,8 @@ class Invocation:
     settings: MigrationSettings
     #: Patterns that keep files out of directory walks (the command line's, the configuration's).
     excludes: list[Patterns] = field(default_factory=list)
+    #: The most bytes read from one input (`max-file-bytes`).
+    max_file_bytes: int = 64 * 1024 * 1024
 
 
 def _first_path(paths: Sequence[str]) -> str:
@@ -63,7 +65,7 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
     from dra_guard.contract.validators import require_dns_label
     from dra_guard.read.config_file import find_config_file, load_config_file
     from dra_guard.read.walk import Patterns
-    from dra_guard.ruleapi.config import EXCLUDE, Config, ConfigError
+    from dra_guard.ruleapi.config import EXCLUDE, MAX_FILE_BYTES, Config, ConfigError
     from dra_guard.rules import RULES
 
     config_file = arguments.config or find_config_file(_first_path(arguments.paths))
@@ -158,7 +160,7 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
     excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
     if config_file:
         excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
-    return Invocation(settings, excludes)
+    return Invocation(settings, excludes, config.get(MAX_FILE_BYTES))
 
 
 @dataclass
@@ -177,6 +179,7 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
     """The files `check` would read for these paths (walks, excludes, .gitignore, charts)."""
     import sys
 
+    from dra_guard.read.files import read_input
     from dra_guard.read.inputs import is_manifest
     from dra_guard.read.loader import STDIN_NAME
     from dra_guard.read.walk import STDIN, Ignores, select
@@ -195,14 +198,11 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
     for candidate in selection.files:
         if candidate.found and output_directory and os.path.realpath(candidate.path).startswith(output_directory):
             continue  # what an earlier run wrote into -o is not an input
-        try:
-            if candidate.path == STDIN:
-                data = (stdin or sys.stdin.buffer).read()
-            else:
-                with open(candidate.path, "rb") as handle:
-                    data = handle.read()
-        except OSError as error:
-            inputs.errors.append(InputError(candidate.path, None, f"cannot read: {error.strerror or error}"))
+        data = read_input(
+            candidate.path, invocation.max_file_bytes, (stdin or sys.stdin.buffer) if candidate.path == STDIN else None
+        )
+        if isinstance(data, str):
+            inputs.errors.append(InputError(candidate.path, None, data))
             continue
         if candidate.found and not is_manifest(data):
             inputs.skipped.append(candidate.path)

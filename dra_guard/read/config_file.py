@@ -8,14 +8,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from dra_guard.read.files import Refused, read_regular
 from dra_guard.read.loader import load_paths
 from dra_guard.read.walk import repository_root
 from dra_guard.ruleapi import config as values
-from dra_guard.ruleapi.config import CONFIG_FILE_NAMES, Config, ConfigError, OptionCatalog
+from dra_guard.ruleapi.config import CONFIG_FILE_NAMES, MAX_FILE_BYTES, Config, ConfigError, OptionCatalog
 
 
 def read_manifests(path: str) -> list[Any]:
@@ -76,12 +78,30 @@ def load_config_file(
     return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
 
 
+@dataclass(frozen=True)
+class Discovered:
+    """What configuration discovery found: the file (None: none applies), and the
+    candidates it passed over, each with why (for a note on stderr)."""
+
+    path: str | None
+    ignored: tuple[str, ...] = ()
+
+
 def find_config_file(start: str | os.PathLike[str]) -> str | None:
+    """The configuration that applies to `start` (see `locate_config_file`)."""
+    return locate_config_file(start).path
+
+
+def locate_config_file(start: str | os.PathLike[str]) -> Discovered:
     """The configuration that applies to `start`, found as ruff finds its own.
 
-    From `start` (a file's folder, or a folder) up to the root of the git repository it
-    is in (the filesystem root outside one), the first folder with a `.dra-guard.yaml`,
-    `.dra-guard.yml` or a `pyproject.toml` that has a `[tool.dra-guard]` table wins.
+    From `start` (a file's folder, or a folder) up, the first folder with a
+    `.dra-guard.yaml`, `.dra-guard.yml` or a `pyproject.toml` that has a `[tool.dra-guard]`
+    table wins.  Inside a git repository the search stops at its root.  Outside one it
+    stops at the user's home directory, never above it (a `start` outside the home
+    directory is the only folder looked at), and, as git's `safe.directory` does, passes
+    over a file that neither the current user nor root owns: a configuration can turn
+    rules off, so one that someone else wrote (in a shared `/tmp`) is not obeyed.
     """
     directory = os.path.abspath(start)
     while not os.path.isdir(directory):  # a file, a glob or a path that does not exist
@@ -90,20 +110,61 @@ def find_config_file(start: str | os.PathLike[str]) -> str | None:
             break
         directory = parent
     root = repository_root(directory)
+    if root is not None:
+        ceiling = root
+    else:
+        home = _home()
+        ceiling = home if home is not None and _within(directory, home) else directory
+    ignored: list[str] = []
     while True:
         for name in CONFIG_FILE_NAMES:
             candidate = os.path.join(directory, name)
             if not os.path.isfile(candidate):
                 continue
+            if root is None and (owner := _foreign_owner(candidate)) is not None:
+                ignored.append(f"{_as_given(candidate)}: {owner}")
+                continue
             if name == "pyproject.toml":
-                with open(candidate, encoding="utf-8", errors="replace") as handle:
-                    if "[tool.dra-guard" not in handle.read():
-                        continue
-            return _as_given(candidate)
+                try:
+                    text = read_regular(candidate, MAX_FILE_BYTES.default)
+                except (OSError, Refused):
+                    continue
+                if b"[tool.dra-guard" not in text:
+                    continue
+            return Discovered(_as_given(candidate), tuple(ignored))
         parent = os.path.dirname(directory)
-        if directory in (root, parent):
-            return None
+        if directory in (ceiling, parent):
+            return Discovered(None, tuple(ignored))
         directory = parent
+
+
+def _home() -> str | None:
+    """The user's home directory ($HOME), absolute, or None when there is none."""
+    home = os.path.expanduser("~")
+    return os.path.abspath(home) if home != "~" and os.path.isabs(home) else None
+
+
+def _within(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # another drive
+        return False
+
+
+def _foreign_owner(path: str) -> str | None:
+    """Why `path` is not to be trusted: owned by someone other than the current user and
+    root (None: it may be read; always None where the OS has no owners)."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:
+        return None
+    try:
+        owner = os.stat(path).st_uid
+    except OSError:
+        return None
+    user = geteuid()
+    if owner in (user, 0):
+        return None
+    return f"owned by uid {owner}, not by you (uid {user}) or root (as git's safe.directory asks)"
 
 
 def _as_given(path: str) -> str:

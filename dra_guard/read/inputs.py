@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dra_guard.contract.findings import InputError, Unchecked
+from dra_guard.read.files import read_input
 from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_bytes
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Selection
+from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
 #: How long one `helm template` may take.
 HELM_TIMEOUT_SECONDS = 120
@@ -165,9 +167,12 @@ class Inputs:
         stdin: BinaryIO | None = None,
         helm: str | None = None,
         kustomize: Sequence[str] | None = None,
+        max_bytes: int = MAX_FILE_BYTES.default,
     ) -> None:
         self._selection = selection
         self._stdin = stdin
+        #: The most bytes read from one input (`max-file-bytes`).
+        self._max_bytes = max_bytes
         #: The helm executable; None looks it up on PATH, "" means there is none.
         self._helm = helm
         #: The command that renders a kustomization folder (`kubectl kustomize`); None
@@ -278,13 +283,11 @@ class Inputs:
             yield KustomizedDocument(file, index, obj, source, item.text, item.span)
 
     def _read(self, path: str) -> bytes | InputError:
-        try:
-            if path == STDIN:
-                return (self._stdin or sys.stdin.buffer).read()
-            with open(path, "rb") as handle:
-                return handle.read()
-        except OSError as error:
-            return InputError(display_name(path), None, f"cannot read: {error.strerror or error}")
+        stdin = (self._stdin or sys.stdin.buffer) if path == STDIN else None
+        data = read_input(path, self._max_bytes, stdin)
+        if isinstance(data, str):
+            return InputError(STDIN_NAME if path == STDIN else display_name(path), None, data)
+        return data
 
     def _found(self, path: str, data: bytes) -> Iterator[Any]:
         """A file a walk found: its items once one of its objects has apiVersion or kind.
@@ -367,10 +370,8 @@ def _spelled(folder: str, real_folder: str, path: str) -> str:
 
 
 def _documents_of(path: str) -> list[Document]:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = read_input(path, MAX_FILE_BYTES.default)
+    if isinstance(data, str):
         return []
     return [item for item in iter_bytes(data, path) if isinstance(item, Document)]
 

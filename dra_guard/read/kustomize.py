@@ -23,6 +23,7 @@ from typing import Any
 from dra_guard.model.embedded import Unreadable, read_embedded_documents
 from dra_guard.model.kustomize import MAX_PATCH_FILE_BYTES, PatchFile, patch_file_names
 from dra_guard.model.manifest import items, mapping
+from dra_guard.read.files import Refused, TooLarge, read_regular
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES
 
 
@@ -36,12 +37,13 @@ def _read_patch_file(file: str) -> PatchFile:
     if not os.path.isfile(file):
         return PatchFile(file, Unreadable("it is not there"))
     try:
-        with open(file, "rb") as handle:
-            data = handle.read(MAX_PATCH_FILE_BYTES + 1)
+        data = read_regular(file, MAX_PATCH_FILE_BYTES)
     except OSError as error:
         return PatchFile(file, Unreadable(f"cannot read {file}: {error.strerror or error}"))
-    if len(data) > MAX_PATCH_FILE_BYTES:
+    except TooLarge:
         return PatchFile(file, Unreadable(f"{file} is larger than {MAX_PATCH_FILE_BYTES} bytes"))
+    except Refused as refused:  # swapped for a FIFO or a device since it was looked at
+        return PatchFile(file, Unreadable(f"cannot read {file}: {refused.reason}"))
     try:
         return PatchFile(file, data.decode("utf-8-sig"))
     except UnicodeDecodeError:
@@ -99,9 +101,8 @@ def tree(folder: str) -> Tree:
     if file is None:
         return Tree(None, "")
     try:
-        with open(file, "rb") as handle:
-            documents = read_embedded_documents(handle.read(MAX_PATCH_FILE_BYTES).decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, Unreadable):
+        documents = read_embedded_documents(read_regular(file, MAX_PATCH_FILE_BYTES).decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, Unreadable, Refused):
         return Tree(file, "")  # the file's own reading reports why
     obj = mapping(documents[0]) if len(documents) == 1 else {}
     kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "Kustomization"

@@ -22,8 +22,10 @@ from typing import Any, BinaryIO
 from dra_guard.contract.findings import InputError
 from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, source_line
 from dra_guard.model.kustomize import PatchFiles, is_kustomization
+from dra_guard.read.files import read_input
 from dra_guard.read.kustomize import read_patch_files
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Ignores, select
+from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
 STDIN_NAME = "<stdin>"
 KUSTOMIZATION_API_VERSION = "kustomize.config.k8s.io/v1beta1"
@@ -115,9 +117,11 @@ class Source:
     constructed objects, not to libyaml's nodes.
     """
 
-    def __init__(self, paths: Iterable[str], stdin: BinaryIO | None = None) -> None:
+    def __init__(self, paths: Iterable[str], stdin: BinaryIO | None = None, max_bytes: int | None = None) -> None:
         self._paths = list(paths)
         self._stdin = stdin
+        #: The most bytes read from one input (`max-file-bytes`).
+        self._max_bytes = MAX_FILE_BYTES.default if max_bytes is None else max_bytes
         #: Files opened so far (all of them once the stream is exhausted).
         self.files = 0
 
@@ -127,14 +131,9 @@ class Source:
         for path in files:
             self.files += 1
             name = STDIN_NAME if path == STDIN else display_name(path)
-            try:
-                if path == STDIN:
-                    data = (self._stdin or sys.stdin.buffer).read()
-                else:
-                    with open(path, "rb") as handle:
-                        data = handle.read()
-            except OSError as error:
-                yield InputError(name, None, f"cannot read: {error.strerror or error}")
+            data = read_input(path, self._max_bytes, (self._stdin or sys.stdin.buffer) if path == STDIN else None)
+            if isinstance(data, str):
+                yield InputError(name, None, data)
                 continue
             yield from iter_bytes(data, name)
 

@@ -19,8 +19,10 @@ each file, and `.git/info/exclude`.
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -248,18 +250,25 @@ def select(
     for raw in paths:
         if raw == STDIN:
             add(STDIN, False)
-        elif os.path.isdir(raw):
+            continue
+        try:
+            mode: int | None = os.stat(raw).st_mode
+            problem: OSError | None = None
+        except (OSError, ValueError) as error:  # ValueError: a NUL in the path
+            mode, problem = None, error if isinstance(error, OSError) else OSError(errno.EINVAL, str(error))
+        if mode is not None and stat.S_ISDIR(mode):
             chart = chart_of(raw)
             if chart is not None:
                 add_chart(chart)
                 continue
             named_ignored = ignores.excluded(raw, is_dir=True)
-            for path, is_chart in _walk(raw, Ignores(gitignore=False) if named_ignored else ignores):
+            walked = Ignores(gitignore=False) if named_ignored else ignores
+            for path, is_chart in _walk(raw, walked, selection.errors):
                 if is_chart:
                     add_chart(path)
                 else:
                     add(path, True)
-        elif os.path.exists(raw):
+        elif mode is not None:  # a file, or a FIFO, socket or device: reading refuses those
             if not named_like_found:
                 add(raw, False)
             elif (chart := chart_of(raw)) is not None:
@@ -267,7 +276,7 @@ def select(
             elif not ignores.matches_exclude(raw):
                 add(raw, True)
         elif glob.has_magic(raw):
-            matches = sorted(match for match in glob.glob(raw, recursive=True) if os.path.isfile(match))
+            matches = sorted(match for match in glob.glob(raw, recursive=True) if not os.path.isdir(match))
             if not matches:
                 selection.errors.append(InputError(raw, None, "no file matches this pattern"))
             for match in matches:
@@ -276,17 +285,29 @@ def select(
                     add_chart(chart)
                 else:
                     add(match, True)
-        else:
+        elif problem is None or problem.errno in (errno.ENOENT, errno.ENOTDIR):
             selection.errors.append(InputError(raw, None, "no such file or directory"))
+        else:  # a path too long, a folder on the way that cannot be entered, a loop of links
+            selection.errors.append(InputError(raw, None, f"cannot read: {problem.strerror or problem}"))
     selection.charts = list(charts.values())
     return selection
 
 
-def _walk(directory: str, ignores: Ignores) -> Iterable[tuple[str, bool]]:
-    """(path, is a chart folder) below `directory`, sorted; charts are not entered."""
+def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> Iterable[tuple[str, bool]]:
+    """(path, is a chart folder) below `directory`, sorted; charts are not entered.
+
+    A folder that cannot be listed (no permission, a path longer than the system allows)
+    is an input error in `errors`, never a silent hole in the walk; so is a wanted name
+    that is no regular file (a FIFO, a socket, a device), as reading it refuses it.
+    """
     found: list[tuple[str, bool]] = []
+
+    def unreadable(error: OSError) -> None:
+        path = error.filename if isinstance(error.filename, str) else directory
+        errors.append(InputError(path, None, f"cannot read: {error.strerror or error}"))
+
     # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
-    for root, folders, names in os.walk(directory):
+    for root, folders, names in os.walk(directory, onerror=unreadable):
         kept = []
         for folder in folders:
             path = os.path.join(root, folder)
@@ -300,6 +321,7 @@ def _walk(directory: str, ignores: Ignores) -> Iterable[tuple[str, bool]]:
         for name in names:
             path = os.path.join(root, name)
             wanted = name.lower().endswith(MANIFEST_SUFFIXES) or name in KUSTOMIZATION_FILE_NAMES
-            if wanted and os.path.isfile(path) and not ignores.excluded(path):
+            # Everything but a folder: what is no regular file is refused when it is read.
+            if wanted and not os.path.isdir(path) and not ignores.excluded(path):
                 found.append((path, False))
     return sorted(found)

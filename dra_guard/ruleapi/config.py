@@ -40,6 +40,7 @@ from dra_guard.ruleapi.options import (
     Option,
     OptionType,
     ParseContext,
+    PositiveInteger,
     ReadManifests,
     StringMap,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "CONFIG_FILE_NAMES",
     "CORE_OPTIONS",
     "EXCLUDE",
+    "MAX_FILE_BYTES",
     "Config",
     "ConfigError",
     "OptionCatalog",
@@ -211,6 +213,15 @@ EXCLUDE: Option[tuple[str, ...]] = Option(
     default_doc="nothing",
     selects_files=True,
 )
+MAX_FILE_BYTES: Option[int] = Option(
+    key="max-file-bytes",
+    type=PositiveInteger("positive integer (bytes)"),
+    default=64 * 1024 * 1024,
+    doc="The most bytes `dra-guard check` and `dra-guard migrate` read from one input file (or from standard "
+    "input): a larger one is an input error naming its size, not read.",
+    default_doc="64 MiB (67108864)",
+    selects_files=True,
+)
 EXTENDED_RESOURCE_CLASSES: Option[Mapping[str, str]] = Option(
     key="extended-resource-classes",
     type=StringMap("mapping of extended resource name to device class name"),
@@ -250,6 +261,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     KUBERNETES_VERSION,
     CONSUMABLE_CAPACITY,
     EXCLUDE,
+    MAX_FILE_BYTES,
     EXTENDED_RESOURCE_CLASSES,
     ADMISSION_CLAIM_WRITERS,
 )

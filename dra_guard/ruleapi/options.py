@@ -259,6 +259,21 @@ class OptionalFlag(OptionType[bool | None]):
         return {"type": "boolean"}
 
 
+class PositiveInteger(OptionType[int]):
+    """A whole number of at least 1 (a YAML or TOML integer, not a boolean, not a string)."""
+
+    def __init__(self, description: str = "positive integer") -> None:
+        self.description = description
+
+    def parse(self, key: str, value: object, context: ParseContext) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{key}: must be a positive integer, got {value!r}")
+        return value
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "integer", "minimum": 1}
+
+
 STRING_SET = StringSet()
 STRING_LIST = StringList()
 RULE_IDS = RuleIdSet()

@@ -1,0 +1,268 @@
+"""`dra-guard check` never skips input silently, never hangs on it and never reads it without bound.
+
+Each test runs the CLI in this process (`main(argv, stdout, stderr)`) in a fresh folder
+with a file that has a known finding next to the bad input: the bad input is an input
+error naming its path (exit 2), and the good file is still checked and reported.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import signal
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dra_guard.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
+from dra_guard.read import walk
+from dra_guard.read.config_file import find_config_file
+
+LEGACY_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: legacy, namespace: ns}
+spec:
+  containers:
+  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}
+"""
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder outside any git repository and outside HOME, with one file with a finding."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "legacy.yaml").write_text(LEGACY_POD)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    if walk.repository_root(str(root)) is not None:
+        pytest.skip("the temporary folder is inside a git repository")
+    return root
+
+
+class Blocked(Exception):
+    """A check that blocked (not an OSError: dra-guard would report that as unreadable input)."""
+
+
+@pytest.fixture(autouse=True)
+def no_hang() -> Iterator[None]:
+    """Fails a test that blocks (on a FIFO) instead of hanging the run."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise Blocked("dra-guard check blocked")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(10)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check(*arguments: str, stdout: Any = None) -> tuple[int, str, str]:
+    out = io.StringIO() if stdout is None else stdout
+    err = io.StringIO()
+    code = main(["check", *arguments], out, err)
+    return code, out.getvalue() if stdout is None else "", err.getvalue()
+
+
+def report(*arguments: str) -> tuple[int, dict[str, Any], str]:
+    """A check with a JSON report written to report.json: exit status, report, stderr."""
+    code, _, stderr = check("--format", "json", "-o", "report.json", *arguments)
+    return code, json.loads(Path("report.json").read_text(encoding="utf-8")), stderr
+
+
+def errors_of(document: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(error["file"], error["message"]) for error in document["errors"]]
+
+
+def rules_of(document: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(finding["file"], finding["rule"]) for finding in document["findings"]]
+
+
+def test_an_unreadable_folder_is_an_input_error(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = project / "locked"
+    locked.mkdir()
+    (locked / "hidden.yaml").write_text(LEGACY_POD)
+    if os.geteuid() == 0:  # root reads every folder: make this one refuse as it would refuse a user
+        scandir = os.scandir
+
+        def refusing(path: Any = ".") -> Any:
+            if os.path.abspath(os.fspath(path)) == str(locked):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))
+            return scandir(path)
+
+        monkeypatch.setattr(os, "scandir", refusing)
+    else:
+        locked.chmod(0)  # undone below, so that the folder can be removed
+    try:
+        code, document, _ = report(".")
+        assert code == EXIT_ERROR
+        assert errors_of(document) == [("./locked", "cannot read: Permission denied")]
+        assert rules_of(document) == [("./legacy.yaml", "DRA001")]  # the rest is still checked
+        code, document, _ = report("locked", "legacy.yaml")  # named on the command line
+        assert code == EXIT_ERROR and errors_of(document) == [("locked", "cannot read: Permission denied")]
+        assert rules_of(document) == [("legacy.yaml", "DRA001")]
+    finally:
+        locked.chmod(0o755)
+
+
+def test_an_over_long_path_is_an_input_error(project: Path) -> None:
+    named = "x" * 300 + ".yaml"  # longer than a file name may be
+    code, text, _ = check(named, "legacy.yaml")
+    assert code == EXIT_ERROR
+    assert f"{named}: error: cannot read: {os.strerror(errno.ENAMETOOLONG)}" in text and "DRA001" in text
+    # A tree deeper than a path may be long (PATH_MAX): the walk says where it had to stop.
+    descriptor = os.open(project, os.O_RDONLY)
+    try:
+        for _ in range(24):
+            os.mkdir("d" * 200, dir_fd=descriptor)
+            deeper = os.open("d" * 200, os.O_RDONLY, dir_fd=descriptor)
+            os.close(descriptor)
+            descriptor = deeper
+    finally:
+        os.close(descriptor)
+    code, document, _ = report(".")
+    assert code == EXIT_ERROR and rules_of(document) == [("./legacy.yaml", "DRA001")]
+    ((file, message),) = errors_of(document)
+    assert file.startswith("./" + "d" * 200) and len(file) > 4000
+    assert message == f"cannot read: {os.strerror(errno.ENAMETOOLONG)}"
+
+
+@needs_fifo
+def test_a_fifo_is_refused_never_read(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    os.mkfifo("pipe.yaml")  # nobody writes to it: opening it to read would block
+    refused = "not a regular file (a FIFO): not read"
+    code, document, _ = report(".")
+    assert code == EXIT_ERROR and errors_of(document) == [("./pipe.yaml", refused)]
+    assert rules_of(document) == [("./legacy.yaml", "DRA001")]
+    code, document, _ = report("pipe.yaml", "legacy.yaml")
+    assert code == EXIT_ERROR and errors_of(document) == [("pipe.yaml", refused)]
+    # A file a walk found, swapped for a FIFO before it is read.
+    os.unlink("pipe.yaml")
+    Path("swapped.yaml").write_text(LEGACY_POD)
+    select = walk.select
+
+    def swapping(*arguments: Any, **keywords: Any) -> walk.Selection:
+        selection = select(*arguments, **keywords)
+        os.unlink("swapped.yaml")
+        os.mkfifo("swapped.yaml")
+        return selection
+
+    monkeypatch.setattr(walk, "select", swapping)
+    code, document, _ = report(".")
+    assert code == EXIT_ERROR and errors_of(document) == [("./swapped.yaml", refused)]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_a_device_is_refused_never_read(project: Path) -> None:
+    code, document, _ = report("/dev/zero", "legacy.yaml")
+    assert code == EXIT_ERROR
+    assert errors_of(document) == [("/dev/zero", "not a regular file (a character device): not read")]
+    assert rules_of(document) == [("legacy.yaml", "DRA001")]
+
+
+def test_an_input_over_max_file_bytes_is_refused(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / ".dra-guard.yaml").write_text("max-file-bytes: 1000\n")
+    (project / "big.yaml").write_text(LEGACY_POD + "#" * 1000 + "\n")
+    size = (project / "big.yaml").stat().st_size
+    code, document, _ = report("big.yaml", "legacy.yaml")
+    assert code == EXIT_ERROR and rules_of(document) == [("legacy.yaml", "DRA001")]
+    ((file, message),) = errors_of(document)
+    assert file == "big.yaml"
+    assert message.startswith(f"{size} bytes, larger than max-file-bytes (1000 bytes): not read")
+    # Standard input gets the same cap.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"#" * 5000)))
+    code, document, _ = report("-")
+    assert code == EXIT_ERROR
+    assert errors_of(document)[0][0] == "<stdin>" and "more than 1000 bytes" in errors_of(document)[0][1]
+    # Under the cap, a file is read.
+    (project / ".dra-guard.yaml").write_text(f"max-file-bytes: {size}\n")
+    assert report("big.yaml")[0] == EXIT_FINDINGS
+    for bad in ("0", "true", "'1000'"):
+        (project / ".dra-guard.yaml").write_text(f"max-file-bytes: {bad}\n")
+        code, _, stderr = check("legacy.yaml")
+        assert code == EXIT_ERROR and "max-file-bytes: must be a positive integer" in stderr
+
+
+def test_discovery_outside_a_repository_stops_at_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outer = tmp_path / "outer"
+    home = outer / "home"
+    project = home / "work" / "project"
+    project.mkdir(parents=True)
+    (project / "legacy.yaml").write_text(LEGACY_POD)
+    if walk.repository_root(str(project)) is not None:
+        pytest.skip("the temporary folder is inside a git repository")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(project)
+    (outer / ".dra-guard.yaml").write_text("disable: [DRA001]\n")  # above HOME: never read
+    assert find_config_file(project) is None
+    code, _, stderr = check(".")
+    assert code == EXIT_FINDINGS and stderr == ""
+    (home / ".dra-guard.yaml").write_text("disable: [DRA001]\n")  # HOME itself is looked at
+    assert find_config_file(project) == str(home / ".dra-guard.yaml")
+    code, _, stderr = check(".")
+    assert code == EXIT_CLEAN
+    assert stderr == f"dra-guard: configuration: {home / '.dra-guard.yaml'}\n"  # found above what is checked
+    # A folder outside HOME is looked at alone: nothing above it.
+    elsewhere = tmp_path / "elsewhere" / "sub"
+    elsewhere.mkdir(parents=True)
+    (elsewhere.parent / ".dra-guard.yaml").write_text("disable: [DRA001]\n")
+    assert find_config_file(elsewhere) is None
+    (elsewhere / ".dra-guard.yaml").write_text("disable: [DRA001]\n")
+    assert find_config_file(elsewhere) == str(elsewhere / ".dra-guard.yaml")
+    # Inside a git repository discovery stops at its root, wherever HOME is.
+    repository = home / "repo"
+    (repository / ".git").mkdir(parents=True)
+    (repository / "k8s").mkdir()
+    assert find_config_file(repository / "k8s") is None
+
+
+def test_a_configuration_someone_else_owns_is_ignored(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = project / ".dra-guard.yaml"
+    config.write_text("disable: [DRA001]\n")
+    assert check("legacy.yaml")[0] == EXIT_CLEAN  # one's own is obeyed
+    if os.geteuid() == 0:
+        os.chown(config, 12345, 12345)
+        owner, user = 12345, 0
+    else:  # the file stays the user's; this process pretends to be someone else
+        owner, user = os.geteuid(), os.geteuid() + 1
+        monkeypatch.setattr(os, "geteuid", lambda: user)
+    assert find_config_file(project) is None
+    code, text, stderr = check("legacy.yaml")
+    assert code == EXIT_FINDINGS and "DRA001" in text
+    assert stderr == (
+        f"dra-guard: ignoring the configuration ./.dra-guard.yaml: owned by uid {owner}, not by you (uid {user}) "
+        "or root (as git's safe.directory asks)\n"
+    )
+    assert stat.S_ISREG(config.stat().st_mode)
+
+
+class _Failing(io.StringIO):
+    def __init__(self, error: OSError) -> None:
+        super().__init__()
+        self.error = error
+
+    def write(self, text: str) -> int:
+        raise self.error
+
+
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EPIPE])
+def test_a_failing_stdout_is_named(project: Path, number: int) -> None:
+    error = (BrokenPipeError if number == errno.EPIPE else OSError)(number, os.strerror(number))
+    for arguments in ([], ["--format", "json"], ["--format", "sarif"]):
+        code, _, stderr = check(*arguments, "legacy.yaml", stdout=_Failing(error))
+        assert code == EXIT_ERROR
+        assert stderr.startswith(f"dra-guard: cannot write the report to stdout: {os.strerror(number)}\n")
