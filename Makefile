@@ -76,6 +76,7 @@ bench: $(BIN)/.installed node_modules/.installed $(BENCH_VENV)/.installed
 	$(BIN)/python -m bench.run --checkov $(BENCH_VENV)/bin/checkov || status=1; \
 	$(BIN)/python -m bench.cdk8s_synth || status=1; \
 	$(BIN)/python -m bench.pulumi_analyze || status=1; \
+	$(BIN)/python -m bench.webhook_load || status=1; \
 	exit $$status
 
 docs: $(BIN)/.installed
