@@ -164,8 +164,18 @@ def test_the_deployment_is_hardened() -> None:
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    # The probes have a port of their own, answered while the review port is at its caps.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes", "scheme": "HTTP"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes", "scheme": "HTTP"}
+    assert {port["name"] for port in container["ports"]} == {"https", "probes"}
+    # The webhook sizes its caps from the container's own memory limit.
+    (env,) = container["env"]
+    assert env["valueFrom"]["resourceFieldRef"] == {
+        "containerName": container["name"],
+        "resource": "limits.memory",
+        "divisor": "1Mi",
+    }
+    assert container["resources"]["limits"]["memory"] == "256Mi"
     assert set(container["resources"]["requests"]) == {"cpu", "memory"}
     assert container["command"] == ["dra-guard"] and container["args"][0] == "webhook"
     assert "--in-cluster" in container["args"] and "--hmac-key-file" not in container["args"]
@@ -407,7 +417,7 @@ KEY = "deploy-test-key-51c2"
 
 
 @pytest.fixture(scope="module")
-def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, dict[str, Any]], int, Path]]:
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, dict[str, Any]], int, int, Path]]:
     """The webhook started with the Deployment's own command line, the volumes it mounts
     laid out as the kubelet would, from the Secrets and the ConfigMap the spec names."""
     directory = tmp_path_factory.mktemp("deployed")
@@ -434,8 +444,9 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
         arguments = [argument.replace(mount["mountPath"], str(local)) for argument in arguments]
     # Outside a pod there is no service-account token: --in-cluster is tested on its own above.
     arguments.remove("--in-cluster")
-    port = _free_port()
+    port, probe_port = _free_port(), _free_port()
     arguments[arguments.index("--port") + 1] = str(port)
+    arguments[arguments.index("--probe-port") + 1] = str(probe_port)
     log = directory / "webhook.log"
     with log.open("w") as stderr:
         process = subprocess.Popen(
@@ -449,7 +460,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"webhook did not start: {log.read_text()}")
             time.sleep(0.1)
-        yield kinds, port, log
+        yield kinds, port, probe_port, log
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -464,15 +475,20 @@ def _accepts(port: int) -> bool:
 
 
 @pytest.mark.e2e
-def test_the_probes_answer_as_the_kubelet_asks(deployed: tuple[dict[str, dict[str, Any]], int, Path]) -> None:
-    kinds, port, _ = deployed
+def test_the_probes_answer_as_the_kubelet_asks(deployed: tuple[dict[str, dict[str, Any]], int, int, Path]) -> None:
+    kinds, port, probe_port, _ = deployed
     (container,) = kinds["Deployment"]["spec"]["template"]["spec"]["containers"]
-    unverified = ssl._create_unverified_context()  # the kubelet does not verify probe certificates
+    ports = {named["name"]: named["containerPort"] for named in container["ports"]}
+    local = {ports["https"]: port, ports["probes"]: probe_port}
     for probe in (container["readinessProbe"], container["livenessProbe"]):
-        assert probe["httpGet"]["scheme"] == "HTTPS"
-        connection = http.client.HTTPSConnection("127.0.0.1", port, context=unverified, timeout=5)
+        assert probe["httpGet"]["scheme"] == "HTTP"
+        connection = http.client.HTTPConnection("127.0.0.1", local[ports[probe["httpGet"]["port"]]], timeout=5)
         connection.request("GET", probe["httpGet"]["path"])
         assert connection.getresponse().status == 200
+    # The review port answers them too, over HTTPS (the kubelet does not verify probe certificates).
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context(), timeout=5)
+    connection.request("GET", "/readyz")
+    assert connection.getresponse().status == 200
 
 
 def review(kinds: dict[str, dict[str, Any]], port: int, obj: dict[str, Any]) -> dict[str, Any]:
@@ -509,9 +525,9 @@ def review(kinds: dict[str, dict[str, Any]], port: int, obj: dict[str, Any]) -> 
 
 @pytest.mark.e2e
 def test_the_api_server_reaches_the_webhook_with_the_configurations_ca_and_path(
-    deployed: tuple[dict[str, dict[str, Any]], int, Path],
+    deployed: tuple[dict[str, dict[str, Any]], int, int, Path],
 ) -> None:
-    kinds, port, log = deployed
+    kinds, port, _, log = deployed
     assert review(kinds, port, tagged(KEY))["allowed"] is True
     forged = review(kinds, port, tagged("somebody-elses-key"))  # the HMAC key Secret is mounted and used
     assert forged["allowed"] is False and forged["status"]["message"].startswith("DRA012: ")

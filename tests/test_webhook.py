@@ -143,6 +143,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         str(directory / "hmac.key"),
         "--max-body",
         str(MAX_BODY),
+        "--probe-port",
+        str(_free_port()),
     ]
     with log.open("w") as stderr:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)

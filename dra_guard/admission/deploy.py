@@ -33,7 +33,8 @@ from dra_guard.admission.policy import (
     admission_objects,
     webhook_configuration,
 )
-from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+from dra_guard.admission.serving import MEMORY_LIMIT_MIB, PROBE_PORT
+from dra_guard.contract.catalog import KUBERNETES_RELEASES, KUBERNETES_VERSIONS
 from dra_guard.contract.validators import (
     DNS1035_LABEL,
     describe,
@@ -47,7 +48,7 @@ from dra_guard.contract.validators import (
 )
 from dra_guard.read.config_file import parse_config
 from dra_guard.ruleapi.admission_form import AdmissionTarget
-from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, KUBERNETES_VERSION, Config
 from dra_guard.ruleapi.options import EnvSecret
 from dra_guard.rules import RULES, Registry
 
@@ -55,6 +56,11 @@ from dra_guard.rules import RULES, Registry
 
 #: The webhook's port in the pod, and the Service's port the API server calls.
 CONTAINER_PORT = 8443
+#: Where the kubelet probes /healthz and /readyz (plain HTTP, answered when reviews are at their cap).
+PROBE_CONTAINER_PORT = PROBE_PORT
+#: The container's memory limit reaches the webhook through the Downward API (in MiB),
+#: and sizes its connection and review caps (dra_guard.admission.serving).
+MEMORY_LIMIT_ENV = "DRA_GUARD_MEMORY_LIMIT_MIB"
 SERVICE_PORT = 443
 VALIDATE_PATH = "/validate"
 TLS_MOUNT = "/etc/dra-guard/tls"
@@ -312,6 +318,16 @@ class AdmissionGuardSpec:
                 f"webhook: must be a WebhookDeployment or a mapping of its settings, got {describe(self.webhook)}"
             )
         deployment = self.webhook_deployment
+        version = parse_kubernetes_version(self.kubernetes_version) or config.get(KUBERNETES_VERSION)
+        release = KUBERNETES_RELEASES[version]
+        if deployment is not None and not release.claim_api_versions_served_by_default:
+            # The webhook would read templates in a version the API server does not serve.
+            raise ValueError(
+                f"webhook: a Kubernetes {release.version} cluster serves no resource.k8s.io version of "
+                "ResourceClaimTemplates by default, so the in-cluster webhook could not read claim templates; "
+                f"run `dra-guard webhook --kubernetes-version {release.version} --runtime-config ...` with your API "
+                "server's --runtime-config yourself, or target 1.34 or later"
+            )
         if deployment is not None and deployment.hmac_key_secret is None and config.values.get(HMAC_KEY_OPTION):
             # The policies would demand HMAC tags that nobody verifies: a forged one would pass.
             raise ValueError(
@@ -384,7 +400,13 @@ def admission_guard_objects(spec: AdmissionGuardSpec, registry: Registry = RULES
     objects = admission_objects(registry, spec.target(registry), enforcement=spec.enforcement, prefix=spec.name_prefix)
     deployment = spec.webhook_deployment
     if deployment is not None:
-        objects += webhook_objects(deployment, spec.parsed_config, registry, prefix=spec.name_prefix)
+        objects += webhook_objects(
+            deployment,
+            spec.parsed_config,
+            registry,
+            prefix=spec.name_prefix,
+            kubernetes_version=parse_kubernetes_version(spec.kubernetes_version),
+        )
     return objects
 
 
@@ -404,10 +426,17 @@ def webhook_config_text(config: Config, registry: Registry = RULES) -> str:
 
 
 def webhook_objects(
-    deployment: WebhookDeployment, config: Config, registry: Registry = RULES, *, prefix: str = "dra-guard"
+    deployment: WebhookDeployment,
+    config: Config,
+    registry: Registry = RULES,
+    *,
+    prefix: str = "dra-guard",
+    kubernetes_version: str | None = None,
 ) -> list[dict[str, Any]]:
     """ServiceAccount, its read access to claim templates, the configuration, the Service,
-    the Deployment, its PodDisruptionBudget and the ValidatingWebhookConfiguration."""
+    the Deployment, its PodDisruptionBudget and the ValidatingWebhookConfiguration.
+    `kubernetes_version` (else the configuration's) is the release the webhook checks for
+    and reads claim templates from."""
     name, namespace = f"{prefix}-webhook", deployment.namespace
     selector = {"app.kubernetes.io/name": name}
     labels = {**selector, "app.kubernetes.io/component": "admission-webhook", **MANAGED_BY}
@@ -462,7 +491,7 @@ def webhook_objects(
                     "labels": dict(labels),
                     "annotations": {CONFIG_DIGEST_ANNOTATION: hashlib.sha256(config_text.encode()).hexdigest()},
                 },
-                "spec": _pod_spec(deployment, name, selector),
+                "spec": _pod_spec(deployment, name, selector, kubernetes_version),
             },
         },
     }
@@ -501,7 +530,9 @@ def webhook_objects(
     ]
 
 
-def _pod_spec(deployment: WebhookDeployment, name: str, selector: Mapping[str, str]) -> dict[str, Any]:
+def _pod_spec(
+    deployment: WebhookDeployment, name: str, selector: Mapping[str, str], kubernetes_version: str | None
+) -> dict[str, Any]:
     arguments = [
         "webhook",
         "--tls-cert",
@@ -510,10 +541,14 @@ def _pod_spec(deployment: WebhookDeployment, name: str, selector: Mapping[str, s
         f"{TLS_MOUNT}/tls.key",
         "--port",
         str(CONTAINER_PORT),
+        "--probe-port",
+        str(PROBE_CONTAINER_PORT),
         "--config",
         f"{CONFIG_MOUNT}/{CONFIG_FILE}",
         "--in-cluster",
     ]
+    if kubernetes_version is not None:
+        arguments += ["--kubernetes-version", kubernetes_version]
     mounts = [
         {"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True},
         {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
@@ -547,9 +582,10 @@ def _pod_spec(deployment: WebhookDeployment, name: str, selector: Mapping[str, s
         )
 
     def probe(path: str, period: int) -> dict[str, Any]:
-        # The kubelet does not verify the certificate of an HTTPS probe.
+        # The probe port: answered even while every review slot and connection of the
+        # review port is taken. /readyz fails while the serving certificate is not valid.
         return {
-            "httpGet": {"path": path, "port": "https", "scheme": "HTTPS"},
+            "httpGet": {"path": path, "port": "probes", "scheme": "HTTP"},
             "periodSeconds": period,
             "timeoutSeconds": 2,
             "failureThreshold": 3,
@@ -560,13 +596,25 @@ def _pod_spec(deployment: WebhookDeployment, name: str, selector: Mapping[str, s
         "image": deployment.image,
         "command": ["dra-guard"],
         "args": arguments,
-        "ports": [{"name": "https", "containerPort": CONTAINER_PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": "https", "containerPort": CONTAINER_PORT, "protocol": "TCP"},
+            {"name": "probes", "containerPort": PROBE_CONTAINER_PORT, "protocol": "TCP"},
+        ],
+        "env": [
+            {
+                "name": MEMORY_LIMIT_ENV,
+                "valueFrom": {
+                    "resourceFieldRef": {"containerName": "webhook", "resource": "limits.memory", "divisor": "1Mi"}
+                },
+            }
+        ],
         "readinessProbe": probe("/readyz", 5),
         "livenessProbe": probe("/healthz", 10),
-        # The webhook holds ~50 MiB after a thousand reviews (measured on loopback); the
-        # limit leaves room for a few reviews at the largest body it accepts (3 MiB) at
-        # once. No CPU limit: throttling would turn into review timeouts.
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+        # The webhook holds ~50 MiB after a thousand reviews (measured on loopback); it
+        # sizes its caps on connections and on reviews in flight (3 MiB bodies) from this
+        # limit (dra_guard.admission.serving: 128 and 5). No CPU limit: throttling would
+        # turn into review timeouts.
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": f"{MEMORY_LIMIT_MIB}Mi"}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,

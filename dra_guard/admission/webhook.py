@@ -11,28 +11,43 @@ Secret mount) and never logged.
 
 It fails closed: a CREATE or UPDATE without an object, a claim template it cannot read
 (anything but a 404 from the API server: a refusal, a server error, a timeout, an answer
-that is not a ResourceClaimTemplate) and a review past its deadline are denied, with a
-message that says why. ResourceClaims that the control plane writes for pods
+that is not a ResourceClaimTemplate), a review past its deadline and a review that raises
+are denied, with a message that says why (an internal error with status code 500, and its
+traceback in the log line). ResourceClaims that the control plane writes for pods
 (`admission-claim-writers`, by `request.userInfo.username`) are admitted unchecked, as the
 policies admit them (dra_guard.admission.policy says who writes them, from upstream source).
+
+It is bounded: at most `max_reviews` reviews are read and checked at once (the others wait
+for a slot within their deadline, then get a 429), the body must arrive within the
+review's deadline, which is the API server's `?timeout=` less a margin, and the claim
+templates looked up are only those the object's pod specs (or pod groups) name in
+`resourceClaims`, at most `max_templates` of them, with one deadline for all and a short
+cache. dra_guard.admission.serving serves it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import re
+import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+import traceback
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dra_guard.admission.policy import covered_rules
+from dra_guard.admission.serving import ServingCertificate
+from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Severity
 from dra_guard.engine.run import check_objects
-from dra_guard.ruleapi.admission_form import AdmissionTarget, decides
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
 from dra_guard.rules import Registry
 
@@ -42,8 +57,23 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 #: The API server sends reviews of up to a few MiB (etcd stores objects up to 1.5 MiB).
 DEFAULT_MAX_BODY = 3 * 1024 * 1024
-#: A review must be answered well within the webhook's timeoutSeconds (5).
+#: A review must be answered well within the webhook's timeoutSeconds (5); the API
+#: server's `?timeout=` replaces this.
 DEFAULT_DEADLINE_SECONDS = 4.0
+#: The longest deadline: the API server allows timeoutSeconds of 1 to 30.
+MAX_DEADLINE_SECONDS = 30.0
+#: The answer must travel back before the API server's timeout: the deadline is its
+#: `?timeout=` less this (less a quarter of it, for timeouts under 2 s).
+RESPONSE_MARGIN_SECONDS = 0.5
+#: Reviews read and checked at once: `Limits.for_memory()` sizes it for the pod.
+DEFAULT_MAX_REVIEWS = 5
+#: Claim templates looked up for one object (distinct names in its pods' `resourceClaims`).
+#: Not an API limit (the API sets none for a pod's claims): a bound on the lookups one
+#: review may cost, above what a workload needs (the builders' pods name one or two).
+MAX_TEMPLATE_LOOKUPS = 8
+#: How long a looked-up template (or its absence) is reused; a template's spec is immutable.
+TEMPLATE_CACHE_SECONDS = 5.0
+TEMPLATE_CACHE_SIZE = 1024
 REVIEW_API = "admission.k8s.io/v1"
 #: The operations whose AdmissionRequest has no `object`.
 OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
@@ -116,7 +146,8 @@ class KubernetesTemplates:
         configuration.retries = False
         return cls(ApiClient(configuration), api_version=api_version, timeout=timeout)
 
-    def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+    def get(self, namespace: str, name: str, *, timeout: float | None = None) -> Mapping[str, Any] | None:
+        """The template, None on a 404; `timeout` (at most `self.timeout`) for connecting and for reading."""
         from kubernetes.client import CustomObjectsApi
         from kubernetes.client.exceptions import ApiException
 
@@ -131,7 +162,7 @@ class KubernetesTemplates:
                 "resourceclaimtemplates",
                 name,
                 _preload_content=False,
-                _request_timeout=self.timeout,
+                _request_timeout=self.timeout if timeout is None else max(0.01, min(timeout, self.timeout)),
             )
             try:
                 body = response.data
@@ -159,6 +190,32 @@ class KubernetesTemplates:
         return found
 
 
+class _TemplateCache:
+    """Lookups of the last `ttl` seconds, found or not (never failures), at most `size` of them."""
+
+    def __init__(self, ttl: float, size: int) -> None:
+        self.ttl, self.size = ttl, size
+        self._entries: OrderedDict[tuple[str, str], tuple[float, Mapping[str, Any] | None]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> tuple[bool, Mapping[str, Any] | None]:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] <= time.monotonic():
+                self._entries.pop(key, None)
+                return False, None
+            return True, entry[1]
+
+    def put(self, key: tuple[str, str], value: Mapping[str, Any] | None) -> None:
+        if self.ttl <= 0:
+            return
+        with self._lock:
+            self._entries[key] = (time.monotonic() + self.ttl, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+
 @dataclass
 class Webhook:
     """The ASGI application."""
@@ -171,14 +228,27 @@ class Webhook:
     #: without the ValidatingAdmissionPolicies).
     all_rules: bool = False
     max_body: int = DEFAULT_MAX_BODY
+    #: Seconds for a review without the API server's `?timeout=`.
     deadline: float = DEFAULT_DEADLINE_SECONDS
     ready: bool = True
+    #: Reviews read and checked at once; the others wait for a slot within their deadline.
+    max_reviews: int = DEFAULT_MAX_REVIEWS
+    max_templates: int = MAX_TEMPLATE_LOOKUPS
+    cache_seconds: float = TEMPLATE_CACHE_SECONDS
+    #: The serving certificate: /readyz fails while it is not valid.
+    certificate: ServingCertificate | None = None
 
     def __post_init__(self) -> None:
         target = AdmissionTarget(self.config)
         self._admissions = {covered.rule.id: covered.admission for covered in covered_rules(self.registry, target)}
         writers: tuple[str, ...] = self.config.get(ADMISSION_CLAIM_WRITERS)
         self._claim_writers = frozenset(writers)
+        self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
+        self._executor: ThreadPoolExecutor | None = None
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._lock = threading.Lock()
+
+    # --- HTTP --------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -186,11 +256,53 @@ class Webhook:
             return
         if scope["type"] != "http":  # pragma: no cover - uvicorn sends only http and lifespan
             return
-        path, method = scope.get("path", ""), scope.get("method", "")
-        if path in ("/healthz", "/readyz") and method == "GET":
-            healthy = path == "/healthz" or self.ready
-            await _respond(send, 200 if healthy else 503, {"status": "ok" if healthy else "not ready"})
+        exchange = _Exchange(send)
+        try:
+            await self._http(scope, receive, exchange)
+        except Exception as error:
+            # Whatever went wrong, the API server gets JSON: a denial once the uid is known.
+            _log(
+                event="internal error",
+                uid=exchange.uid,
+                path=scope.get("path", ""),
+                error=f"{type(error).__name__}: {error}",
+                traceback="".join(traceback.format_exception(type(error), error, error.__traceback__)),
+            )
+            if exchange.started:
+                return
+            if exchange.uid is not None:
+                await _respond(exchange, 200, _review_answer(_internal_error(exchange.uid, error)))
+            else:
+                await _respond(exchange, 500, {"error": f"dra-guard webhook: internal error ({type(error).__name__})"})
+
+    async def probes(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The probe port's application: /healthz and /readyz only."""
+        if scope["type"] != "http":  # pragma: no cover - the probe port runs without lifespan
             return
+        if not await self._probe(scope, send):
+            await _respond(send, 404, {"error": "not found"})
+
+    async def _probe(self, scope: Scope, send: Send) -> bool:
+        path, method = scope.get("path", ""), scope.get("method", "")
+        if path not in ("/healthz", "/readyz") or method != "GET":
+            return False
+        problem = None if path == "/healthz" else self.readiness_problem()
+        if problem is None:
+            await _respond(send, 200, {"status": "ok"})
+        else:
+            await _respond(send, 503, {"status": "not ready", "reason": problem})
+        return True
+
+    def readiness_problem(self) -> str | None:
+        """Why /readyz fails, or None."""
+        if not self.ready:
+            return "not ready"
+        return None if self.certificate is None else self.certificate.problem()
+
+    async def _http(self, scope: Scope, receive: Receive, send: _Exchange) -> None:
+        if await self._probe(scope, send):
+            return
+        path, method = scope.get("path", ""), scope.get("method", "")
         if path != "/validate":
             await _respond(send, 404, {"error": "not found"})
             return
@@ -198,37 +310,103 @@ class Webhook:
             await _respond(send, 405, {"error": "use POST"})
             return
         started = time.monotonic()
-        body = await _read_body(receive, self.max_body)
-        if body is None:
-            _log(event="refused", reason="body too large", limit=self.max_body)
+        seconds, timeout_problem = review_deadline(_query(scope).get("timeout"), self.deadline)
+        deadline = started + seconds
+        length = _content_length(scope)
+        if length is not None and length > self.max_body:
+            _log(event="refused", reason="body too large", limit=self.max_body, length=length)
             await _respond(send, 413, {"error": f"request body larger than {self.max_body} bytes"})
             return
-        review, problem = _parse_review(body)
-        if review is None:
-            _log(event="refused", reason=problem)
-            await _respond(send, 400, {"error": problem})
-            return
-        request = review["request"]
+        slots = self._semaphore()
         try:
-            response = await asyncio.wait_for(asyncio.to_thread(self.review, request), timeout=self.deadline)
-        except TimeoutError:
-            response = _denial(
-                request["uid"], "dra-guard webhook: the review took too long; denied (failurePolicy Fail)"
+            await asyncio.wait_for(slots.acquire(), timeout=max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            _log(event="refused", reason="overloaded", limit=self.max_reviews, ms=_ms(started))
+            await _respond(
+                send,
+                429,
+                {"error": f"dra-guard webhook: {self.max_reviews} reviews in flight; none finished in time"},
+                [(b"retry-after", b"1")],
             )
-        _log(
-            event="review",
-            uid=request["uid"],
-            kind=_kind(request),
-            namespace=request.get("namespace", ""),
-            name=request.get("name", ""),
-            allowed=response["allowed"],
-            rules=_rule_ids(response),
-            ms=round((time.monotonic() - started) * 1000, 1),
-        )
-        await _respond(send, 200, {"apiVersion": REVIEW_API, "kind": "AdmissionReview", "response": response})
+            return
+        held = True
+        try:
+            body, problem, status = await _read_body(receive, self.max_body, deadline)
+            if body is None:
+                if status:
+                    _log(event="refused", reason=problem, limit=self.max_body, ms=_ms(started))
+                    await _respond(send, status, {"error": problem}, [(b"connection", b"close")])
+                return
+            review, problem = _parse_review(body)
+            if review is None:
+                _log(event="refused", reason=problem)
+                await _respond(send, 400, {"error": problem})
+                return
+            request = review["request"]
+            send.uid = request["uid"]
+            error: BaseException | None = None
+            loop = asyncio.get_running_loop()
+            # The lookups share the review's deadline, leaving the engine and the answer a moment.
+            lookups_until = deadline - min(RESPONSE_MARGIN_SECONDS, seconds / 4)
+            future = loop.run_in_executor(self._pool(), functools.partial(self.review, request, deadline=lookups_until))
+            # The slot is given back when the review's thread is done, not at the deadline:
+            # a review that overran still holds its memory.
+            future.add_done_callback(functools.partial(_release, slots))
+            held = False
+            try:
+                response = await asyncio.wait_for(asyncio.shield(future), timeout=max(0.0, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                response = _denial(
+                    request["uid"],
+                    f"dra-guard webhook: the review took longer than its deadline ({seconds:g} s); denied "
+                    "(failurePolicy Fail)",
+                )
+            except Exception as raised:
+                error = raised
+                response = _internal_error(request["uid"], raised)
+            fields: dict[str, Any] = {}
+            if error is not None:
+                fields["error"] = f"{type(error).__name__}: {error}"
+                fields["traceback"] = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+            if timeout_problem:
+                fields["timeout_parameter"] = timeout_problem
+            _log(
+                event="review",
+                uid=request["uid"],
+                kind=_kind(request),
+                namespace=request.get("namespace", ""),
+                name=request.get("name", ""),
+                allowed=response["allowed"],
+                code=response.get("status", {}).get("code", 200),
+                rules=_rule_ids(response),
+                deadline_s=round(seconds, 3),
+                ms=_ms(started),
+                **fields,
+            )
+            await _respond(send, 200, _review_answer(response))
+        finally:
+            if held:
+                slots.release()
 
-    def review(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """The AdmissionReview response for one request."""
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots[0] is not loop:
+            self._slots = (loop, asyncio.Semaphore(self.max_reviews))
+        return self._slots[1]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=self.max_reviews, thread_name_prefix="dra-guard-review")
+            return self._executor
+
+    # --- the review --------------------------------------------------------------
+
+    def review(self, request: Mapping[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        """The AdmissionReview response for one request; template lookups end by `deadline`
+        (`time.monotonic()`; default: `self.deadline` from now)."""
+        if deadline is None:
+            deadline = time.monotonic() + self.deadline
         obj = request.get("object")
         uid = request["uid"]
         operation = str(request.get("operation") or "")
@@ -244,7 +422,15 @@ class Webhook:
             return {"uid": uid, "allowed": True}
         namespace = str(request.get("namespace") or "")
         reviewed = _with_namespace(obj, namespace)
-        templates, failures = self._templates_named_by(reviewed, namespace)
+        names = sorted(set(template_names(reviewed)))
+        if len(names) > self.max_templates:
+            return _denial(
+                uid,
+                f"dra-guard webhook: the {obj.get('kind') or 'object'} names {len(names)} ResourceClaimTemplates "
+                f"in its pods' resourceClaims; the webhook reads at most {self.max_templates} for one review, so "
+                "the claim rules cannot be checked; denied",
+            )
+        templates, failures = self._templates_named(names, namespace, deadline)
         if failures:
             # The rules that need these templates cannot be checked: fail closed.
             return _denial(
@@ -293,39 +479,71 @@ class Webhook:
             and user.get("username") in self._claim_writers
         )
 
-    def _templates_named_by(self, obj: Mapping[str, Any], namespace: str) -> tuple[list[Mapping[str, Any]], list[str]]:
-        """The templates `obj` names that exist, and what could not be read."""
-        names = sorted(set(_template_names(obj)))
+    def _templates_named(
+        self, names: Sequence[str], namespace: str, deadline: float
+    ) -> tuple[list[Mapping[str, Any]], list[str]]:
+        """The templates of `names` that exist, and what could not be read by `deadline`."""
         found: list[Mapping[str, Any]] = []
         failures: list[str] = []
         for name in names:
-            try:
-                template = self.templates.get(namespace, name)
-            except TemplateLookupError as error:
-                failures.append(str(error))
-            except Exception as error:  # a TemplateSource that raised something else
-                failures.append(f"ResourceClaimTemplate {namespace}/{name}: {type(error).__name__}: {error}")
-            else:
-                if template is not None:
-                    found.append(template)
+            which = f"ResourceClaimTemplate {namespace}/{name}"
+            hit, template = self._cache.get((namespace, name))
+            if not hit:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    failures.append(f"{which}: no time was left within the review's deadline")
+                    continue
+                try:
+                    template = self._lookup(namespace, name, left)
+                except TemplateLookupError as error:
+                    failures.append(str(error))
+                    continue
+                except Exception as error:  # a TemplateSource that raised something else
+                    failures.append(f"{which}: {type(error).__name__}: {error}")
+                    continue
+                self._cache.put((namespace, name), template)
+            if template is not None:
+                found.append(template)
         for failure in failures:
             _log(event="template lookup failed", error=failure)
         return found, failures
 
+    def _lookup(self, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
+        if isinstance(self.templates, KubernetesTemplates):
+            return self.templates.get(namespace, name, timeout=seconds)
+        return self.templates.get(namespace, name)
 
-def _template_names(obj: Mapping[str, Any]) -> list[str]:
-    found: list[str] = []
-    stack: list[Any] = [obj]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, Mapping):
-            name = current.get("resourceClaimTemplateName")
-            if isinstance(name, str):
-                found.append(name)
-            stack.extend(current.values())
-        elif isinstance(current, list):
-            stack.extend(current)
-    return found
+
+def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
+    """The claim templates `obj` makes claims from: `resourceClaimTemplateName` in the
+    `resourceClaims` of its pod spec (where `POD_SPEC_PATHS` puts it for a built-in kind) or
+    of its pod groups (scheduling.k8s.io PodGroup and Workload), nowhere else in it."""
+    kind = obj.get("kind")
+    api_version = obj.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return
+    group = api_version.rpartition("/")[0]
+    claim_lists: list[Any] = []
+    if kind in POD_SPEC_PATHS and KIND_RESOURCES[kind][0] == group:
+        spec: Any = obj
+        for step in POD_SPEC_PATHS[kind]:
+            spec = spec.get(step) if isinstance(spec, Mapping) else None
+        if isinstance(spec, Mapping):
+            claim_lists.append(spec.get("resourceClaims"))
+    elif kind in POD_GROUP_KINDS and KIND_RESOURCES[kind][0] == group:
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping) and kind == "PodGroup":
+            claim_lists.append(spec.get("resourceClaims"))
+        elif isinstance(spec, Mapping):
+            groups = spec.get("podGroupTemplates")
+            for pod_group in groups if isinstance(groups, list) else ():
+                if isinstance(pod_group, Mapping):
+                    claim_lists.append(pod_group.get("resourceClaims"))
+    for claims in claim_lists:
+        for claim in claims if isinstance(claims, list) else ():
+            name = claim.get("resourceClaimTemplateName") if isinstance(claim, Mapping) else None
+            if isinstance(name, str) and name:
+                yield name
 
 
 def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
@@ -382,29 +600,134 @@ def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
     return review, ""
 
 
-async def _read_body(receive: Receive, limit: int) -> bytes | None:
+async def _read_body(receive: Receive, limit: int, deadline: float) -> tuple[bytes | None, str, int]:
+    """(body, "", 0), or (None, why, the status to answer; 0 when the client went away)."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        try:
+            message = await asyncio.wait_for(receive(), timeout=max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            return None, "the request body did not arrive within the review's deadline", 408
         if message["type"] == "http.disconnect":
-            return b""
+            return None, "the client went away", 0
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return None
+            return None, f"request body larger than {limit} bytes", 413
         chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            return b"".join(chunks), "", 0
 
 
-async def _respond(send: Send, status: int, payload: Mapping[str, Any]) -> None:
+class _Exchange:
+    """`send`, remembering whether the response has started and whose review it answers."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+        self.uid: str | None = None
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
+        self.started = True
+        await self._send(message)
+
+
+def _release(slots: asyncio.Semaphore, future: asyncio.Future[Any]) -> None:
+    slots.release()
+    if not future.cancelled():
+        future.exception()  # retrieved (and answered) by the request, or left after its deadline
+
+
+def _review_answer(response: Mapping[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": REVIEW_API, "kind": "AdmissionReview", "response": dict(response)}
+
+
+def _internal_error(uid: str, error: BaseException) -> dict[str, Any]:
+    return {
+        "uid": uid,
+        "allowed": False,
+        "status": {
+            "code": 500,
+            "reason": "InternalError",
+            "message": f"dra-guard webhook: internal error ({type(error).__name__}) while reviewing; denied "
+            "(fail closed; the webhook's log has the details)",
+        },
+    }
+
+
+_GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(text: str) -> float | None:
+    """Seconds in a Go duration (`5s`, `4.5s`, `1m30s`, `800ms`), as client-go writes the
+    request's `?timeout=`; a bare number is seconds. None when it is neither."""
+    text = text.strip()
+    try:
+        return float(text) if text and text[0].isdigit() and text.replace(".", "", 1).isdigit() else _go(text)
+    except ValueError:
+        return None
+
+
+def _go(text: str) -> float | None:
+    total, position = 0.0, 0
+    for match in _GO_DURATION_PART.finditer(text):
+        if match.start() != position:
+            return None
+        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
+        position = match.end()
+    return total if text and position == len(text) else None
+
+
+def review_deadline(timeout: str | None, default: float) -> tuple[float, str]:
+    """The seconds a review may take: the API server's `?timeout=` (its timeoutSeconds, or
+    what is left of its own request's) less `RESPONSE_MARGIN_SECONDS`, at most
+    `MAX_DEADLINE_SECONDS`; `default` without it. And what was wrong with it, if anything."""
+    if timeout is None:
+        return default, ""
+    seconds = parse_go_duration(timeout)
+    if seconds is None or seconds <= 0:
+        return default, f"{timeout!r} is not a duration; {default:g} s used"
+    seconds = min(seconds, MAX_DEADLINE_SECONDS)
+    return seconds - min(RESPONSE_MARGIN_SECONDS, seconds / 4), ""
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    from urllib.parse import parse_qsl
+
+    raw = scope.get("query_string", b"")
+    text = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
+    return dict(parse_qsl(text, keep_blank_values=True))
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
+
+
+async def _respond(
+    send: Send, status: int, payload: Mapping[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
     body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

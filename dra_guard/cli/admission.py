@@ -217,16 +217,53 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
     return EXIT_CLEAN
 
 
+#: `--tls-min-version` (as in dra_guard.admission.serving, not imported here).
+TLS_MIN_VERSIONS = ("1.2", "1.3", "VersionTLS12", "VersionTLS13")
+#: The environment variable the generated Deployment fills with its memory limit, in MiB.
+MEMORY_LIMIT_ENV = "DRA_GUARD_MEMORY_LIMIT_MIB"
+
+
 def add_webhook_parser(commands: Any) -> None:
+    from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+
     parser = commands.add_parser(
         "webhook",
         help="serve the validating admission webhook (HMAC tags, cross-object rules) over HTTPS",
-        description="Serve AdmissionReview admission.k8s.io/v1 at /validate, with /healthz and /readyz.",
+        description="Serve AdmissionReview admission.k8s.io/v1 at /validate, with /healthz and /readyz "
+        "(also on --probe-port, over HTTP). The certificate is reloaded when its files change.",
     )
-    parser.add_argument("--tls-cert", required=True, metavar="FILE", help="PEM serving certificate")
-    parser.add_argument("--tls-key", required=True, metavar="FILE", help="PEM private key")
+    parser.add_argument("--tls-cert", required=True, metavar="FILE", help="PEM serving certificate (reloaded)")
+    parser.add_argument("--tls-key", required=True, metavar="FILE", help="PEM private key (reloaded)")
+    parser.add_argument(
+        "--tls-min-version",
+        choices=TLS_MIN_VERSIONS,
+        default="1.2",
+        help="oldest TLS version accepted (default 1.2, the Kubernetes default; the API server speaks 1.3)",
+    )
+    parser.add_argument(
+        "--tls-cipher-suites",
+        metavar="NAMES",
+        help="comma-separated TLS 1.2 suites by IANA name, as Kubernetes components take them "
+        "(default: OpenSSL's secure defaults; TLS 1.3's cannot be chosen)",
+    )
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
     parser.add_argument("--port", type=int, default=8443, help="port (default 8443)")
+    parser.add_argument(
+        "--probe-port",
+        type=int,
+        default=8081,
+        metavar="PORT",
+        help="plain-HTTP port for /healthz and /readyz only, answered when the review port is full "
+        "(default 8081; 0: none)",
+    )
+    parser.add_argument(
+        "--memory-limit-mib",
+        type=int,
+        default=None,
+        metavar="MIB",
+        help=f"the container's memory limit, which sizes the connection and review caps (default: ${MEMORY_LIMIT_ENV}, "
+        "else 256, the generated Deployment's)",
+    )
     parser.add_argument("--hmac-key-file", metavar="FILE", help="the isolation-tag HMAC key (a Secret mount)")
     parser.add_argument("--config", metavar="FILE", help="a .dra-guard.yaml (default: none)")
     parser.add_argument("--fail-on", choices=("critical", "high", "medium", "low"), default="medium")
@@ -239,20 +276,98 @@ def add_webhook_parser(commands: Any) -> None:
         action="store_true",
         help="read the namespace's ResourceClaimTemplates with the pod's service account",
     )
+    parser.add_argument(
+        "--kubernetes-version",
+        choices=KUBERNETES_VERSIONS,
+        help="the cluster's release: the rules' target, and which resource.k8s.io version templates are read in "
+        "(default: the configuration's kubernetes-version)",
+    )
+    parser.add_argument(
+        "--runtime-config",
+        action="append",
+        default=[],
+        metavar="ENTRIES",
+        help="your kube-apiserver's --runtime-config (repeatable), e.g. resource.k8s.io/v1beta2=true: the "
+        "templates are read in the newest version the cluster then serves (1.33 serves none by default)",
+    )
+
+
+def template_api_version(kubernetes_version: str, runtime_config: tuple[str, ...] | None) -> str:
+    """The resource.k8s.io version the webhook reads ResourceClaimTemplates in: the newest
+    one a `kubernetes_version` API server with `runtime_config` serves. Raises `ValueError`."""
+    from dra_guard.building.spec import served_claim_api_versions
+    from dra_guard.contract.catalog import KUBERNETES_RELEASES
+
+    try:
+        served = served_claim_api_versions(kubernetes_version, runtime_config)
+    except ValueError as error:
+        raise ValueError(f"--runtime-config: {error}") from None
+    if served:
+        return served[0]
+    release = KUBERNETES_RELEASES[kubernetes_version]
+    gate = (
+        f" (and the DynamicResourceAllocation feature gate, beta and off by default in {kubernetes_version})"
+        if not release.dra_enabled_by_default
+        else ""
+    )
+    how = " by default" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}"
+    raise ValueError(
+        f"--in-cluster: a Kubernetes {kubernetes_version} cluster serves no ResourceClaimTemplate version{how}, so "
+        f"the webhook cannot read claim templates; pass the --runtime-config your API server has, e.g. "
+        f"{release.claim_api_versions[0]}=true{gate}"
+    )
+
+
+def _memory_limit(arguments: argparse.Namespace, environ: Any) -> int:
+    if arguments.memory_limit_mib is not None:
+        return int(arguments.memory_limit_mib)
+    text = environ.get(MEMORY_LIMIT_ENV)
+    if not text:
+        from dra_guard.admission.serving import MEMORY_LIMIT_MIB
+
+        return MEMORY_LIMIT_MIB
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{MEMORY_LIMIT_ENV}: {text!r} is not a number of MiB") from None
 
 
 def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import logging
     import os
+    import signal
+    import socket
+    import threading
 
+    from dra_guard.admission.serving import (
+        CertificateError,
+        Limits,
+        ServingCertificate,
+        WebhookServer,
+        listening_socket,
+        server_context,
+    )
     from dra_guard.admission.webhook import DEFAULT_MAX_BODY, KubernetesTemplates, NoTemplates, TemplateSource, Webhook
     from dra_guard.contract.findings import Severity
     from dra_guard.read.config_file import load_config_file, parse_config
-    from dra_guard.ruleapi.config import Config, ConfigError
+    from dra_guard.ruleapi.config import KUBERNETES_VERSION, Config, ConfigError
     from dra_guard.rules import RULES
+
+    handler = logging.StreamHandler(stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log = logging.getLogger("dra_guard.webhook")
+    before = (log.level, log.propagate)
+
+    def unlog() -> None:
+        log.removeHandler(handler)
+        log.setLevel(before[0])
+        log.propagate = before[1]
 
     try:
         config = load_config_file(arguments.config, RULES) if arguments.config else Config()
+        if arguments.kubernetes_version is not None:
+            # The rules check for the cluster's release too, not only the lookups.
+            config = config.with_value(KUBERNETES_VERSION, arguments.kubernetes_version)
         if arguments.hmac_key_file is not None:
             with open(arguments.hmac_key_file, "rb") as handle:
                 key = handle.read().strip()
@@ -263,8 +378,13 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
                 {"hmac-key-env": "DRA_GUARD_WEBHOOK_KEY"}, RULES, "webhook", environ={"DRA_GUARD_WEBHOOK_KEY": key}
             )
             config = Config({**config.values, **keyed.values}, config.source)
+        limits = Limits.for_memory(_memory_limit(arguments, os.environ))
+        if arguments.max_body is not None and arguments.max_body <= 0:
+            raise ValueError(f"--max-body: must be a positive number of bytes, got {arguments.max_body}")
         templates: TemplateSource = NoTemplates()
         if arguments.in_cluster:
+            runtime_config = tuple(arguments.runtime_config) or None
+            api_version = template_api_version(config.get(KUBERNETES_VERSION), runtime_config)
             if not os.environ.get("KUBERNETES_SERVICE_HOST"):
                 raise ValueError("--in-cluster: KUBERNETES_SERVICE_HOST is not set (not running in a pod?)")
             try:
@@ -272,26 +392,51 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
             except ImportError:
                 raise ValueError("--in-cluster needs the kubernetes client: pip install 'dra-guard[webhook]'") from None
             try:
-                templates = KubernetesTemplates.in_cluster()
+                templates = KubernetesTemplates.in_cluster(api_version=api_version)
             except ValueError as error:
                 raise ValueError(f"--in-cluster: {error}") from None
-    except (ValueError, ConfigError) as error:
+        elif arguments.runtime_config:
+            raise ValueError("--runtime-config: only used with --in-cluster")
+        try:
+            import cryptography  # noqa: F401 - only to say what is missing
+            import uvicorn  # noqa: F401
+        except ImportError:
+            raise ValueError("the webhook needs uvicorn and cryptography: pip install 'dra-guard[webhook]'") from None
+        context = server_context(arguments.tls_min_version, arguments.tls_cipher_suites)
+        certificate = ServingCertificate(context, arguments.tls_cert, arguments.tls_key)
+        sockets: list[socket.socket] = []
+        for port in (arguments.port, arguments.probe_port):
+            if port == 0 and sockets:
+                break
+            try:
+                sockets.append(listening_socket(arguments.host, port))
+            except OSError as error:
+                for sock in sockets:
+                    sock.close()
+                raise ValueError(f"cannot listen on {arguments.host}:{port}: {error.strerror or error}") from None
+        # Logged from here on: the certificate's first load (the last check) says what it holds.
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+        try:
+            certificate.load()
+        except CertificateError:
+            for sock in sockets:
+                sock.close()
+            raise
+    except (ValueError, ConfigError, CertificateError) as error:
+        unlog()
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
     except OSError as error:
+        unlog()
         stderr.write(f"dra-guard: {error.filename}: {error.strerror or error}\n")
         return EXIT_ERROR
-    try:
-        import uvicorn
-    except ImportError:
-        stderr.write("dra-guard: the webhook needs uvicorn: pip install 'dra-guard[webhook]'\n")
-        return EXIT_ERROR
-    handler = logging.StreamHandler(stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    log = logging.getLogger("dra_guard.webhook")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
+    # uvicorn's own messages (a malformed request, a shutdown) as JSON lines too.
+    server_log = logging.getLogger("uvicorn")
+    server_log.addHandler(_json_handler(stderr))
+    server_log.setLevel(logging.WARNING)
+    server_log.propagate = False
     app = Webhook(
         RULES,
         config,
@@ -299,17 +444,47 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         fail_on=Severity.parse(arguments.fail_on),
         all_rules=arguments.all_rules,
         max_body=arguments.max_body or DEFAULT_MAX_BODY,
+        max_reviews=limits.max_reviews,
+        certificate=certificate,
     )
-    uvicorn.run(
+    server = WebhookServer(
         app,
-        host=arguments.host,
-        port=arguments.port,
-        ssl_certfile=arguments.tls_cert,
-        ssl_keyfile=arguments.tls_key,
-        log_config=None,
-        access_log=False,
-        timeout_keep_alive=5,
-        limit_concurrency=512,
-        lifespan="on",
+        app.probes,
+        review_socket=sockets[0],
+        probe_socket=sockets[1] if len(sockets) > 1 else None,
+        certificate=certificate,
+        limits=limits,
     )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+        server.stop()
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        thread = server.start()
+        while thread.is_alive():
+            thread.join(0.5)
+    finally:
+        for signum, handler_before in previous.items():
+            signal.signal(signum, handler_before)
+    if server.error is not None:
+        stderr.write(f"dra-guard: the webhook stopped: {type(server.error).__name__}: {server.error}\n")
+        return EXIT_ERROR
     return EXIT_CLEAN
+
+
+def _json_handler(stream: TextIO) -> Any:
+    import json
+    import logging
+    import time
+
+    class JsonLines(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            fields = {"time": round(time.time(), 3), "event": "server", "level": record.levelname.lower()}
+            return json.dumps({**fields, "message": record.getMessage()}, ensure_ascii=False, sort_keys=True)
+
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonLines())
+    return handler

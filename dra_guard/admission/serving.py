@@ -1,0 +1,511 @@
+"""How `dra-guard webhook` is served: bounded, with a certificate it reloads, and probes apart.
+
+The review port is HTTPS on uvicorn's h11 protocol with kube-apiserver's own deadlines
+(k8s.io/apiserver pkg/server/secure_serving.go: `ReadHeaderTimeout` 32 s, `IdleTimeout`
+90 s), which uvicorn lacks for the first: a connection that has not sent a whole request
+head within `read_header_timeout` of connecting (or of its first byte after a kept-alive
+response) is closed, so are idle kept-alive connections after `idle_timeout`, and one
+connection past `max_connections` is closed as soon as it is accepted. The request body is
+read by the application under the review's deadline (`dra_guard.admission.webhook`).
+
+Both caps come from one number, the memory limit the generated Deployment sets
+(`MEMORY_LIMIT_MIB`, `Limits.for_memory`): an eighth of it for connections at
+`CONNECTION_KIB` each, and what is left after the process's own `BASELINE_MIB` for reviews
+at `REVIEW_MIB` each (the largest body, 3 MiB, parsed and checked). 256 MiB gives 128
+connections and 5 reviews in flight.
+
+`/healthz` and `/readyz` are also served on a plain-HTTP probe port of their own, with
+its own small connection cap, so the kubelet's probes are answered while the review port
+is full. `/readyz` fails while the serving certificate is expired or not yet valid.
+
+`ServingCertificate` loads the certificate and key into the live `SSLContext` and reloads
+them when the mounted files change (their inode, size or modification time, looked at
+every `CERTIFICATE_CHECK_INTERVAL` seconds, as controller-runtime's certwatcher polls): new
+handshakes get the new certificate, open connections keep theirs, and files that do not
+load (a key that does not match, a half-written file) leave the old pair in place, logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import os
+import socket
+import ssl
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# --- sizing: everything from the memory limit ---------------------------------------
+
+#: The memory limit of the generated Deployment (dra_guard.admission.deploy sets it from
+#: here, and passes the container's real limit back with the Downward API).
+MEMORY_LIMIT_MIB = 256
+#: What the process holds before any review: the interpreter, the rules, the `kubernetes`
+#: client (about 50 MiB measured after a thousand reviews on loopback), rounded up.
+BASELINE_MIB = 64
+#: One open connection at most: h11's buffer for an incomplete request head
+#: (`MAX_HEADER_BYTES`), uvicorn's body buffer up to its high-water mark (64 KiB) and one
+#: more read (64 KiB), the TLS records (2 x 17 KiB) and the objects around them.
+CONNECTION_KIB = 256
+#: One review at most: the largest body accepted (3 MiB), its parsed JSON (Python objects
+#: take about eight times the JSON's size) and the engine's working set over it.
+REVIEW_MIB = 32
+#: Connections get this share of the limit.
+CONNECTION_SHARE = 8
+#: kube-apiserver's own deadlines (k8s.io/apiserver pkg/server/secure_serving.go).
+READ_HEADER_TIMEOUT = 32.0
+IDLE_TIMEOUT = 90
+#: The longest request head accepted (h11's default); the API server's are a few hundred bytes.
+MAX_HEADER_BYTES = 16 * 1024
+#: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
+BACKLOG = 128
+#: The probe port: plain HTTP, /healthz and /readyz only.
+PROBE_PORT = 8081
+PROBE_CONNECTIONS = 8
+PROBE_TIMEOUT = 5.0
+#: How often the certificate files are looked at (controller-runtime's certwatcher: 10 s).
+CERTIFICATE_CHECK_INTERVAL = 10.0
+#: How long a stopping server lets reviews in flight finish.
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+_LOG = logging.getLogger("dra_guard.webhook")
+
+
+def _log(**fields: Any) -> None:
+    _LOG.info(json.dumps({"time": round(time.time(), 3), **fields}, ensure_ascii=False, sort_keys=True))
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """What one listening port allows."""
+
+    max_connections: int
+    read_header_timeout: float = READ_HEADER_TIMEOUT
+    idle_timeout: int = IDLE_TIMEOUT
+    max_header_bytes: int = MAX_HEADER_BYTES
+    backlog: int = BACKLOG
+
+
+#: The probe port's: a few connections, short deadlines (the kubelet's probes time out in 2 s).
+PROBE_LIMITS = ConnectionLimits(
+    PROBE_CONNECTIONS, read_header_timeout=PROBE_TIMEOUT, idle_timeout=int(PROBE_TIMEOUT), backlog=16
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The review port's connection limits, and how many reviews may be in flight at once."""
+
+    connections: ConnectionLimits
+    max_reviews: int
+
+    @classmethod
+    def for_memory(cls, memory_mib: int = MEMORY_LIMIT_MIB) -> Limits:
+        """The limits for a container limited to `memory_mib` MiB (see the module's doc)."""
+        connections_mib = memory_mib // CONNECTION_SHARE
+        reviews_mib = memory_mib - BASELINE_MIB - connections_mib
+        if reviews_mib < REVIEW_MIB:
+            least = -(-(BASELINE_MIB + REVIEW_MIB) * CONNECTION_SHARE // (CONNECTION_SHARE - 1))
+            raise ValueError(
+                f"--memory-limit-mib: {memory_mib} MiB leaves no room for one review of {REVIEW_MIB} MiB after the "
+                f"process's {BASELINE_MIB} MiB and the connections' {connections_mib} MiB; give at least {least}"
+            )
+        return cls(ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB), reviews_mib // REVIEW_MIB)
+
+
+# --- TLS ------------------------------------------------------------------------------
+
+#: `--tls-min-version`, by the names Kubernetes components take (`VersionTLS12`) and short.
+TLS_VERSIONS: Mapping[str, ssl.TLSVersion] = {
+    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
+    "1.2": ssl.TLSVersion.TLSv1_2,
+    "1.3": ssl.TLSVersion.TLSv1_3,
+}
+DEFAULT_TLS_MIN_VERSION = "1.2"
+#: `--tls-cipher-suites`: the IANA names Kubernetes components take (Go's secure TLS 1.2
+#: suites), as OpenSSL names them. TLS 1.3's suites cannot be chosen, here as in Go.
+CIPHER_SUITES: Mapping[str, str] = {
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305": "ECDHE-RSA-CHACHA20-POLY1305",
+}
+
+
+def server_context(min_version: str = DEFAULT_TLS_MIN_VERSION, cipher_suites: str | None = None) -> ssl.SSLContext:
+    """A server `SSLContext` with no certificate yet; raises `ValueError` naming the flag."""
+    version = TLS_VERSIONS.get(min_version)
+    if version is None:
+        raise ValueError(f"--tls-min-version: {min_version!r} is not one of {', '.join(TLS_VERSIONS)}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = version
+    context.set_alpn_protocols(["http/1.1"])
+    if cipher_suites is not None:
+        names = [name.strip() for name in cipher_suites.split(",") if name.strip()]
+        unknown = [name for name in names if name not in CIPHER_SUITES]
+        if not names or unknown:
+            raise ValueError(
+                f"--tls-cipher-suites: {', '.join(unknown) or 'none given'}: not one of {', '.join(CIPHER_SUITES)} "
+                "(TLS 1.3's suites cannot be chosen)"
+            )
+        if version is ssl.TLSVersion.TLSv1_3:
+            raise ValueError(
+                "--tls-cipher-suites: only TLS 1.2 suites can be chosen, and --tls-min-version 1.3 has none"
+            )
+        context.set_ciphers(":".join(dict.fromkeys(CIPHER_SUITES[name] for name in names)))
+    return context
+
+
+class CertificateError(ValueError):
+    """The serving certificate or key cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class CertificateInfo:
+    serial: int
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+
+
+def _certificate_info(pem: bytes) -> CertificateInfo:
+    from cryptography import x509
+
+    try:
+        certificate = x509.load_pem_x509_certificate(pem)
+    except ValueError as error:
+        raise ValueError(f"not a PEM certificate ({error})") from None
+    return CertificateInfo(certificate.serial_number, certificate.not_valid_before_utc, certificate.not_valid_after_utc)
+
+
+def _load_chain(context: ssl.SSLContext, certificate: bytes, key: bytes) -> None:
+    """`context.load_cert_chain` from bytes already read, so the pair checked is the pair
+    loaded (the files may change in between): anonymous memory files where Linux has
+    them (the root filesystem is read-only in the pod), else a private directory."""
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None and os.path.isdir("/proc/self/fd"):
+        descriptors: list[int] = []
+        try:
+            for name, data in (("tls.crt", certificate), ("tls.key", key)):
+                descriptor = memfd_create(f"dra-guard-{name}", getattr(os, "MFD_CLOEXEC", 0))
+                descriptors.append(descriptor)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(descriptor, view) :]
+            context.load_cert_chain(*(f"/proc/self/fd/{descriptor}" for descriptor in descriptors))
+        finally:
+            for descriptor in descriptors:
+                os.close(descriptor)
+        return
+    with tempfile.TemporaryDirectory(prefix="dra-guard-tls-") as directory:  # pragma: no cover - not Linux
+        files = [Path(directory, "tls.crt"), Path(directory, "tls.key")]
+        for file, data in zip(files, (certificate, key), strict=True):
+            file.write_bytes(data)
+            file.chmod(0o600)
+        context.load_cert_chain(files[0], files[1])
+
+
+class ServingCertificate:
+    """The certificate and key in `context`, from `cert_file` and `key_file`, reloaded when they change."""
+
+    def __init__(self, context: ssl.SSLContext, cert_file: str | os.PathLike[str], key_file: str | os.PathLike[str]):
+        self.context = context
+        self.cert_file, self.key_file = Path(cert_file), Path(key_file)
+        self.info: CertificateInfo | None = None
+        self._identity: tuple[tuple[int, int, int], ...] | None = None
+        self._valid: bool | None = None
+        self._now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.timezone.utc)
+
+    def _stat(self) -> tuple[tuple[int, int, int], ...]:
+        # os.stat follows the Secret volume's `..data` symlink to the files of the moment.
+        stats = [os.stat(file) for file in (self.cert_file, self.key_file)]
+        return tuple((stat.st_ino, stat.st_size, stat.st_mtime_ns) for stat in stats)
+
+    def _read_and_install(self) -> CertificateInfo:
+        """Raises OSError, ValueError or ssl.SSLError; the live context is changed only on success."""
+        certificate, key = self.cert_file.read_bytes(), self.key_file.read_bytes()
+        info = _certificate_info(certificate)
+        # A pair that does not load must not reach the live context (OpenSSL would keep the
+        # new certificate without a key): load it into a throwaway context first.
+        _load_chain(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), certificate, key)
+        _load_chain(self.context, certificate, key)
+        return info
+
+    def load(self) -> None:
+        """The first load, at startup: raises `CertificateError` naming the file and the problem."""
+        try:
+            self._identity = self._stat()
+            self.info = self._read_and_install()
+        except ssl.SSLError as error:  # an OSError too
+            raise CertificateError(
+                f"--tls-cert/--tls-key: {self.cert_file} and {self.key_file} do not load as a certificate and its "
+                f"key: {error.reason or error}"
+            ) from None
+        except OSError as error:
+            name = "--tls-key" if Path(str(error.filename or "")) == self.key_file else "--tls-cert"
+            raise CertificateError(f"{name}: {error.filename}: {error.strerror or error}") from None
+        except ValueError as error:
+            raise CertificateError(f"--tls-cert: {self.cert_file}: {error}") from None
+        _log(event="certificate loaded", **self._fields())
+        self._note_validity()
+
+    def refresh(self) -> bool:
+        """Reload when the files changed; never raises. Whether a new pair was loaded."""
+        try:
+            identity = self._stat()
+        except OSError as error:
+            if self._identity is not None:
+                _log(event="certificate reload failed", error=f"{error.filename}: {error.strerror or error}")
+                self._identity = None
+            self._note_validity()
+            return False
+        if identity == self._identity:
+            self._note_validity()
+            return False
+        # Once per change of the files: a pair that fails is tried again when they change again.
+        self._identity = identity
+        try:
+            info = self._read_and_install()
+        except (OSError, ValueError, ssl.SSLError) as error:
+            _log(event="certificate reload failed", error=f"{type(error).__name__}: {error}", **self._fields())
+            self._note_validity()
+            return False
+        self.info = info
+        _log(event="certificate reloaded", **self._fields())
+        self._note_validity()
+        return True
+
+    def problem(self) -> str | None:
+        """Why the certificate in use is not valid now, or None."""
+        info = self.info
+        if info is None:
+            return "no serving certificate is loaded"
+        now = self._now()
+        if now < info.not_before:
+            return f"the serving certificate is not valid before {info.not_before.isoformat()}"
+        if now >= info.not_after:
+            return f"the serving certificate expired at {info.not_after.isoformat()}"
+        return None
+
+    def _fields(self) -> dict[str, Any]:
+        info = self.info
+        if info is None:
+            return {}
+        return {
+            "serial": format(info.serial, "x"),
+            "not_before": info.not_before.isoformat(),
+            "not_after": info.not_after.isoformat(),
+        }
+
+    def _note_validity(self) -> None:
+        problem = self.problem()
+        if (problem is None) != self._valid:
+            self._valid = problem is None
+            if problem is None:
+                _log(event="certificate valid", **self._fields())
+            else:
+                _log(event="certificate not valid", error=problem, **self._fields())
+
+    async def watch(self, interval: float = CERTIFICATE_CHECK_INTERVAL) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.refresh()
+
+
+# --- connections ----------------------------------------------------------------------
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A bound socket for `host`:`port` (uvicorn listens on it); raises OSError."""
+    family, kind, protocol, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, protocol)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class _Throttled:
+    """Logs an event at most once per `interval` seconds, with how often it happened."""
+
+    def __init__(self, event: str, interval: float = 10.0) -> None:
+        self.event, self.interval = event, interval
+        self._count, self._last = 0, 0.0
+
+    def __call__(self, **fields: Any) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            _log(event=self.event, count=self._count, **fields)
+            self._count, self._last = 0, now
+
+
+def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a connection cap and a deadline for the request head."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    refused = _Throttled("connection refused")
+    slow = _Throttled("connection closed")
+
+    class BoundedH11Protocol(H11Protocol):
+        _head_deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                refused(port=port, reason="at the connection limit", limit=limits.max_connections)
+                # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
+                transport.abort()
+                return
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            # The first bytes of a request on a kept-alive connection start its deadline.
+            if self._head_deadline is None and self.conn.their_state is h11.IDLE:
+                self._arm()
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._head_deadline = self.loop.call_later(limits.read_header_timeout, self._head_too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_deadline is not None:
+                self._head_deadline.cancel()
+                self._head_deadline = None
+
+        def _head_too_slow(self) -> None:
+            self._head_deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                slow(port=port, reason=f"no request head within {limits.read_header_timeout:g} s")
+                self.transport.abort()
+
+    return BoundedH11Protocol
+
+
+# --- the servers ----------------------------------------------------------------------
+
+Asgi = Callable[..., Any]
+
+
+class WebhookServer:
+    """The review port (HTTPS, `limits`) and the probe port (HTTP, `PROBE_LIMITS`) in one loop."""
+
+    def __init__(
+        self,
+        app: Asgi,
+        probes: Asgi,
+        *,
+        review_socket: socket.socket,
+        probe_socket: socket.socket | None,
+        certificate: ServingCertificate,
+        limits: Limits,
+        probe_limits: ConnectionLimits = PROBE_LIMITS,
+        certificate_interval: float = CERTIFICATE_CHECK_INTERVAL,
+    ) -> None:
+        self.app, self.probes = app, probes
+        self.review_socket, self.probe_socket = review_socket, probe_socket
+        self.certificate, self.limits, self.probe_limits = certificate, limits, probe_limits
+        self.certificate_interval = certificate_interval
+        self._servers: list[Any] = []
+        self._stopping = False
+        self.error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.review_socket.getsockname()[1])
+
+    @property
+    def probe_port(self) -> int | None:
+        return None if self.probe_socket is None else int(self.probe_socket.getsockname()[1])
+
+    def _server(self, app: Asgi, limits: ConnectionLimits, name: str, context: ssl.SSLContext | None) -> Any:
+        import uvicorn
+
+        config = uvicorn.Config(
+            app,
+            http=bounded_protocol(limits, name),
+            interface="asgi3",
+            lifespan="on" if context is not None else "off",
+            log_config=None,
+            access_log=False,
+            proxy_headers=False,
+            server_header=False,
+            timeout_keep_alive=limits.idle_timeout,
+            h11_max_incomplete_event_size=limits.max_header_bytes,
+            backlog=limits.backlog,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        )
+        config.load()
+        # The live context, whose certificate `ServingCertificate` swaps (uvicorn would
+        # make its own from file names, once).
+        config.ssl = context
+        return uvicorn.Server(config)
+
+    async def serve(self) -> None:
+        review = self._server(self.app, self.limits.connections, "review", self.certificate.context)
+        pairs = [(review, self.review_socket)]
+        if self.probe_socket is not None:
+            pairs.append((self._server(self.probes, self.probe_limits, "probe", None), self.probe_socket))
+        self._servers = [server for server, _ in pairs]
+        if self._stopping:
+            return
+        watcher = asyncio.ensure_future(self.certificate.watch(self.certificate_interval))
+        try:
+            await asyncio.gather(*(server.serve(sockets=[sock]) for server, sock in pairs))
+        finally:
+            watcher.cancel()
+
+    @property
+    def started(self) -> bool:
+        return bool(self._servers) and all(server.started for server in self._servers)
+
+    def stop(self) -> None:
+        """Ask both servers to finish (from any thread); they stop within a few seconds."""
+        self._stopping = True
+        for server in self._servers:
+            server.should_exit = True
+
+    def start(self) -> threading.Thread:
+        """Serve in a thread of its own (uvicorn then leaves the process's signals alone)."""
+
+        def run() -> None:
+            try:
+                asyncio.run(self.serve())
+            except BaseException as error:  # reported by whoever joins the thread
+                self.error = error
+
+        thread = threading.Thread(target=run, name="dra-guard-webhook", daemon=True)
+        thread.start()
+        return thread
+
+    def wait_started(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not self.started:
+            if self.error is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True

@@ -1,0 +1,757 @@
+"""The webhook is bounded and fails closed: slow clients, too many connections or reviews,
+exceptions, deadlines, certificates that rotate or expire, the API version it reads.
+
+The server is the real one (`dra_guard.admission.serving.WebhookServer`: uvicorn, TLS on
+loopback) run in a thread of the test process, with deadlines and caps small enough for a
+test; nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import http.client
+import io
+import json
+import logging
+import os
+import socket
+import ssl
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from dra_guard.admission import webhook as webhook_module
+from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment, admission_guard_objects
+from dra_guard.admission.serving import (
+    ConnectionLimits,
+    Limits,
+    ServingCertificate,
+    WebhookServer,
+    listening_socket,
+    server_context,
+)
+from dra_guard.admission.webhook import (
+    KubernetesTemplates,
+    Webhook,
+    parse_go_duration,
+    review_deadline,
+    template_names,
+)
+from dra_guard.cli.admission import template_api_version
+from dra_guard.cli.main import main
+from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+from dra_guard.ruleapi.config import Config
+from dra_guard.rules import RULES
+from tests.webhook_apiserver import Answer, api_server, in_cluster_templates
+
+NOW = datetime.datetime.now(datetime.timezone.utc)
+DAY = datetime.timedelta(days=1)
+
+
+# --- certificates ---------------------------------------------------------------------
+
+
+class Authority:
+    """A CA that issues serving certificates for 127.0.0.1 with the validity asked for."""
+
+    def __init__(self) -> None:
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bounded-test CA")])
+        self.certificate = (
+            x509.CertificateBuilder()
+            .subject_name(self.name)
+            .issuer_name(self.name)
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(NOW - DAY)
+            .not_valid_after(NOW + 10 * DAY)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(self.key, hashes.SHA256())
+        )
+        self.pem = self.certificate.public_bytes(serialization.Encoding.PEM)
+
+    def issue(self, not_before: datetime.datetime = NOW - DAY, not_after: datetime.datetime = NOW + DAY) -> Pair:
+        import ipaddress
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dra-guard-webhook")]))
+            .issuer_name(self.name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(not_before)
+            .not_valid_after(not_after)
+            .add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+            )
+            .sign(self.key, hashes.SHA256())
+        )
+        key_pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return Pair(certificate.serial_number, certificate.public_bytes(serialization.Encoding.PEM), key_pem)
+
+
+@dataclass(frozen=True)
+class Pair:
+    serial: int
+    cert: bytes
+    key: bytes
+
+    def write(self, directory: Path) -> None:
+        """As the kubelet updates a Secret volume: each file replaced whole (a rename)."""
+        for name, data in (("tls.crt", self.cert), ("tls.key", self.key)):
+            temporary = directory / f".{name}.new"
+            temporary.write_bytes(data)
+            os.replace(temporary, directory / name)
+
+
+# --- the server in a thread -----------------------------------------------------------
+
+
+@dataclass
+class Running:
+    server: WebhookServer
+    app: Webhook
+    client: ssl.SSLContext
+    directory: Path
+    authority: Authority
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def connect(self) -> ssl.SSLSocket:
+        raw = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        return self.client.wrap_socket(raw, server_hostname="127.0.0.1")
+
+    def post(self, body: bytes, query: str = "") -> tuple[int, Any, float]:
+        started = time.monotonic()
+        connection = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.client, timeout=10)
+        try:
+            connection.request("POST", "/validate" + query, body=body, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            payload = response.read()
+            return response.status, json.loads(payload), time.monotonic() - started
+        finally:
+            connection.close()
+
+    def review(self, obj: dict[str, Any], query: str = "") -> tuple[dict[str, Any], float]:
+        status, payload, elapsed = self.post(json.dumps(admission_review(obj)).encode(), query)
+        assert status == 200, payload
+        response: dict[str, Any] = payload["response"]
+        return response, elapsed
+
+    def probe(self, path: str = "/readyz") -> tuple[int, Any]:
+        port = self.server.probe_port
+        assert port is not None
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            connection.close()
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [event for event in self.log if event.get("event") == name]
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[dict[str, Any]]) -> None:
+        super().__init__(logging.INFO)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(json.loads(record.getMessage()))
+
+
+@contextmanager
+def serving(
+    tmp_path: Path,
+    *,
+    connections: ConnectionLimits | None = None,
+    interval: float = 10.0,
+    min_version: str = "1.2",
+    ciphers: str | None = None,
+    pair: Pair | None = None,
+    **app_settings: Any,
+) -> Iterator[Running]:
+    authority = Authority()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (pair or authority.issue()).write(tmp_path)
+    certificate = ServingCertificate(server_context(min_version, ciphers), tmp_path / "tls.crt", tmp_path / "tls.key")
+    log: list[dict[str, Any]] = []
+    logger = logging.getLogger("dra_guard.webhook")
+    handler, level = _Collect(log), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        certificate.load()
+        app = Webhook(RULES, Config(), certificate=certificate, **app_settings)
+        limits = Limits(connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1), app.max_reviews)
+        server = WebhookServer(
+            app,
+            app.probes,
+            review_socket=listening_socket("127.0.0.1", 0),
+            probe_socket=listening_socket("127.0.0.1", 0),
+            certificate=certificate,
+            limits=limits,
+            certificate_interval=interval,
+        )
+        thread = server.start()
+        assert server.wait_started(10), server.error
+        client = ssl.create_default_context(cadata=authority.pem.decode())
+        try:
+            yield Running(server, app, client, tmp_path, authority, log)
+        finally:
+            server.stop()
+            thread.join(15)
+            assert not thread.is_alive()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def admission_review(obj: dict[str, Any] | None, operation: str = "CREATE") -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "", "version": "v1", "kind": (obj or {}).get("kind", "Pod")},
+        "operation": operation,
+        "namespace": "tenant-a",
+        "name": "p",
+        "userInfo": {"username": "alice"},
+    }
+    if obj is not None:
+        request["object"] = obj
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def pod(*templates: str, **extra: Any) -> dict[str, Any]:
+    claims = [{"name": f"c{index}", "resourceClaimTemplateName": name} for index, name in enumerate(templates)]
+    container: dict[str, Any] = {"name": "c", "image": "i", **extra}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "tenant-a"},
+        "spec": {"containers": [container], "resourceClaims": claims},
+    }
+
+
+PLAIN_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "tenant-a"},
+    "spec": {"containers": [{"name": "c", "image": "i"}]},
+}
+
+
+def closed_within(sock: ssl.SSLSocket, seconds: float) -> float:
+    """Seconds until the server closed `sock` (it must, within `seconds`)."""
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except (ssl.SSLError, ConnectionError):
+        pass
+    except TimeoutError:  # pragma: no cover - the failure this reports
+        raise AssertionError(f"the server kept the connection open past {seconds} s") from None
+    return time.monotonic() - started
+
+
+class Gate:
+    """A template source that blocks every lookup until opened."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.waiting = threading.Semaphore(0)
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.waiting.release()
+        self.open.wait(20)
+        return None
+
+
+# --- slow clients ---------------------------------------------------------------------
+
+
+def test_slow_clients_are_cut_off_and_a_review_is_answered_meanwhile(tmp_path: Path) -> None:
+    """An idle connection and one dribbling its request head are closed after the head
+    deadline (kube-apiserver's ReadHeaderTimeout, 1 s here); a body that stops is answered
+    408 at the review's deadline; a kept-alive connection is closed when idle (IdleTimeout,
+    1 s here); a normal review on another connection is answered at once all along."""
+    with serving(tmp_path) as running:
+        idle = running.connect()
+        dribbling = running.connect()
+        dribbling.sendall(b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        partial = running.connect()
+        partial.sendall(
+            b"POST /validate?timeout=2s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"apiVersion": '
+        )
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 0.5
+        for _ in range(3):  # one byte every 0.3 s: the deadline counts from the first byte, not the last
+            time.sleep(0.3)
+            dribbling.sendall(b"X")
+        assert closed_within(idle, 3) < 3
+        assert closed_within(dribbling, 3) < 3
+        # The body's deadline is the review's: ?timeout=2s, less the margin for the answer.
+        partial.settimeout(3)
+        answer = b""
+        while chunk := partial.recv(4096):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive within the review's deadline" in answer
+        # Kept alive after a review, then idle: closed after the idle timeout.
+        kept = http.client.HTTPSConnection("127.0.0.1", running.port, context=running.client, timeout=10)
+        kept.request("GET", "/healthz")
+        assert kept.getresponse().read() == b'{"status": "ok"}'
+        assert kept.sock is not None
+        assert 0.5 < closed_within(kept.sock, 3) < 3
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 0.5
+        for sock in (idle, dribbling, partial, kept.sock):
+            sock.close()
+    assert any("no request head within 1 s" in event.get("reason", "") for event in running.events("connection closed"))
+    assert running.events("refused")[0]["reason"] == "the request body did not arrive within the review's deadline"
+
+
+def test_connections_past_the_cap_are_closed_and_the_probes_still_answer(tmp_path: Path) -> None:
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
+    with serving(tmp_path, connections=limits) as running:
+        held = [running.connect() for _ in range(3)]
+        time.sleep(0.1)
+        extra = running.connect()  # the handshake completes; the connection is then closed
+        assert closed_within(extra, 2) < 1
+        extra.close()
+        assert running.probe("/readyz") == (200, {"status": "ok"})
+        assert running.probe("/healthz") == (200, {"status": "ok"})
+        for sock in held:
+            sock.close()
+        time.sleep(0.2)
+        response, _ = running.review(PLAIN_POD)
+        assert response["allowed"] is True
+    (refused,) = running.events("connection refused")
+    assert refused["limit"] == 3 and refused["port"] == "review"
+
+
+def test_reviews_past_the_cap_wait_then_get_429_and_the_probes_still_answer(tmp_path: Path) -> None:
+    """Two review slots, both held by reviews whose template lookups hang: the next review
+    waits for a slot until its deadline, then gets a 429 (JSON); the probes answer; the
+    hung reviews are denied at their deadline, and their slots come back only when their
+    lookups return (their memory is held until then)."""
+    gate = Gate()
+    with serving(tmp_path, templates=gate, max_reviews=2, cache_seconds=0) as running:
+        answers: list[tuple[dict[str, Any], float]] = []
+        hung = [
+            threading.Thread(target=lambda: answers.append(running.review(pod("slice"), "?timeout=2s")))
+            for _ in range(2)
+        ]
+        for thread in hung:
+            thread.start()
+        for _ in hung:
+            assert gate.waiting.acquire(timeout=5)
+        status, payload, elapsed = running.post(json.dumps(admission_review(PLAIN_POD)).encode(), "?timeout=1s")
+        assert status == 429 and "2 reviews in flight" in payload["error"]
+        assert 0.5 < elapsed < 1.5
+        assert running.probe("/readyz") == (200, {"status": "ok"})
+        for thread in hung:
+            thread.join(5)
+        assert [response["allowed"] for response, _ in answers] == [False, False]
+        assert all("longer than its deadline (1.5 s)" in response["status"]["message"] for response, _ in answers)
+        # Past their deadline, the two lookups still hold the slots.
+        status, _, _ = running.post(json.dumps(admission_review(PLAIN_POD)).encode(), "?timeout=1s")
+        assert status == 429
+        gate.open.set()
+        time.sleep(0.2)
+        response, _ = running.review(PLAIN_POD)
+        assert response["allowed"] is True
+    assert [event["reason"] for event in running.events("refused")] == ["overloaded", "overloaded"]
+
+
+# --- failing closed -------------------------------------------------------------------
+
+
+def _asgi(app: Webhook, body: bytes, query: bytes = b"") -> tuple[int, Any]:
+    """One request through the ASGI interface, as uvicorn makes it."""
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "path": "/validate", "method": "POST", "query_string": query, "headers": []}
+    # A loop of its own, not asyncio.run: that would leave the main thread without a current
+    # loop, which other tests' libraries (Pulumi's mocks) ask for.
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(app(scope, receive, send))
+    finally:
+        loop.close()
+    start, content = sent
+    return start["status"], json.loads(content["body"])
+
+
+def test_an_exception_in_a_review_is_a_json_denial_with_500_and_one_log_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(webhook_module, "check_objects", broken)
+    log: list[dict[str, Any]] = []
+    logger = logging.getLogger("dra_guard.webhook")
+    handler, level = _Collect(log), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        review = admission_review(PLAIN_POD)
+        status, payload = _asgi(Webhook(RULES, Config()), json.dumps(review).encode())
+        # Before the uid is known (here: in parsing), a JSON 500, not uvicorn's plain text.
+        monkeypatch.setattr(webhook_module, "_parse_review", broken)
+        early_status, early = _asgi(Webhook(RULES, Config()), json.dumps(review).encode())
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert status == 200 and payload["kind"] == "AdmissionReview"
+    response = payload["response"]
+    assert response["uid"] == review["request"]["uid"] and response["allowed"] is False
+    assert response["status"]["code"] == 500 and response["status"]["reason"] == "InternalError"
+    assert "internal error (RuntimeError)" in response["status"]["message"]
+    (line,) = [event for event in log if event.get("uid") == review["request"]["uid"]]
+    assert line["event"] == "review" and line["allowed"] is False and line["code"] == 500
+    assert line["error"] == "RuntimeError: the engine broke" and "Traceback" in line["traceback"]
+    assert early_status == 500 and early == {"error": "dra-guard webhook: internal error (RuntimeError)"}
+    assert [event["event"] for event in log[1:]] == ["internal error"]
+
+
+def _main(*arguments: str) -> tuple[int, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(list(arguments), stdout, stderr)
+    return code, stderr.getvalue()
+
+
+def test_startup_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    authority = Authority()
+    good, other = authority.issue(), authority.issue()
+    good.write(tmp_path)
+    (tmp_path / "other.key").write_bytes(other.key)
+    (tmp_path / "bad.yaml").write_text("disabel: [DRA001]\n")
+    cert, key = str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = str(taken.getsockname()[1])
+        cases = {
+            "--tls-cert: /nope/tls.crt: No such file or directory": ("--tls-cert", "/nope/tls.crt", "--tls-key", key),
+            "do not load as a certificate and its key": ("--tls-cert", cert, "--tls-key", str(tmp_path / "other.key")),
+            "--tls-cert: ": ("--tls-cert", key, "--tls-key", key),
+            "unknown option 'disabel'": ("--tls-cert", cert, "--tls-key", key, "--config", str(tmp_path / "bad.yaml")),
+            f"cannot listen on 127.0.0.1:{busy}:": ("--tls-cert", cert, "--tls-key", key, "--port", busy),
+            "--tls-cipher-suites: TLS_RSA_WITH_RC4_128_SHA: not one of": (
+                "--tls-cert",
+                cert,
+                "--tls-key",
+                key,
+                "--tls-cipher-suites",
+                "TLS_RSA_WITH_RC4_128_SHA",
+            ),
+            "a Kubernetes 1.33 cluster serves no ResourceClaimTemplate version by default": (
+                "--tls-cert",
+                cert,
+                "--tls-key",
+                key,
+                "--in-cluster",
+                "--kubernetes-version",
+                "1.33",
+            ),
+        }
+        for expected, arguments in cases.items():
+            code, stderr = _main("webhook", "--host", "127.0.0.1", "--port", "0", "--probe-port", "0", *arguments)
+            assert code == 2, (expected, stderr)
+            assert stderr.startswith("dra-guard: ") and stderr.count("\n") == 1 and expected in stderr, stderr
+
+
+# --- what is looked up, and for how long ----------------------------------------------
+
+
+class Recording:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.asked: list[str] = []
+        self.delay = delay
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.asked.append(name)
+        time.sleep(self.delay)
+        return None
+
+
+def request_for(obj: dict[str, Any]) -> dict[str, Any]:
+    request: dict[str, Any] = admission_review(obj)["request"]
+    return request
+
+
+def test_template_names_come_only_from_the_pods_resource_claims() -> None:
+    smuggled = pod("slice", env=[{"name": "X", "resourceClaimTemplateName": "not-a-claim"}])
+    smuggled["metadata"]["labels"] = {"resourceClaimTemplateName": "nor-this"}
+    assert list(template_names(smuggled)) == ["slice"]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "spec": {"template": {"spec": smuggled["spec"]}, "resourceClaims": [{"resourceClaimTemplateName": "x"}]},
+    }
+    assert list(template_names(deployment)) == ["slice"]
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"jobTemplate": {"spec": deployment["spec"]}}}
+    assert list(template_names(cron)) == ["slice"]
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1alpha1",
+        "kind": "Workload",
+        "spec": {"podGroupTemplates": [{"resourceClaims": [{"name": "g", "resourceClaimTemplateName": "shared"}]}]},
+    }
+    assert list(template_names(group)) == ["shared"]
+    # A kind of another group, or an object that is not a pod: nothing to look up.
+    assert list(template_names({**smuggled, "apiVersion": "example.com/v1"})) == []
+    assert list(template_names({"apiVersion": "v1", "kind": "ConfigMap", "data": smuggled["spec"]})) == []
+    source = Recording()
+    Webhook(RULES, Config(), templates=source).review(request_for(smuggled))
+    assert source.asked == ["slice"]
+
+
+def test_more_templates_than_the_cap_are_denied_without_a_lookup() -> None:
+    source = Recording()
+    hook = Webhook(RULES, Config(), templates=source)
+    assert hook.max_templates == 8
+    response = hook.review(request_for(pod(*(f"t{index}" for index in range(9)))))
+    assert response["allowed"] is False and source.asked == []
+    assert "names 9 ResourceClaimTemplates" in response["status"]["message"]
+    assert "at most 8 for one review" in response["status"]["message"]
+    hook.review(request_for(pod(*(f"t{index}" for index in range(8)))))
+    assert len(source.asked) == 8
+
+
+def test_lookups_share_one_deadline_and_are_cached() -> None:
+    source = Recording(delay=0.3)
+    hook = Webhook(RULES, Config(), templates=source, cache_seconds=60)
+    started = time.monotonic()
+    response = hook.review(request_for(pod("a", "b", "c", "d")), deadline=started + 0.5)
+    assert time.monotonic() - started < 0.9
+    assert source.asked == ["a", "b"]  # 0.6 s for two: no time was left for the others
+    assert response["allowed"] is False
+    assert response["status"]["message"].count("no time was left within the review's deadline") == 2
+    # What was read (here: "no such template") is reused; only the rest is asked for.
+    hook.review(request_for(pod("a", "b", "c", "d")), deadline=time.monotonic() + 5)
+    assert source.asked == ["a", "b", "c", "d"]
+    hook.review(request_for(pod("a", "b", "c", "d")), deadline=time.monotonic() + 5)
+    assert source.asked == ["a", "b", "c", "d"]
+
+
+def test_the_real_clients_lookup_gets_what_is_left_of_the_deadline(tmp_path: Path) -> None:
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, {}, delay=3.0)
+        templates = in_cluster_templates(tmp_path, server, timeout=2.0)
+        started = time.monotonic()
+        response = Webhook(RULES, Config(), templates=templates).review(
+            request_for(pod("slice")), deadline=started + 0.3
+        )
+        elapsed = time.monotonic() - started
+    assert response["allowed"] is False and "timed out" in response["status"]["message"]
+    assert elapsed < 1.0  # the client's 2 s, cut to the 0.3 s left
+
+
+def test_the_timeout_parameter_is_parsed_as_client_go_writes_it() -> None:
+    assert [parse_go_duration(text) for text in ("5s", "4.5s", "1m30s", "800ms", "10", "", "5 s", "abc")] == [
+        5.0,
+        4.5,
+        90.0,
+        0.8,
+        10.0,
+        None,
+        None,
+        None,
+    ]
+    assert review_deadline(None, 4.0) == (4.0, "")
+    assert review_deadline("5s", 4.0) == (4.5, "")
+    assert review_deadline("1s", 4.0) == (0.75, "")
+    assert review_deadline("2m", 4.0) == (29.5, "")  # the API server allows at most 30 s
+    assert review_deadline("soon", 4.0) == (4.0, "'soon' is not a duration; 4 s used")
+
+
+def test_the_api_servers_timeout_is_the_reviews_deadline(tmp_path: Path) -> None:
+    gate = Gate()
+    with serving(tmp_path, templates=gate, cache_seconds=0) as running:
+        try:
+            response, elapsed = running.review(pod("slice"), "?timeout=2s")
+            assert response["allowed"] is False
+            assert "took longer than its deadline (1.5 s)" in response["status"]["message"]
+            assert 1.3 < elapsed < 2.0  # answered before the API server's 2 s are up
+        finally:
+            gate.open.set()
+    (line,) = running.events("review")
+    assert line["deadline_s"] == 1.5 and line["allowed"] is False
+
+
+# --- certificates ---------------------------------------------------------------------
+
+
+def served_serial(running: Running) -> int:
+    with running.connect() as sock:
+        der = sock.getpeercert(binary_form=True)
+    assert der is not None
+    return int(x509.load_der_x509_certificate(der).serial_number)
+
+
+def wait_for(condition: Any, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time allowed"
+        time.sleep(0.05)
+
+
+def test_a_rotated_certificate_is_served_without_a_restart(tmp_path: Path) -> None:
+    with serving(tmp_path, interval=0.1) as running:
+        first = served_serial(running)
+        kept = http.client.HTTPSConnection("127.0.0.1", running.port, context=running.client, timeout=10)
+        kept.request("GET", "/healthz")
+        kept.getresponse().read()
+        rotated = running.authority.issue()
+        rotated.write(tmp_path)
+        wait_for(lambda: served_serial(running) == rotated.serial)
+        assert first != rotated.serial
+        # A connection opened before keeps working (new handshakes get the new certificate).
+        kept.request("GET", "/readyz")
+        assert kept.getresponse().status == 200
+        # A key that does not match: the previous pair stays, and says why in the log.
+        (tmp_path / "tls.crt").write_bytes(running.authority.issue().cert)
+        wait_for(lambda: bool(running.events("certificate reload failed")))
+        assert served_serial(running) == rotated.serial
+        assert running.probe("/readyz") == (200, {"status": "ok"})
+        kept.close()
+    assert [event["serial"] for event in running.events("certificate reloaded")] == [format(rotated.serial, "x")]
+
+
+def test_an_expired_or_not_yet_valid_certificate_fails_readiness(tmp_path: Path) -> None:
+    with serving(tmp_path, interval=0.1) as running:
+        assert running.probe("/readyz") == (200, {"status": "ok"})
+        running.authority.issue(not_before=NOW - 3 * DAY, not_after=NOW - DAY).write(tmp_path)
+        wait_for(lambda: running.probe("/readyz")[0] == 503)
+        status, payload = running.probe("/readyz")
+        assert (status, payload["status"]) == (503, "not ready")
+        assert "the serving certificate expired at" in payload["reason"]
+        assert running.probe("/healthz") == (200, {"status": "ok"})  # alive: no restart would help
+        running.authority.issue(not_before=NOW + DAY, not_after=NOW + 3 * DAY).write(tmp_path)
+        wait_for(lambda: "not valid before" in running.probe("/readyz")[1].get("reason", ""))
+        running.authority.issue().write(tmp_path)
+        wait_for(lambda: running.probe("/readyz")[0] == 200)
+    problems = [event["error"] for event in running.events("certificate not valid")]
+    assert len(problems) == 1 and "expired at" in problems[0]  # logged once, when it became invalid
+
+
+def test_an_expired_certificate_at_startup_starts_unready(tmp_path: Path) -> None:
+    expired = Authority().issue(not_before=NOW - 3 * DAY, not_after=NOW - DAY)
+    with serving(tmp_path, pair=expired) as running:
+        assert running.probe("/readyz")[0] == 503
+    assert running.events("certificate not valid")
+
+
+def _handshake(running: Running, maximum: ssl.TLSVersion) -> tuple[str, str]:
+    client = ssl.create_default_context(cadata=running.authority.pem.decode())
+    client.maximum_version = maximum
+    with (
+        socket.create_connection(("127.0.0.1", running.port), timeout=5) as raw,
+        client.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+    ):
+        version, cipher = sock.version(), sock.cipher()
+        assert version is not None and cipher is not None
+        return version, cipher[0]
+
+
+def test_tls_min_version_and_cipher_suites(tmp_path: Path) -> None:
+    suite = "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256"
+    with serving(tmp_path / "a", ciphers=suite) as running:
+        assert _handshake(running, ssl.TLSVersion.TLSv1_2) == ("TLSv1.2", "ECDHE-ECDSA-CHACHA20-POLY1305")
+        assert _handshake(running, ssl.TLSVersion.TLSv1_3)[0] == "TLSv1.3"
+    with serving(tmp_path / "b", min_version="1.3") as running:
+        with pytest.raises(ssl.SSLError):
+            _handshake(running, ssl.TLSVersion.TLSv1_2)
+        assert _handshake(running, ssl.TLSVersion.TLSv1_3)[0] == "TLSv1.3"
+
+
+# --- the API version of the lookups, per release --------------------------------------
+
+
+@pytest.mark.parametrize("release", KUBERNETES_VERSIONS)
+def test_templates_are_read_in_a_version_the_release_serves(release: str) -> None:
+    if release == "1.33":
+        # 1.33 serves resource.k8s.io only with --runtime-config (its betas are off by default).
+        with pytest.raises(ValueError, match=r"1\.33 cluster serves no ResourceClaimTemplate version by default"):
+            template_api_version(release, None)
+        assert template_api_version(release, ("resource.k8s.io/v1beta1=true",)) == "resource.k8s.io/v1beta1"
+        assert template_api_version(release, ("api/beta=true",)) == "resource.k8s.io/v1beta2"
+    else:
+        assert template_api_version(release, None) == "resource.k8s.io/v1"
+        assert template_api_version(release, ("resource.k8s.io/v1=false", "api/beta=true")) == (
+            "resource.k8s.io/v1beta2"
+        )
+
+
+def test_the_client_asks_for_the_version_chosen(tmp_path: Path) -> None:
+    with api_server(tmp_path) as server:
+        templates = in_cluster_templates(tmp_path, server)
+        chosen = KubernetesTemplates(
+            templates.api_client, api_version=template_api_version("1.33", ("resource.k8s.io/v1beta2=true",))
+        )
+        assert chosen.get("tenant-a", "slice") is None
+    ((path, _),) = server.requests
+    assert path == "/apis/resource.k8s.io/v1beta2/namespaces/tenant-a/resourceclaimtemplates/slice"
+
+
+CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+
+def test_the_deployment_passes_its_release_and_refuses_one_without_a_served_version() -> None:
+    deployment = WebhookDeployment(image="i", namespace="dra-guard", tls_secret="t", ca_bundle=CA_PEM)
+    objects = admission_guard_objects(AdmissionGuardSpec(kubernetes_version="1.34", webhook=deployment))
+    (workload,) = [obj for obj in objects if obj["kind"] == "Deployment"]
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    arguments = container["args"]
+    assert arguments[arguments.index("--kubernetes-version") + 1] == "1.34"
+    with pytest.raises(ValueError, match=r"^webhook: a Kubernetes 1\.33 cluster serves no resource\.k8s\.io version"):
+        AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment)
+    AdmissionGuardSpec(kubernetes_version="1.33")  # the policies alone need no lookups
+
+
+def test_the_caps_come_from_the_memory_limit() -> None:
+    """The Deployment's limit is the constant the caps are sized from, and reaches the webhook."""
+    from dra_guard.admission import deploy
+    from dra_guard.admission.serving import MEMORY_LIMIT_MIB
+    from dra_guard.cli import admission as cli
+
+    deployment = WebhookDeployment(image="i", namespace="dra-guard", tls_secret="t", ca_bundle=CA_PEM)
+    (workload,) = [
+        obj for obj in admission_guard_objects(AdmissionGuardSpec(webhook=deployment)) if obj["kind"] == "Deployment"
+    ]
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["limits"]["memory"] == f"{MEMORY_LIMIT_MIB}Mi"
+    assert [env["name"] for env in container["env"]] == [deploy.MEMORY_LIMIT_ENV] == [cli.MEMORY_LIMIT_ENV]
+    limits = Limits.for_memory(256)
+    assert (limits.connections.max_connections, limits.max_reviews) == (128, 5)
+    assert Limits.for_memory(512).max_reviews == 12
+    with pytest.raises(ValueError, match="--memory-limit-mib: 64 MiB leaves no room"):
+        Limits.for_memory(64)
