@@ -217,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 str(ours_port),
                 "--hmac-key-file",
                 str(directory / "hmac.key"),
+                "--probe-port",
+                str(_free_port()),
             ],
             ours_port,
         )

@@ -33,6 +33,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 import time
 import traceback
@@ -40,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
 from dra_guard.admission.serving import ServingCertificate
@@ -50,6 +51,8 @@ from dra_guard.engine.run import check_objects
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
 from dra_guard.rules import Registry
+
+T = TypeVar("T")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -190,6 +193,12 @@ class KubernetesTemplates:
         return found
 
 
+#: Reviews of bodies up to this size that read nothing from the API server run on the event
+#: loop (`Webhook._reads_nothing`): the engine takes a few milliseconds at most on them, so
+#: the probes and other connections wait no longer than that.
+INLINE_REVIEW_BYTES = 64 * 1024
+
+
 class _TemplateCache:
     """Lookups of the last `ttl` seconds, found or not (never failures), at most `size` of them."""
 
@@ -319,7 +328,10 @@ class Webhook:
             return
         slots = self._semaphore()
         try:
-            await asyncio.wait_for(slots.acquire(), timeout=max(0.0, deadline - time.monotonic()))
+            if slots.locked():
+                await _by(deadline, slots.acquire())
+            else:
+                await slots.acquire()  # a free slot: taken at once, no timer needed
         except asyncio.TimeoutError:
             _log(event="refused", reason="overloaded", limit=self.max_reviews, ms=_ms(started))
             await _respond(
@@ -348,13 +360,24 @@ class Webhook:
             loop = asyncio.get_running_loop()
             # The lookups share the review's deadline, leaving the engine and the answer a moment.
             lookups_until = deadline - min(RESPONSE_MARGIN_SECONDS, seconds / 4)
-            future = loop.run_in_executor(self._pool(), functools.partial(self.review, request, deadline=lookups_until))
+            review_call = functools.partial(self.review, request, deadline=lookups_until)
+            if len(body) <= INLINE_REVIEW_BYTES and self._reads_nothing(request):
+                future = loop.create_future()
+                try:
+                    future.set_result(review_call())
+                except Exception as raised:  # answered as the executor's exceptions are, below
+                    future.set_exception(raised)
+            else:
+                future = loop.run_in_executor(self._pool(), review_call)
             # The slot is given back when the review's thread is done, not at the deadline:
             # a review that overran still holds its memory.
             future.add_done_callback(functools.partial(_release, slots))
             held = False
             try:
-                response = await asyncio.wait_for(asyncio.shield(future), timeout=max(0.0, deadline - time.monotonic()))
+                if future.done():
+                    response = future.result()  # reviewed on the loop: nothing to wait for
+                else:
+                    response = await _by(deadline, asyncio.shield(future))
             except asyncio.TimeoutError:
                 response = _denial(
                     request["uid"],
@@ -387,6 +410,20 @@ class Webhook:
         finally:
             if held:
                 slots.release()
+
+    def _reads_nothing(self, request: Mapping[str, Any]) -> bool:
+        """Whether the review reads nothing from the API server: no template source, or every
+        template it names is cached.  Such a review of a small object takes well under a
+        millisecond, less than handing it to a thread and back (bench/webhook_load.py), so it
+        runs on the event loop; one that may wait on a lookup never does."""
+        if isinstance(self.templates, NoTemplates):
+            return True
+        obj = request.get("object")
+        if not isinstance(obj, Mapping):
+            return True
+        namespace = str(request.get("namespace") or "")
+        names = set(template_names(_with_namespace(obj, namespace)))
+        return len(names) > self.max_templates or all(self._cache.get((namespace, name))[0] for name in names)
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -600,13 +637,27 @@ def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
     return review, ""
 
 
+async def _by(deadline: float, awaitable: Awaitable[T]) -> T:
+    """`await awaitable`, or asyncio.TimeoutError at `deadline` (time.monotonic()).  On 3.11+
+    without wrapping it in a task, as asyncio.wait_for does: a review awaits three or four
+    times, and each task costs an event-loop turn (bench/webhook_load.py)."""
+    left = max(0.0, deadline - time.monotonic())
+    if sys.version_info >= (3, 11):
+        try:
+            async with asyncio.timeout(left):
+                return await awaitable
+        except TimeoutError:
+            raise asyncio.TimeoutError from None
+    return await asyncio.wait_for(awaitable, timeout=left)  # pragma: no cover - Python 3.10
+
+
 async def _read_body(receive: Receive, limit: int, deadline: float) -> tuple[bytes | None, str, int]:
     """(body, "", 0), or (None, why, the status to answer; 0 when the client went away)."""
     chunks: list[bytes] = []
     size = 0
     while True:
         try:
-            message = await asyncio.wait_for(receive(), timeout=max(0.0, deadline - time.monotonic()))
+            message = await _by(deadline, receive())
         except asyncio.TimeoutError:
             return None, "the request body did not arrive within the review's deadline", 408
         if message["type"] == "http.disconnect":
