@@ -260,7 +260,7 @@ PLAIN_POD = {
 }
 
 
-def closed_within(sock: ssl.SSLSocket, seconds: float) -> float:
+def closed_within(sock: socket.socket, seconds: float) -> float:
     """Seconds until the server closed `sock` (it must, within `seconds`)."""
     started = time.monotonic()
     sock.settimeout(seconds)
@@ -755,3 +755,20 @@ def test_the_caps_come_from_the_memory_limit() -> None:
     assert Limits.for_memory(512).max_reviews == 12
     with pytest.raises(ValueError, match="--memory-limit-mib: 64 MiB leaves no room"):
         Limits.for_memory(64)
+
+
+def test_a_tls_handshake_that_never_finishes_is_cut_off(tmp_path: Path) -> None:
+    """A connection that sends no ClientHello (or half of one) is held by asyncio's TLS layer,
+    before the connection cap sees it: it is closed at the handshake deadline (1 s here,
+    TLS_HANDSHAKE_TIMEOUT in production), and reviews are answered meanwhile."""
+    limits = ConnectionLimits(16, read_header_timeout=5.0, idle_timeout=5, tls_handshake_timeout=1.0)
+    with serving(tmp_path, connections=limits) as running:
+        silent = socket.create_connection(("127.0.0.1", running.port), timeout=5)
+        half = socket.create_connection(("127.0.0.1", running.port), timeout=5)
+        half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # the start of a ClientHello
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 0.5
+        assert 0.5 < closed_within(silent, 4) < 4
+        assert closed_within(half, 4) < 4
+        silent.close()
+        half.close()

@@ -62,6 +62,11 @@ CONNECTION_SHARE = 8
 #: kube-apiserver's own deadlines (k8s.io/apiserver pkg/server/secure_serving.go).
 READ_HEADER_TIMEOUT = 32.0
 IDLE_TIMEOUT = 90
+#: A TLS handshake must finish within this (asyncio's default is 60 s).  Go's server reads
+#: the handshake under the request head's deadline; a connection that never finishes it is
+#: held by asyncio's TLS layer, before the connection cap counts it.  The API server's client
+#: finishes in milliseconds on a cluster network.
+TLS_HANDSHAKE_TIMEOUT = 10.0
 #: The longest request head accepted (h11's default); the API server's are a few hundred bytes.
 MAX_HEADER_BYTES = 16 * 1024
 #: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
@@ -91,6 +96,7 @@ class ConnectionLimits:
     idle_timeout: int = IDLE_TIMEOUT
     max_header_bytes: int = MAX_HEADER_BYTES
     backlog: int = BACKLOG
+    tls_handshake_timeout: float = TLS_HANDSHAKE_TIMEOUT
 
 
 #: The probe port's: a few connections, short deadlines (the kubelet's probes time out in 2 s).
@@ -411,6 +417,22 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
 Asgi = Callable[..., Any]
 
 
+def _bound_tls_handshakes(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+    """Give every TLS server this loop creates a handshake deadline of `seconds`.
+
+    uvicorn creates its listening server with `loop.create_server(..., ssl=context)` and no
+    way to pass `ssl_handshake_timeout`, so this loop's (our own, in the webhook's thread)
+    create_server adds it."""
+    create_server = loop.create_server
+
+    async def with_deadline(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_handshake_timeout", seconds)
+        return await create_server(*args, **kwargs)
+
+    loop.create_server = with_deadline  # type: ignore[method-assign]
+
+
 class WebhookServer:
     """The review port (HTTPS, `limits`) and the probe port (HTTP, `PROBE_LIMITS`) in one loop."""
 
@@ -466,6 +488,7 @@ class WebhookServer:
         return uvicorn.Server(config)
 
     async def serve(self) -> None:
+        _bound_tls_handshakes(asyncio.get_running_loop(), self.limits.connections.tls_handshake_timeout)
         review = self._server(self.app, self.limits.connections, "review", self.certificate.context)
         pairs = [(review, self.review_socket)]
         if self.probe_socket is not None:
