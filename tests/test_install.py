@@ -72,6 +72,22 @@ def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) 
     assert (Path(plugin_dir) / "index.js").is_file() and (Path(plugin_dir) / "package.json").is_file()
 
 
+def test_wheel_carries_its_licence_and_project_metadata(fresh_venv: Path, tmp_path: Path) -> None:
+    """What a team depending on it reads: the licence text in the wheel, the SPDX expression,
+    and where the project, its rules and its issues are."""
+    probe = (
+        "import importlib.metadata as m; d = m.distribution('dra-guard'); "
+        "print(d.metadata['License-Expression']); print(sorted(d.metadata.get_all('Project-URL'))); "
+        "print(any(f.name == 'LICENSE' and 'licenses' in f.parts for f in d.files))"
+    )
+    result = _run(fresh_venv / "bin" / "python", "-c", probe, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    expression, urls, licence = result.stdout.splitlines()
+    assert expression == "Apache-2.0" and licence == "True"
+    assert all(label in urls for label in ("Homepage", "Documentation", "Rules", "Issues"))
+    assert "Apache License" in (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
+
+
 def test_wheel_plugin_wired_by_init_validates_a_cdk8s_app(fresh_venv: Path, tmp_path: Path) -> None:
     """A user's own app and virtualenv: `dra-guard init cdk8s`, then `cdk8s synth`."""
     python = fresh_venv / "bin" / "python"
