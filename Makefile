@@ -82,6 +82,7 @@ bench: $(BIN)/.installed node_modules/.installed $(BENCH_VENV)/.installed
 docs: $(BIN)/.installed
 	$(BIN)/dra-guard rules --format markdown > docs/rules.md
 	$(BIN)/python -m dra_guard.present.rule_index > dra_guard/rules/index.json
+	$(BIN)/python -m dra_guard.present.config_schema > dra_guard/config.schema.json
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
