@@ -284,7 +284,9 @@ def test_bad_configuration_is_reported_by_the_policy_instead_of_checking() -> No
 
 def test_config_schema_lists_every_option_but_rule_selection() -> None:
     expected = {
-        option.camel_key for option in RULES.options.values() if not option.selects_rules and not option.selects_files
+        option.camel_key
+        for option in RULES.options.values()
+        if not option.selects_rules and not option.selects_files and not option.cli_only
     }
     assert "exclude" not in expected  # the pack reads no files
     assert set(CONFIG_SCHEMA.properties) == expected

@@ -1,6 +1,7 @@
 """The `dra-guard` command: check, rules, explain, init, migrate.
 
-Exit codes: 0 clean; 1 findings at or above --fail-on; 2 usage errors or unreadable input.
+Exit codes: 0 clean; 1 findings at or above --fail-on (not waived, not in the --baseline);
+2 usage errors or unreadable input (--exit-zero and --fail-on never included).
 Heavy modules (the rules' CEL parser) load only when a command needs them.
 """
 
@@ -23,6 +24,7 @@ from dra_guard.present.report import FORMATS
 from dra_guard.ruleapi.declarations import RuleModuleError
 
 if TYPE_CHECKING:
+    from dra_guard.contract.findings import BaselineEntry, Finding
     from dra_guard.ruleapi.config import Config
 
 EXIT_CLEAN = 0
@@ -78,9 +80,25 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=FORMATS, default="text")
     check.add_argument(
         "--fail-on",
-        choices=("critical", "high", "medium", "low"),
-        default="medium",
-        help="exit 1 when a finding is at or above this severity (default: medium)",
+        choices=("critical", "high", "medium", "low", "never"),
+        default=None,
+        help="exit 1 when a finding (not waived, not baselined) is at or above this severity; never: report "
+        "only (default: the configuration's fail-on, else medium)",
+    )
+    check.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 whatever the findings, as --fail-on never (input and usage errors still exit 2)",
+    )
+    check.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="fail only on findings this baseline does not record; report those it does as baselined",
+    )
+    check.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record today's findings in FILE (replaced), for --baseline; exit 0 unless input is unreadable",
     )
     check.add_argument(
         "--config",
@@ -223,7 +241,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.read.config_file import load_config_file, locate_config_file
     from dra_guard.read.inputs import Inputs, is_manifest
     from dra_guard.read.walk import Ignores, Patterns, select
-    from dra_guard.ruleapi.config import EXCLUDE, MAX_FILE_BYTES, Config, ConfigError
+    from dra_guard.ruleapi.config import EXCLUDE, FAIL_ON, MAX_FILE_BYTES, Config, ConfigError
     from dra_guard.rules import RULES
 
     if gc.get_freeze_count() == 0:
@@ -251,6 +269,20 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         except ConfigError as error:
             stderr.write(f"dra-guard: {error}\n")
             return EXIT_ERROR
+    baseline: list[BaselineEntry] | None = None
+    if arguments.baseline is not None:
+        try:
+            baseline = _read_baseline(arguments.baseline, config.get(MAX_FILE_BYTES))
+        except ValueError as error:
+            stderr.write(printable(f"dra-guard: {error}\n"))
+            return EXIT_ERROR
+    if arguments.write_baseline is not None:
+        refused = _baseline_refused(arguments.write_baseline, arguments.output, arguments.paths)
+        if refused:
+            stderr.write(
+                printable(f"dra-guard: refusing to write the baseline to {arguments.write_baseline}: {refused}\n")
+            )
+            return EXIT_ERROR
     excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
     if config_file:
         excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
@@ -267,6 +299,11 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     inputs = Inputs(selection, max_bytes=config.get(MAX_FILE_BYTES))
     report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
+    found = list(report.findings)
+    if baseline is not None:
+        from dra_guard.present.baseline import apply_baseline
+
+        apply_baseline(report, baseline, arguments.baseline)
     try:
         write = writer(arguments.format)
         _write(lambda out: write(report, out), output, stdout)
@@ -284,7 +321,13 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             stderr.write(printable(f"{input_error}\n"))
         for unchecked in report.unchecked:
             stderr.write(printable(f"dra-guard: {unchecked}\n"))
+        if report.gone:
+            from dra_guard.present.report.text import gone_line
+
+            stderr.write(printable(f"dra-guard: {gone_line(report)}\n"))
     if report.errors:
+        if arguments.write_baseline is not None:
+            stderr.write(f"dra-guard: baseline not written: {len(report.errors)} input error(s)\n")
         return EXIT_ERROR
     if arguments.fail_on_empty and report.files == 0:
         stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
@@ -294,8 +337,60 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         what = "chart(s) or kustomization(s) not checked in full" if partial else "chart(s) not checked"
         stderr.write(f"dra-guard: {len(report.unchecked)} {what} (--fail-on-unchecked)\n")
         return EXIT_ERROR
-    threshold = Severity.parse(arguments.fail_on)
+    if arguments.write_baseline is not None:
+        return _write_baseline(arguments.write_baseline, found, stderr)
+    fail_on = "never" if arguments.exit_zero else arguments.fail_on or config.get(FAIL_ON)
+    if fail_on == "never":
+        return EXIT_CLEAN
+    threshold = Severity.parse(fail_on)
     return EXIT_FINDINGS if any(finding.severity >= threshold for finding in report.findings) else EXIT_CLEAN
+
+
+def _read_baseline(path: str, max_bytes: int) -> list[BaselineEntry]:
+    """The entries of the baseline file `path`; ValueError saying why it cannot be used."""
+    from dra_guard.present.baseline import parse_baseline
+    from dra_guard.read.files import read_input
+
+    if path == "-":
+        raise ValueError("--baseline: standard input holds the manifests; give the baseline as a file")
+    data = read_input(path, max_bytes)
+    if isinstance(data, str):
+        raise ValueError(f"baseline {path}: {data}")
+    return parse_baseline(data, path)
+
+
+def _baseline_refused(path: str, output: str | None, paths: Sequence[str]) -> str | None:
+    """Why the baseline must not be written to `path` (None: it may)."""
+    from dra_guard.read.inputs import is_manifest
+
+    if path == "-":
+        return "give the baseline a file name"
+    target = os.path.realpath(path)
+    if output is not None and os.path.realpath(output) == target:
+        return "it is the report's file (-o)"
+    if any(named != "-" and os.path.realpath(named) == target for named in paths):
+        return "it is one of the inputs"
+    if os.path.isfile(path) and _holds_a_manifest(path, is_manifest):
+        return "it holds Kubernetes manifests"
+    return None
+
+
+def _write_baseline(path: str, findings: Sequence[Finding], stderr: TextIO) -> int:
+    from dra_guard.present.baseline import render_baseline
+
+    text = render_baseline(findings)
+
+    def write(out: _Printable) -> None:
+        out.write(text)
+
+    try:
+        _write(write, path, stderr)
+    except OSError as error:
+        stderr.write(printable(f"dra-guard: cannot write the baseline {path}: {error.strerror or error}\n"))
+        return EXIT_ERROR
+    count = len(findings)
+    stderr.write(printable(f"dra-guard: wrote {count} finding{'' if count == 1 else 's'} to the baseline {path}\n"))
+    return EXIT_CLEAN
 
 
 def _with_slices(config: Config, paths: Sequence[str]) -> Config:

@@ -96,6 +96,19 @@ class Unchecked:
         return f"{self.path}: {self.status}: {self.reason}"
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class BaselineEntry:
+    """One finding as a baseline file records it (`dra-guard check --write-baseline`)."""
+
+    #: The finding's stable fingerprint (SARIF's `partialFingerprints`): rule, object, JSON pointer.
+    fingerprint: str
+    rule: str
+    #: `Kind/namespace/name`.
+    object: str
+    #: For people reading the file; not matched on alone.
+    message: str
+
+
 @dataclass
 class Report:
     """One check's outcome, in the order the renderers print it."""
@@ -110,6 +123,13 @@ class Report:
     #: Files a walk found that are not Kubernetes manifests.
     skipped: list[str] = field(default_factory=list)
     unchecked: list[Unchecked] = field(default_factory=list)
+    #: The baseline file the findings were compared with (`check --baseline`); None without one.
+    baseline: str | None = None
+    #: Findings the baseline records: reported as such, and never failing the check
+    #: (`findings` then holds only the new ones).
+    baselined: list[Finding] = field(default_factory=list)
+    #: Entries of the baseline that no finding matches any more: fixed, waived or changed.
+    gone: list[BaselineEntry] = field(default_factory=list)
 
 
 def json_pointer(path: tuple[str | int, ...]) -> str:

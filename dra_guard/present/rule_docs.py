@@ -81,7 +81,11 @@ def rules_markdown(registry: Registry) -> str:
     for option in registry.options.values():
         owner = registry.owner(option)
         pulumi = f"`{option.camel_key}`" if policy_option(option) else "—"
-        read_by = f"[{owner.id}](#{owner.slug})" if owner else ("the CLI" if option.selects_files else "the engine")
+        read_by = (
+            f"[{owner.id}](#{owner.slug})"
+            if owner
+            else ("the CLI" if option.selects_files or option.cli_only else "the engine")
+        )
         lines.append(
             f"| `{option.key}` | {pulumi} | {option.type.description} | {_default(option)} | {read_by} | {option.doc} |"
         )

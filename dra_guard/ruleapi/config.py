@@ -49,6 +49,7 @@ __all__ = [
     "CONFIG_FILE_NAMES",
     "CORE_OPTIONS",
     "EXCLUDE",
+    "FAIL_ON",
     "MAX_FILE_BYTES",
     "Config",
     "ConfigError",
@@ -252,6 +253,17 @@ ADMISSION_CLAIM_WRITERS: Option[tuple[str, ...]] = Option(
     "a managed cluster's controllers run under other names; `[]` checks every writer. Read by "
     "`dra-guard admission-policy`, the AdmissionGuard constructs and `dra-guard webhook` only.",
 )
+#: What `--fail-on` takes, in the configuration too: a severity, or `never`.
+FAIL_ON_CHOICES = ("critical", "high", "medium", "low", "never")
+FAIL_ON: Option[str] = Option(
+    key="fail-on",
+    type=OneOf(FAIL_ON_CHOICES, "severity or never"),
+    default="medium",
+    doc="`dra-guard check` exits 1 when a finding that is neither waived nor baselined is at or above this "
+    "severity; `never` only reports (input errors still exit 2). `--fail-on` and `--exit-zero` win over it. "
+    "enforce() and `dra-guard webhook` take their own fail_on and --fail-on.",
+    cli_only=True,
+)
 CORE_OPTIONS: tuple[Option[Any], ...] = (
     ENABLE,
     DISABLE,
@@ -264,6 +276,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     MAX_FILE_BYTES,
     EXTENDED_RESOURCE_CLASSES,
     ADMISSION_CLAIM_WRITERS,
+    FAIL_ON,
 )
 
 
@@ -355,7 +368,7 @@ def parse_policy_config(
 
 def policy_option(option: Option[Any]) -> bool:
     """Whether the Pulumi pack takes this option."""
-    return not option.selects_rules and not option.selects_files
+    return not option.selects_rules and not option.selects_files and not option.cli_only
 
 
 def _parse(values: object, spelt: Mapping[str, Option[Any]], source: str, context: ParseContext) -> Config:

@@ -199,6 +199,9 @@ class Option(Generic[T]):
     #: Chooses which files the CLI reads.  Only the CLI takes these: enforce() and the
     #: Pulumi pack check objects, not files.
     selects_files: bool = False
+    #: Read by `dra-guard check` alone (how it exits: `fail-on`), not by the checking it
+    #: shares with enforce() and the Pulumi pack, which do not take it.
+    cli_only: bool = False
     #: The `dra-guard check` flag whose values add to this option (`--slices`), so that the
     #: CLI finds the option by its flag, not by the key of a rule's option.
     command_line: str | None = None

@@ -1,4 +1,8 @@
-"""The JSON report: {"findings", "waived", "errors", "skipped", "unchecked", "summary"}."""
+"""The JSON report: {"findings", "waived", "errors", "skipped", "unchecked", "summary"}.
+
+With a baseline (`check --baseline`), "findings" holds the new findings only, and
+"baselined" (findings the baseline records, after "waived") and "gone" (its entries no
+finding matches any more) are added, with their counts in "summary"."""
 
 from __future__ import annotations
 
@@ -39,9 +43,23 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
     return entry
 
 
+def _gone(report: Report) -> dict[str, Any]:
+    """With a baseline: the baseline's entries that no finding matches any more."""
+    if report.baseline is None:
+        return {}
+    return {
+        "gone": [
+            {"fingerprint": entry.fingerprint, "rule": entry.rule, "object": entry.object, "message": entry.message}
+            for entry in report.gone
+        ]
+    }
+
+
 def _tail(report: Report) -> dict[str, Any]:
     """Everything after the findings: small, whatever the size of the input."""
+    baseline = {} if report.baseline is None else {"baselined": len(report.baselined), "gone": len(report.gone)}
     return {
+        **_gone(report),
         "errors": [{"file": error.file, "line": error.line, "message": error.message} for error in report.errors],
         "skipped": list(report.skipped),
         "unchecked": [{"path": item.path, "reason": item.reason} for item in report.unchecked],
@@ -53,6 +71,7 @@ def _tail(report: Report) -> dict[str, Any]:
             "errors": len(report.errors),
             "skipped": len(report.skipped),
             "unchecked": len(report.unchecked),
+            **baseline,
         },
     }
 
@@ -98,6 +117,9 @@ def write_json(report: Report, out: Output) -> None:
     write_items(out, map(_finding_dict, report.findings), 2)
     out.write(',\n  "waived": ')
     write_items(out, map(_finding_dict, report.waived), 2)
+    if report.baseline is not None:
+        out.write(',\n  "baselined": ')
+        write_items(out, map(_finding_dict, report.baselined), 2)
     for key, value in _tail(report).items():
         out.write(f',\n  "{key}": ' + _dumps(value, 2))
     out.write("\n}\n")

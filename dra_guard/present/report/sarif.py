@@ -4,7 +4,10 @@ File locations are URI references relative to `%SRCROOT%`, the directory dra-gua
 in (`originalUriBaseIds`), percent-encoded per RFC 3986 so that spaces, `#`, `%` and
 non-ASCII names survive; files outside it get absolute `file:` URIs.  Waived findings
 are results with an `inSource` suppression carrying the waiver's reason, so code-scanning
-dashboards show them as suppressed rather than not at all.
+dashboards show them as suppressed rather than not at all.  Checked against a baseline, each
+other result has a `baselineState`: "new", or "unchanged" for one the baseline records (at its
+usual level); baselined findings that are gone are a note among the invocation's notifications,
+not "absent" results (which code scanning would show as alerts).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from urllib.parse import quote
 
 from dra_guard import __version__
 from dra_guard.contract.findings import Finding, Report, Severity
+from dra_guard.present.fingerprint import FINGERPRINT_KEY, fingerprint
 from dra_guard.present.report.json_report import write_items
+from dra_guard.present.report.text import gone_line
 from dra_guard.rules import RULES
 
 if TYPE_CHECKING:
@@ -80,7 +85,7 @@ def _physical_location(file: str | None, line: int | None) -> dict[str, Any]:
     return location
 
 
-def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: int, baseline_state: str | None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": rule_index,
@@ -94,21 +99,40 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
                 ],
             }
         ],
-        "partialFingerprints": {"draGuard/v1": f"{finding.rule}:{finding.object}:{finding.path}"},
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(finding)},
         "properties": {"severity": finding.severity.label, "path": finding.path},
     }
     if finding.facet:
         result["properties"]["facet"] = finding.facet
     if finding.waiver is not None:
         result["suppressions"] = [{"kind": "inSource", "status": "accepted", "justification": finding.waiver}]
+    if baseline_state is not None:
+        result["baselineState"] = baseline_state
     return result
 
 
 def write_sarif(report: Report, out: Output) -> None:
     rule_index = {rule_id: index for index, rule_id in enumerate(RULES)}
+    # With a baseline, each finding is "new" or "unchanged" (SARIF 2.1.0, 3.27.24); waived
+    # ones are not compared with it and carry no baselineState.
+    compared = report.baseline is not None
+    states: list[tuple[Finding, str | None]] = [
+        *((finding, "new" if compared else None) for finding in report.findings),
+        *((finding, "unchanged") for finding in report.baselined),
+        *((finding, None) for finding in report.waived),
+    ]
     ordered = sorted(
-        [*report.findings, *report.waived],
-        key=lambda f: (f.file or "", f.line or 0, f.rule, str(f.object), f.path, f.message, f.waiver or ""),
+        states,
+        key=lambda item: (
+            item[0].file or "",
+            item[0].line or 0,
+            item[0].rule,
+            str(item[0].object),
+            item[0].path,
+            item[0].message,
+            item[0].waiver or "",
+            item[1] or "",
+        ),
     )
     notifications: list[dict[str, Any]] = [
         {
@@ -126,6 +150,8 @@ def write_sarif(report: Report, out: Output) -> None:
         }
         for unchecked in report.unchecked
     ]
+    if report.gone:
+        notifications.append({"level": "note", "message": {"text": gone_line(report)}})
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -150,5 +176,5 @@ def write_sarif(report: Report, out: Output) -> None:
     # (the last key of the document), as one json.dumps of the whole document writes them.
     head, _, tail = json.dumps(document, indent=2, ensure_ascii=False).rpartition('"results": []')
     out.write(head + '"results": ')
-    write_items(out, (_result(finding, rule_index[finding.rule]) for finding in ordered), 6)
+    write_items(out, (_result(finding, rule_index[finding.rule], state) for finding, state in ordered), 6)
     out.write(tail + "\n")

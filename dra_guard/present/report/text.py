@@ -1,7 +1,7 @@
 """`file:line: DRA0NN [severity] Kind/namespace/name: message`, what was not checked, one summary line.
 
 The summary says what was checked and what was not (files skipped as no manifests,
-charts not rendered, findings waived), so that a run that checked nothing never reads
+charts not rendered, findings waived or baselined), so that a run that checked nothing never reads
 like a clean pass.
 """
 
@@ -34,10 +34,14 @@ def summary_line(report: Report) -> str:
     else:
         counts = Counter(finding.severity for finding in report.findings)
         by_severity = ", ".join(f"{counts[s]} {s.label}" for s in sorted(Severity, reverse=True) if counts[s])
-        found = _plural(len(report.findings), "finding", "findings") + (f" ({by_severity})" if by_severity else "")
+        new = "new " if report.baseline is not None else ""
+        found = _plural(len(report.findings), f"{new}finding", f"{new}findings")
+        found += f" ({by_severity})" if by_severity else ""
         parts.append(
             f"{found} in {_plural(report.objects, 'object', 'objects')} from {_plural(report.files, 'file', 'files')}"
         )
+    if report.baselined:
+        parts.append(_plural(len(report.baselined), "finding", "findings") + " baselined")
     if report.waived:
         parts.append(_plural(len(report.waived), "finding", "findings") + " waived")
     if report.skipped:
@@ -66,7 +70,16 @@ def write_text(report: Report, out: Output) -> None:
         )
     for unchecked in report.unchecked:
         out.write(f"{unchecked}\n")
+    if report.gone:
+        out.write(gone_line(report) + "\n")
     out.write(summary_line(report) + "\n")
+
+
+def gone_line(report: Report) -> str:
+    """What is said of baselined findings that no longer occur (they do not fail the check)."""
+    gone = len(report.gone)
+    are = "finding is" if gone == 1 else "findings are"
+    return f"{report.baseline}: {gone} baselined {are} gone; rewrite the baseline (--write-baseline)"
 
 
 def render_text(report: Report) -> str:
