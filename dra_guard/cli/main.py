@@ -234,6 +234,11 @@ def _first_path(paths: Sequence[str]) -> str:
     return "." if first == "-" else first
 
 
+#: The day waivers' expiry dates are compared with, YYYY-MM-DD (unset: today, UTC), for
+#: tests and for replaying a past check.
+TODAY_ENV = "DRA_GUARD_TODAY"
+
+
 def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from dra_guard.contract.findings import Severity
     from dra_guard.engine.run import check_stream
@@ -263,6 +268,17 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         # Found above what is checked (a parent folder, the home directory): say so, since
         # nothing on the command line names it.
         stderr.write(printable(f"dra-guard: configuration: {config_file}\n"))
+    today = os.environ.get(TODAY_ENV)
+    if today:
+        from dataclasses import replace
+
+        from dra_guard.contract.waivers import parse_expiry
+
+        day = parse_expiry(today)
+        if day is None:
+            stderr.write(printable(f"dra-guard: {TODAY_ENV}: must be a date YYYY-MM-DD, got {today!r}\n"))
+            return EXIT_ERROR
+        config = replace(config, today=day)
     if arguments.slices:
         try:
             config = _with_slices(config, arguments.slices)

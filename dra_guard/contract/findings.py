@@ -4,6 +4,7 @@ report that holds both."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from enum import IntEnum
 
 
@@ -43,6 +44,30 @@ class ObjectRef:
 
 
 @dataclass(frozen=True, slots=True)
+class WaiverTerms:
+    """Who answers for a waiver and until when, and where it is written."""
+
+    #: Who answers for it (a team, a ticket), when the waiver names one.
+    owner: str | None = None
+    #: The last day it waives (UTC), when it has one.
+    expires: date | None = None
+    #: Where it is written: "annotation", or the configuration entry ("waivers[2] in
+    #: .dra-guard.yaml"); "configuration" for what an option accepts (DRA016's classes).
+    source: str = "annotation"
+
+    @property
+    def external(self) -> bool:
+        """Whether it is written outside the object (SARIF's `external` suppressions)."""
+        return self.source != "annotation"
+
+
+#: The terms of a plain annotation waiver (a reason alone), shared.
+ANNOTATION_WAIVER = WaiverTerms()
+#: The terms of a finding an option accepts (`Resolved.accepted`), shared.
+ACCEPTED_BY_CONFIGURATION = WaiverTerms(source="configuration")
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     rule: str
     severity: Severity
@@ -57,13 +82,17 @@ class Finding:
     origin: str | None = None
     #: The finding depends on other objects of the input, not on this object alone.
     cross_object: bool = False
-    #: The reason of the `ignore-<rule>` annotation that waives it (waived findings only).
+    #: The reason of the waiver that waives it: its `ignore-<rule>` annotation or the
+    #: configuration's `waivers` entry (waived findings only).
     waiver: str | None = None
     #: JSON pointers of what else in the object the finding rests on: () for nothing but
     #: its own path, None for anything in the object (see `Violation.evidence`).
     evidence: tuple[str, ...] | None = None
     #: Which of the rule's checks found it (the rule's `FACETS`; "" for a rule with one).
     facet: str = ""
+    #: The waiver's owner, expiry and source (waived findings only; None read as a plain
+    #: annotation's).
+    waiver_terms: WaiverTerms | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +147,8 @@ class Report:
     #: Files checked.
     files: int = 0
     objects: int = 0
-    #: Findings an `ignore-<rule>` annotation with a reason waived (`Finding.waiver`).
+    #: Findings a waiver with a reason waived (`Finding.waiver`): an `ignore-<rule>`
+    #: annotation or a `waivers` entry of the configuration, not expired.
     waived: list[Finding] = field(default_factory=list)
     #: Files a walk found that are not Kubernetes manifests.
     skipped: list[str] = field(default_factory=list)

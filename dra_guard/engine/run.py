@@ -5,14 +5,27 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from datetime import date, datetime, timezone
 from typing import Any, Protocol
 
-from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, has_visible_character
-from dra_guard.contract.findings import Finding, InputError, ObjectRef, Report, Severity, json_pointer
+from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.contract.findings import (
+    ACCEPTED_BY_CONFIGURATION,
+    ANNOTATION_WAIVER,
+    Finding,
+    InputError,
+    ObjectRef,
+    Report,
+    Severity,
+    WaiverTerms,
+    json_pointer,
+)
+from dra_guard.contract.waivers import WaiverText, read_waiver
 from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
-from dra_guard.ruleapi.config import NON_WAIVABLE, Config
+from dra_guard.ruleapi.config import NON_WAIVABLE, WAIVERS, Config
 from dra_guard.ruleapi.context import Context, Location, Pending, Resolved, Resource, Violation
 from dra_guard.ruleapi.declarations import RuleModuleError
+from dra_guard.ruleapi.options import ConfiguredWaiver
 from dra_guard.rules import RULES, Rule
 
 
@@ -52,28 +65,38 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
-def _waiver(resource: Resource, rule_id: str, path: Path) -> str | None:
-    """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in:
-    its reason, "" when it gives none that can be read (which waives nothing), None when
-    there is no such annotation."""
+def _expired(expires: date | None, today: date) -> bool:
+    """Whether a waiver with this last day no longer waives on `today`."""
+    return expires is not None and expires < today
+
+
+def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date) -> WaiverText | None:
+    """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in,
+    read as a waiver (`read_waiver`): the first that waives, else the first there is (which
+    says why it does not: no reason, a malformed field, expired); None when there is none."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
     pod = resource.pod_at(path) if resource.pods else None
     if pod is not None:
         sources.append(mapping(pod.template_metadata.get("annotations")))
-    found: str | None = None
+    found: WaiverText | None = None
     for annotation_map in sources:
         if key in annotation_map:
-            reason = annotation_map[key]
-            # A reason that shows nothing (blanks, a zero-width space) gives no reason.
-            if isinstance(reason, str) and has_visible_character(reason):
-                return reason.strip()
-            found = ""
+            waiver = read_waiver(annotation_map[key])
+            if waiver.problem is None and not _expired(waiver.expires, today):
+                return waiver
+            found = found or waiver
     return found
 
 
 def _finding(
-    rule: Rule, resource: Resource, violation: Violation | Pending, message: str, waiver: str | None = None
+    rule: Rule,
+    resource: Resource,
+    violation: Violation | Pending,
+    message: str,
+    waiver: str | None = None,
+    *,
+    terms: WaiverTerms | None = None,
 ) -> Finding:
     path = (*resource.prefix, *violation.path)
     evidence = violation.evidence
@@ -93,6 +116,7 @@ def _finding(
         waiver=waiver,
         evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
         facet=violation.facet,
+        waiver_terms=terms,
     )
 
 
@@ -129,6 +153,7 @@ class _PendingKind:
     severity: Severity
     origin: str | None
     waiver: str | None
+    terms: WaiverTerms | None
     evidence: tuple[str, ...] | None
     facet: str
     note: str
@@ -166,7 +191,13 @@ class _Deferred:
             waiver=kind.waiver,
             evidence=kind.evidence,
             facet=kind.facet,
+            waiver_terms=kind.terms,
         )
+
+
+def _covers(entry: ConfiguredWaiver, ref: ObjectRef) -> bool:
+    """Whether a `waivers` entry's globs match the object (its generateName when it has no name)."""
+    return entry.matches(entry.rule, ref.kind, ref.namespace, ref.name or ref.generate_name)
 
 
 class _RulePlan:
@@ -184,6 +215,14 @@ class _RulePlan:
         configured = config.get(NON_WAIVABLE)
         declared = frozenset(rule.id for rule in registered if not rule.waivable)
         self.non_waivable = declared if configured is None else configured
+        #: The configuration's `waivers` by rule ID, in order, each with its terms.
+        waivers: dict[str, list[tuple[ConfiguredWaiver, WaiverTerms]]] = {}
+        for entry in config.get(WAIVERS):
+            where = f"waivers[{entry.index}]" + (f" in {config.source}" if config.source else "")
+            waivers.setdefault(entry.rule, []).append((entry, WaiverTerms(entry.owner, entry.expires, where)))
+        self.waivers: Mapping[str, tuple[tuple[ConfiguredWaiver, WaiverTerms], ...]] = {
+            rule_id: tuple(entries) for rule_id, entries in waivers.items()
+        }
         #: The enabled rules for each kind, as kinds are met (filling it twice is harmless).
         self.by_kind: dict[str, list[Rule]] = {}
 
@@ -229,6 +268,11 @@ class Checker:
         plan = _rule_plan(self.config)
         self._in_scope = plan.in_scope
         self._non_waivable = plan.non_waivable
+        self._waivers = plan.waivers
+        #: The day expiry dates are compared with: the configuration's, else today's (UTC).
+        self._today = self.config.today or datetime.now(timezone.utc).date()
+        #: The terms of annotation waivers that give an owner or an expiry, shared.
+        self._terms: dict[tuple[str | None, date | None], WaiverTerms] = {(None, None): ANNOTATION_WAIVER}
         self._deferred: list[_Deferred] = []
         self._pending_kinds: dict[tuple[Any, ...], _PendingKind] = {}
         #: One int object per line number that pending findings keep (most are > 256).
@@ -296,23 +340,16 @@ class Checker:
                 raise RuleModuleError(
                     f"rule module {rule.module} yields facet {violation.facet!r}, which its FACETS do not declare"
                 )
-            note = ""
-            waiver = None
-            reason = _waiver(resource, rule.id, violation.path)
-            if reason:
-                if rule.id not in self._non_waivable:
-                    waiver = reason  # reported as waived, with its reason, not as a finding
-                else:
-                    note = f" ({rule.id} cannot be waived)"
-            elif reason == "":
-                note = f" (the {IGNORE_ANNOTATION_PREFIX}{rule.id} annotation gives no reason, so it is ignored)"
+            # A waived finding is reported as waived, with its reason, not as a finding.
+            waiver, terms, note = self._waiver(rule, resource, violation.path)
             if isinstance(violation, Pending):
-                finding = _finding(rule, resource, violation, "", waiver)
+                finding = _finding(rule, resource, violation, "", waiver, terms=terms)
                 key = (
                     rule.id,
                     finding.severity,
                     finding.origin,
                     waiver,
+                    terms,
                     finding.evidence,
                     finding.facet,
                     note,
@@ -324,8 +361,40 @@ class Checker:
                 line = finding.line if finding.line is None else self._lines.setdefault(finding.line, finding.line)
                 self._deferred.append(_Deferred(kind, finding.object, finding.path, finding.file, line, violation.args))
             else:
-                finding = _finding(rule, resource, violation, violation.message + note, waiver)
+                finding = _finding(rule, resource, violation, violation.message + note, waiver, terms=terms)
                 (self.report.findings if waiver is None else self.report.waived).append(finding)
+
+    def _waiver(self, rule: Rule, resource: Resource, path: Path) -> tuple[str | None, WaiverTerms | None, str]:
+        """What waives a finding of `rule` at `path` of `resource`: the reason and terms of its
+        `ignore-<rule>` annotation or, failing that, of the first `waivers` entry of the
+        configuration that matches it (None, None: nothing), and the note the finding gets
+        when something would have waived it but does not (expired, malformed, not waivable)."""
+        annotation = _annotation_waiver(resource, rule.id, path, self._today)
+        entries = self._waivers.get(rule.id)
+        configured = [(entry, terms) for entry, terms in entries if _covers(entry, resource.ref)] if entries else []
+        if annotation is None and not configured:
+            return None, None, ""
+        key = IGNORE_ANNOTATION_PREFIX + rule.id
+        if rule.id in self._non_waivable and (configured or (annotation is not None and annotation.problem is None)):
+            return None, None, f" ({rule.id} cannot be waived)"
+        notes: list[str] = []
+        if annotation is not None:
+            if annotation.problem is not None:
+                notes.append(f"the {key} annotation {annotation.problem}, so it is ignored")
+            elif annotation.expires is not None and annotation.expires < self._today:
+                notes.append(f"the waiver expired on {annotation.expires.isoformat()}")
+            else:
+                owned = (annotation.owner, annotation.expires)
+                terms = self._terms.get(owned)
+                if terms is None:
+                    terms = self._terms[owned] = WaiverTerms(*owned)
+                return annotation.reason, terms, ""
+        for entry, terms in configured:
+            if entry.expires is not None and entry.expires < self._today:
+                notes.append(f"the waiver expired on {entry.expires.isoformat()}: {terms.source}")
+            else:
+                return entry.reason, terms, ""
+        return None, None, " (" + "; ".join(notes) + ")"
 
     def finish(self) -> Report:
         for deferred in self._deferred:
@@ -350,7 +419,7 @@ class Checker:
                     message.message + kind.note, message.severity or kind.severity, message.cross_object
                 )
                 if message.accepted is not None and resolved.waiver is None:
-                    resolved = replace(resolved, waiver=message.accepted)
+                    resolved = replace(resolved, waiver=message.accepted, waiver_terms=ACCEPTED_BY_CONFIGURATION)
             elif message is not None:
                 resolved = deferred.finding(message + kind.note, kind.severity, True)
             else:

@@ -65,8 +65,15 @@ def rules_markdown(registry: Registry) -> str:
         "",
         f'Waive a rule on one object with the annotation `{IGNORE_ANNOTATION_PREFIX}<ID>: "<reason>"` on the object '
         "or its pod template; a reason that shows nothing (empty, spaces, zero-width characters) does not waive. "
-        "Waived findings are still reported as waived: counted in the text summary, listed with their reason "
-        "in JSON, and SARIF `suppressions`. "
+        "A waiver may name who answers for it and the last day it holds (UTC): "
+        f'`{IGNORE_ANNOTATION_PREFIX}<ID>: "reason=<reason>; owner=<team or ticket>; expires=<YYYY-MM-DD>"` '
+        "(fields separated by `;`, in any order, `reason` required). "
+        "The configuration's `waivers` list waives a rule on the objects its kind, namespace and name globs "
+        "match, for objects nobody can annotate (a third-party chart's). "
+        "An expired waiver waives nothing: its findings are reported, with the note "
+        "`(the waiver expired on <date>)`; one whose expiry is not a date is ignored, with a note. "
+        "Waived findings are still reported as waived: counted in the text summary, listed with their reason, "
+        "owner and expiry in JSON, and SARIF `suppressions`. "
         f"Not waivable by default: {_non_waivable(registry)}.",
         "",
         "## Options",
@@ -143,7 +150,11 @@ def explain_text(rule: Rule) -> str:
         "",
     ]
     if rule.waivable:
-        lines += [f'Waive on one object with the annotation\n  {IGNORE_ANNOTATION_PREFIX}{rule.id}: "<reason>"']
+        lines += [
+            f'Waive on one object with the annotation\n  {IGNORE_ANNOTATION_PREFIX}{rule.id}: "<reason>"',
+            f'  or {IGNORE_ANNOTATION_PREFIX}{rule.id}: "reason=<reason>; owner=<owner>; expires=<YYYY-MM-DD>"',
+            f"or, where nobody can annotate the object, with an entry of the configuration's waivers (rule: {rule.id})",
+        ]
     else:
         lines += [f"Not waivable: the annotation {IGNORE_ANNOTATION_PREFIX}{rule.id} is reported, not obeyed."]
     if rule.facets:

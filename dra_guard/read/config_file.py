@@ -73,7 +73,7 @@ def load_config_file(
         return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ, directory=directory)
     try:
         document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
+    except (yaml.YAMLError, ValueError) as error:  # ValueError: a date that does not exist (2027-02-30)
         raise ConfigError(f"{file}: invalid YAML: {error}") from None
     return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import date
 from types import MappingProxyType
 from typing import Any, Protocol, TypeVar, cast
 
@@ -35,7 +36,9 @@ from dra_guard.ruleapi.options import (
     RULE_IDS,
     STRING_LIST,
     STRING_SET,
+    WAIVER_LIST,
     ConfigError,
+    ConfiguredWaiver,
     OneOf,
     Option,
     OptionType,
@@ -165,8 +168,21 @@ NON_WAIVABLE: Option[frozenset[str] | None] = Option(
     key="non-waivable",
     type=RULE_IDS,
     default=None,
-    doc="Rules whose findings an ignore annotation cannot waive; an empty list makes every rule waivable.",
+    doc="Rules whose findings neither an ignore annotation nor a `waivers` entry can waive; an empty list makes "
+    "every rule waivable.",
     default_doc="the rules marked not waivable",
+)
+WAIVERS: Option[tuple[ConfiguredWaiver, ...]] = Option(
+    key="waivers",
+    type=WAIVER_LIST,
+    default=(),
+    doc="Waivers for objects nobody can annotate (a third-party chart's): each entry waives the findings of "
+    "`rule` (an ID or name) on the objects whose `kind`, `namespace` and `name` match its fnmatch globs "
+    '(a glob left out matches everything; an object without a namespace has the namespace ""), for a '
+    "`reason` (required), with an optional `owner` and `expires` date (YYYY-MM-DD, the last day it waives, UTC). "
+    "Reported as waived like an annotation's waiver; rules that cannot be waived (`non-waivable`) are not, "
+    "and an expired entry waives nothing: its findings are reported, with a note.",
+    default_doc="none",
 )
 NON_ACCELERATOR_CLASSES = Option(
     key="non-accelerator-classes",
@@ -268,6 +284,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     ENABLE,
     DISABLE,
     NON_WAIVABLE,
+    WAIVERS,
     NON_ACCELERATOR_CLASSES,
     EXTRA_CLASSES,
     KUBERNETES_VERSION,
@@ -290,6 +307,10 @@ class OptionCatalog(Protocol):
     @property
     def rule_ids(self) -> Sequence[str]: ...
 
+    @property
+    def rule_names(self) -> Mapping[str, str]:
+        """Each rule's name, to its ID."""
+
 
 @dataclass(frozen=True)
 class Config:
@@ -298,6 +319,9 @@ class Config:
     values: Mapping[str, object] = field(default_factory=dict)
     #: Where the values came from, for messages.
     source: str | None = None
+    #: The day waivers' expiry dates are compared with (None: today in UTC, when a check
+    #: starts).  Not an option: front ends set it (the CLI from DRA_GUARD_TODAY), tests too.
+    today: date | None = None
 
     def get(self, option: Option[T]) -> T:
         if option.key in self.values:
@@ -305,7 +329,7 @@ class Config:
         return option.default
 
     def with_value(self, option: Option[T], value: T) -> Config:
-        return Config({**self.values, option.key: value}, self.source)
+        return replace(self, values={**self.values, option.key: value})
 
     def rule_enabled(self, rule_id: str) -> bool:
         enabled = self.get(ENABLE)
@@ -349,7 +373,8 @@ def parse_config(
     option names are read with `read_manifests` (the reading layer's `parse_config` gives it;
     without it such an option is an error)."""
     spelt = {option.key: option for option in catalog.options.values()}
-    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ, directory, read_manifests))
+    context = ParseContext(catalog.rule_ids, environ, directory, read_manifests, catalog.rule_names)
+    return _parse(values, spelt, source, context)
 
 
 def parse_policy_config(
@@ -363,7 +388,8 @@ def parse_policy_config(
     """A Pulumi policy's config: camelCase keys, no rule selection (enforcement levels do
     that) and no file selection (the pack reads no files to check)."""
     spelt = {option.camel_key: option for option in catalog.options.values() if policy_option(option)}
-    return _parse(values, spelt, source, ParseContext(catalog.rule_ids, environ, read_manifests=read_manifests))
+    context = ParseContext(catalog.rule_ids, environ, read_manifests=read_manifests, rule_names=catalog.rule_names)
+    return _parse(values, spelt, source, context)
 
 
 def policy_option(option: Option[Any]) -> bool:

@@ -13,8 +13,13 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
+from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
+
+from dra_guard.contract.catalog import has_visible_character
+from dra_guard.contract.waivers import parse_expiry
 
 T_co = TypeVar("T_co", covariant=True)
 T = TypeVar("T")
@@ -48,6 +53,8 @@ class ParseContext:
     #: (`dra_guard.read.config_file`), so that no option, and no rule, opens a file itself;
     #: None where nothing may be read.
     read_manifests: ReadManifests | None = None
+    #: The registry's rule names, each to its ID (for options that name rules by name).
+    rule_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class OptionType(ABC, Generic[T_co]):
@@ -277,7 +284,135 @@ class PositiveInteger(OptionType[int]):
         return {"type": "integer", "minimum": 1}
 
 
+@dataclass(frozen=True)
+class ConfiguredWaiver:
+    """One entry of the `waivers` option: a rule's findings on the objects its globs match,
+    accepted for a reason (until `expires`, when it has one)."""
+
+    #: Its place in the list, for messages and reports (`waivers[2]`).
+    index: int
+    #: The rule's ID (the configuration may name it by name).
+    rule: str
+    reason: str
+    #: fnmatch globs, matched case-sensitively; None matches every value.
+    kind: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    #: The last day it waives (UTC).
+    expires: date | None = None
+
+    def matches(self, rule: str, kind: str, namespace: str, name: str) -> bool:
+        """Whether it covers a finding of `rule` on the object `kind`/`namespace`/`name`."""
+        return (
+            rule == self.rule
+            and (self.kind is None or fnmatchcase(kind, self.kind))
+            and (self.namespace is None or fnmatchcase(namespace, self.namespace))
+            and (self.name is None or fnmatchcase(name, self.name))
+        )
+
+
+class WaiverList(OptionType[tuple[ConfiguredWaiver, ...]]):
+    """`waivers`: a list of {rule, kind, namespace, name, reason, owner, expires}."""
+
+    description = "list of {rule, kind, namespace, name, reason, owner, expires}"
+    _GLOBS = ("kind", "namespace", "name")
+    _KEYS = ("rule", *_GLOBS, "reason", "owner", "expires")
+
+    def parse(self, key: str, value: object, context: ParseContext) -> tuple[ConfiguredWaiver, ...]:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: must be a list of waivers, each {{rule, reason, ...}}")
+        return tuple(self._entry(f"{key}[{index}]", index, entry, context) for index, entry in enumerate(value))
+
+    def _entry(self, where: str, index: int, entry: object, context: ParseContext) -> ConfiguredWaiver:
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{where}: must be a mapping with rule and reason, not a {type(entry).__name__}")
+        unknown = sorted(str(name) for name in entry if name not in self._KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key {', '.join(unknown)}; the keys are {', '.join(self._KEYS)}")
+        if "rule" not in entry:
+            raise ConfigError(f"{where}.rule: required: the ID or name of the rule it waives")
+        rule = entry["rule"]
+        rule_id = rule if isinstance(rule, str) and rule in context.rule_ids else None
+        if isinstance(rule, str) and rule_id is None:
+            rule_id = context.rule_names.get(rule)
+        if rule_id is None:
+            raise ConfigError(
+                f"{where}.rule: unknown rule {rule!r}; known rules are {_ranges(context.rule_ids)} or their names"
+            )
+        if "reason" not in entry:
+            raise ConfigError(f"{where}.reason: required: why the rule's findings are accepted there")
+        reason = entry["reason"]
+        if not isinstance(reason, str) or not has_visible_character(reason):
+            raise ConfigError(f"{where}.reason: must be a reason that shows something, got {reason!r}")
+        globs: dict[str, str] = {}
+        for name in self._GLOBS:
+            glob = entry.get(name)
+            if glob is not None and (not isinstance(glob, str) or not glob):
+                raise ConfigError(f"{where}.{name}: must be a non-empty string (an fnmatch glob), got {glob!r}")
+            if glob is not None:
+                globs[name] = glob
+        owner = entry.get("owner")
+        if owner is not None and (not isinstance(owner, str) or not has_visible_character(owner)):
+            raise ConfigError(f"{where}.owner: must be a non-empty string (a team, a ticket), got {owner!r}")
+        return ConfiguredWaiver(
+            index,
+            rule_id,
+            reason.strip(),
+            kind=globs.get("kind"),
+            namespace=globs.get("namespace"),
+            name=globs.get("name"),
+            owner=owner.strip() if owner is not None else None,
+            expires=self._expiry(f"{where}.expires", entry.get("expires")),
+        )
+
+    @staticmethod
+    def _expiry(where: str, value: object) -> date | None:
+        if value is None:
+            return None
+        # YAML and TOML read an unquoted 2027-03-01 as a date; a date and time is refused.
+        if isinstance(value, datetime):
+            raise ConfigError(f"{where}: must be a date YYYY-MM-DD, not a date and time ({value.isoformat()})")
+        if isinstance(value, date):
+            return value
+        expires = parse_expiry(value) if isinstance(value, str) else None
+        if expires is None:
+            raise ConfigError(f"{where}: must be a date YYYY-MM-DD, got {value!r}")
+        return expires
+
+    def json_schema(self) -> dict[str, Any]:
+        text = {"type": "string", "minLength": 1}
+        return {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    **dict.fromkeys(("rule", *self._GLOBS, "reason", "owner"), text),
+                    "expires": {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+                },
+                "required": ["rule", "reason"],
+                "additionalProperties": False,
+            },
+        }
+
+    def to_json(self, value: object) -> Any:
+        if not isinstance(value, tuple):
+            return value
+        written = []
+        for item in value:
+            entry: dict[str, str] = {"rule": item.rule}
+            entry.update({name: getattr(item, name) for name in self._GLOBS if getattr(item, name) is not None})
+            entry["reason"] = item.reason
+            if item.owner is not None:
+                entry["owner"] = item.owner
+            if item.expires is not None:
+                entry["expires"] = item.expires.isoformat()
+            written.append(entry)
+        return written
+
+
 STRING_SET = StringSet()
 STRING_LIST = StringList()
 RULE_IDS = RuleIdSet()
 OPTIONAL_FLAG = OptionalFlag()
+WAIVER_LIST = WaiverList()

@@ -261,6 +261,11 @@ class Registry(Mapping[str, Rule]):
     def rule_ids(self) -> Sequence[str]:
         return tuple(self._rules)
 
+    @property
+    def rule_names(self) -> Mapping[str, str]:
+        """Each rule's name, to its ID (a configuration may name a rule either way)."""
+        return MappingProxyType({rule.name: rule.id for rule in self._rules.values()})
+
     def option_on_command_line(self, flag: str) -> Option[Any]:
         """The option whose values the `dra-guard check` flag `flag` adds to (`--slices`)."""
         found = next((option for option in self._options.values() if option.command_line == flag), None)

@@ -2,7 +2,12 @@
 
 With a baseline (`check --baseline`), "findings" holds the new findings only, and
 "baselined" (findings the baseline records, after "waived") and "gone" (its entries no
-finding matches any more) are added, with their counts in "summary"."""
+finding matches any more) are added, with their counts in "summary".
+
+A waived finding has its waiver's `waiver` (the reason), `waiverOwner` and `waiverExpires`
+(YYYY-MM-DD; null when the waiver gives none) and `waiverSource` ("annotation", or the
+configuration entry: "waivers[0] in .dra-guard.yaml").
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from dra_guard.contract.findings import Finding, Report
+from dra_guard.contract.findings import ANNOTATION_WAIVER, Finding, Report
 
 if TYPE_CHECKING:
     from dra_guard.present.report import Output
@@ -39,7 +44,12 @@ def _finding_dict(finding: Finding) -> dict[str, Any]:
         "remediation": finding.remediation,
     }
     if finding.waiver is not None:
+        # The reason, as it has always been; who answers for it, until when and where it is written beside it.
+        terms = finding.waiver_terms or ANNOTATION_WAIVER
         entry["waiver"] = finding.waiver
+        entry["waiverOwner"] = terms.owner
+        entry["waiverExpires"] = terms.expires.isoformat() if terms.expires is not None else None
+        entry["waiverSource"] = terms.source
     return entry
 
 

@@ -3,11 +3,12 @@
 File locations are URI references relative to `%SRCROOT%`, the directory dra-guard ran
 in (`originalUriBaseIds`), percent-encoded per RFC 3986 so that spaces, `#`, `%` and
 non-ASCII names survive; files outside it get absolute `file:` URIs.  Waived findings
-are results with an `inSource` suppression carrying the waiver's reason, so code-scanning
-dashboards show them as suppressed rather than not at all.  Checked against a baseline, each
-other result has a `baselineState`: "new", or "unchanged" for one the baseline records (at its
-usual level); baselined findings that are gone are a note among the invocation's notifications,
-not "absent" results (which code scanning would show as alerts).
+are results with a suppression carrying the waiver's reason (`inSource` for an annotation,
+`external` for the configuration's `waivers`, with its owner and expiry when it gives
+them), so code-scanning dashboards show them as suppressed rather than not at all.  Checked
+against a baseline, each other result has a `baselineState`: "new", or "unchanged" for one
+the baseline records (at its usual level); baselined findings that are gone are a note among
+the invocation's notifications, not "absent" results (which code scanning would show as alerts).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from dra_guard import __version__
-from dra_guard.contract.findings import Finding, Report, Severity
+from dra_guard.contract.findings import ANNOTATION_WAIVER, Finding, Report, Severity
 from dra_guard.present.fingerprint import FINGERPRINT_KEY, fingerprint
 from dra_guard.present.report.json_report import write_items
 from dra_guard.present.report.text import gone_line
@@ -105,10 +106,36 @@ def _result(finding: Finding, rule_index: int, baseline_state: str | None) -> di
     if finding.facet:
         result["properties"]["facet"] = finding.facet
     if finding.waiver is not None:
-        result["suppressions"] = [{"kind": "inSource", "status": "accepted", "justification": finding.waiver}]
+        result["suppressions"] = [_suppression(finding.waiver, finding)]
     if baseline_state is not None:
         result["baselineState"] = baseline_state
     return result
+
+
+def _suppression(reason: str, finding: Finding) -> dict[str, Any]:
+    """An annotation's waiver is `inSource`, a configuration's `external`; the owner and the
+    expiry, when the waiver gives them, are in the justification and the properties."""
+    terms = finding.waiver_terms or ANNOTATION_WAIVER
+    suppression: dict[str, Any] = {
+        "kind": "external" if terms.external else "inSource",
+        "status": "accepted",
+        "justification": reason,
+    }
+    properties: dict[str, str] = {}
+    said = []
+    if terms.owner is not None:
+        properties["owner"] = terms.owner
+        said.append(f"owner {terms.owner}")
+    if terms.expires is not None:
+        properties["expires"] = terms.expires.isoformat()
+        said.append(f"expires {properties['expires']}")
+    if terms.external:
+        properties["source"] = terms.source
+    if said:
+        suppression["justification"] = f"{reason} ({', '.join(said)})"
+    if properties:
+        suppression["properties"] = properties
+    return suppression
 
 
 def write_sarif(report: Report, out: Output) -> None:
