@@ -232,17 +232,16 @@ def init_pre_commit(directory: str, repo: str | None = None, rev: str | None = N
     return Change(path, "updated", "added the dra-guard hook")
 
 
-WORKFLOW = """\
-# Written by `dra-guard init ci`: checks the repository's manifests on every push and pull
-# request and shows the findings in the Security tab (code scanning, SARIF).
+_WORKFLOW_HEAD = """\
+# Written by `dra-guard init ci{option}`: checks the repository's manifests on every push and
+# pull request and shows the findings {where}.
 name: dra-guard
 on:
   push:
   pull_request:
 permissions:
   contents: read
-  security-events: write
-jobs:
+{permissions}jobs:
   dra-guard:
     runs-on: ubuntu-latest
     steps:
@@ -253,25 +252,44 @@ jobs:
       - name: Install dra-guard
         run: python -m pip install "$DRA_GUARD_INSTALL"
         env:
-          # A pip requirement for dra-guard: a wheel URL or git+https://...@<tag>{install_note}
-          DRA_GUARD_INSTALL: {install}
+          # A pip requirement for dra-guard: a wheel URL or git+https://...@<tag>{{install_note}}
+          DRA_GUARD_INSTALL: {{install}}
+"""
+WORKFLOW = _WORKFLOW_HEAD.format(
+    option="", where="in the Security tab (code scanning, SARIF)", permissions="  security-events: write\n"
+) + (
+    """\
       - run: dra-guard check --format sarif --output dra-guard.sarif .
       - uses: github/codeql-action/upload-sarif@v3
         if: always()
         with:
           sarif_file: dra-guard.sarif
 """
+)
+#: `init ci --annotations`, for repositories without code scanning: the findings as
+#: annotations on the run and on the pull request's files (workflow commands).
+ANNOTATIONS_WORKFLOW = _WORKFLOW_HEAD.format(
+    option=" --annotations", where="as annotations on the run and the pull request's files", permissions=""
+) + (
+    """\
+      # GitHub shows the first 10 errors and 10 warnings of a step as annotations; the log
+      # holds every finding, and the last line counts them.
+      - run: dra-guard check --format github .
+"""
+)
 
 
-def init_ci(directory: str, install: str | None = None) -> Change:
-    """A GitHub Actions workflow that runs `dra-guard check` and uploads SARIF."""
+def init_ci(directory: str, install: str | None = None, annotations: bool = False) -> Change:
+    """A GitHub Actions workflow that runs `dra-guard check` and uploads SARIF (or, with
+    `annotations`, writes its findings as workflow annotations)."""
+    workflow = ANNOTATIONS_WORKFLOW if annotations else WORKFLOW
     if install is None:
-        text = WORKFLOW.format(
+        text = workflow.format(
             install="${{ vars.DRA_GUARD_INSTALL }}", install_note=" (set it as a repository variable)"
         )
         note = "set the repository variable DRA_GUARD_INSTALL to a pip requirement for dra-guard"
     else:
-        text = WORKFLOW.format(install=json.dumps(install), install_note="")
+        text = workflow.format(install=json.dumps(install), install_note="")
         note = ""
     return _create(directory, os.path.join(directory, WORKFLOW_FILE), text, note)
 
@@ -283,13 +301,14 @@ def run_init(
     repo: str | None = None,
     rev: str | None = None,
     install: str | None = None,
+    annotations: bool = False,
 ) -> list[Change | ScaffoldError]:
     """Write the requested targets in TARGETS order; a target that fails does not stop the others."""
     writers: Mapping[str, Callable[[], Change]] = {
         "cdk8s": lambda: init_cdk8s(directory),
         "config": lambda: init_config(directory),
         "pre-commit": lambda: init_pre_commit(directory, repo, rev),
-        "ci": lambda: init_ci(directory, install),
+        "ci": lambda: init_ci(directory, install, annotations),
     }
     results: list[Change | ScaffoldError] = []
     for target in TARGETS:

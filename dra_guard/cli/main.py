@@ -158,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
     init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
     init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
+    init.add_argument(
+        "--annotations",
+        action="store_true",
+        help="ci: show findings as workflow annotations (--format github), for repositories without code scanning",
+    )
 
     add_admission_policy_parser(commands)
     add_webhook_parser(commands)
@@ -473,7 +478,12 @@ def run_init(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     from dra_guard.cli.init import run_init as write_targets
 
     results = write_targets(
-        arguments.targets, arguments.dir, repo=arguments.repo, rev=arguments.rev, install=arguments.install
+        arguments.targets,
+        arguments.dir,
+        repo=arguments.repo,
+        rev=arguments.rev,
+        install=arguments.install,
+        annotations=arguments.annotations,
     )
     for result in results:
         if isinstance(result, ScaffoldError):

@@ -1,4 +1,5 @@
-"""Report formats for `dra-guard check`: text (people), json (scripts), sarif (code scanning).
+"""Report formats for `dra-guard check`: text (people), json (scripts), sarif (code scanning),
+github (workflow annotations), junit (CI test reports), policyreport (wgpolicyk8s.io reports).
 
 Each format writes its report piece by piece to an output (`writer`), so that a report of
 many findings is never built as one string; `renderer` gives the same text as a string.
@@ -25,6 +26,9 @@ _WRITERS = {
     "text": ("dra_guard.present.report.text", "write_text"),
     "json": ("dra_guard.present.report.json_report", "write_json"),
     "sarif": ("dra_guard.present.report.sarif", "write_sarif"),
+    "github": ("dra_guard.present.report.github", "write_github"),
+    "junit": ("dra_guard.present.report.junit", "write_junit"),
+    "policyreport": ("dra_guard.present.report.policyreport", "write_policyreport"),
 }
 FORMATS = tuple(_WRITERS)
 

@@ -24,6 +24,7 @@ from dra_guard.contract.findings import ANNOTATION_WAIVER, Finding, Report, Seve
 from dra_guard.present.fingerprint import FINGERPRINT_KEY, fingerprint
 from dra_guard.present.report.json_report import write_items
 from dra_guard.present.report.text import gone_line
+from dra_guard.present.report.links import rule_docs_link, rule_docs_uri
 from dra_guard.rules import RULES
 
 if TYPE_CHECKING:
@@ -40,6 +41,13 @@ _LEVELS = {Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: 
 _SECURITY_SEVERITY = {Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.0", Severity.LOW: "2.0"}
 
 
+def _help_uri(rule_id: str) -> dict[str, str]:
+    """`helpUri`, which SARIF requires to be absolute: only when the repository's address is
+    known (links.REPOSITORY_URL); `help` always names the docs/rules.md section."""
+    uri = rule_docs_uri(rule_id)
+    return {"helpUri": uri} if uri is not None else {}
+
+
 def _rules() -> list[dict[str, Any]]:
     return [
         {
@@ -47,9 +55,11 @@ def _rules() -> list[dict[str, Any]]:
             "name": rule.name,
             "shortDescription": {"text": rule.summary},
             "fullDescription": {"text": rule.rationale},
+            **_help_uri(rule.id),
             "help": {
-                "text": rule.remediation,
-                "markdown": f"**{rule.id} {rule.name}**\n\n{rule.rationale}\n\n**Fix:** {rule.remediation}",
+                "text": f"{rule.remediation} See {rule_docs_link(rule.id)} in dra-guard's repository.",
+                "markdown": f"**{rule.id} {rule.name}**\n\n{rule.rationale}\n\n**Fix:** {rule.remediation}\n\n"
+                f"See `{rule_docs_link(rule.id)}` in dra-guard's repository.",
             },
             "defaultConfiguration": {"level": _LEVELS[rule.severity]},
             "properties": {

@@ -1,4 +1,9 @@
-"""`file:line: DRA0NN [severity] Kind/namespace/name: message`, what was not checked, one summary line.
+"""`file:line: DRA0NN [severity] Kind/namespace/name: message`, each followed by an indented
+`see docs/rules.md#<rule slug>` line (the rule's section of the docs), what was not checked,
+one summary line.
+
+The finding's own line is unchanged by the `see` line under it: whatever reads the first
+(an editor's problem matcher, a grep) reads it as before.
 
 The summary says what was checked and what was not (files skipped as no manifests,
 charts not rendered, findings waived or baselined), so that a run that checked nothing never reads
@@ -12,6 +17,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from dra_guard.contract.findings import Report, Severity
+from dra_guard.present.report.links import rule_docs_link
 
 if TYPE_CHECKING:
     from dra_guard.present.report import Output
@@ -66,7 +72,7 @@ def write_text(report: Report, out: Output) -> None:
     for finding in report.findings:
         out.write(
             f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
-            f"{finding.object}: {finding.message}\n"
+            f"{finding.object}: {finding.message}\n  see {rule_docs_link(finding.rule)}\n"
         )
     for unchecked in report.unchecked:
         out.write(f"{unchecked}\n")
