@@ -8,7 +8,7 @@ dra-guard and on its forge, and names the section everywhere else.
 SARIF's `helpUri` must be an absolute URI (the schema's `"format": "uri"`, which the
 upload to GitHub code scanning checks), so it needs the repository's address:
 `REPOSITORY_URL`, which is pyproject.toml's `[project.urls] Repository` (a test keeps them
-equal).  pyproject names none yet, so reports carry the relative link alone.
+equal).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dra_guard.rules import RULES
 
 RULES_DOC = "docs/rules.md"
-#: pyproject.toml's `[project.urls] Repository`; None while it has none.
-REPOSITORY_URL: str | None = None
+#: pyproject.toml's `[project.urls] Repository` (None would leave `helpUri` out).
+REPOSITORY_URL: str | None = "https://github.com/dra-guard/dra-guard"
 
 
 def rule_slug(rule_id: str) -> str:

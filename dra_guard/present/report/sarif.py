@@ -23,8 +23,8 @@ from dra_guard import __version__
 from dra_guard.contract.findings import ANNOTATION_WAIVER, Finding, Report, Severity
 from dra_guard.present.fingerprint import FINGERPRINT_KEY, fingerprint
 from dra_guard.present.report.json_report import write_items
-from dra_guard.present.report.text import gone_line
 from dra_guard.present.report.links import rule_docs_link, rule_docs_uri
+from dra_guard.present.report.text import gone_line
 from dra_guard.rules import RULES
 
 if TYPE_CHECKING:
