@@ -1,8 +1,10 @@
 """Pulumi front end: the IsolatedAcceleratorWorkload and AdmissionGuard components and the
 dra-guard policy pack.
 
-The policy pack lives in `pulumi_dra/policy/` (`pulumi preview --policy-pack <that dir>`);
-its policies are defined in `pulumi_dra.policies`, importable without starting a server.
+The policy pack lives in `pulumi_dra/policy/` (`pulumi preview --policy-pack <that dir>`
+in a checkout; `dra-guard init pulumi` writes a project-local pack that serves the same
+one from the installed package); its policies are defined in `pulumi_dra.policies`,
+importable without starting a server.
 
 The components are imported on first use: the policy pack imports `pulumi_dra.policies`,
 which imports this package first, and it must not pay for `pulumi` and

@@ -22,11 +22,13 @@ ENGINE_ADDRESS = "127.0.0.1:1"
 
 @contextmanager
 def running_pack(
-    pack_dir: Path = PACK_DIR, env: Mapping[str, str] | None = None
+    pack_dir: Path = PACK_DIR, env: Mapping[str, str] | None = None, python: str | Path = sys.executable
 ) -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
-    """The pack as a process; `env` replaces the environment it inherits."""
+    """The pack as a process, as Pulumi's Python language host starts it: `python` (the
+    interpreter of the pack's virtualenv) runs `pulumi.policy`, which runs the pack folder's
+    `__main__.py`; `env` replaces the environment it inherits."""
     process = subprocess.Popen(
-        [sys.executable, "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, str(pack_dir)],
+        [str(python), "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, str(pack_dir)],
         cwd=pack_dir,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

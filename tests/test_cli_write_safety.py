@@ -96,6 +96,20 @@ def test_init_refuses_a_target_file_that_is_a_symlink_out(project: Path, outside
     assert victim.read_text() == "mine: true\n" and (project / name).is_symlink()
 
 
+@pytest.mark.parametrize(("target", "folder"), [("cdk8s", ".dra-guard"), ("pulumi", "policy-pack")])
+def test_init_refuses_a_folder_of_ours_that_is_a_symlink_out(
+    project: Path, outside: Path, target: str, folder: str
+) -> None:
+    """The cdk8s shim's folder, the Pulumi pack's: a symlink out of the project writes nothing,
+    there nor in the project (cdk8s.yaml keeps naming no plugin)."""
+    (project / "cdk8s.yaml").write_text(CDK8S_YAML)
+    (project / folder).symlink_to(outside, target_is_directory=True)
+    before, inside = tree(outside), tree(project)
+    code, _, stderr = dra_guard("init", target, "--dir", project)
+    assert_refused(code, stderr, folder, "outside", "nothing written")
+    assert tree(outside) == before and tree(project) == inside
+
+
 def test_init_writes_through_a_symlinked_cdk8s_yaml_inside_and_keeps_the_link(project: Path) -> None:
     (project / "app").mkdir()
     (project / "app" / "cdk8s.yaml").write_text(CDK8S_YAML)
@@ -116,7 +130,8 @@ def test_a_symlink_planted_at_the_old_temporary_name_redirects_nothing(project: 
     assert victim.read_text() == "mine: true\n"
     written = project / "cdk8s.yaml"
     assert not written.is_symlink() and "DraGuardValidation" in written.read_text()
-    assert sorted(os.listdir(project)) == ["cdk8s.yaml", "cdk8s.yaml.dra-guard-tmp"]  # no temporary of ours
+    assert sorted(os.listdir(project)) == [".dra-guard", "cdk8s.yaml", "cdk8s.yaml.dra-guard-tmp"]  # no temporary
+    assert sorted(os.listdir(project / ".dra-guard" / "cdk8s-plugin")) == ["index.js", "package.json"]
 
 
 def test_init_leaves_no_temporary_when_the_rename_fails(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@ app wired by `init cdk8s` is really validated by the real cdk8s-cli."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -12,7 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dra_guard.cli.init import HOOK_ENTRY, cdk8s_plugin_dir
+from dra_guard import __version__
+from dra_guard.cli.init import (
+    HOOK_ENTRY,
+    SHIM_PACKAGE,
+    cdk8s_plugin_dir,
+    cdk8s_plugin_version,
+    cdk8s_shim_dir,
+    pack_virtualenv,
+)
+from dra_guard.cli.main import main
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
@@ -69,7 +79,7 @@ def cdk8s_app(directory: Path, source: str) -> Path:
     return directory
 
 
-def synth(directory: Path) -> subprocess.CompletedProcess[str]:
+def synth(directory: Path, **variables: str) -> subprocess.CompletedProcess[str]:
     environment = {
         **os.environ,
         "CDK8S_CHECK_UPGRADE": "false",
@@ -77,26 +87,60 @@ def synth(directory: Path) -> subprocess.CompletedProcess[str]:
         # The plugin must find dra-guard through the app's virtualenv, not through PATH.
         "PATH": f"{Path(str(shutil.which('node'))).parent}:/usr/bin:/bin",
     }
-    environment.pop("DRA_GUARD", None)
-    environment.pop("VIRTUAL_ENV", None)
+    for name in ("DRA_GUARD", "VIRTUAL_ENV", "DRA_GUARD_PYTHON"):
+        environment.pop(name, None)
+    environment.update(variables)
     return subprocess.run(
         [str(CDK8S), "synth"], cwd=directory, env=environment, capture_output=True, text=True, timeout=300, check=False
     )
 
 
-def test_init_cdk8s_adds_the_installed_plugin_and_keeps_comments(tmp_path: Path) -> None:
+def test_init_cdk8s_adds_the_shim_by_a_relative_path_and_keeps_comments(tmp_path: Path) -> None:
     app = cdk8s_app(tmp_path / "app", LEGACY_POD_APP)
     result = dra_guard("init", "cdk8s", cwd=app)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("updated ./cdk8s.yaml (added the dra-guard validation plugin from ")
+    assert result.stdout.splitlines() == [
+        "created ./.dra-guard/cdk8s-plugin/package.json",
+        "created ./.dra-guard/cdk8s-plugin/index.js",
+        "updated ./cdk8s.yaml (added the dra-guard validation plugin through ./.dra-guard/cdk8s-plugin; "
+        "commit that folder with the app)",
+    ]
     text = (app / "cdk8s.yaml").read_text()
     assert text.startswith("# my app, written by hand")
     (entry,) = yaml.safe_load(text)["validations"]
-    assert entry["package"] == cdk8s_plugin_dir() and Path(entry["package"], "index.js").is_file()
-    assert entry["class"] == "DraGuardValidation" and entry["properties"] == {"failOn": "medium"}
+    assert entry == {
+        "package": SHIM_PACKAGE,
+        "version": cdk8s_plugin_version(),
+        "class": "DraGuardValidation",
+        "properties": {"failOn": "medium"},
+    }
+    assert f"  - package: {SHIM_PACKAGE}\n" in text  # on one line, never folded
+    shim = app / ".dra-guard" / "cdk8s-plugin"
+    assert (shim / "index.js").read_text() == (Path(cdk8s_shim_dir()) / "index.js").read_text()
+    # Nothing of this machine is written: not the plugin's folder, not the checkout's.
+    for written in (app / "cdk8s.yaml", shim / "index.js", shim / "package.json"):
+        assert cdk8s_plugin_dir() not in written.read_text() and str(REPO_ROOT) not in written.read_text()
     again = dra_guard("init", "cdk8s", cwd=app)
-    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert again.returncode == 0 and again.stdout.count("unchanged") == 3 and "created" not in again.stdout
     assert (app / "cdk8s.yaml").read_text() == text
+
+
+def test_init_cdk8s_replaces_an_installed_path_written_before_and_folds_no_line(tmp_path: Path) -> None:
+    """What an older init wrote (the site-packages path, folded by ruamel over two lines)."""
+    app = tmp_path / "app"
+    app.mkdir()
+    long_app = "app: " + " ".join(["python"] + [f"--option-{index}=some-long-value" for index in range(8)])
+    (app / "cdk8s.yaml").write_text(
+        f"language: python\n{long_app}\nvalidations:\n  - package:\n      {cdk8s_plugin_dir()}\n"
+        "    version: 0.0.9\n    class: DraGuardValidation\n    properties: {failOn: high}  # ours\n"
+    )
+    result = dra_guard("init", "cdk8s", cwd=app)
+    assert result.returncode == 0, result.stderr
+    assert "updated ./cdk8s.yaml (plugin package is now ./.dra-guard/cdk8s-plugin)" in result.stdout
+    text = (app / "cdk8s.yaml").read_text()
+    assert long_app + "\n" in text and f"  - package: {SHIM_PACKAGE}\n" in text and "# ours" in text
+    (entry,) = yaml.safe_load(text)["validations"]
+    assert entry["version"] == cdk8s_plugin_version() and entry["properties"] == {"failOn": "high"}
 
 
 def test_init_cdk8s_then_synth_fails_a_legacy_pod_and_passes_a_compliant_app(tmp_path: Path) -> None:
@@ -110,6 +154,34 @@ def test_init_cdk8s_then_synth_fails_a_legacy_pod_and_passes_a_compliant_app(tmp
     passed = synth(compliant)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "success" in passed.stdout
+
+
+def test_an_app_wired_by_init_still_validates_after_it_moves(tmp_path: Path) -> None:
+    """The committed app, checked out elsewhere (another machine, CI) with its own virtualenv:
+    the shim finds the plugin through the app's interpreter at synth time."""
+    for name, source in (("legacy", LEGACY_POD_APP), ("compliant", COMPLIANT_APP)):
+        here = cdk8s_app(tmp_path / "here" / name, source)
+        (here / "cdk8s.yaml").write_text(CDK8S_YAML.format(python=".venv/bin/python"))
+        (here / ".venv").symlink_to(sys.prefix, target_is_directory=True)
+        assert dra_guard("init", "cdk8s", cwd=here).returncode == 0
+        there = tmp_path / "elsewhere" / "checkout" / name
+        shutil.copytree(here, there, ignore=shutil.ignore_patterns(".venv"))
+        (there / ".venv").symlink_to(sys.prefix, target_is_directory=True)  # its own virtualenv
+    shutil.rmtree(tmp_path / "here")  # nothing may point back at where init ran
+    failed = synth(tmp_path / "elsewhere" / "checkout" / "legacy")
+    assert failed.returncode != 0, failed.stdout + failed.stderr
+    assert "DRA001" in failed.stdout and "legacy/gpu-pod" in failed.stdout
+    passed = synth(tmp_path / "elsewhere" / "checkout" / "compliant")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "success" in passed.stdout
+
+
+def test_the_shim_fails_the_synth_when_no_python_has_dra_guard(tmp_path: Path) -> None:
+    app = cdk8s_app(tmp_path / "app", COMPLIANT_APP)
+    assert dra_guard("init", "cdk8s", cwd=app).returncode == 0
+    result = synth(app, DRA_GUARD_PYTHON="/bin/false")
+    assert result.returncode != 0
+    assert "no Python with dra-guard installed was found" in result.stdout and "/bin/false (exit 1" in result.stdout
 
 
 def test_plugin_passes_with_a_note_when_the_app_synthesizes_nothing(tmp_path: Path) -> None:
@@ -187,6 +259,61 @@ def test_init_ci_without_install_uses_a_repository_variable(tmp_path: Path) -> N
     assert result.returncode == 0 and "DRA_GUARD_INSTALL" in result.stdout
     text = (tmp_path / ".github" / "workflows" / "dra-guard.yml").read_text()
     assert "${{ vars.DRA_GUARD_INSTALL }}" in text and "pip install dra-guard" not in text
+
+
+def init_in_process(*arguments: str | Path) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main([str(argument) for argument in arguments], stdout, stderr)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+def test_init_pulumi_writes_a_pack_that_names_no_path_of_this_machine(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    code, stdout, stderr = init_in_process("init", "pulumi", "--dir", project)
+    assert code == 0, stderr
+    pack = project / "policy-pack"
+    assert sorted(path.name for path in pack.iterdir()) == ["PulumiPolicy.yaml", "__main__.py", "requirements.txt"]
+    assert "create the virtualenv .venv in the project" in stdout  # there is none yet
+    settings = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())
+    assert settings["runtime"] == {"name": "python", "options": {"virtualenv": "../.venv"}}
+    assert settings["version"] == __version__ and "dra-guard rules" in settings["description"]
+    requirements = [line for line in (pack / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert requirements == [f"dra-guard[pulumi]=={__version__}"]
+    entry = (pack / "__main__.py").read_text()
+    compile(entry, "__main__.py", "exec")
+    assert "from pulumi_dra.policy import serve\n\nserve()\n" in entry
+    for written in pack.iterdir():
+        text = written.read_text()
+        assert str(tmp_path) not in text and sys.prefix not in text and str(REPO_ROOT) not in text
+    code, stdout, _ = init_in_process("init", "pulumi", "--dir", project)
+    assert code == 0 and stdout.count("unchanged") == 3
+
+
+def test_init_pulumi_names_the_virtualenv_relative_to_the_pack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    (project / "envs" / "py").mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(project / "envs" / "running"))  # a virtualenv inside the project
+    monkeypatch.setattr(sys, "base_prefix", "/usr")
+    assert pack_virtualenv(str(project))[0] == "../envs/running"
+    relative, note = pack_virtualenv(str(project), str(project / "envs" / "py"))
+    assert (relative, note) == ("../envs/py", "runs with the virtualenv ../envs/py")
+    monkeypatch.chdir(project)
+    assert pack_virtualenv(".", "envs/py")[0] == "../envs/py"  # --virtualenv is relative to the current folder
+    outside, note = pack_virtualenv(str(project), str(tmp_path / "shared-venv"))
+    assert outside == str(tmp_path / "shared-venv") and "outside the project" in note
+    monkeypatch.setattr(sys, "prefix", "/usr")  # no virtualenv running: the project's .venv
+    assert pack_virtualenv(str(project))[0] == "../.venv"
+
+
+def test_init_pulumi_install_names_where_pip_gets_dra_guard(tmp_path: Path) -> None:
+    wheel = "https://wheels.example/dra_guard-0.1.0-py3-none-any.whl"
+    code, _, stderr = init_in_process("init", "pulumi", "ci", "--install", f"dra-guard @ {wheel}", "--dir", tmp_path)
+    assert code == 0, stderr
+    requirements = (tmp_path / "policy-pack" / "requirements.txt").read_text().splitlines()
+    assert requirements[-1] == f"dra-guard[pulumi] @ {wheel}"  # the extra the pack needs, added
+    workflow = (tmp_path / ".github" / "workflows" / "dra-guard.yml").read_text()
+    assert f'DRA_GUARD_INSTALL: "dra-guard @ {wheel}"' in workflow
 
 
 def test_starter_config_lists_every_option_and_its_defaults_parse() -> None:

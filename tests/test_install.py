@@ -7,6 +7,7 @@ registry, as a user gets them).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dra_guard.cli.init import SHIM_PACKAGE
 from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 from tests.conftest import REPO_ROOT
 from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
@@ -29,12 +31,16 @@ _SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build",
 @pytest.fixture(autouse=True)
 def _as_a_user_runs_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """A plain install (no `fast` extra) with the reader it picks: the suite's forced
-    rapidyaml (Makefile) is not the user's."""
+    rapidyaml (Makefile) is not the user's, nor a PYTHONPATH naming the checkout."""
     monkeypatch.delenv(PARSER_VARIABLE, raising=False)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
 
 
 def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(part) for part in command], cwd=cwd, capture_output=True, text=True, check=False)
+    environment = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    return subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=environment, capture_output=True, text=True, check=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +76,7 @@ def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) 
     assert int(indexed_rules) > 0  # the rules' index ships with the wheel
     assert Path(package_file).is_relative_to(fresh_venv) and not Path(package_file).is_relative_to(REPO_ROOT)
     assert (Path(plugin_dir) / "index.js").is_file() and (Path(plugin_dir) / "package.json").is_file()
+    assert (Path(plugin_dir) / "shim" / "index.js").is_file() and (Path(plugin_dir) / "shim" / "package.json").is_file()
 
 
 def test_wheel_carries_its_licence_and_project_metadata(fresh_venv: Path, tmp_path: Path) -> None:
@@ -89,20 +96,42 @@ def test_wheel_carries_its_licence_and_project_metadata(fresh_venv: Path, tmp_pa
 
 
 def test_wheel_plugin_wired_by_init_validates_a_cdk8s_app(fresh_venv: Path, tmp_path: Path) -> None:
-    """A user's own app and virtualenv: `dra-guard init cdk8s`, then `cdk8s synth`."""
+    """A user's own app and virtualenv: `dra-guard init cdk8s`, the app moved (as a clone
+    elsewhere is), then `cdk8s synth`: the shim finds the wheel's plugin through the app's Python."""
     python = fresh_venv / "bin" / "python"
     for name, source in (("legacy", LEGACY_POD_APP), ("compliant", COMPLIANT_APP)):
-        app = cdk8s_app(tmp_path / name, source)
+        app = cdk8s_app(tmp_path / "wired" / name, source)
         config = (app / "cdk8s.yaml").read_text().replace(f"{Path(sys.executable).parent / 'python'}", str(python))
         (app / "cdk8s.yaml").write_text(config)
         wired = _run(fresh_venv / "bin" / "dra-guard", "init", "cdk8s", cwd=app)
         assert wired.returncode == 0, wired.stderr
         (entry,) = yaml.safe_load((app / "cdk8s.yaml").read_text())["validations"]
-        assert Path(entry["package"]).is_relative_to(fresh_venv)
+        shim = [path.read_text() for path in (app / ".dra-guard").rglob("*") if path.is_file()]
+        assert entry["package"] == SHIM_PACKAGE and len(shim) == 2 and not any(str(fresh_venv) in text for text in shim)
+        shutil.move(app, tmp_path / name)
     failed = synth(tmp_path / "legacy")
     assert failed.returncode != 0 and "DRA001" in failed.stdout, failed.stdout + failed.stderr
     passed = synth(tmp_path / "compliant")
     assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+def test_wheel_init_pulumi_writes_a_pack_the_wheel_serves(fresh_venv: Path, tmp_path: Path) -> None:
+    """The pack's entry point imports what the wheel installed (the pack itself is started
+    over gRPC in tests/test_pulumi_pack_grpc.py; this virtualenv has no Pulumi SDK)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".venv").symlink_to(fresh_venv, target_is_directory=True)
+    written = _run(fresh_venv / "bin" / "dra-guard", "init", "pulumi", cwd=project)
+    assert written.returncode == 0, written.stderr
+    pack = project / "policy-pack"
+    runtime = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())["runtime"]
+    assert runtime == {"name": "python", "options": {"virtualenv": "../.venv"}}
+    probe = "import pulumi_dra.policy as p; print(p.__file__); print(callable(p.serve))"
+    result = _run(pack / "../.venv/bin/python", "-c", probe, cwd=pack)
+    assert result.returncode == 0, result.stderr
+    module, serves = result.stdout.splitlines()
+    assert Path(module).resolve().is_relative_to(fresh_venv.resolve()) and serves == "True"
+    assert "from pulumi_dra.policy import serve" in (pack / "__main__.py").read_text()
 
 
 def test_readme_install_commands_name_no_registry_package() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from dra_guard.cli.main import main
 from dra_guard.rules import RULES
 from pulumi_dra.policies import build_policies
 from testkit.pack_process import analyze, configure, info, running_pack, struct
@@ -229,3 +232,29 @@ def test_analyze_stack_reports_shared_claims(pack: analyzer_pb2_grpc.AnalyzerStu
     shared = [d for d in response.diagnostics if d.policyName == "dra005-shared-claim-stack"]
     assert sorted(d.urn for d in shared) == ["urn:a", "urn:b"]
     assert all(d.enforcementLevel == MANDATORY for d in shared)
+
+
+def test_the_pack_init_pulumi_writes_runs_the_installed_policies(tmp_path: Path) -> None:
+    """`dra-guard init pulumi` in a project, then the pack started as Pulumi's language host
+    starts a Python pack: the Python of the virtualenv PulumiPolicy.yaml names (relative to
+    the pack) runs `pulumi.policy`, which runs the pack's `__main__.py`."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".venv").symlink_to(sys.prefix, target_is_directory=True)  # the project's virtualenv
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert main(["init", "pulumi", "--dir", str(project)], stdout, stderr) == 0, stderr.getvalue()
+    pack = project / "policy-pack"
+    runtime = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())["runtime"]
+    assert runtime["name"] == "python"
+    python = pack / runtime["options"]["virtualenv"] / "bin" / "python"
+    assert python.is_file() and not (pack / "pulumi_dra").exists()  # nothing of ours is copied in
+    with running_pack(pack, python=python) as stub:
+        configure(stub, {})
+        analyzer = info(stub)
+        assert analyzer.name == "dra-guard"
+        assert [policy.name for policy in analyzer.policies] == [policy.name for policy in build_policies()]
+        ((policy, level, message),) = diagnostics(analyze(stub, "kubernetes:core/v1:Pod", legacy_pod()))
+        assert (policy, level) == ("dra001-legacy-extended-resource", MANDATORY)
+        assert "DRA001 [critical] Pod/ns/legacy" in message
+        for obj in compliant_pair():
+            assert diagnostics(analyze(stub, type_token(obj), obj)) == []

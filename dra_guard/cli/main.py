@@ -150,14 +150,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     init = commands.add_parser(
         "init",
-        help="wire dra-guard into a project (cdk8s plugin, config, pre-commit, CI)",
+        help="wire dra-guard into a project (cdk8s plugin, Pulumi policy pack, config, pre-commit, CI)",
         description="Write only what is asked for; existing files are never overwritten.",
     )
     init.add_argument("targets", nargs="+", choices=TARGETS, metavar="TARGET", help=", ".join(TARGETS))
     init.add_argument("--dir", default=".", help="the project directory (default: .)")
     init.add_argument("--repo", help="pre-commit: this repository's URL, to install the hook from it")
     init.add_argument("--rev", help="pre-commit: the tag or commit of --repo")
-    init.add_argument("--install", metavar="REQUIREMENT", help="ci: the pip requirement that installs dra-guard")
+    init.add_argument(
+        "--install",
+        metavar="REQUIREMENT",
+        help="ci: the pip requirement that installs dra-guard; pulumi: the one requirements.txt names "
+        "(default: dra-guard[pulumi]==<this version>)",
+    )
+    init.add_argument(
+        "--virtualenv",
+        metavar="DIR",
+        help="pulumi: the virtualenv the pack runs in (default: the running one if it lies in the project, "
+        "else <dir>/.venv); written relative to the pack",
+    )
     init.add_argument(
         "--annotations",
         action="store_true",
@@ -484,6 +495,7 @@ def run_init(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         rev=arguments.rev,
         install=arguments.install,
         annotations=arguments.annotations,
+        virtualenv=arguments.virtualenv,
     )
     for result in results:
         if isinstance(result, ScaffoldError):
