@@ -12,7 +12,7 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from dra_guard import __version__
@@ -108,6 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--output", "-o", metavar="FILE", help="write the report here instead of stdout (never one of the inputs)"
+    )
+    check.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text report: auto (default) when stdout is a terminal, unless NO_COLOR is set "
+        "(FORCE_COLOR forces it); never into an -o file",
     )
     check.add_argument(
         "--exclude",
@@ -244,6 +251,24 @@ def _write(write: Callable[[_Printable], None], output: str | None, stdout: Text
         raise
 
 
+def color_wanted(mode: str, output: str | None, stream: TextIO, environ: Mapping[str, str]) -> bool:
+    """Whether the text report is coloured: never into a file (`-o`); `--color always` or
+    `never` as it says; else not with NO_COLOR (https://no-color.org), yes with FORCE_COLOR
+    (each when set and not empty), else when `stream` is a terminal."""
+    if output is not None or mode == "never":
+        return False
+    if mode == "always":
+        return True
+    if environ.get("NO_COLOR"):
+        return False
+    if environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):  # a closed or stream-like object
+        return False
+
+
 def _first_path(paths: Sequence[str]) -> str:
     """Where configuration discovery starts: the first path (the working directory for stdin)."""
     first = paths[0] if paths else "."
@@ -338,6 +363,12 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         apply_baseline(report, baseline, arguments.baseline)
     try:
         write = writer(arguments.format)
+        if arguments.format == "text" and color_wanted(arguments.color, output, stdout, os.environ):
+            import functools
+
+            from dra_guard.present.report.text import write_text
+
+            write = functools.partial(write_text, color=True)
         _write(lambda out: write(report, out), output, stdout)
         if output is None:
             stdout.flush()  # a full disk or a closed pipe shows here, not at exit

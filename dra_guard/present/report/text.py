@@ -8,6 +8,10 @@ The finding's own line is unchanged by the `see` line under it: whatever reads t
 The summary says what was checked and what was not (files skipped as no manifests,
 charts not rendered, findings waived or baselined), so that a run that checked nothing never reads
 like a clean pass.
+
+With `color` (the CLI decides: a terminal, not NO_COLOR; README, "Colour") severities are
+coloured and rule IDs bold with ANSI SGR codes; without it the text is byte for byte the
+same as the coloured text with those codes taken out.
 """
 
 from __future__ import annotations
@@ -21,6 +25,22 @@ from dra_guard.present.report.links import rule_docs_link
 
 if TYPE_CHECKING:
     from dra_guard.present.report import Output
+
+
+#: ANSI SGR sequences: critical bold red, high red, medium yellow, low cyan; rule IDs bold.
+_SEVERITY_COLORS = {
+    Severity.CRITICAL: "\x1b[1;31m",
+    Severity.HIGH: "\x1b[31m",
+    Severity.MEDIUM: "\x1b[33m",
+    Severity.LOW: "\x1b[36m",
+}
+_BOLD = "\x1b[1m"
+_RED = "\x1b[31m"
+_RESET = "\x1b[0m"
+
+
+def _paint(text: str, sgr: str, color: bool) -> str:
+    return f"{sgr}{text}{_RESET}" if color else text
 
 
 def _location(file: str | None, line: int | None) -> str:
@@ -62,16 +82,20 @@ def summary_line(report: Report) -> str:
     return "; ".join(parts)
 
 
-def write_text(report: Report, out: Output) -> None:
+def write_text(report: Report, out: Output, *, color: bool = False) -> None:
+    """The report; `color`: ANSI colours for a terminal (the caller decides, never this)."""
+    error_word = _paint("error", _RED, color)
     for error in report.errors:
         out.write(
-            f"{error.file}:{error.line}: error: {error.message}\n"
+            f"{error.file}:{error.line}: {error_word}: {error.message}\n"
             if error.line
-            else f"{error.file}: error: {error.message}\n"
+            else f"{error.file}: {error_word}: {error.message}\n"
         )
     for finding in report.findings:
+        rule = _paint(finding.rule, _BOLD, color)
+        severity = _paint(finding.severity.label, _SEVERITY_COLORS[finding.severity], color)
         out.write(
-            f"{_location(finding.file, finding.line)}: {finding.rule} [{finding.severity.label}] "
+            f"{_location(finding.file, finding.line)}: {rule} [{severity}] "
             f"{finding.object}: {finding.message}\n  see {rule_docs_link(finding.rule)}\n"
         )
     for unchecked in report.unchecked:
@@ -88,7 +112,7 @@ def gone_line(report: Report) -> str:
     return f"{report.baseline}: {gone} baselined {are} gone; rewrite the baseline (--write-baseline)"
 
 
-def render_text(report: Report) -> str:
+def render_text(report: Report, *, color: bool = False) -> str:
     buffer = io.StringIO()
-    write_text(report, buffer)
+    write_text(report, buffer, color=color)
     return buffer.getvalue()
