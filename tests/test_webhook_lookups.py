@@ -64,12 +64,30 @@ def test_a_template_is_read_with_the_service_account_token(tmp_path: Path) -> No
     assert [authorization.lower() for _, authorization in server.requests] == ["bearer token-1"] * 3
 
 
-def test_a_missing_template_is_no_template(tmp_path: Path) -> None:
-    """404: the template does not exist (yet); the review goes on without it, as before."""
+def test_a_pod_naming_a_template_that_does_not_exist_is_denied_and_a_controller_is_not(tmp_path: Path) -> None:
+    """404: the template does not exist (yet).  Admitting the Pod would let a template created
+    afterwards give it devices nothing checked against it (DRA016's scrubber); so the Pod is
+    denied, naming the template.  A Deployment is admitted (a Helm release may create it before
+    its template): its pods are made, and checked, by the controller, which retries them."""
     with api_server(tmp_path) as server:
         templates = in_cluster_templates(tmp_path, server)
         assert templates.get("tenant-a", "slice") is None
-        assert Webhook(RULES, Config(), templates=templates).review(review(POD))["allowed"] is True
+        webhook = Webhook(RULES, Config(), templates=templates)
+        response = webhook.review(review(POD))
+        assert response["allowed"] is False
+        assert "names ResourceClaimTemplate tenant-a/slice, which does not exist (yet)" in response["status"]["message"]
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "tenant-a"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {"metadata": {"labels": {"app": "d"}}, "spec": POD["spec"]},
+            },
+        }
+        assert webhook.review(review(deployment))["allowed"] is True
+    # Without a template source nothing is looked up, so nothing is known to be missing.
+    assert Webhook(RULES, Config()).review(review(POD))["allowed"] is True
 
 
 FAILURES = {

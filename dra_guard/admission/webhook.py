@@ -478,6 +478,17 @@ class Webhook:
                     for failure in failures
                 ),
             )
+        missing = self._missing_templates(obj, names, templates)
+        if missing:
+            return _denial(
+                uid,
+                "; ".join(
+                    f"dra-guard webhook: the Pod names ResourceClaimTemplate {namespace}/{name}, which does not "
+                    "exist (yet), so its claim cannot be checked against this pod; denied (create the template "
+                    "first: a controller retries its pods, and they are admitted once it exists)"
+                    for name in missing
+                ),
+            )
         # With the namespace's templates at hand, "template not found" is a real answer.
         report = check_objects(
             [reviewed, *templates],
@@ -495,6 +506,22 @@ class Webhook:
                 response["warnings"] = warnings
             return response
         return _denial(uid, "; ".join([*(_message(finding) for finding in blocking), *errors]), warnings)
+
+    def _missing_templates(
+        self, obj: Mapping[str, Any], names: Sequence[str], found: Sequence[Mapping[str, Any]]
+    ) -> list[str]:
+        """The templates a Pod names that the API server does not have (a 404, not a failure).
+
+        Such a pod is denied: were it admitted, the claim made once the template appears would
+        give it the template's devices, and nothing would check the template against this pod
+        (DRA016: no scrubber for a GPU template created afterwards).  Only Pods: a controller
+        (a Helm release creating its Deployment before its template) is admitted, and its pods,
+        which the controller retries, are checked when they are made.  Without a template
+        source (`NoTemplates`) nothing is looked up, so nothing is known to be missing."""
+        if isinstance(self.templates, NoTemplates) or obj.get("kind") != "Pod" or obj.get("apiVersion") != "v1":
+            return []
+        present = {str((template.get("metadata") or {}).get("name") or "") for template in found}
+        return [name for name in names if name not in present]
 
     def _decides(self, finding: Finding) -> bool:
         """Whether this webhook, rather than the policies, answers for the finding."""
