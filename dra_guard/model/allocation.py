@@ -42,7 +42,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
-from dra_guard.model.manifest import DeviceRequestView, get_path, items, mapping, text
+from dra_guard.model.manifest import DeviceRequestView, cel_expressions, get_path, items, mapping, text
 
 #: Search steps one claim may take before the verdict is "undecided" (a bound, not a limit
 #: real claims reach: a claim for 8 of 64 candidate devices needs a few hundred).
@@ -399,11 +399,7 @@ def requests_of(views: Iterable[DeviceRequestView]) -> list[Request]:
     grouped: dict[str, list[Alternative]] = {}
     for view in views:
         body = view.body
-        selectors = tuple(
-            expression
-            for selector in items(body.get("selectors"))
-            if isinstance(expression := get_path(selector, ("cel", "expression")), str)
-        )
+        selectors = cel_expressions(body.get("selectors"))
         mode = view.allocation_mode
         grouped.setdefault(view.request_name, []).append(
             Alternative(

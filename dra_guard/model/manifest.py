@@ -131,6 +131,16 @@ class ContainerView:
 # --- claims and device requests -----------------------------------------------------
 
 
+def cel_expressions(selectors: object) -> tuple[str, ...]:
+    """The CEL expressions of a `selectors` list (a request's or a DeviceClass's), in order;
+    entries without one (or not mappings) are skipped: the schema rules report those."""
+    return tuple(
+        expression
+        for selector in items(selectors)
+        if isinstance(expression := get_path(selector, ("cel", "expression")), str)
+    )
+
+
 def claim_devices(obj: Mapping[str, Any]) -> tuple[Path, Mapping[str, Any]] | None:
     """`spec.devices` of a ResourceClaim, `spec.spec.devices` of a ResourceClaimTemplate."""
     if not is_dra_object(obj):

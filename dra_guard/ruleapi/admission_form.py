@@ -132,9 +132,15 @@ def string(value: str) -> str:
 
 def selector_matches(body: str, pattern: str) -> str:
     """CEL: one of the body's CEL selectors matches the RE2 `pattern`."""
+    return selector_matches_expression(body, string(pattern))
+
+
+def selector_matches_expression(body: str, pattern: str) -> str:
+    """CEL: one of the body's CEL selectors matches the RE2 pattern that the CEL expression
+    `pattern` computes (DRA017 splices a request's count into its pattern)."""
     return (
         f"has({body}.selectors) && {body}.selectors.exists(s, has(s.cel) && has(s.cel.expression) "
-        f"&& s.cel.expression.matches({string(pattern)}))"
+        f"&& s.cel.expression.matches({pattern}))"
     )
 
 

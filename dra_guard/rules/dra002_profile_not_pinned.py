@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from dra_guard.contract.catalog import DEVICE_CLASSES, DeviceClass
 from dra_guard.contract.findings import Severity
 from dra_guard.model.conjuncts import DEPTH, attribute_term, conjunct_pattern, has_conjunct
-from dra_guard.model.manifest import CLAIM_KINDS, get_path, items, mapping, text
+from dra_guard.model.manifest import CLAIM_KINDS, cel_expressions, get_path, items, mapping, text
 from dra_guard.model.selectors import Pin, analyse
 from dra_guard.ruleapi.admission_form import (
     REQUESTS,
@@ -297,11 +297,7 @@ def _check_device_class(resource: Resource, context: Context) -> Iterator[Violat
     if not text(resource.obj.get("apiVersion")).startswith("resource.k8s.io/"):
         return
     name = text(mapping(resource.obj.get("metadata")).get("name"))
-    expressions = [
-        expression
-        for selector in items(mapping(resource.obj.get("spec")).get("selectors"))
-        if isinstance(expression := get_path(selector, ("cel", "expression")), str)
-    ]
+    expressions = list(cel_expressions(mapping(resource.obj.get("spec")).get("selectors")))
     problem = redefinition(name, context.config, expressions) if name else None
     if problem is not None:
         yield Violation(("spec", "selectors"), problem, facet="redefined-class")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from dra_guard.contract.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
 from dra_guard.contract.findings import Severity
-from dra_guard.model.manifest import get_path, is_dra_object, items
+from dra_guard.model.manifest import cel_expressions, get_path, is_dra_object
 from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, Validation, string_list
 from dra_guard.ruleapi.config import NON_ACCELERATOR_CLASSES
 from dra_guard.ruleapi.context import Context, Resource, Violation
@@ -74,11 +74,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     mapped = get_path(resource.obj, ("spec", "extendedResourceName"))
     if not isinstance(mapped, str) or not mapped:
         return
-    selectors = tuple(
-        expression
-        for selector in items(get_path(resource.obj, ("spec", "selectors")))
-        if isinstance(expression := get_path(selector, ("cel", "expression")), str)
-    )
+    selectors = cel_expressions(get_path(resource.obj, ("spec", "selectors")))
     # The object is the class: its own selectors are what the generated claims get.
     pinned = class_pin(context.config.device_class(resource.name), selectors)
     pin = f"only this class's own pin ({pinned})" if pinned else "no profile pin"

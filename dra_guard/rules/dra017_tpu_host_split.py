@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from dra_guard.contract.catalog import DEVICE_CLASSES, DeviceClass
 from dra_guard.contract.findings import Severity
 from dra_guard.model.conjuncts import conjunct_pattern, has_conjunct, int_attribute_term, split_at_value
-from dra_guard.model.manifest import CLAIM_KINDS, DeviceRequestView, get_path, items
+from dra_guard.model.manifest import CLAIM_KINDS, DeviceRequestView, cel_expressions
 from dra_guard.ruleapi.admission_form import (
     REQUESTS,
     Admission,
@@ -16,6 +15,7 @@ from dra_guard.ruleapi.admission_form import (
     Validation,
     failing_requests,
     is_accelerator_body,
+    selector_matches_expression,
     string,
     string_list,
 )
@@ -94,14 +94,6 @@ EXAMPLES = (
 )
 
 
-def _expressions(body: Mapping[str, Any]) -> list[str]:
-    return [
-        expression
-        for selector in items(body.get("selectors"))
-        if isinstance(expression := get_path(selector, ("cel", "expression")), str)
-    ]
-
-
 def takes_whole_host(request: DeviceRequestView, known: DeviceClass) -> bool:
     """allocationMode All, or a selector conjunct fixing the host's device count to the count."""
     if request.allocation_mode != "ExactCount":
@@ -110,7 +102,7 @@ def takes_whole_host(request: DeviceRequestView, known: DeviceClass) -> bool:
     if count is None or known.whole_host_attribute is None:
         return True  # a count the API server refuses: DRA010's
     term = int_attribute_term(known.domain, known.whole_host_attribute, count)
-    return any(has_conjunct(expression, term) for expression in _expressions(request.body))
+    return any(has_conjunct(expression, term) for expression in cel_expressions(request.body.get("selectors")))
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
@@ -141,11 +133,7 @@ def _admission(target: AdmissionTarget) -> Admission:
         count = f"string(has({body}.count) && {body}.count != 0 ? {body}.count : 1)"
         alternatives = []
         for name, parts in checks:
-            pattern = f" + {count} + ".join(string(part) for part in parts)
-            pinned = (
-                f"has({body}.selectors) && {body}.selectors.exists(s, has(s.cel) && has(s.cel.expression) "
-                f"&& s.cel.expression.matches({pattern}))"
-            )
+            pinned = selector_matches_expression(body, f" + {count} + ".join(string(part) for part in parts))
             alternatives.append(f"({body}.deviceClassName == {string(name)} && !({pinned}))")
         split = " || ".join(alternatives) or "false"
         exact = f"(!has({body}.allocationMode) || {body}.allocationMode in ['', 'ExactCount'])"
