@@ -48,6 +48,7 @@ from dra_guard.admission.serving import ServingCertificate
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Severity
 from dra_guard.engine.run import check_objects
+from dra_guard.model.manifest import get_path
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
 from dra_guard.rules import Registry
@@ -422,7 +423,7 @@ class Webhook:
         if not isinstance(obj, Mapping):
             return True
         namespace = str(request.get("namespace") or "")
-        names = set(template_names(_with_namespace(obj, namespace)))
+        names = set(template_names(obj))  # the namespace the object lands in changes no name
         return len(names) > self.max_templates or all(self._cache.get((namespace, name))[0] for name in names)
 
     def _semaphore(self) -> asyncio.Semaphore:
@@ -589,9 +590,7 @@ def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
     group = api_version.rpartition("/")[0]
     claim_lists: list[Any] = []
     if kind in POD_SPEC_PATHS and KIND_RESOURCES[kind][0] == group:
-        spec: Any = obj
-        for step in POD_SPEC_PATHS[kind]:
-            spec = spec.get(step) if isinstance(spec, Mapping) else None
+        spec = get_path(obj, POD_SPEC_PATHS[kind])
         if isinstance(spec, Mapping):
             claim_lists.append(spec.get("resourceClaims"))
     elif kind in POD_GROUP_KINDS and KIND_RESOURCES[kind][0] == group:
