@@ -41,7 +41,7 @@ from dra_guard.admission.policy import admission_objects
 from dra_guard.read.config_file import load_config_file, parse_config
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
-from tests.webhook_apiserver import api_server, in_cluster_templates
+from tests.webhook_apiserver import api_server, free_port, in_cluster_templates
 
 RELEASES = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")
 DRA_GUARD = str(Path(sys.executable).parent / "dra-guard")
@@ -407,12 +407,6 @@ def _certificates(hostname: str) -> tuple[bytes, bytes, bytes]:
     return ca.public_bytes(serialization.Encoding.PEM), server.public_bytes(serialization.Encoding.PEM), key
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 KEY = "deploy-test-key-51c2"
 
 
@@ -444,7 +438,7 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[st
         arguments = [argument.replace(mount["mountPath"], str(local)) for argument in arguments]
     # Outside a pod there is no service-account token: --in-cluster is tested on its own above.
     arguments.remove("--in-cluster")
-    port, probe_port = _free_port(), _free_port()
+    port, probe_port = free_port(), free_port()
     arguments[arguments.index("--port") + 1] = str(port)
     arguments[arguments.index("--probe-port") + 1] = str(probe_port)
     log = directory / "webhook.log"

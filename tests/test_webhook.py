@@ -7,7 +7,6 @@ import datetime
 import http.client
 import ipaddress
 import json
-import socket
 import ssl
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from dra_guard import AcceleratorSlice, claim_template
+from tests.webhook_apiserver import free_port
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
@@ -70,12 +70,6 @@ def _certificates(directory: Path) -> tuple[Path, Path, Path]:
         )
     )
     return ca_file, cert_file, key_file
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -126,7 +120,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     directory = tmp_path_factory.mktemp("webhook")
     ca_file, cert_file, key_file = _certificates(directory)
     (directory / "hmac.key").write_text(KEY + "\n")
-    port = _free_port()
+    port = free_port()
     log = directory / "webhook.log"
     command = [
         str(Path(sys.executable).parent / "dra-guard"),
@@ -144,7 +138,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "--max-body",
         str(MAX_BODY),
         "--probe-port",
-        str(_free_port()),
+        str(free_port()),
     ]
     with log.open("w") as stderr:
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
 import ssl
 import subprocess
 import sys
@@ -21,17 +20,11 @@ import pytest
 
 from dra_guard.admission.serving import MEMORY_LIMIT_MIB
 from dra_guard.admission.webhook import DEFAULT_MAX_BODY
-from tests.webhook_apiserver import LOOPBACK, write_certificates
+from tests.webhook_apiserver import LOOPBACK, free_port, write_certificates
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")]
 
 CLIENTS = 50
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
 
 
 def _largest_review() -> bytes:
@@ -68,7 +61,7 @@ def _peak_rss_mib(pid: int) -> float:
 
 def test_fifty_largest_reviews_at_once_stay_below_the_memory_limit(tmp_path: Path) -> None:
     ca_file, cert_file, key_file = write_certificates(tmp_path)
-    port, probe_port = _free_port(), _free_port()
+    port, probe_port = free_port(), free_port()
     cli = str(Path(sys.executable).with_name("dra-guard"))
     command = [cli, "webhook", "--tls-cert", str(cert_file), "--tls-key", str(key_file), "--host", LOOPBACK]
     command += ["--port", str(port), "--probe-port", str(probe_port)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import socket
 import ssl
 import threading
 import time
@@ -55,6 +56,13 @@ class ApiServer:
     requests: list[tuple[str, str]] = field(default_factory=list)
     #: The answer for a request's path; the default answers 404 (nothing exists).
     answer: Callable[[str], Answer] = lambda path: Answer(404, {"kind": "Status", "code": 404})
+
+
+def free_port() -> int:
+    """A port on the loopback address nothing listens on (for servers started as processes)."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
 
 
 def write_certificates(directory: Path, hostname_ip: str = LOOPBACK) -> tuple[Path, Path, Path]:
