@@ -23,7 +23,7 @@ from dra_guard.contract.findings import (
 from dra_guard.contract.waivers import WaiverText, read_waiver
 from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
 from dra_guard.ruleapi.config import NON_WAIVABLE, WAIVERS, Config
-from dra_guard.ruleapi.context import Context, Location, Pending, Resolved, Resource, Violation
+from dra_guard.ruleapi.context import Context, Fact, Location, Pending, Resolved, Resource, Violation
 from dra_guard.ruleapi.declarations import RuleModuleError
 from dra_guard.ruleapi.options import ConfiguredWaiver
 from dra_guard.rules import RULES, Rule
@@ -252,6 +252,21 @@ def _rule_plan(config: Config) -> _RulePlan:
     return plan
 
 
+@dataclass(slots=True)
+class Part:
+    """What checking one part of an input (a file) gave, before anything was resolved:
+    the findings and errors in order, the pending findings, and the facts the rules of
+    other objects need (`Context.fact_of`).  Made by `Checker.take_part`, taken by
+    `Checker.add_part`."""
+
+    objects: int
+    findings: list[Finding]
+    waived: list[Finding]
+    errors: list[InputError]
+    deferred: list[_Deferred]
+    facts: list[Fact]
+
+
 class Checker:
     """Runs every rule on each resource as it arrives, then resolves pending findings.
 
@@ -262,9 +277,13 @@ class Checker:
     `finish()`.  Memory therefore does not grow with the size of the objects checked.
     """
 
-    def __init__(self, config: Config | None = None, complete: bool = True) -> None:
+    def __init__(self, config: Config | None = None, complete: bool = True, *, part: bool = False) -> None:
+        """`part=True`: these objects are a part of a check spread over processes (see
+        `take_part`); nothing is resolved here, and nothing is settled early."""
         self.config = config or Config()
-        self.context = Context(self.config, complete=complete)
+        self.context = Context(self.config, complete=complete, logging=part)
+        #: Added to the objects' positions, so that parts checked apart number them apart.
+        self._serial_base = 0
         plan = _rule_plan(self.config)
         self._in_scope = plan.in_scope
         self._non_waivable = plan.non_waivable
@@ -281,7 +300,7 @@ class Checker:
 
     def add(self, resource: Resource) -> None:
         self.report.objects += 1
-        resource.serial = self.report.objects
+        resource.serial = self._serial_base + self.report.objects
         try:
             self._read(resource)
         except Exception as error:  # a shape nobody foresaw: say so, and check the rest
@@ -327,6 +346,55 @@ class Checker:
             self.add(resource)
         for error in errors:
             self.add_error(error)
+
+    def feed(self, item: LoadedDocument | InputError) -> None:
+        """One item of a loader stream: a document's object, or an input error, in order."""
+        if isinstance(item, InputError):
+            self.add_error(item)
+            return
+        try:
+            self.add_object(item.obj, item)
+        except Exception as error:  # each resource is protected; this is the List expansion
+            self.add_error(
+                InputError(item.file, item.line, f"dra-guard could not check document {item.index}: {_describe(error)}")
+            )
+
+    def begin_part(self, position: int) -> None:
+        """The objects that follow are those of the input's part at `position` (a file, in
+        the order of the whole input): objects of different parts get different serials."""
+        self._serial_base = position << 32
+
+    def take_part(self) -> Part:
+        """What was checked since the last `take_part` (or the start), as one part of the
+        input, and start anew: its findings, errors, pending findings and facts, for
+        `add_part` of the check that resolves the whole input."""
+        context_log = self.context.log
+        part = Part(
+            self.report.objects,
+            self.report.findings,
+            self.report.waived,
+            self.report.errors,
+            self._deferred,
+            [] if context_log is None else context_log,
+        )
+        self.report.objects = 0
+        self.report.findings, self.report.waived, self.report.errors = [], [], []
+        self._deferred = []
+        if context_log is not None:
+            self.context.log = []
+        return part
+
+    def add_part(self, part: Part) -> None:
+        """A part checked elsewhere (`take_part`), in its place in the input: as if its
+        objects had been checked here (the findings are the same, `tests/test_distribute.py`)."""
+        self.report.objects += part.objects
+        self.report.findings.extend(part.findings)
+        self.report.waived.extend(part.waived)
+        self.report.errors.extend(part.errors)
+        apply = self.context.apply
+        for fact in part.facts:
+            apply(fact)
+        self._deferred.extend(part.deferred)
 
     def _run(self, rule: Rule, resource: Resource) -> None:
         resource.accelerator_consulted = False
@@ -436,15 +504,7 @@ def check_stream(items: Iterable[LoadedDocument | InputError], config: Config | 
     """Check documents as a loader stream yields them, keeping its errors in order."""
     checker = Checker(config)
     for item in items:
-        if isinstance(item, InputError):
-            checker.add_error(item)
-            continue
-        try:
-            checker.add_object(item.obj, item)
-        except Exception as error:  # each resource is protected; this is the List expansion
-            checker.add_error(
-                InputError(item.file, item.line, f"dra-guard could not check document {item.index}: {_describe(error)}")
-            )
+        checker.feed(item)
     return checker.finish()
 
 

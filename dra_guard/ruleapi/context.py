@@ -34,6 +34,9 @@ SCHEDULING_GROUP = "scheduling.k8s.io/"
 COMPUTE_DOMAIN_GROUP = "resource.nvidia.com/"
 COMPUTE_DOMAIN_REQUESTS = ("channel",)
 COMPUTE_DOMAIN_CLASSES = ("compute-domain-default-channel.nvidia.com",)
+#: What `Context.fact_of` keeps of an object: a tag, then the facts (see `Context.apply`).
+Fact = tuple[Any, ...]
+_CLAIM, _DEVICE_CLASS, _SLICE, _POD_GROUP, _CLAIM_USERS = "claim", "device-class", "slice", "pod-group", "claim-users"
 
 
 class Location(Protocol):
@@ -266,11 +269,17 @@ class Context:
     size of the input's objects.
     """
 
-    def __init__(self, config: Config, complete: bool = True) -> None:
+    def __init__(self, config: Config, complete: bool = True, *, logging: bool = False) -> None:
         self.config = config
         #: False when the objects checked are not the whole picture (one Pulumi resource at
         #: a time): then cross-object rules must not conclude that something is missing.
         self.complete = complete
+        #: With `logging`, the facts of each object are appended here, in order, and the
+        #: indexes stay empty: the objects are one part of a check spread over processes,
+        #: whose facts another context applies (`apply`) in input order.  Nothing is then
+        #: settled before the last object (`settled_template` answers None), since objects
+        #: this process never sees may come before these.
+        self.log: list[Fact] | None = [] if logging else None
         self._templates = _NamedIndex()
         self._claims = _NamedIndex()
         self._request_names: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -308,7 +317,23 @@ class Context:
         return self._slices is not None and self._slices.slices > 0
 
     def add(self, resource: Resource) -> None:
-        if resource.kind in CLAIM_KINDS:
+        """Index what other objects' rules need of `resource` (or log it: `logging`)."""
+        fact = self.fact_of(resource)
+        if fact is None:
+            return
+        if self.log is not None:
+            self.log.append(fact)
+        else:
+            self.apply(fact)
+
+    def fact_of(self, resource: Resource) -> Fact | None:
+        """What the indexes keep of `resource`, as one small picklable tuple (None: nothing).
+
+        Split from `apply` so that a check spread over processes (`dra_guard.distribute`)
+        can send each file's facts to the process that resolves the pending findings,
+        which applies them in input order, as one process would have."""
+        kind = resource.kind
+        if kind in CLAIM_KINDS:
             names = tuple(
                 dict.fromkeys(
                     name for request in resource.requests for name in (request.request_name, request.qualified_name)
@@ -318,35 +343,57 @@ class Context:
             names = self._request_names.setdefault(names, names)
             classes = tuple(dict.fromkeys(request.device_class for request in resource.requests))
             classes = self._request_names.setdefault(classes, classes)
-            facts = ClaimFacts(resource.kind, resource.namespace, resource.name, names, classes)
-            (self._templates if resource.kind == "ResourceClaimTemplate" else self._claims).add(facts)
-        elif resource.kind == "ComputeDomain" and text(resource.obj.get("apiVersion")).startswith(COMPUTE_DOMAIN_GROUP):
-            self._add_compute_domain(resource)
-        elif resource.kind == "DeviceClass" and is_dra_object(resource.obj):
+            return (_CLAIM, ClaimFacts(kind, resource.namespace, resource.name, names, classes))
+        if kind == "ComputeDomain" and text(resource.obj.get("apiVersion")).startswith(COMPUTE_DOMAIN_GROUP):
+            return self._compute_domain_fact(resource)
+        if kind == "DeviceClass" and is_dra_object(resource.obj):
             spec = mapping(resource.obj.get("spec"))
             mapped = spec.get("extendedResourceName")
-            if isinstance(mapped, str) and mapped:
-                self._extended_resources[mapped].append(resource.name)
-            self._class_selectors[resource.name] = tuple(
+            selectors = tuple(
                 expression
                 for selector in items(spec.get("selectors"))
                 if isinstance(expression := mapping(mapping(selector).get("cel")).get("expression"), str)
             )
-        elif resource.kind == "ResourceSlice" and is_dra_object(resource.obj):
-            if not getattr(resource.document, "walked", False):
+            return (_DEVICE_CLASS, resource.name, mapped if isinstance(mapped, str) and mapped else "", selectors)
+        if kind == "ResourceSlice" and is_dra_object(resource.obj):
+            if getattr(resource.document, "walked", False):
                 # A ResourceSlice a walk met (an example's captured node, another cluster's
                 # fixture) is only an object: the cluster is what the user gives as such.
-                self.slices.add(resource.obj)
-        elif resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_GROUP):
-            self._add_pod_group(resource)
-        elif resource.kind == "Pod":
-            for pod in resource.pods:
-                for _, claim in pod.claims:
-                    claim_name = claim.get("resourceClaimName")
-                    if isinstance(claim_name, str):
-                        self._add_claim_user(claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
+                return None
+            return (_SLICE, resource.obj)
+        if kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_GROUP):
+            return self._pod_group_fact(resource)
+        if kind == "Pod":
+            users = tuple(
+                (claim_name, ClaimUser(resource.serial, resource.namespace, resource.name))
+                for pod in resource.pods
+                for _, claim in pod.claims
+                if isinstance(claim_name := claim.get("resourceClaimName"), str)
+            )
+            return (_CLAIM_USERS, users) if users else None
+        return None
 
-    def _add_compute_domain(self, resource: Resource) -> None:
+    def apply(self, fact: Fact) -> None:
+        """Add one fact of `fact_of` to the indexes."""
+        tag = fact[0]
+        if tag == _CLAIM:
+            facts: ClaimFacts = fact[1]
+            (self._templates if facts.kind == "ResourceClaimTemplate" else self._claims).add(facts)
+        elif tag == _DEVICE_CLASS:
+            _, name, mapped, selectors = fact
+            if mapped:
+                self._extended_resources[mapped].append(name)
+            self._class_selectors[name] = selectors
+        elif tag == _SLICE:
+            self.slices.add(fact[1])
+        elif tag == _POD_GROUP:
+            for key, entry in fact[1]:
+                self._pod_group_claims.setdefault(key, []).append(entry)
+        elif tag == _CLAIM_USERS:
+            for claim_name, user in fact[1]:
+                self._add_claim_user(claim_name, user)
+
+    def _compute_domain_fact(self, resource: Resource) -> Fact | None:
         """The ResourceClaimTemplate an NVIDIA ComputeDomain makes: its controller creates
         `spec.channel.resourceClaimTemplate.name` in the ComputeDomain's namespace, with one
         request `channel` of class compute-domain-default-channel.nvidia.com
@@ -356,28 +403,28 @@ class Context:
         template = text(
             mapping(mapping(mapping(resource.obj.get("spec")).get("channel")).get("resourceClaimTemplate")).get("name")
         )
-        if template:
-            names = self._request_names.setdefault(COMPUTE_DOMAIN_REQUESTS, COMPUTE_DOMAIN_REQUESTS)
-            classes = self._request_names.setdefault(COMPUTE_DOMAIN_CLASSES, COMPUTE_DOMAIN_CLASSES)
-            self._templates.add(ClaimFacts("ResourceClaimTemplate", resource.namespace, template, names, classes))
+        if not template:
+            return None
+        names = self._request_names.setdefault(COMPUTE_DOMAIN_REQUESTS, COMPUTE_DOMAIN_REQUESTS)
+        classes = self._request_names.setdefault(COMPUTE_DOMAIN_CLASSES, COMPUTE_DOMAIN_CLASSES)
+        return (_CLAIM, ClaimFacts("ResourceClaimTemplate", resource.namespace, template, names, classes))
 
-    def _add_pod_group(self, resource: Resource) -> None:
+    def _pod_group_fact(self, resource: Resource) -> Fact | None:
         spec = mapping(resource.obj.get("spec"))
-        if resource.kind == "PodGroup":
-            entries = [(resource.name, claim) for claim in items(spec.get("resourceClaims"))]
-        else:  # a Workload's pod group templates become PodGroups whose names we cannot know
-            entries = [
-                ("", claim)
-                for group in items(spec.get("podGroupTemplates"))
-                for claim in items(mapping(group).get("resourceClaims"))
-            ]
-        for group_name, raw in entries:
-            claim = mapping(raw)
-            name, claim_name = text(claim.get("name")), text(claim.get("resourceClaimName"))
-            template_name = text(claim.get("resourceClaimTemplateName"))
-            if group_name:
-                key = (resource.namespace, group_name)
-                self._pod_group_claims.setdefault(key, []).append((name, claim_name, template_name))
+        if resource.kind != "PodGroup":
+            return None  # a Workload's pod group templates become PodGroups whose names we cannot know
+        entries = tuple(
+            (
+                (resource.namespace, resource.name),
+                (
+                    text(claim.get("name")),
+                    text(claim.get("resourceClaimName")),
+                    text(claim.get("resourceClaimTemplateName")),
+                ),
+            )
+            for claim in map(mapping, items(spec.get("resourceClaims")))
+        )
+        return (_POD_GROUP, entries) if entries and resource.name else None
 
     def _add_claim_user(self, claim_name: str, user: ClaimUser) -> None:
         present = self._claim_users.get(claim_name)
@@ -395,11 +442,14 @@ class Context:
         return self._claims.find(namespace, name)
 
     def settled_template(self, namespace: str, name: str) -> ClaimFacts | None:
-        """The template `find_template` will return whatever objects follow, if it is known now."""
-        return self._templates.exact(namespace, name)
+        """The template `find_template` will return whatever objects follow, if it is known now.
+
+        A rule may decide a finding now on it, or keep it pending: the two must give the same
+        finding (tests/test_distribute.py checks every input both ways)."""
+        return None if self.log is not None else self._templates.exact(namespace, name)
 
     def settled_claim(self, namespace: str, name: str) -> ClaimFacts | None:
-        return self._claims.exact(namespace, name)
+        return None if self.log is not None else self._claims.exact(namespace, name)
 
     def extended_resource_classes(self, name: str) -> list[str]:
         """Device classes that map the extended resource `name`: configured, then in the input."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dra_guard.contract.findings import Severity
@@ -120,11 +120,16 @@ def _wiring(
                 continue
             request = claim.get("request")
             if isinstance(request, str) and context.complete:
-                unknown = _unknown_request(context, resource.namespace, container.name, declared[name][1], request)
+                pod_claim = declared[name][1]
+                wanted = {
+                    "resourceClaimTemplateName": pod_claim.get("resourceClaimTemplateName"),
+                    "resourceClaimName": pod_claim.get("resourceClaimName"),
+                }
+                args = (context, resource.namespace, container.name, wanted, request)
                 # Decided now when the target is already known: nothing to keep until the end.
-                if _target(context, resource.namespace, declared[name][1], settled=True) is None:
-                    yield Pending((*path, "request"), unknown, facet="unknown-request")
-                elif (message := unknown()) is not None:
+                if _target(context, resource.namespace, pod_claim, settled=True) is None:
+                    yield Pending((*path, "request"), _unknown_request, args, facet="unknown-request")
+                elif (message := _unknown_request(*args)) is not None:
                     yield Violation((*path, "request"), message, cross_object=True, facet="unknown-request")
     for name, (path, claim) in declared.items():
         if name not in used and pod.complete:
@@ -193,20 +198,15 @@ def _missing_template(context: Context, namespace: str, template_name: str) -> s
 
 
 def _unknown_request(
-    context: Context, namespace: str, container: str, pod_claim: Mapping[str, Any], request: str
-) -> Callable[[], str | None]:
-    template_name = pod_claim.get("resourceClaimTemplateName")
-    claim_name = pod_claim.get("resourceClaimName")
-    wanted = {"resourceClaimTemplateName": template_name, "resourceClaimName": claim_name}
-
-    def resolve() -> str | None:
-        target = _target(context, namespace, wanted, settled=False)
-        if target is None or request in target.request_names:
-            return None
-        owner = f"{target.kind} {target.name!r}"
-        return f"container {container!r} asks for request {request!r}, which {owner} does not have"
-
-    return resolve
+    context: Context, namespace: str, container: str, wanted: Mapping[str, Any], request: str
+) -> str | None:
+    """A function and its arguments, not a closure: a pending finding crosses processes
+    (`dra_guard.distribute`), and only what pickles by name can."""
+    target = _target(context, namespace, wanted, settled=False)
+    if target is None or request in target.request_names:
+        return None
+    owner = f"{target.kind} {target.name!r}"
+    return f"container {container!r} asks for request {request!r}, which {owner} does not have"
 
 
 # --- admission ---------------------------------------------------------------------------
