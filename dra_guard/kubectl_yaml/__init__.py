@@ -20,7 +20,7 @@ kubernetes-sigs/yaml v1.4.0 (whose goyaml.v2 is go-yaml/yaml v2.4.0).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any
 
 from dra_guard.contract.findings import InputError
@@ -32,7 +32,7 @@ from dra_guard.kubectl_yaml.lines import FileLines, node_line
 from dra_guard.kubectl_yaml.objects import Path, Rejected, document_problem, objects
 from dra_guard.kubectl_yaml.parser import PLAIN, parse
 
-__all__ = ["FastLines", "Parsed", "SentObject", "document_root", "read", "source_line"]
+__all__ = ["FastLines", "Parsed", "SentObject", "document_root", "read", "read_pieces", "source_line"]
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
@@ -157,17 +157,144 @@ def read(data: bytes, name: str, *, adjust: Callable[[Any], Any] | None = None) 
         yield InputError(name, line, f"not UTF-8 text (byte 0x{data[bad_offset]:02x} at offset {offset})")
 
 
+#: What `read_pieces` reads before it decides how: the first 8 KiB, where `read` looks for
+#: a NUL and a JSON stream's `{`.
+_HEAD_BYTES = 8192
+#: About how much text `read_pieces` parses at once: the documents of one piece at most stay
+#: in memory, with one more document (the one that runs on into the next block).
+PIECE_CHARS = 1 << 20
+
+
+def read_pieces(
+    blocks: Iterable[bytes], name: str, *, adjust: Callable[[Any], Any] | None = None
+) -> Iterator[SentObject | InputError]:
+    """`read` of the concatenated `blocks`, the same objects and errors, holding no more of
+    the file than a piece of about PIECE_CHARS at a time (plus the longest document).
+
+    A YAML file is cut where `yaml_chunks` cuts it: kubectl frames documents line by line,
+    so a piece that starts where a document starts is framed the same on its own, and its
+    documents keep their numbers and lines.  What needs the whole file is read whole, as
+    `read` reads it: a UTF-16 file, a JSON stream (whose values may span any lines), and a
+    single document (a `List` from `kubectl get -o yaml` is one)."""
+    iterator = iter(blocks)
+    head = b""
+    for block in iterator:
+        head += block
+        if len(head) >= _HEAD_BYTES:
+            break
+    if head[:2] in _UTF16_BOMS or is_json_stream(_without_bom(head[:_HEAD_BYTES])[0]):
+        yield from read(head + b"".join(iterator), name, adjust=adjust)
+        return
+    data, dropped, _ = _without_bom(head)
+    if b"\x00" in data[:_HEAD_BYTES]:
+        yield from read(data, name, adjust=adjust)
+        return
+    yield from _yaml_pieces(_chain(data, iterator), name, dropped, adjust)
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def _yaml_pieces(
+    blocks: Iterator[bytes], name: str, dropped: int, adjust: Callable[[Any], Any] | None
+) -> Iterator[SentObject | InputError]:
+    carry = ""  # decoded text from the start of a document on
+    carry_line = 1  # the line it starts on
+    index = 0  # documents before it
+    pending = b""  # bytes after the last line feed read
+    consumed = 0  # bytes before `pending`
+    lines_consumed = 0  # line feeds in them
+    for block in blocks:
+        pending += block
+        cut = pending.rfind(b"\n") + 1
+        if not cut:
+            continue
+        whole_lines, pending = pending[:cut], pending[cut:]
+        try:
+            text = whole_lines.decode("utf-8")
+        except UnicodeDecodeError as error:
+            yield from _bad_byte(carry + _lines_before(whole_lines, error.start), carry_line, index, name, adjust)
+            yield _bad_byte_error(
+                name, whole_lines, error.start, consumed=consumed, lines=lines_consumed, dropped=dropped
+            )
+            return
+        consumed += cut
+        lines_consumed += whole_lines.count(b"\n")
+        carry += text.replace("\r\n", "\n") if "\r\n" in text else text
+        if len(carry) < PIECE_CHARS:
+            continue
+        chunks = list(yaml_chunks(carry, carry_line))
+        if any(isinstance(chunk, BadSeparator) for chunk in chunks):
+            yield from _read_chunks(carry, chunks, name, adjust, index)
+            return
+        if len(chunks) < 2:
+            continue  # one document so far: it stays whole
+        last = chunks[-1]
+        assert isinstance(last, Chunk)
+        if (yield from _read_chunks(carry[: last.start], chunks[:-1], name, adjust, index)):
+            return
+        index += len(chunks) - 1
+        carry, carry_line = carry[last.start :], last.first_line
+    try:
+        text = pending.decode("utf-8")
+    except UnicodeDecodeError as error:
+        yield from _bad_byte(carry + _lines_before(pending, error.start), carry_line, index, name, adjust)
+        yield _bad_byte_error(name, pending, error.start, consumed=consumed, lines=lines_consumed, dropped=dropped)
+        return
+    carry = kubectl_lines(carry + text)
+    yield from _read_chunks(carry, list(yaml_chunks(carry, carry_line)), name, adjust, index)
+
+
+def _lines_before(data: bytes, bad: int) -> str:
+    """The whole lines of `data` before its byte `bad` (the first that is not UTF-8)."""
+    text = data[:bad].decode("utf-8")
+    text = text[: text.rfind("\n") + 1]
+    return text.replace("\r\n", "\n") if "\r\n" in text else text
+
+
+def _bad_byte(
+    text: str, first_line: int, index: int, name: str, adjust: Callable[[Any], Any] | None
+) -> Generator[SentObject | InputError, None, bool]:
+    """The documents before a byte that is not UTF-8, as `read` reads them (the one it runs
+    into is dropped)."""
+    chunks = list(yaml_chunks(text, first_line))
+    if chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
+        chunks.pop()
+    return (yield from _read_chunks(text, chunks, name, adjust, index))
+
+
+def _bad_byte_error(name: str, data: bytes, bad: int, *, consumed: int, lines: int, dropped: int) -> InputError:
+    line = lines + data[:bad].count(b"\n") + 1
+    offset = consumed + bad + dropped
+    return InputError(name, line, f"not UTF-8 text (byte 0x{data[bad]:02x} at offset {offset})")
+
+
 def _read_yaml(
     text: str, name: str, complete: bool, adjust: Callable[[Any], Any] | None = None
 ) -> Iterator[SentObject | InputError]:
     text = kubectl_lines(text)
     chunks = list(yaml_chunks(text))
+    if not complete and chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
+        chunks.pop()  # it runs on into the line with the bad byte, which the caller reports
+    yield from _read_chunks(text, chunks, name, adjust)
+
+
+def _read_chunks(
+    text: str,
+    chunks: Sequence[Chunk | BadSeparator],
+    name: str,
+    adjust: Callable[[Any], Any] | None,
+    first_index: int = 0,
+) -> Generator[SentObject | InputError, None, bool]:
+    """The objects of the documents `chunks` cuts `text` into, the first of them document
+    `first_index + 1` of its file; returns whether kubectl stops reading the file there."""
     # rapidyaml's trees of the next documents, parsed together (see parse_plain)
     trees: list[Parsed | None] = []
     trees_from = 0
-    if not complete and chunks and isinstance(chunks[-1], Chunk) and chunks[-1].end == len(text):
-        chunks.pop()  # it runs on into the line with the bad byte, which the caller reports
-    for index, chunk in enumerate(chunks, 1):
+    for position, chunk in enumerate(chunks, 1):
+        index = first_index + position
         if isinstance(chunk, BadSeparator):
             yield InputError(
                 name,
@@ -175,12 +302,12 @@ def _read_yaml(
                 f"a line starting with '---' followed by {chunk.rest!r}: kubectl rejects this document separator "
                 "and stops reading the file here",
             )
-            return
-        if index > trees_from + len(trees):
-            trees_from = index - 1
+            return True
+        if position > trees_from + len(trees):
+            trees_from = position - 1
             batch = chunks[trees_from : trees_from + _TREES_AT_ONCE]
             trees = parse_plain_when_worth_it([text[c.start : c.end] if isinstance(c, Chunk) else None for c in batch])
-        document = trees[index - 1 - trees_from]
+        document = trees[position - 1 - trees_from]
         body = text[chunk.start : chunk.end] if document is None else document.text
         value = decode_plain(body, document)
         if value is EMPTY:
@@ -195,7 +322,7 @@ def _read_yaml(
             if parsed.error is not None:
                 line = None if parsed.error.line is None else chunk.first_line + parsed.error.line
                 yield InputError(name, line, f"invalid YAML: {parsed.error.message}")
-                return
+                return True
             continue
         root = parsed.documents[0]
         lines = FileLines(body, chunk.first_line)
@@ -209,12 +336,12 @@ def _read_yaml(
                 f"document {index} expands to more than kubectl allows through YAML aliases "
                 "(go-yaml: excessive aliasing; an alias bomb?); not checked",
             )
-            return
+            return True
         except Refusal as refusal:
             line = root_line if refusal.line is None else chunk.first_line + refusal.line
             yield InputError(name, line, f"document {index}: {refusal.message}")
             if refusal.kubectl_stops:
-                return
+                return True
             continue
         if parsed.error is not None or any(not _is_null(document) for document in parsed.documents[1:]):
             # go-yaml decodes only the first document of the text it is given (and has
@@ -252,6 +379,7 @@ def _read_yaml(
                     root=root,
                     source_spells_strings=not binary,
                 )
+    return False
 
 
 def _plain_objects(

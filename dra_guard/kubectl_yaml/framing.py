@@ -64,10 +64,11 @@ class BadSeparator:
         self.rest = rest
 
 
-def yaml_chunks(text: str) -> Iterator[Chunk | BadSeparator]:
-    """The documents of `text` (as returned by `kubectl_lines`), in order."""
-    start, start_line = 0, 1
-    counted, counted_line = 0, 1  # newlines counted up to `counted`
+def yaml_chunks(text: str, first_line: int = 1) -> Iterator[Chunk | BadSeparator]:
+    """The documents of `text` (as returned by `kubectl_lines`), in order; `text` starts on
+    line `first_line` of its file (a piece of a file read in pieces starts at a document)."""
+    start, start_line = 0, first_line
+    counted, counted_line = 0, first_line  # newlines counted up to `counted`
 
     def line_at(position: int) -> int:
         nonlocal counted, counted_line

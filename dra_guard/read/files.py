@@ -1,5 +1,10 @@
 """Reading one input's bytes without hanging and without growing without bound.
 
+`open_input` is how `check` reads: an input of up to `STREAM_ABOVE` bytes whole, a larger
+one in blocks (`Opened.blocks`), so that memory follows the largest document, not the file
+(`dra_guard.kubectl_yaml.read_pieces`); standard input that large is first copied to an
+unlinked temporary file, so that it can be read again.
+
 A path is opened with `O_NONBLOCK` (where the OS has it), so that opening a FIFO never
 waits for a writer, and `fstat`-checked: only a regular file is read, so a FIFO, a socket
 or a device (`/dev/zero`) named on the command line or met by a walk (or swapped in for a
@@ -12,7 +17,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO
+from collections.abc import Iterator
+from typing import IO, BinaryIO
 
 #: The option that sets the cap, as messages name it.
 LIMIT_OPTION = "max-file-bytes"
@@ -60,17 +66,21 @@ def read_regular(path: str, limit: int, option: str = LIMIT_OPTION) -> bytes:
             raise Refused(f"not a regular file ({_kind(status.st_mode)}): not read")
         if status.st_size > limit:
             raise TooLarge(too_large(f"{status.st_size} bytes", limit, option))
-        chunks: list[bytes] = []
-        total = 0
-        want = max(status.st_size + 1, 1 << 16)  # files that say they are empty (/proc) still say something
-        while total <= limit:
-            chunk = os.read(descriptor, min(want, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        return _read_descriptor(descriptor, status.st_size, limit, option)
     finally:
         os.close(descriptor)
+
+
+def _read_descriptor(descriptor: int, size: int, limit: int, option: str = LIMIT_OPTION) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    want = max(size + 1, 1 << 16)  # files that say they are empty (/proc) still say something
+    while total <= limit:
+        chunk = os.read(descriptor, min(want, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
     if total > limit:  # it grew while it was read
         raise TooLarge(too_large(f"more than {limit} bytes", limit, option))
     return b"".join(chunks)
@@ -102,3 +112,133 @@ def read_input(path: str, limit: int, stdin: BinaryIO | None = None) -> bytes | 
         return refused.reason
     except OSError as error:
         return f"cannot read: {error.strerror or error}"
+
+
+#: Inputs larger than this are read in blocks of `BLOCK_BYTES`, never whole.
+STREAM_ABOVE = 8 << 20
+BLOCK_BYTES = 1 << 20
+
+
+class Opened:
+    """An input ready to read: `data` when it is small, else blocks of a regular file.
+
+    `blocks()` reads the file from its start, each time it is called; reading stops, and
+    `problem` says why, if the file grew past the cap or could not be read."""
+
+    def __init__(self, data: bytes | None, descriptor: int = -1, limit: int = 0, spool: IO[bytes] | None = None):
+        self.data = data
+        self._descriptor = descriptor
+        self._limit = limit
+        self._spool = spool
+        self.problem: str | None = None
+        self._contains: dict[bytes, bool] = {}
+
+    def blocks(self) -> Iterator[bytes]:
+        offset = 0
+        while True:
+            try:
+                block = os.pread(self._descriptor, BLOCK_BYTES, offset)
+            except OSError as error:
+                self.problem = f"cannot read: {error.strerror or error}"
+                return
+            if not block:
+                return
+            offset += len(block)
+            if offset > self._limit:
+                self.problem = too_large(f"more than {self._limit} bytes", self._limit)
+                return
+            yield block
+
+    def read_all(self) -> bytes:
+        """The whole input (at most the cap: `blocks` stops there)."""
+        return self.data if self.data is not None else b"".join(self.blocks())
+
+    def contains(self, needle: bytes) -> bool:
+        """Whether the input holds `needle` anywhere (found once, then remembered)."""
+        if needle not in self._contains:
+            if self.data is not None:
+                self._contains[needle] = needle in self.data
+            else:
+                tail, found = b"", False
+                for block in self.blocks():
+                    if needle in tail + block[: len(needle)] or needle in block:
+                        found = True
+                        break
+                    tail = block[-len(needle) + 1 :] if len(needle) > 1 else b""
+                self._contains[needle] = found
+        return self._contains[needle]
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.close()
+        elif self._descriptor >= 0:
+            os.close(self._descriptor)
+        self._descriptor = -1
+
+
+def open_input(path: str, limit: int, stdin: BinaryIO | None = None) -> Opened | str:
+    """An input to read (from `stdin` when it is given: the input `-`), or why it is not read."""
+    try:
+        if stdin is not None:
+            return _open_stream(stdin, limit)
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except Refused as refused:
+        return refused.reason
+    except OSError as error:
+        return f"cannot read: {error.strerror or error}"
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise Refused(f"not a regular file ({_kind(status.st_mode)}): not read")
+        if status.st_size > limit:
+            raise TooLarge(too_large(f"{status.st_size} bytes", limit))
+        if status.st_size > STREAM_ABOVE:
+            return Opened(None, descriptor, limit)
+        data = _read_descriptor(descriptor, status.st_size, limit)
+    except Refused as refused:
+        os.close(descriptor)
+        return refused.reason
+    except OSError as error:
+        os.close(descriptor)
+        return f"cannot read: {error.strerror or error}"
+    os.close(descriptor)
+    return Opened(data)
+
+
+def _open_stream(stream: BinaryIO, limit: int) -> Opened:
+    """Standard input: whole when it is small, else copied to an unlinked temporary file."""
+    head = read_stream(stream, limit) if limit <= STREAM_ABOVE else _read_some(stream, STREAM_ABOVE + 1)
+    if len(head) <= STREAM_ABOVE:
+        return Opened(head)
+    import tempfile
+
+    # Not a `with`: the spool lives as long as the input is read (Opened.close closes it).
+    spool = tempfile.TemporaryFile(prefix="dra-guard-stdin-")  # noqa: SIM115
+    try:
+        spool.write(head)
+        total = len(head)
+        while True:
+            block = stream.read(BLOCK_BYTES)
+            if not block:
+                break
+            total += len(block)
+            if total > limit:
+                raise TooLarge(too_large(f"more than {limit} bytes", limit))
+            spool.write(block)
+        spool.flush()
+    except BaseException:
+        spool.close()
+        raise
+    return Opened(None, spool.fileno(), limit, spool)
+
+
+def _read_some(stream: BinaryIO, size: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total < size:
+        chunk = stream.read(min(_CHUNK, size - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)

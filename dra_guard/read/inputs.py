@@ -24,11 +24,11 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 from dra_guard.contract.findings import InputError, Unchecked
-from dra_guard.read.files import read_input
-from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_bytes
+from dra_guard.read.files import Opened, open_input, read_input
+from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_blocks, iter_bytes
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Selection
 from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
@@ -153,6 +153,26 @@ def kustomize_hint(folder: str) -> str:
     return f"render it with `kubectl kustomize {folder} | dra-guard check -`"
 
 
+#: The kinds of `Unit`.
+FILE, RENDERED, CHART = "file", "rendered", "chart"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One part of a check's input: a file (or stdin), what kustomizations rendered, or a
+    Helm chart.  Parts are checked in `position` order; a file may be read anywhere (by
+    another process: `dra_guard.distribute`), the others only where they were made."""
+
+    position: int
+    kind: str
+    #: The file's path (`-` for stdin), or the chart's folder.
+    path: str
+    #: A file a walk or glob found (see `file_items`).
+    found: bool = False
+    #: What the kustomizations rendered (RENDERED only).
+    rendered: Sequence[Any] = field(default=(), repr=False, compare=False)
+
+
 class Inputs:
     """The selection as a stream of documents and errors, with what was not checked.
 
@@ -182,27 +202,48 @@ class Inputs:
         self.unchecked: list[Unchecked] = []
         self.files = 0
 
+    @property
+    def max_bytes(self) -> int:
+        """The most bytes read from one input (`max-file-bytes`)."""
+        return self._max_bytes
+
     def __iter__(self) -> Iterator[Any]:
-        yield from self._selection.errors
+        yield from self.errors
+        for unit in self.units():
+            yield from self.items(unit)
+
+    @property
+    def errors(self) -> list[InputError]:
+        """What the walk could not select (unreadable folders, globs matching nothing)."""
+        return self._selection.errors
+
+    def units(self) -> list[Unit]:
+        """The parts of the input, in the order their documents are checked: each file (a
+        kustomization's files rendered with it, not on their own), then what the
+        kustomizations rendered, then each Helm chart.  Kustomizations are rendered now."""
         consumed: set[str] = set()
         rendered: list[Any] = []
         if any(_is_kustomization(candidate.path) for candidate in self._selection.files):
             rendered = list(self._kustomizations(consumed))
+        units: list[Unit] = []
         for candidate in self._selection.files:
             if consumed and candidate.path != STDIN and os.path.realpath(candidate.path) in consumed:
                 continue  # checked as the kustomization that reads it renders it
-            data = self._read(candidate.path)
-            if isinstance(data, InputError):
-                self.files += 1
-                yield data
-            elif candidate.found:
-                yield from self._found(candidate.path, data)
-            else:
-                self.files += 1
-                yield from read_file(data, STDIN_NAME if candidate.path == STDIN else candidate.path)
-        yield from rendered
-        for chart in self._selection.charts:
-            yield from self._chart(chart)
+            units.append(Unit(len(units), FILE, candidate.path, candidate.found))
+        if rendered:
+            units.append(Unit(len(units), RENDERED, "", rendered=rendered))
+        units.extend(Unit(len(units), CHART, chart) for chart in self._selection.charts)
+        return units
+
+    def items(self, unit: Unit) -> Iterator[Any]:
+        """The documents and errors of one part of `units()`, counting what it checked."""
+        if unit.kind == RENDERED:
+            yield from unit.rendered
+        elif unit.kind == CHART:
+            yield from self._chart(unit.path)
+        else:
+            stdin = (self._stdin or sys.stdin.buffer) if unit.path == STDIN else None
+            yield from file_items(unit.path, unit.found, self._max_bytes, self, stdin)
 
     def _kustomizations(self, consumed: set[str]) -> Iterator[Any]:
         """Each kustomization of the selection that no other one builds on, rendered:
@@ -282,42 +323,6 @@ class Inputs:
             index = source.index if source is not None else item.index
             yield KustomizedDocument(file, index, obj, source, item.text, item.span)
 
-    def _read(self, path: str) -> bytes | InputError:
-        stdin = (self._stdin or sys.stdin.buffer) if path == STDIN else None
-        data = read_input(path, self._max_bytes, stdin)
-        if isinstance(data, str):
-            return InputError(STDIN_NAME if path == STDIN else display_name(path), None, data)
-        return data
-
-    def _found(self, path: str, data: bytes) -> Iterator[Any]:
-        """A file a walk found: its items once one of its objects has apiVersion or kind.
-
-        Until then items are held back (errors, or objects that are no manifest); if none
-        comes, the file's text decides whether it is a manifest with errors or no manifest.
-        """
-        held: list[Any] = []
-        streaming = False
-        for item in read_file(data, path):
-            if isinstance(item, Document):
-                item.walked = True
-            if streaming:
-                yield item
-            elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
-                streaming = True
-                self.files += 1
-                yield from held
-                held.clear()
-                yield item
-            else:
-                held.append(item)
-        if streaming:
-            return
-        if is_manifest(data):
-            self.files += 1
-            yield from held
-        else:
-            self.skipped.append(path)
-
     def _chart(self, chart: str) -> Iterator[Any]:
         import shutil  # only charts need these: they stay out of the CLI's start-up
         import subprocess
@@ -350,6 +355,96 @@ class Inputs:
                     yield InputError(template, None, f"rendered by helm: {item.message}")
                 else:
                     yield RenderedDocument(template, item.index, item.obj, item.text, item.span)
+
+
+class Tally(Protocol):
+    """What reading counts: files checked, and files a walk found that are no manifests."""
+
+    files: int
+    skipped: list[str]
+
+
+def file_items(path: str, found: bool, max_bytes: int, tally: Tally, stdin: BinaryIO | None = None) -> Iterator[Any]:
+    """The documents and errors of one file (of `stdin` for the path `-`), as `check` reads
+    it: a file a walk `found` only once one of its objects has apiVersion or kind, else
+    skipped (see the module's doc).  A large file is read a piece at a time (`open_input`)."""
+    opened = open_input(path, max_bytes, stdin)
+    name = STDIN_NAME if path == STDIN else display_name(path)
+    if isinstance(opened, str):
+        tally.files += 1
+        yield InputError(name, None, opened)
+        return
+    try:
+        if opened.data is not None:
+            if found:
+                yield from _found(path, opened.data, tally)
+            else:
+                tally.files += 1
+                yield from read_file(opened.data, name)
+        elif found:
+            yield from _found_in_pieces(path, opened, tally)
+        else:
+            tally.files += 1
+            yield from _in_pieces(opened, name)
+    finally:
+        opened.close()
+
+
+def _in_pieces(opened: Opened, name: str, *, walked: bool = False) -> Iterator[Any]:
+    """`read_file` of a large input, a piece at a time; the `{{` hint asks the whole input."""
+    for item in iter_blocks(opened.blocks(), name):
+        if isinstance(item, InputError) and opened.contains(b"{{"):
+            yield InputError(item.file, item.line, f"{item.message}; it looks like a Helm template: {render_hint()}")
+            continue
+        if walked and isinstance(item, Document):
+            item.walked = True
+        yield item
+        if isinstance(item, Document):
+            yield from _nameless(item)
+    if opened.problem is not None:
+        yield InputError(name, None, opened.problem)
+
+
+def _found_in_pieces(path: str, opened: Opened, tally: Tally) -> Iterator[Any]:
+    """`_found` of a large file: read once up to its first object with apiVersion or kind,
+    then again from the start for its items (nothing held meanwhile); a file without one is
+    read whole, as `_found` reads it."""
+    for item in iter_blocks(opened.blocks(), path):
+        if isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
+            tally.files += 1
+            yield from _in_pieces(opened, path, walked=True)
+            return
+    yield from _found(path, opened.read_all(), tally)
+
+
+def _found(path: str, data: bytes, tally: Tally) -> Iterator[Any]:
+    """A file a walk found: its items once one of its objects has apiVersion or kind.
+
+    Until then items are held back (errors, or objects that are no manifest); if none
+    comes, the file's text decides whether it is a manifest with errors or no manifest.
+    """
+    held: list[Any] = []
+    streaming = False
+    for item in read_file(data, path):
+        if isinstance(item, Document):
+            item.walked = True
+        if streaming:
+            yield item
+        elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
+            streaming = True
+            tally.files += 1
+            yield from held
+            held.clear()
+            yield item
+        else:
+            held.append(item)
+    if streaming:
+        return
+    if is_manifest(data):
+        tally.files += 1
+        yield from held
+    else:
+        tally.skipped.append(path)
 
 
 def _is_kustomization(path: str) -> bool:

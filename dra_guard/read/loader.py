@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from dra_guard.contract.findings import InputError
-from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, source_line
+from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, read_pieces, source_line
 from dra_guard.model.kustomize import PatchFiles, is_kustomization
 from dra_guard.read.files import read_input
 from dra_guard.read.kustomize import read_patch_files
@@ -190,8 +190,19 @@ def iter_bytes(data: bytes, name: str) -> Iterator[Document | InputError]:
     read (what comes before it is still yielded, and the caller goes on with other files)."""
     name = display_name(name)
     adjust = as_kustomization if is_kustomization_file(name) else None
+    return _documents(lambda: read(data, name, adjust=adjust), name)
+
+
+def iter_blocks(blocks: Iterable[bytes], name: str) -> Iterator[Document | InputError]:
+    """`iter_bytes` of the concatenated `blocks`, read a piece at a time (`read_pieces`)."""
+    name = display_name(name)
+    adjust = as_kustomization if is_kustomization_file(name) else None
+    return _documents(lambda: read_pieces(blocks, name, adjust=adjust), name)
+
+
+def _documents(sent: Callable[[], Iterator[SentObject | InputError]], name: str) -> Iterator[Document | InputError]:
     try:
-        for item in read(data, name, adjust=adjust):
+        for item in sent():
             if isinstance(item, InputError):
                 yield item
                 continue
