@@ -24,7 +24,9 @@ from dra_guard.present.report import FORMATS
 from dra_guard.ruleapi.declarations import RuleModuleError
 
 if TYPE_CHECKING:
-    from dra_guard.contract.findings import BaselineEntry, Finding
+    from dra_guard.contract.findings import BaselineEntry, Finding, Report
+    from dra_guard.distribute.shards import Shard
+    from dra_guard.read.inputs import Inputs
     from dra_guard.ruleapi.config import Config
 
 EXIT_CLEAN = 0
@@ -60,6 +62,67 @@ class _ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _add_report_options(parser: argparse.ArgumentParser) -> None:
+    """What `check` and `merge` share: the report, its exit status, baselines, the configuration."""
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument(
+        "--fail-on",
+        choices=("critical", "high", "medium", "low", "never"),
+        default=None,
+        help="exit 1 when a finding (not waived, not baselined) is at or above this severity; never: report "
+        "only (default: the configuration's fail-on, else medium)",
+    )
+    parser.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 whatever the findings, as --fail-on never (input and usage errors still exit 2)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="fail only on findings this baseline does not record; report those it does as baselined",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record today's findings in FILE (replaced), for --baseline; exit 0 unless input is unreadable",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a .dra-guard.yaml or pyproject.toml (default: the nearest one from the first PATH, or the working "
+        "directory for merge, up to the repository root)",
+    )
+    parser.add_argument(
+        "--output", "-o", metavar="FILE", help="write the report here instead of stdout (never one of the inputs)"
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text report: auto (default) when stdout is a terminal, unless NO_COLOR is set "
+        "(FORCE_COLOR forces it); never into an -o file",
+    )
+    parser.add_argument(
+        "--slices",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the cluster's ResourceSlices (`kubectl get resourceslices -o yaml > FILE`): report claims no "
+        "node can allocate and pins that match several profiles (repeatable; adds to resource-slices)",
+    )
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes, at least 1 (got {text!r})")
+    return jobs
+
+
 def build_parser() -> argparse.ArgumentParser:
     # argparse exits 2 on usage errors, which is already our contract.
     parser = _ArgumentParser(
@@ -77,45 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "paths", nargs="*", default=["."], metavar="PATH", help="files, directories, globs, or - (default: .)"
     )
-    check.add_argument("--format", choices=FORMATS, default="text")
-    check.add_argument(
-        "--fail-on",
-        choices=("critical", "high", "medium", "low", "never"),
-        default=None,
-        help="exit 1 when a finding (not waived, not baselined) is at or above this severity; never: report "
-        "only (default: the configuration's fail-on, else medium)",
-    )
-    check.add_argument(
-        "--exit-zero",
-        action="store_true",
-        help="exit 0 whatever the findings, as --fail-on never (input and usage errors still exit 2)",
-    )
-    check.add_argument(
-        "--baseline",
-        metavar="FILE",
-        help="fail only on findings this baseline does not record; report those it does as baselined",
-    )
-    check.add_argument(
-        "--write-baseline",
-        metavar="FILE",
-        help="record today's findings in FILE (replaced), for --baseline; exit 0 unless input is unreadable",
-    )
-    check.add_argument(
-        "--config",
-        metavar="FILE",
-        help="a .dra-guard.yaml or pyproject.toml (default: the nearest one from the first PATH up to the "
-        "repository root)",
-    )
-    check.add_argument(
-        "--output", "-o", metavar="FILE", help="write the report here instead of stdout (never one of the inputs)"
-    )
-    check.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colour the text report: auto (default) when stdout is a terminal, unless NO_COLOR is set "
-        "(FORCE_COLOR forces it); never into an -o file",
-    )
+    _add_report_options(check)
     check.add_argument(
         "--exclude",
         action="append",
@@ -125,12 +150,24 @@ def build_parser() -> argparse.ArgumentParser:
         "the configuration's exclude)",
     )
     check.add_argument(
-        "--slices",
-        action="append",
-        default=[],
+        "--jobs",
+        "-j",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="read and check files in N processes (default: the cores available; 1: this process only); the "
+        "report is the same whatever N",
+    )
+    check.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="check only the I-th of N shares of the files and write them to --facts-out, for `dra-guard merge` "
+        "(a CI matrix: every shard runs on the same checkout and command line)",
+    )
+    check.add_argument(
+        "--facts-out",
         metavar="FILE",
-        help="the cluster's ResourceSlices (`kubectl get resourceslices -o yaml > FILE`): report claims no "
-        "node can allocate and pins that match several profiles (repeatable; adds to resource-slices)",
+        help="with --shard: where this shard's facts go (its findings, unresolved); no report is written",
     )
     check.add_argument("--no-ignore", action="store_true", help="do not honour .gitignore files in walks")
     check.add_argument(
@@ -147,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 2 when a Helm chart or a kustomization could not be rendered and checked (in full)",
     )
+
+    merge = commands.add_parser(
+        "merge",
+        help="one report from the facts files of `check --shard I/N` (every shard of one check)",
+        description="Merge the facts files `dra-guard check --shard I/N --facts-out FILE` wrote, one per shard, "
+        "into the report one `check` of everything would write.",
+    )
+    merge.add_argument("facts", nargs="+", metavar="FACTS", help="every shard's facts file")
+    _add_report_options(merge)
 
     rules = commands.add_parser("rules", help="list the rules")
     rules.add_argument(
@@ -218,16 +264,21 @@ class _Printable:
         return self.stream.write(printable(text))
 
 
-def _write(write: Callable[[_Printable], None], output: str | None, stdout: TextIO) -> None:
+def _write(write: Callable[[Any], None], output: str | None, stdout: TextIO | None, *, binary: bool = False) -> None:
     """Stream a report to stdout or to `output`, piece by piece (a large report is never
-    one string)."""
+    one string); `binary`: `write` writes bytes, to `output` only."""
     if output is None:
+        assert stdout is not None and not binary
         write(_Printable(stdout))
         return
     if os.path.exists(output) and not os.path.isfile(output):
         # /dev/null, a FIFO, a terminal: nothing to replace, and no folder to write beside.
-        with open(output, "w", encoding="utf-8") as stream:
-            write(_Printable(stream))
+        if binary:
+            with open(output, "wb") as raw:
+                write(raw)
+        else:
+            with open(output, "w", encoding="utf-8") as stream:
+                write(_Printable(stream))
         return
     # Atomically: a reader of the file (CI uploading SARIF) sees the whole report or the
     # previous file, never half of one, whatever happens to this process.
@@ -236,8 +287,12 @@ def _write(write: Callable[[_Printable], None], output: str | None, stdout: Text
     directory = os.path.dirname(os.path.abspath(output))
     handle, temporary = tempfile.mkstemp(prefix=".dra-guard-", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            write(_Printable(stream))
+        if binary:
+            with os.fdopen(handle, "wb") as raw:
+                write(raw)
+        else:
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                write(_Printable(stream))
         if os.path.exists(output):
             os.chmod(temporary, os.stat(output).st_mode & 0o777)
         else:
@@ -280,23 +335,16 @@ def _first_path(paths: Sequence[str]) -> str:
 TODAY_ENV = "DRA_GUARD_TODAY"
 
 
-def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from dra_guard.contract.findings import Severity
-    from dra_guard.engine.run import check_stream
-    from dra_guard.present.report import writer
+def _check_config(arguments: argparse.Namespace, start: str, stderr: TextIO) -> tuple[Config, str | None] | int:
+    """The configuration of a check (or a merge): `--config` or the one found from `start`,
+    with DRA_GUARD_TODAY and `--slices`, and its file; or the exit status of an error."""
     from dra_guard.read.config_file import load_config_file, locate_config_file
-    from dra_guard.read.inputs import Inputs, is_manifest
-    from dra_guard.read.walk import Ignores, Patterns, select
-    from dra_guard.ruleapi.config import EXCLUDE, FAIL_ON, MAX_FILE_BYTES, Config, ConfigError
+    from dra_guard.ruleapi.config import Config, ConfigError
     from dra_guard.rules import RULES
 
-    if gc.get_freeze_count() == 0:
-        # What the imports made lives as long as the process: the collector need not scan
-        # it again (once per process: a caller's own objects are frozen at most once).
-        gc.freeze()
     config_file = arguments.config
     if config_file is None:
-        discovered = locate_config_file(_first_path(arguments.paths))
+        discovered = locate_config_file(start)
         for ignored in discovered.ignored:
             stderr.write(printable(f"dra-guard: ignoring the configuration {ignored}\n"))
         config_file = discovered.path
@@ -305,7 +353,8 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     except ConfigError as error:
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
-    if config_file and not arguments.config and not _among(config_file, arguments.paths):
+    paths = getattr(arguments, "paths", ["."])
+    if config_file and not arguments.config and not _among(config_file, paths):
         # Found above what is checked (a parent folder, the home directory): say so, since
         # nothing on the command line names it.
         stderr.write(printable(f"dra-guard: configuration: {config_file}\n"))
@@ -326,6 +375,16 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         except ConfigError as error:
             stderr.write(f"dra-guard: {error}\n")
             return EXIT_ERROR
+    return config, config_file
+
+
+def _report_setup(
+    arguments: argparse.Namespace, config: Config, inputs: Sequence[str], stderr: TextIO
+) -> tuple[list[BaselineEntry] | None] | int:
+    """The baseline to compare with (None: none), once --baseline and --write-baseline are
+    known to be usable; or the exit status of an error."""
+    from dra_guard.ruleapi.config import MAX_FILE_BYTES
+
     baseline: list[BaselineEntry] | None = None
     if arguments.baseline is not None:
         try:
@@ -334,28 +393,181 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             stderr.write(printable(f"dra-guard: {error}\n"))
             return EXIT_ERROR
     if arguments.write_baseline is not None:
-        refused = _baseline_refused(arguments.write_baseline, arguments.output, arguments.paths)
+        refused = _baseline_refused(arguments.write_baseline, arguments.output, inputs)
         if refused:
             stderr.write(
                 printable(f"dra-guard: refusing to write the baseline to {arguments.write_baseline}: {refused}\n")
             )
             return EXIT_ERROR
+    return (baseline,)
+
+
+def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.read.inputs import Inputs, is_manifest
+    from dra_guard.read.walk import Ignores, Patterns, select
+    from dra_guard.ruleapi.config import EXCLUDE, MAX_FILE_BYTES
+
+    if gc.get_freeze_count() == 0:
+        # What the imports made lives as long as the process: the collector need not scan
+        # it again (once per process: a caller's own objects are frozen at most once).
+        gc.freeze()
+    shard = _shard(arguments, stderr)
+    if isinstance(shard, int):
+        return shard
+    found = _check_config(arguments, _first_path(arguments.paths), stderr)
+    if isinstance(found, int):
+        return found
+    config, config_file = found
+    setup = _report_setup(arguments, config, arguments.paths, stderr)
+    if isinstance(setup, int):
+        return setup
     excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
     if config_file:
         excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
+    output = arguments.output if shard is None else arguments.facts_out
     selection = select(
         arguments.paths,
         ignores=Ignores(excludes, gitignore=not arguments.no_ignore),
         named_like_found=arguments.skip_non_manifests,
-        output=arguments.output,
+        output=output,
     )
-    output = arguments.output
     if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
-        stderr.write(f"dra-guard: refusing to write the report to {output}: it is one of the inputs\n")
+        what = "the report" if shard is None else "the facts"
+        stderr.write(f"dra-guard: refusing to write {what} to {output}: it is one of the inputs\n")
         return EXIT_ERROR
     inputs = Inputs(selection, max_bytes=config.get(MAX_FILE_BYTES))
-    report = check_stream(inputs, config)
+    workers = arguments.jobs or _available_cores()
+    if shard is not None:
+        return _write_shard(inputs, config, shard, workers=workers, facts_out=arguments.facts_out, stderr=stderr)
+    if workers > 1:
+        from dra_guard.distribute.pool import check_inputs
+
+        report = check_inputs(inputs, config, workers)
+    else:
+        from dra_guard.engine.run import check_stream
+
+        report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
+    return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
+
+
+def _available_cores() -> int:
+    from dra_guard.distribute.pool import available_cores
+
+    return available_cores()
+
+
+def _shard(arguments: argparse.Namespace, stderr: TextIO) -> Shard | int | None:
+    """`--shard I/N` (None without it), or the exit status of a usage error."""
+    if arguments.shard is None and arguments.facts_out is None:
+        return None
+    from dra_guard.distribute.shards import Shard
+
+    problem = None
+    if arguments.shard is None or arguments.facts_out is None:
+        problem = "--shard and --facts-out go together"
+    elif arguments.facts_out == "-":
+        problem = "--facts-out: give the facts a file name"
+    else:
+        clashing = [
+            flag
+            for flag, value in (
+                ("--output", arguments.output),
+                ("--baseline", arguments.baseline),
+                ("--write-baseline", arguments.write_baseline),
+            )
+            if value is not None
+        ]
+        if clashing:
+            problem = f"{', '.join(clashing)}: a shard writes facts, not a report; give it to `dra-guard merge`"
+    if problem is None:
+        try:
+            return Shard.parse(arguments.shard)
+        except ValueError as error:
+            problem = str(error)
+    stderr.write(f"dra-guard: {problem}\n")
+    return EXIT_ERROR
+
+
+def _write_shard(inputs: Inputs, config: Config, shard: Shard, *, workers: int, facts_out: str, stderr: TextIO) -> int:
+    from datetime import datetime, timezone
+
+    from dra_guard.distribute.shards import FactsError, check_shard
+
+    today = config.today or datetime.now(timezone.utc).date()
+    try:
+        facts = check_shard(inputs, config, shard, workers, today)
+    except FactsError as error:
+        stderr.write(printable(f"dra-guard: shard {shard}: {error}\n"))
+        return EXIT_ERROR
+    try:
+        _write_bytes(facts, facts_out)
+    except OSError as error:
+        stderr.write(printable(f"dra-guard: cannot write the facts {facts_out}: {error.strerror or error}\n"))
+        return EXIT_ERROR
+    stderr.write(printable(f"dra-guard: shard {shard}: facts written to {facts_out}; `dra-guard merge` reports\n"))
+    return EXIT_CLEAN
+
+
+def run_merge(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from dra_guard.distribute.shards import FactsError, merge
+    from dra_guard.read.files import read_input
+
+    found = _check_config(arguments, ".", stderr)
+    if isinstance(found, int):
+        return found
+    config = found[0]
+    setup = _report_setup(arguments, config, arguments.facts, stderr)
+    if isinstance(setup, int):
+        return setup
+    facts: list[tuple[str, bytes]] = []
+    for path in arguments.facts:
+        if path == "-":
+            stderr.write("dra-guard: merge: give each facts file by name, not standard input\n")
+            return EXIT_ERROR
+        data = read_input(path, FACTS_MAX_BYTES)
+        if isinstance(data, str):
+            stderr.write(printable(f"dra-guard: {path}: {data}\n"))
+            return EXIT_ERROR
+        facts.append((path, data))
+    try:
+        merged = merge(facts, config)
+    except FactsError as error:
+        stderr.write(printable(f"dra-guard: merge: {error}\n"))
+        return EXIT_ERROR
+    report = merged.report
+    report.files, report.skipped, report.unchecked = merged.files, merged.skipped, merged.unchecked
+    return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
+
+
+#: The largest facts file `merge` reads (a shard's findings and facts, far smaller than its input).
+FACTS_MAX_BYTES = 4 << 30
+
+
+def _write_bytes(data: bytes, path: str) -> None:
+    """`data` into `path`, atomically (as `_write` writes a report)."""
+
+    def write(out: Any) -> None:
+        out.write(data)
+
+    _write(write, path, None, binary=True)
+
+
+def _conclude(
+    report: Report,
+    arguments: argparse.Namespace,
+    config: Config,
+    *,
+    baseline: list[BaselineEntry] | None,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """The report written as asked, what people must see on stderr, and the exit status."""
+    from dra_guard.contract.findings import Severity
+    from dra_guard.present.report import writer
+    from dra_guard.ruleapi.config import FAIL_ON
+
+    output = arguments.output
     found = list(report.findings)
     if baseline is not None:
         from dra_guard.present.baseline import apply_baseline
@@ -392,10 +604,10 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         if arguments.write_baseline is not None:
             stderr.write(f"dra-guard: baseline not written: {len(report.errors)} input error(s)\n")
         return EXIT_ERROR
-    if arguments.fail_on_empty and report.files == 0:
+    if getattr(arguments, "fail_on_empty", False) and report.files == 0:
         stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
         return EXIT_ERROR
-    if arguments.fail_on_unchecked and report.unchecked:
+    if getattr(arguments, "fail_on_unchecked", False) and report.unchecked:
         partial = any(unchecked.what != "chart" for unchecked in report.unchecked)
         what = "chart(s) or kustomization(s) not checked in full" if partial else "chart(s) not checked"
         stderr.write(f"dra-guard: {len(report.unchecked)} {what} (--fail-on-unchecked)\n")
@@ -549,6 +761,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             # can afford fewer collections (mypy does the same).
             gc.set_threshold(100_000, 50, 100)
             return run_check(arguments, stdout, stderr)
+        if arguments.command == "merge":
+            gc.set_threshold(100_000, 50, 100)  # as for a check
+            return run_merge(arguments, stdout, stderr)
         if arguments.command == "rules":
             return run_rules(arguments.format, stdout)
         if arguments.command == "explain":

@@ -1,0 +1,428 @@
+"""One check spread over processes (`check --jobs`) and machines (`check --shard`, `merge`)
+gives the report one process gives, byte for byte (issue 25, points 1 and 2).
+
+What makes it so is one premise: a file checked as a *part* (`Checker(part=True)`: nothing
+settled early, its facts logged) and merged in its place (`Checker.add_part`) gives the
+findings checking it in place would.  The premise is held here on every input the tests
+have (the corpus, the fixtures, every rule's examples one document per part, the builders'
+output, drawn objects split into files at random), then the machinery on top of it: worker
+processes (in any order, any number, one dying, a part that does not pickle), facts files
+(every shard count, refused when they are not one check, a pickle that names anything else).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import random
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dra_guard.cli.main import main
+from dra_guard.contract.findings import Report
+from dra_guard.distribute import codec, pool
+from dra_guard.distribute.shards import FactsError, Shard, assign, merge
+from dra_guard.engine.run import Checker, check_stream
+from dra_guard.present.report import writer
+from dra_guard.read.inputs import Unit, read_file
+from dra_guard.ruleapi.config import Config, parse_config
+from dra_guard.rules import RULES
+from testkit.front_ends import builder_sources, example_sources
+from testkit.paths import REPO_ROOT
+from tests.admission_strategies import admitted_objects
+
+CORPUS = REPO_ROOT / "tests" / "corpus"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+File = tuple[str, bytes]
+
+
+def _files_under(*folders: Path) -> list[File]:
+    return [
+        (str(path.relative_to(REPO_ROOT)), path.read_bytes())
+        for folder in folders
+        for path in sorted(folder.rglob("*"))
+        if path.suffix in (".yaml", ".yml", ".json") and path.is_file()
+    ]
+
+
+def _one_process(files: Sequence[File], config: Config) -> Report:
+    return check_stream((item for name, data in files for item in read_file(data, name)), config)
+
+
+def _in_parts(files: Sequence[File], config: Config, workers: int = 2, seed: int = 0) -> Report:
+    """Each file a part, checked by one of `workers` part checkers (as worker processes keep
+    theirs from file to file) in a shuffled order, carried as bytes, merged in input order."""
+    checkers = [Checker(config, part=True) for _ in range(workers)]
+    order = list(range(len(files)))
+    random.Random(seed).shuffle(order)
+    carried: dict[int, bytes] = {}
+    for turn, position in enumerate(order):
+        checker = checkers[turn % workers]
+        checker.begin_part(position)
+        name, data = files[position]
+        for item in read_file(data, name):
+            checker.feed(item)
+        carried[position] = codec.dump_part(checker.take_part(), checker.context)
+    merging = Checker(config)
+    for position in range(len(files)):
+        merging.add_part(codec.load_part(carried[position], merging.context))
+    return merging.finish()
+
+
+def _rendered(report: Report) -> str:
+    out = io.StringIO()
+    writer("json")(report, out)
+    return out.getvalue()
+
+
+def _assert_same(files: Sequence[File], config: Config | None = None, seed: int = 0) -> Report:
+    config = config or Config()
+    alone = _one_process(files, config)
+    parted = _in_parts(files, config, seed=seed)
+    assert parted.findings == alone.findings
+    assert parted.waived == alone.waived
+    assert parted.errors == alone.errors
+    assert parted.objects == alone.objects
+    assert _rendered(parted) == _rendered(alone)
+    return alone
+
+
+def _documents(name: str, text: str) -> list[File]:
+    """One file per document: every cross-object reference crosses parts."""
+    return [(f"{name}#{index}", ("---\n" + part).encode()) for index, part in enumerate(text.split("\n---"))]
+
+
+# --- the premise ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("folder", ["corpus", "crds", "deviceclasses", "slices", "upstream", "repo", "migrate"])
+def test_a_folder_checked_file_by_file_in_parts_gives_the_same_report(folder: str) -> None:
+    root = CORPUS if folder == "corpus" else FIXTURES / folder
+    report = _assert_same(_files_under(root))
+    assert report.objects > 0
+
+
+def test_every_rules_examples_one_document_per_part_give_the_same_report() -> None:
+    compared = 0
+    for source in example_sources():
+        config = parse_config(source.config, RULES) if source.config else Config()
+        files = _documents(source.name, source.manifests())
+        _assert_same(files, config)
+        _assert_same(list(reversed(files)), config, seed=1)  # the other order: pending both ways
+        compared += 1
+    assert compared > 50
+
+
+def test_the_builders_output_one_object_per_part_gives_the_same_report() -> None:
+    for source in builder_sources():
+        files = [(f"{source.name}#{index}", yaml.safe_dump(obj).encode()) for index, obj in enumerate(source.objects)]
+        _assert_same(files)
+
+
+TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: shared, namespace: team-a}}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: {request}
+        exactly: {{deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}}
+"""
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: team-a}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: shared}]
+  containers:
+  - name: c
+    image: i
+    resources: {claims: [{name: gpu, request: second}]}
+"""
+
+
+def test_a_name_defined_twice_resolves_to_the_first_in_input_order_whatever_process_read_it() -> None:
+    """The template a pod names is the first of that name in the whole input: a worker that
+    never saw the first one must not settle on the second (why parts settle nothing)."""
+    files = [
+        ("a.yaml", TEMPLATE.format(request="first").encode()),
+        ("b.yaml", TEMPLATE.format(request="second").encode()),
+        ("c.yaml", POD.encode()),
+    ]
+    alone = _assert_same(files)
+    assert any(finding.rule == "DRA009" and "'second'" in finding.message for finding in alone.findings)
+    # The second template and the pod in one part, the first in another: still the first.
+    joined = [files[0], ("bc.yaml", files[1][1] + b"---\n" + files[2][1])]
+    assert _rendered(_in_parts(joined, Config())) == _rendered(_one_process(joined, Config()))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(admitted_objects(), min_size=1, max_size=10), st.randoms(use_true_random=False))
+def test_drawn_objects_split_into_files_at_random_give_the_same_report(objects: list[Any], chance: Any) -> None:
+    files: list[File] = []
+    for index, obj in enumerate(objects):
+        text = yaml.safe_dump(obj, sort_keys=False)
+        if files and chance.random() < 0.4:
+            name, data = files[-1]
+            files[-1] = (name, data + b"---\n" + text.encode())
+        else:
+            files.append((f"drawn-{index}.yaml", text.encode()))
+    _assert_same(files, seed=chance.randrange(1000))
+
+
+# --- the codec -------------------------------------------------------------------------------
+
+
+class _Harmful:
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return (os.system, ("true",))
+
+
+def _global(module: str, name: str) -> bytes:
+    """A pickle (protocol 4) of nothing but the global `module`.`name`."""
+    encoded = [part.encode() for part in (module, name)]
+    return b"\x80\x04" + b"".join(b"\x8c" + bytes([len(part)]) + part for part in encoded) + b"\x93."
+
+
+def _global(module: str, name: str) -> bytes:
+    """A pickle (protocol 4) of nothing but the global `module`.`name`."""
+    encoded = [part.encode() for part in (module, name)]
+    return b"\x80\x04" + b"".join(b"\x8c" + bytes([len(part)]) + part for part in encoded) + b"\x93."
+
+
+def test_a_part_that_names_anything_but_checking_facts_is_refused() -> None:
+    checker = Checker()
+    for harmful in (
+        pickle.dumps(_Harmful()),
+        pickle.dumps(os.getcwd),
+        # What one of its modules imports, or reaches through a dotted name.
+        _global("dra_guard.contract.catalog", "re"),
+        _global("dra_guard.contract.catalog", "re.compile"),
+        _global("dra_guard.model.manifest", "mapping.__globals__"),
+    ):
+        with pytest.raises(pickle.UnpicklingError):
+            codec.load_part(harmful, checker.context)
+    with pytest.raises(pickle.UnpicklingError, match="not a checked part"):
+        codec.load_part(pickle.dumps([1, 2]), checker.context)
+
+
+def test_a_part_carries_its_context_and_rules_by_reference() -> None:
+    worker = Checker(part=True)
+    for item in read_file(POD.encode(), "pod.yaml"):
+        worker.feed(item)
+    data = codec.dump_part(worker.take_part(), worker.context)
+    assert b"ClaimFacts" not in data or len(data) < 20_000  # facts are small: no object, no context copy
+    merging = Checker()
+    part = codec.load_part(data, merging.context)
+    assert part.deferred, "the pod's template reference waits for the end"
+    assert all(deferred.kind.rule is RULES[deferred.kind.rule.id] for deferred in part.deferred)
+    args = [argument for deferred in part.deferred for argument in deferred.args]
+    assert merging.context in args and worker.context not in args
+
+
+# --- worker processes ---------------------------------------------------------------------------
+
+
+def _cli(arguments: Sequence[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(list(arguments))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def small_inputs_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers for any input, however small (the CLI keeps small ones in one process)."""
+    monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pool, "BATCH_MIN_BYTES", 1)
+
+
+INPUTS = [str(CORPUS), str(FIXTURES / "crds"), str(FIXTURES / "deviceclasses"), str(FIXTURES / "repo")]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("output_format", ["text", "json", "sarif"])
+def test_check_jobs_n_writes_the_report_of_jobs_1(
+    output_format: str, small_inputs_in_parallel: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = _cli(["check", "-j", "1", "--format", output_format, *INPUTS], capsys)
+    for jobs in ("2", "3"):
+        assert _cli(["check", "-j", jobs, "--format", output_format, *INPUTS], capsys) == one
+    assert one[0] == 2  # the fixtures hold input errors: they come through the workers too
+
+
+@pytest.mark.e2e
+def test_a_file_whose_part_does_not_pickle_is_checked_in_its_place(
+    small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_dump = pool._dump
+
+    def refuse_some(part: Any, checker: Checker) -> bytes:
+        if part.deferred:  # as a closure in a pending finding would
+            raise pickle.PicklingError("a closure")
+        return real_dump(part, checker)
+
+    one = _cli(["check", "-j", "1", "--format", "json", str(CORPUS)], capsys)
+    monkeypatch.setattr(pool, "_dump", refuse_some)  # the forked workers inherit it
+    assert _cli(["check", "-j", "2", "--format", "json", str(CORPUS)], capsys) == one
+
+
+@pytest.mark.e2e
+def test_a_worker_that_dies_leaves_an_input_error_for_each_file_of_its_batch(
+    small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for index in range(4):
+        (tmp_path / f"cm-{index}.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{index}}}\n")
+    (tmp_path / "poison.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: poison}\n")
+    real = pool.file_items
+
+    def dying(path: str, *arguments: Any) -> Any:
+        if path.endswith("poison.yaml"):
+            os._exit(9)  # in the worker, which looks this up as it reads (fork inherits the patch)
+        return real(path, *arguments)
+
+    monkeypatch.setattr(pool, "file_items", dying)
+    monkeypatch.setattr(pool, "BATCH_MAX_FILES", 1)
+    code, _, err = _cli(["check", "-j", "2", "--format", "json", str(tmp_path)], capsys)
+    assert code == 2
+    assert "poison.yaml: the worker process checking this file stopped" in err
+
+
+def test_files_are_dealt_largest_first_in_batches_of_about_equal_bytes() -> None:
+    jobs = [pool.Job(position, f"f{position}", True) for position in range(6)]
+    sizes = [10, 5_000_000, 300_000, 2_000_000, 1, 300_000]
+    batched = pool.batches(jobs, sizes, 2)
+    assert [job.position for job in batched[0]] == [1]
+    assert [job.position for batch in batched for job in batch] == [1, 3, 2, 5, 0, 4]
+    assert not pool.worth_it([1_000, 2_000], 2) and not pool.worth_it([10 << 20], 2) and pool.worth_it([2 << 20] * 2, 2)
+
+
+# --- shards ----------------------------------------------------------------------------------
+
+
+def _shards(arguments: Sequence[str], count: int, directory: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    facts = []
+    for index in range(1, count + 1):
+        facts.append(str(directory / f"facts-{count}-{index}"))
+        code, out, _ = _cli(["check", *arguments, "--shard", f"{index}/{count}", "--facts-out", facts[-1]], capsys)
+        assert (code, out) == (0, "")
+    return facts
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_shards_merged_write_the_report_of_one_check(
+    count: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = _cli(["check", "--format", "sarif", *INPUTS], capsys)
+    facts = _shards(["-j", "1", *INPUTS], count, tmp_path, capsys)
+    assert _cli(["merge", "--format", "sarif", *facts], capsys) == one
+    assert _cli(["merge", "--format", "sarif", *reversed(facts)], capsys) == one
+
+
+def test_every_part_goes_to_exactly_one_shard_the_same_everywhere() -> None:
+    units = [Unit(position, "file", f"f{position}") for position in range(40)]
+    sizes = {position: (position * 7919) % 1000 for position in range(40)}
+    for count in (1, 2, 3, 7, 50):
+        owner = assign(units, sizes, count)
+        assert sorted(owner) == list(range(40))
+        assert owner == assign(list(reversed(units)), sizes, count)
+        loads = [sum(max(1, sizes[p]) for p, shard in owner.items() if shard == s) for s in range(count)]
+        assert max(loads) - min(loads) <= max(sizes.values()) + 1 or count > len(units)
+
+
+@pytest.mark.e2e
+def test_merge_refuses_what_is_not_every_shard_of_one_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    facts = _shards(["-j", "1", str(CORPUS)], 3, tmp_path, capsys)
+    (tmp_path / "other").mkdir()
+    other = _shards(["-j", "1", str(FIXTURES / "crds")], 3, tmp_path / "other", capsys)
+    cases = {
+        "each of the 3 shards once": [facts[0], facts[1]],
+        "not shards of one check": [facts[0], facts[1], other[2]],
+        "each of the 3 shards once; got shards 1, 1, 2": [facts[0], facts[0], facts[1]],
+    }
+    for message, given_facts in cases.items():
+        code, out, err = _cli(["merge", *given_facts], capsys)
+        assert (code, out) == (2, "") and message in err, err
+    config = tmp_path / ".dra-guard.yaml"
+    config.write_text("disable: [DRA001]\n")
+    code, _, err = _cli(["merge", "--config", str(config), *facts], capsys)
+    assert code == 2 and "the configuration differs" in err
+    (tmp_path / "garbage").write_bytes(b"not facts\n")
+    code, _, err = _cli(["merge", str(tmp_path / "garbage")], capsys)
+    assert code == 2 and "not a dra-guard facts file" in err
+    header, _, _ = Path(facts[0]).read_bytes().partition(b"\n")
+    Path(facts[0]).write_bytes(header + b"\n" + pickle.dumps({"units": [_Harmful()]}))
+    code, _, err = _cli(["merge", *facts], capsys)
+    assert code == 2 and "cannot be read (UnpicklingError" in err
+
+
+def test_shard_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for arguments, message in (
+        (["--shard", "1/2"], "--shard and --facts-out go together"),
+        (["--facts-out", "f"], "--shard and --facts-out go together"),
+        (["--shard", "3/2", "--facts-out", "f"], "I must be between 1 and N"),
+        (["--shard", "x", "--facts-out", "f"], "is not I/N"),
+        (["--shard", "1/2", "--facts-out", "f", "-o", "r"], "a shard writes facts, not a report"),
+    ):
+        code, out, err = _cli(["check", str(tmp_path), *arguments], capsys)
+        assert (code, out) == (2, "") and message in err, err
+    with pytest.raises(SystemExit):
+        main(["check", "-j", "0"])
+    assert Shard.parse("2/4") == Shard(2, 4)
+
+
+def test_merge_of_nothing_readable_is_an_error() -> None:
+    with pytest.raises(FactsError, match="every shard"):
+        merge([], Config())
+
+
+# --- whole processes, any hash seed --------------------------------------------------------------
+
+
+def _realistic(directory: Path, documents: int) -> None:
+    from bench.corpus import write_corpus, write_realistic
+
+    write_realistic(directory / "realistic", documents)
+    write_corpus(directory / "heavy", documents // 2, "dra-heavy")
+
+
+@pytest.mark.e2e
+def test_processes_with_any_hash_seed_agree_byte_for_byte(tmp_path: Path) -> None:
+    """Large enough for the CLI's own choice to start workers; -j 1, -j 2, -j 3 and shards."""
+    _realistic(tmp_path / "in", 3000)
+    command = [sys.executable, "-m", "dra_guard.cli"]
+    outputs = set()
+    for seed, jobs in (("0", "1"), ("1", "2"), ("2", "3"), ("3", None)):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        extra = ["-j", jobs] if jobs else []
+        done = subprocess.run(
+            [*command, "check", "--format", "json", *extra, str(tmp_path / "in")],
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 1, done.stderr
+        outputs.add(done.stdout)
+    facts = []
+    for index in (1, 2):
+        facts.append(str(tmp_path / f"f{index}"))
+        shard = ["check", "--shard", f"{index}/2", "--facts-out", facts[-1], str(tmp_path / "in")]
+        subprocess.run(
+            [*command, *shard], check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": str(index)}
+        )
+    merged = subprocess.run([*command, "merge", "--format", "json", *facts], capture_output=True, check=False)
+    outputs.add(merged.stdout)
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())["summary"]["objects"] > 4000
