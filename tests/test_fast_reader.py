@@ -433,3 +433,21 @@ def test_point1_what_the_fast_reader_declines(text: str, why: str) -> None:
 )
 def test_point1_common_shapes_stay_on_the_fast_path(text: str) -> None:
     assert fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY)
+
+
+def test_the_misread_colon_searches_find_what_the_one_pattern_finds() -> None:
+    """fast._misread_colon is _MISREAD_COLON split into searches that run faster: the same
+    answer on every string of the characters the pattern looks at, up to 9 long, drawn."""
+    import random
+
+    chance = random.Random(25)
+    alphabet = " :\n[{,-?]}a#'"
+    for _ in range(300_000):
+        text = "".join(chance.choice(alphabet) for _ in range(chance.randint(0, 9)))
+        assert fast._misread_colon(text) == (fast._MISREAD_COLON.search(text) is not None), repr(text)
+
+
+def test_isprintable_is_the_printable_ascii_class() -> None:
+    for code in range(128):
+        text = f"a\n{chr(code)}b"
+        assert (not text.replace("\n", "").isprintable()) == (fast._NOT_PRINTABLE_ASCII.search(text) is not None)

@@ -140,31 +140,70 @@ class _Checker:
         self.nodes = 0
 
     def value(self, value: Any, depth: int) -> Any:
-        self.nodes += 1
+        """The value as kubectl sends it (numbers replaced in place), counting its nodes."""
         cls = value.__class__
+        if cls is dict:
+            return self._mapping(value, depth)
+        if cls is list:
+            return self._sequence(value, depth)
+        self.nodes += 1
+        return self._scalar(value, cls)
+
+    # Leaves are checked in their container's loop, not by a call each: a document is
+    # mostly strings, and this walk is a large part of reading one (bench/run.py).
+
+    def _mapping(self, mapping: dict[str, Any], depth: int) -> dict[str, Any]:
+        if depth > _MAX_DEPTH:
+            raise _Decline
+        nodes = 1
+        for key, item in mapping.items():
+            if key[:1] in _HINTS and not _same_key(key):
+                raise _Decline
+            if key == "<<":
+                raise _Decline  # a merge key (or a quoted "<<": libyaml's path tells them apart)
+            cls = item.__class__
+            if cls is str:
+                nodes += 1
+                if item[:1] in _HINTS and not self._string_as_written(item):
+                    raise _Decline
+            elif cls is dict:
+                self._mapping(item, depth + 1)
+            elif cls is list:
+                self._sequence(item, depth + 1)
+            else:
+                nodes += 1
+                checked = self._scalar(item, cls)
+                if checked is not item:
+                    mapping[key] = checked
+        self.nodes += nodes
+        return mapping
+
+    def _sequence(self, sequence: list[Any], depth: int) -> list[Any]:
+        if depth > _MAX_DEPTH:
+            raise _Decline
+        nodes = 1
+        for position, item in enumerate(sequence):
+            cls = item.__class__
+            if cls is str:
+                nodes += 1
+                if item[:1] in _HINTS and not self._string_as_written(item):
+                    raise _Decline
+            elif cls is dict:
+                self._mapping(item, depth + 1)
+            elif cls is list:
+                self._sequence(item, depth + 1)
+            else:
+                nodes += 1
+                checked = self._scalar(item, cls)
+                if checked is not item:
+                    sequence[position] = checked
+        self.nodes += nodes
+        return sequence
+
+    def _scalar(self, value: Any, cls: type) -> Any:
         if cls is str:
             if value[:1] in _HINTS and not self._string_as_written(value):
                 raise _Decline
-            return value
-        if cls is dict:
-            if depth > _MAX_DEPTH:
-                raise _Decline
-            for key, item in value.items():
-                if key[:1] in _HINTS and not _same_key(key):
-                    raise _Decline
-                if key == "<<":
-                    raise _Decline  # a merge key (or a quoted "<<": libyaml's path tells them apart)
-                checked = self.value(item, depth + 1)
-                if checked is not item:
-                    value[key] = checked
-            return value
-        if cls is list:
-            if depth > _MAX_DEPTH:
-                raise _Decline
-            for position, item in enumerate(value):
-                checked = self.value(item, depth + 1)
-                if checked is not item:
-                    value[position] = checked
             return value
         if cls is float:
             if math.isinf(value):  # 1e400: go-yaml keeps such a scalar as text
@@ -252,18 +291,23 @@ def _no_constant(name: str) -> Any:
     raise _Decline  # NaN, Infinity: never from rapidyaml for a plain scalar, but never accepted
 
 
+#: One decoder for every document (json.loads with an argument makes one per call).
+_JSON = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def _unsafe(text: str) -> bool:
     """Text holding what this reader leaves to libyaml (see the module docstring)."""
     return (
         not text.isascii()
-        or _NOT_PRINTABLE_ASCII.search(text) is not None
+        # isprintable() is the class of _NOT_PRINTABLE_ASCII for ASCII text, and faster
+        or not text.replace("\n", "").isprintable()
         or text.startswith(("%", "..."))
         or "\n%" in text
         or "\n..." in text
         or "\\" in text  # escapes: libyaml and go-yaml know fewer than rapidyaml
         or "<<" in text
         or ("?" in text and ("[" in text or "{" in text))
-        or _MISREAD_COLON.search(text) is not None
+        or _misread_colon(text)
         or (("#" in text) and _comment_may_be_in_flow(text))
         or ((" \n" in text or text.endswith(" ")) and _blank_line_in_scalar(text))
         # A block scalar ending the text without a line break: libyaml keeps no final
@@ -281,6 +325,26 @@ def _unsafe(text: str) -> bool:
 # libyaml too), and so is any `:` directly before `,`, `]`, `}` or `:` (`{"a"::b}`).  Text where this
 # matches inside a scalar (`a: "x, :y"`) is declined as well: libyaml reads it.
 _MISREAD_COLON = re.compile(r"(?:^|[\n\[{,]|[-?:] ) *:|:[,\]}:]")
+# The same, as searches that each start at a character the text seldom holds where it
+# matches (tests/test_fast_reader.py holds them to the pattern above): one pattern with
+# `^` in an alternation is tried at every position, and cost more than parsing the text.
+_COLON_BEFORE = re.compile(r":[,\]}:]")
+_COLON_STARTS_LINE = re.compile(r"\n *+:")
+_COLON_IN_FLOW = re.compile(r"[\[{,] *+:")
+_COLON_AFTER_INDICATOR = re.compile(r"[-?:] +:")
+
+
+def _misread_colon(text: str) -> bool:
+    """`_MISREAD_COLON.search(text) is not None`, faster."""
+    return ":" in text and (
+        text.lstrip(" ").startswith(":")
+        or _COLON_BEFORE.search(text) is not None
+        or _COLON_STARTS_LINE.search(text) is not None
+        or _COLON_IN_FLOW.search(text) is not None
+        or _COLON_AFTER_INDICATOR.search(text) is not None
+    )
+
+
 _FLOW_OPENER = re.compile(r"[\[{]")
 _FLOW_TOKEN = re.compile(r"[\[\]{}#]")
 
@@ -398,7 +462,7 @@ def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any
     if not tree.is_map(root) and not tree.is_seq(root) and not tree.has_val(root):
         return EMPTY  # blank, or comments only
     try:
-        value = json.loads(_Rapidyaml.native.emit_json(tree, root), parse_constant=_no_constant)
+        value = _JSON.decode(_Rapidyaml.native.emit_json(tree, root).decode("utf-8", "surrogatepass"))
         checker = _Checker(text)
         value = checker.value(value, 0)
     except (_Decline, ValueError, RecursionError):
