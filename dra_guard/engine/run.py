@@ -398,7 +398,12 @@ class Checker:
 
     def _run(self, rule: Rule, resource: Resource) -> None:
         resource.accelerator_consulted = False
-        violations: list[Violation | Pending] = list(rule.check(resource, self.context))
+        found = iter(rule.check(resource, self.context))
+        # Most rules find nothing in most objects: no list for them.
+        first = next(found, None)
+        if first is None:
+            return
+        violations: list[Violation | Pending] = [first, *found]
         if resource.accelerator_consulted and violations:
             # Findings about accelerator requests wait, where a DeviceClass of the input may
             # still show a request's class to be a NIC's or a CPU's (issue 20, point 6).

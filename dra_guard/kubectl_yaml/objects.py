@@ -95,7 +95,9 @@ def document_problem(value: Any, index: int) -> tuple[Path, str] | None:
     problem = _kind_problem(value, what)
     if problem:
         return (), problem
-    for path, message in _metadata_problems(value):
+    found = _metadata_problem(value)
+    if found is not None:
+        path, message = found
         return path, f"{what}: {'.'.join(str(part) for part in path)} {message} (kubectl refuses the object)"
     return None
 
@@ -227,36 +229,45 @@ def _entries(mapping: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs if pairs is not None else list(mapping.items())
 
 
-def _problems(value: Any, kind: Any, path: Path) -> Iterator[tuple[Path, str]]:
+def _first_problem(value: Any, kind: Any) -> tuple[list[str | int], str] | None:
+    """The first field of `value` that Go's json cannot decode into `kind`: its path
+    (reversed: built only for a problem, as the search unwinds) and why; None for none.
+    Every object's metadata is searched: it is a plain recursion, not generators."""
     if value is None:
-        return
-    if isinstance(kind, str):
+        return None
+    if kind.__class__ is str:
         problem = _check(value, kind)
-        if problem:
-            yield path, problem
-    elif isinstance(kind, dict):
+        return ([], problem) if problem else None
+    if kind.__class__ is dict:
         if not isinstance(value, dict):
-            yield path, f"must be a mapping, not {_shown(value)}"
-            return
+            return [], f"must be a mapping, not {_shown(value)}"
         for key, item in _entries(value):
-            if key in kind:
-                yield from _problems(item, kind[key], (*path, key))
-    elif kind[0] == "map":
+            field = kind.get(key)
+            if field is not None and (found := _first_problem(item, field)) is not None:
+                found[0].append(key)
+                return found
+        return None
+    if kind[0] == "map":
         if not isinstance(value, dict):
-            yield path, f"must be a mapping, not {_shown(value)}"
-            return
+            return [], f"must be a mapping, not {_shown(value)}"
         for key, item in _entries(value):
-            yield from _problems(item, kind[1], (*path, key))
-    else:
-        if type(value) is not list:
-            yield path, f"must be a list, not {_shown(value)}"
-            return
-        for position, item in enumerate(value):
-            yield from _problems(item, kind[1], (*path, position))
+            if (found := _first_problem(item, kind[1])) is not None:
+                found[0].append(key)
+                return found
+        return None
+    if type(value) is not list:
+        return [], f"must be a list, not {_shown(value)}"
+    for position, item in enumerate(value):
+        if (found := _first_problem(item, kind[1])) is not None:
+            found[0].append(position)
+            return found
+    return None
 
 
 _TYPE_AND_OBJECT_META = {"apiVersion": "string", "kind": "string", "metadata": _OBJECT_META}
 
 
-def _metadata_problems(obj: dict[str, Any]) -> Iterator[tuple[Path, str]]:
-    yield from _problems(obj, _TYPE_AND_OBJECT_META, ())
+def _metadata_problem(obj: dict[str, Any]) -> tuple[Path, str] | None:
+    """The first field of the object's type and object metadata kubectl cannot decode."""
+    found = _first_problem(obj, _TYPE_AND_OBJECT_META)
+    return None if found is None else (tuple(reversed(found[0])), found[1])
