@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -232,6 +233,11 @@ data:
 """
 
 
+def _checksum(index: int) -> str:
+    """What Helm charts put in `checksum/config`: the SHA-256 of the rendered ConfigMap, in hex."""
+    return hashlib.sha256(f"svc-{index}-config".encode()).hexdigest()
+
+
 def _deployment(index: int) -> str:
     # One in five shares its labels through an anchor, as some hand-written manifests do.
     if index % 5 == 0:
@@ -258,7 +264,7 @@ spec:
     metadata:
       labels: {pod_labels}
       annotations:
-        checksum/config: {index:064x}
+        checksum/config: {_checksum(index)}
     spec:
       serviceAccountName: svc-{index}
       securityContext: {{runAsNonRoot: true, runAsUser: 10001}}
@@ -355,8 +361,8 @@ def realistic_group(index: int) -> list[str]:
         _config_map(index),
         _deployment(index),
         _list(index),
-        _cronjob(index),
-        _cronjob(index + 1),
+        _cronjob(2 * index),
+        _cronjob(2 * index + 1),
         *_dumped(compliant_pair(index)),
         *_dumped([legacy]),
         "# Source: svc/templates/hpa.yaml (disabled in these values)\n",
@@ -379,4 +385,32 @@ def write_realistic(directory: Path, documents: int = 6000, documents_per_file: 
             texts += realistic_group(index)
         (directory / f"rendered-{file_index:04d}.yaml").write_text("".join("---\n" + text for text in texts))
         written += len(texts)
+    return written
+
+
+def write_tree(directory: Path, documents: int = 6000) -> int:
+    """The realistic mix one object per file, as repositories keep manifests: a folder per
+    team and service (`team-3/svc-17/deployment.yaml`); the empty documents Helm leaves are
+    not files.  Returns the number of documents written."""
+    written = 0
+    for index in range(max(documents // REALISTIC_GROUP_SIZE, 1)):
+        folder = directory / f"team-{index % 7}" / f"svc-{index}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for position, text in enumerate(realistic_group(index)):
+            kind = next((line[6:].strip().lower() for line in text.splitlines() if line.startswith("kind: ")), "")
+            if kind:
+                (folder / f"{position:02d}-{kind}.yaml").write_text(text)
+                written += 1
+    return written
+
+
+def write_single(path: Path, documents: int) -> int:
+    """The realistic mix in one file, as `helm template` of a large chart writes it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with path.open("w") as out:
+        for index in range(max(documents // REALISTIC_GROUP_SIZE, 1)):
+            for text in realistic_group(index):
+                out.write("---\n" + text)
+                written += 1
     return written

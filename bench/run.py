@@ -1,22 +1,32 @@
-"""dra-guard's throughput, memory and start-up, as ratios measured in one interleaved run.
+"""dra-guard's throughput, memory, parallelism and start-up, as ratios measured in one run.
 
     .venv/bin/python -m bench.run            # or: make bench (which adds --checkov)
 
-1. Throughput on the realistic mix (bench/corpus.py: Deployments, Services, ConfigMaps,
-   Lists, comments, Helm headers and empty documents, anchors, CronJobs on varied
-   schedules, accelerator apps, legacy GPU workloads) at 600, 6,000 and 60,000
-   documents: `dra-guard check --format json` against the floor, parsing the same files
-   with `yaml.load_all(..., Loader=yaml.CSafeLoader)`.  Each round runs both as fresh
-   processes, alternating which goes first; CPU time (user + system), wall time and
-   peak RSS come from the process's own rusage (wait4).  Reported: the median and the
-   min-max of each, and of the per-round CPU and wall ratios.  Target: at 6,000
-   documents, CPU within 1.0x of the floor (faster than the parse it replaces).
-   The same check with the PyYAML reader alone (DRA_GUARD_YAML_PARSER=pyyaml) and on
-   the `dra-heavy` corpus (mostly claims, templates and accelerator workloads) are shown.
-2. Memory: the peak RSS of the 60,000-document check within 1.5x of the 6,000 one.
-3. Checkov (`--checkov PATH`, `make bench` installs it into its own virtualenv): its
-   Kubernetes scan of the 6,000 documents, interleaved with ours.  Target: 50x slower.
-4. Cold start from a normal (non-editable) install: a wheel built from this checkout,
+1. Throughput on the realistic mix (bench/corpus.py: Deployments with Helm's hex
+   checksums, Services, ConfigMaps, Lists, comments, Helm headers and empty documents,
+   anchors, CronJobs on varied schedules, accelerator apps, legacy GPU workloads) at 600,
+   6,000 and 60,000 documents in files of 100: `dra-guard check --format json`, with
+   `--jobs 1` and as it runs by default (every core), against two floors: the same files
+   parsed with `yaml.load_all(..., Loader=yaml.CSafeLoader)`, and with rapidyaml (each
+   file one stream, every document emitted as JSON and read with json.loads: the least
+   the fast reader does).  Each round runs every command as a fresh process, in a
+   rotating order; CPU time (user + system, workers included), wall time and peak RSS
+   come from the process's own rusage (wait4).  Reported: the median and min-max of
+   each, and of the per-round ratios.  Targets: at 6,000 documents, `--jobs 1` CPU
+   within 1.0x of the CSafeLoader parse; at 60,000, within 3.0x of the rapidyaml floor.
+   The same check with the PyYAML reader alone, and on the `dra-heavy` corpus (mostly
+   claims, templates and accelerator workloads), are shown.
+2. Memory: peak RSS at 60,000 documents within 1.5x of 6,000; and one file of 220,000
+   documents (about 175 MB, a large chart's `helm template`) within 1.5x of the same
+   documents in 100-document files.
+3. The same mix one object per file, in a folder per service (6,000 files).
+4. Parallelism at 60,000 documents: `--jobs` 1, 2 and every core, the speed-up per
+   round (target: 2 jobs at least 1.7x one, on a machine of 2 cores or more), and the
+   reports of every N and of two shards merged compared byte for byte.
+5. Checkov (`--checkov PATH`, `make bench` installs it into its own virtualenv): its
+   Kubernetes scan of the 6,000 documents in 100-document files and one per file,
+   interleaved with ours.  Target: 50x slower on both.
+6. Cold start from a normal (non-editable) install: a wheel built from this checkout,
    installed into a fresh virtualenv, `dra-guard check` on one small file against
    `python -c "import yaml"`.  Target: within 3x.
 
@@ -37,7 +47,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bench.corpus import write_corpus, write_realistic
+from bench.corpus import write_corpus, write_realistic, write_single, write_tree
+from dra_guard.distribute.pool import available_cores
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("dra_guard", "constructs_dra", "pulumi_dra")
@@ -46,6 +57,22 @@ BARE_PARSE = (
     "for path in sys.argv[1:]:\n"
     "    with open(path, 'rb') as handle:\n"
     "        list(yaml.load_all(handle.read(), Loader=yaml.CSafeLoader))\n"
+)
+#: rapidyaml's own floor: each file parsed as one stream, every document written as JSON
+#: by its emitter and read back with json.loads (what the fast reader does at the least).
+RAPIDYAML_PARSE = (
+    "import json, sys, ryml\n"
+    "buffer = bytearray(1 << 20)\n"
+    "for path in sys.argv[1:]:\n"
+    "    with open(path, 'rb') as handle:\n"
+    "        tree = ryml.parse_in_arena(handle.read())\n"
+    "    root = tree.root_id()\n"
+    "    for node in ryml.children(tree, root) if tree.is_stream(root) else [root]:\n"
+    "        failed, size = ryml.emit_json_to_substr(tree, node, buffer)\n"
+    "        if failed:\n"
+    "            buffer = bytearray(2 * size)\n"
+    "            failed, size = ryml.emit_json_to_substr(tree, node, buffer)\n"
+    "        json.loads(bytes(memoryview(buffer)[:size]))\n"
 )
 NO_BYTECODE = "PYTHONDONTWRITEBYTECODE"
 SMALL_MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast\n"
@@ -120,9 +147,19 @@ class Table:
             print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
+def _check(*arguments: str, output: str = os.devnull) -> list[str]:
+    return [sys.executable, "-m", "dra_guard.cli", "check", "--format", "json", "--output", output, *arguments]
+
+
+def _floors(files: Sequence[str]) -> dict[str, tuple[Sequence[str], Mapping[str, str] | None]]:
+    return {
+        "libyaml": ([sys.executable, "-c", BARE_PARSE, *files], None),
+        "rapidyaml": ([sys.executable, "-c", RAPIDYAML_PARSE, *files], None),
+    }
+
+
 def throughput(table: Table, scratch: Path, sizes: Sequence[int], rounds: int, checkov: str | None) -> None:
-    python = sys.executable
-    check = [python, "-m", "dra_guard.cli", "check", "--format", "json", "--output", os.devnull]
+    """`check` on the realistic mix in 100-document files, against both parsers' floors."""
     pyyaml_only = {**os.environ, "DRA_GUARD_YAML_PARSER": "pyyaml"}
     rss: dict[int, float] = {}
     for size in sizes:
@@ -130,60 +167,59 @@ def throughput(table: Table, scratch: Path, sizes: Sequence[int], rounds: int, c
         documents = write_realistic(corpus, size)
         files = sorted(str(path) for path in corpus.glob("*.yaml"))
         commands: dict[str, tuple[Sequence[str], Mapping[str, str] | None]] = {
-            "check": ([*check, str(corpus)], None),
-            "floor": ([python, "-c", BARE_PARSE, *files], None),
+            "check": (_check(str(corpus)), None),
+            "check -j1": (_check("--jobs", "1", str(corpus)), None),
+            **_floors(files),
         }
         if size == 6000:
-            commands["pyyaml"] = ([*check, str(corpus)], pyyaml_only)
+            commands["pyyaml"] = (_check("--jobs", "1", str(corpus)), pyyaml_only)
         many = max(3, rounds * 6000 // max(size, 6000)) if size > 600 else rounds * 2
         runs = interleaved(commands, many if size != 6000 else rounds)
-        mine, floor = runs["check"], runs["floor"]
-        cpu_ratios = ratios(mine, floor, "cpu")
-        target = size == 6000
+        one, floor, fast_floor = runs["check -j1"], runs["libyaml"], runs["rapidyaml"]
+        cpu_ratios = ratios(one, floor, "cpu")
         table.add(
-            f"check, {documents:,} realistic documents, CPU",
-            spread([r.cpu for r in mine], "s"),
+            f"check --jobs 1, {documents:,} realistic documents, CPU, vs CSafeLoader parse",
+            spread([r.cpu for r in one], "s"),
             spread([r.cpu for r in floor], "s"),
             spread(cpu_ratios, "x"),
-            target="<= 1.0x" if target else "-",
-            met=statistics.median(cpu_ratios) <= 1.0 if target else None,
+            target="<= 1.0x" if size == 6000 else "-",
+            met=statistics.median(cpu_ratios) <= 1.0 if size == 6000 else None,
+        )
+        fast_ratios = ratios(one, fast_floor, "cpu")
+        table.add(
+            "  the same, CPU, vs rapidyaml parse + JSON emit + json.loads",
+            spread([r.cpu for r in one], "s"),
+            spread([r.cpu for r in fast_floor], "s"),
+            spread(fast_ratios, "x"),
+            target="<= 3.0x" if size == 60000 else "-",
+            met=statistics.median(fast_ratios) <= 3.0 if size == 60000 else None,
         )
         table.add(
-            "  the same, wall",
-            spread([r.wall for r in mine], "s"),
-            spread([r.wall for r in floor], "s"),
-            spread(ratios(mine, floor, "wall"), "x"),
+            f"  check (--jobs: {available_cores()} cores), wall, vs rapidyaml parse",
+            spread([r.wall for r in runs["check"]], "s"),
+            spread([r.wall for r in fast_floor], "s"),
+            spread(ratios(runs["check"], fast_floor, "wall"), "x"),
         )
-        rss[size] = max(r.rss for r in mine)
+        rss[size] = max(r.rss for r in one)
         table.add(
-            "  the same, peak RSS",
-            f"{rss[size]:.1f}MiB",
+            "  check --jobs 1, peak RSS",
+            f"{max(r.rss for r in one):.1f}MiB",
             f"{max(r.rss for r in floor):.1f}MiB",
-            f"{rss[size] / max(r.rss for r in floor):.2f}x",
+            f"{max(r.rss for r in one) / max(r.rss for r in floor):.2f}x",
         )
         if "pyyaml" in runs:
             table.add(
-                "  with the PyYAML reader alone, CPU",
+                "  with the PyYAML reader alone, CPU, vs CSafeLoader parse",
                 spread([r.cpu for r in runs["pyyaml"]], "s"),
                 spread([r.cpu for r in floor], "s"),
                 spread(ratios(runs["pyyaml"], floor, "cpu"), "x"),
             )
         if size == 6000 and checkov:
-            theirs = [checkov, "--quiet", "--compact", "--framework", "kubernetes", "-d", str(corpus)]
-            versus = interleaved({"checkov": (theirs, None), "check": ([*check, str(corpus)], None)}, 3)
-            slower = ratios(versus["checkov"], versus["check"], "wall")
-            table.add(
-                "  Checkov on the same files, wall",
-                spread([r.wall for r in versus["check"]], "s"),
-                spread([r.wall for r in versus["checkov"]], "s"),
-                spread(slower, "x") + " slower",
-                target=">= 50x",
-                met=statistics.median(slower) >= 50,
-            )
+            _versus_checkov(table, corpus, "100-document files")
     if 6000 in rss and 60000 in rss:
         growth = rss[60000] / rss[6000]
         table.add(
-            "peak RSS, 60,000 vs 6,000 documents",
+            "peak RSS, 60,000 vs 6,000 documents (--jobs 1)",
             f"{rss[60000]:.1f}MiB",
             f"{rss[6000]:.1f}MiB",
             f"{growth:.2f}x",
@@ -194,13 +230,138 @@ def throughput(table: Table, scratch: Path, sizes: Sequence[int], rounds: int, c
     write_corpus(heavy, 6000, "dra-heavy")
     files = sorted(str(path) for path in heavy.glob("*.yaml"))
     runs = interleaved(
-        {"check": ([*check, str(heavy)], None), "floor": ([python, "-c", BARE_PARSE, *files], None)}, rounds
+        {
+            "check": (_check("--jobs", "1", str(heavy)), None),
+            "floor": ([sys.executable, "-c", BARE_PARSE, *files], None),
+        },
+        rounds,
     )
     table.add(
-        "check, 6,000 dra-heavy documents, CPU",
+        "check --jobs 1, 6,000 dra-heavy documents, CPU, vs CSafeLoader parse",
         spread([r.cpu for r in runs["check"]], "s"),
         spread([r.cpu for r in runs["floor"]], "s"),
         spread(ratios(runs["check"], runs["floor"], "cpu"), "x"),
+    )
+
+
+def _versus_checkov(table: Table, corpus: Path, layout: str) -> None:
+    theirs = [CHECKOV[0], "--quiet", "--compact", "--framework", "kubernetes", "-d", str(corpus)]
+    versus = interleaved({"checkov": (theirs, None), "check": (_check(str(corpus)), None)}, 3)
+    slower = ratios(versus["checkov"], versus["check"], "wall")
+    table.add(
+        f"  Checkov on the same {layout}, wall",
+        spread([r.wall for r in versus["check"]], "s"),
+        spread([r.wall for r in versus["checkov"]], "s"),
+        spread(slower, "x") + " slower",
+        target=">= 50x",
+        met=statistics.median(slower) >= 50,
+    )
+
+
+#: The Checkov executable (`--checkov`), once main() has found it.
+CHECKOV: list[str] = []
+
+
+def tree(table: Table, scratch: Path, rounds: int) -> None:
+    """One object per file, in a folder per service, as repositories keep manifests."""
+    corpus = scratch / "tree-6000"
+    documents = write_tree(corpus, 6000)
+    files = sorted(str(path) for path in corpus.rglob("*.yaml"))
+    runs = interleaved(
+        {
+            "check": (_check(str(corpus)), None),
+            "check -j1": (_check("--jobs", "1", str(corpus)), None),
+            **_floors(files),
+        },
+        rounds,
+    )
+    table.add(
+        f"check --jobs 1, {documents:,} documents one per file, CPU, vs CSafeLoader parse",
+        spread([r.cpu for r in runs["check -j1"]], "s"),
+        spread([r.cpu for r in runs["libyaml"]], "s"),
+        spread(ratios(runs["check -j1"], runs["libyaml"], "cpu"), "x"),
+    )
+    table.add(
+        f"  check (--jobs: {available_cores()} cores), wall, vs CSafeLoader parse",
+        spread([r.wall for r in runs["check"]], "s"),
+        spread([r.wall for r in runs["libyaml"]], "s"),
+        spread(ratios(runs["check"], runs["libyaml"], "wall"), "x"),
+    )
+    if CHECKOV:
+        _versus_checkov(table, corpus, "one-object files")
+
+
+def scaling(table: Table, scratch: Path, rounds: int) -> None:
+    """`--jobs` 1, 2 and every core on 60,000 documents: the speed-up per round, and the
+    reports of every N, and of two shards merged, byte for byte the same."""
+    corpus = scratch / "realistic-60000"
+    if not corpus.exists():
+        write_realistic(corpus, 60000)
+    cores = available_cores()
+    levels = sorted({1, 2, cores})
+    runs = interleaved({f"-j{n}": (_check("--jobs", str(n), str(corpus)), None) for n in levels}, max(3, rounds // 2))
+    for n in levels[1:]:
+        speedup = ratios(runs["-j1"], runs[f"-j{n}"], "wall")
+        target = n == 2 and cores >= 2
+        table.add(
+            f"check --jobs {n} vs --jobs 1, 60,000 documents, wall ({cores} cores)",
+            spread([r.wall for r in runs[f"-j{n}"]], "s"),
+            spread([r.wall for r in runs["-j1"]], "s"),
+            spread(speedup, "x") + " faster",
+            target=">= 1.7x" if target else "-",
+            met=statistics.median(speedup) >= 1.7 if target else None,
+        )
+    reports = {}
+    for n in levels:
+        output = scratch / f"report-j{n}.json"
+        run(_check("--jobs", str(n), str(corpus), output=str(output)))
+        reports[f"--jobs {n}"] = output.read_bytes()
+    facts = [str(scratch / f"facts-{index}") for index in (1, 2)]
+    for index, path in enumerate(facts, 1):
+        shard = [sys.executable, "-m", "dra_guard.cli", "check", "--shard", f"{index}/2", "--facts-out", path]
+        run([*shard, str(corpus)], ok=(0,))
+    merged = scratch / "report-merged.json"
+    merge = [sys.executable, "-m", "dra_guard.cli", "merge", "--format", "json", "--output", str(merged), *facts]
+    run(merge)
+    reports["2 shards merged"] = merged.read_bytes()
+    same = len(set(reports.values())) == 1
+    table.add(
+        "  reports of " + ", ".join(reports),
+        f"{len(reports[next(iter(reports))]):,} bytes",
+        "-",
+        "identical" if same else "DIFFERENT",
+        target="identical",
+        met=same,
+    )
+
+
+def single_file(table: Table, scratch: Path, documents: int) -> None:
+    """One file of `documents` documents (a large chart's `helm template`) against the same
+    documents in 100-document files: peak RSS, one run each (RSS does not wobble as time does)."""
+    single = scratch / "single" / "rendered.yaml"
+    write_single(single, documents)
+    spread_out = scratch / f"realistic-{documents}"
+    if not spread_out.exists():
+        write_realistic(spread_out, documents)
+    config = scratch / "large-files.yaml"
+    config.write_text("max-file-bytes: 4294967296\n")
+    size = single.stat().st_size
+    one = run(_check("--jobs", "1", "--config", str(config), str(single)))
+    many = run(_check("--jobs", "1", "--config", str(config), str(spread_out)))
+    growth = one.rss / many.rss
+    table.add(
+        f"peak RSS, {documents:,} documents in one {size / 1e6:.0f} MB file vs in 100-document files",
+        f"{one.rss:.1f}MiB",
+        f"{many.rss:.1f}MiB",
+        f"{growth:.2f}x",
+        target="<= 1.5x",
+        met=growth <= 1.5,
+    )
+    table.add(
+        "  the same, CPU",
+        f"{one.cpu:.1f}s",
+        f"{many.cpu:.1f}s",
+        f"{one.cpu / many.cpu:.2f}x",
     )
 
 
@@ -261,6 +422,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7, help="rounds at 6,000 documents")
     parser.add_argument("--sizes", type=int, nargs="+", default=[600, 6000, 60000])
     parser.add_argument("--checkov", help="a checkov executable to compare with")
+    parser.add_argument(
+        "--single-file-documents",
+        type=int,
+        default=220_000,
+        help="documents in the one large file (220,000: about 175 MB); 0 leaves it out",
+    )
     arguments = parser.parse_args(argv)
     # Resolved now: the measurements run from a scratch directory.
     checkov = arguments.checkov and (
@@ -276,7 +443,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="dra-guard-bench-") as scratch:
         os.chdir(scratch)  # so that no command imports dra_guard from the checkout by accident
+        if checkov:
+            CHECKOV.append(checkov)
         throughput(table, Path(scratch), arguments.sizes, arguments.rounds, checkov)
+        tree(table, Path(scratch), arguments.rounds)
+        if 60000 in arguments.sizes:
+            scaling(table, Path(scratch), arguments.rounds)
+        if arguments.single_file_documents:
+            single_file(table, Path(scratch), arguments.single_file_documents)
         cold_start(table, Path(scratch), arguments.rounds * 3)
     os.chdir(REPO)
     table.print()
