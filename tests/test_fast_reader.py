@@ -451,3 +451,35 @@ def test_isprintable_is_the_printable_ascii_class() -> None:
     for code in range(128):
         text = f"a\n{chr(code)}b"
         assert (not text.replace("\n", "").isprintable()) == (fast._NOT_PRINTABLE_ASCII.search(text) is not None)
+
+
+def test_a_check_swaps_descriptor_2_once_and_rapidyaml_writes_nothing_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """rapidyaml writes its own text to descriptor 2 on a parse error; a check points it at
+    /dev/null for the whole batch of files (once, not per file) and gives it back, so the
+    report's input errors still reach stderr, and rapidyaml's text never does."""
+    from dra_guard.cli.main import main
+    from dra_guard.kubectl_yaml import ryml_native
+
+    for index in range(40):
+        body = (
+            "kind: ConfigMap\ndata: [b, c\nd: e\n"
+            if index % 10 == 0
+            else f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{index}}}\n"
+        )
+        (tmp_path / f"f{index:02d}.yaml").write_text(body)
+    swaps: list[int] = []
+    real = os.dup2
+
+    def counted(source: int, target: int, *arguments: Any) -> int:
+        if target == 2:
+            swaps.append(source)
+        return real(source, target, *arguments)
+
+    monkeypatch.setattr(ryml_native.os, "dup2", counted)
+    code = main(["check", "--jobs", "1", "--format", "json", str(tmp_path)])
+    out, err = capfd.readouterr()
+    assert code == 2 and json.loads(out)["summary"]["objects"] == 36
+    assert len(swaps) == 2, swaps  # to /dev/null at the first parse, back at the end of the check
+    assert "f00.yaml:" in err and "ERROR" not in err and "parse_engine" not in err

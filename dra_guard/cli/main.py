@@ -439,14 +439,17 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     workers = arguments.jobs or _available_cores()
     if shard is not None:
         return _write_shard(inputs, config, shard, workers=workers, facts_out=arguments.facts_out, stderr=stderr)
-    if workers > 1:
-        from dra_guard.distribute.pool import check_inputs
+    from dra_guard.kubectl_yaml.fast import holding_stderr
 
-        report = check_inputs(inputs, config, workers)
-    else:
-        from dra_guard.engine.run import check_stream
+    with holding_stderr():
+        if workers > 1:
+            from dra_guard.distribute.pool import check_inputs
 
-        report = check_stream(inputs, config)
+            report = check_inputs(inputs, config, workers)
+        else:
+            from dra_guard.engine.run import check_stream
+
+            report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dra_guard.contract.findings import InputError, Report
 from dra_guard.engine.run import Checker, check_stream
+from dra_guard.kubectl_yaml.fast import holding_stderr
 from dra_guard.read.inputs import FILE, Inputs, Unit, file_items
 from dra_guard.read.loader import display_name
 from dra_guard.read.walk import STDIN
@@ -101,18 +102,23 @@ def check_files(jobs: Sequence[Job]) -> list[Done]:
     checker = _Worker.checker
     assert checker is not None, "the worker was not started with _start_worker"
     done: list[Done] = []
-    for job in jobs:
-        tally = _Tally()
-        checker.begin_part(job.position)
-        for item in file_items(job.path, job.found, _Worker.max_bytes, tally):
-            checker.feed(item)
-        part = checker.take_part()
-        try:
-            data: bytes | None = _dump(part, checker)
-        except Exception:  # pickle.PicklingError, TypeError, AttributeError: checked again in order
-            data = None
-        done.append(Done(job.position, data, tally.files, tally.skipped))
+    with holding_stderr():
+        for job in jobs:
+            done.append(_check_file(checker, job))
     return done
+
+
+def _check_file(checker: Checker, job: Job) -> Done:
+    tally = _Tally()
+    checker.begin_part(job.position)
+    for item in file_items(job.path, job.found, _Worker.max_bytes, tally):
+        checker.feed(item)
+    part = checker.take_part()
+    try:
+        data: bytes | None = _dump(part, checker)
+    except Exception:  # pickle.PicklingError, TypeError, AttributeError: checked again in order
+        data = None
+    return Done(job.position, data, tally.files, tally.skipped)
 
 
 # --- the parent side ------------------------------------------------------------------

@@ -35,10 +35,11 @@ the process has read enough documents for its import to pay (parser_choice.py).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from dra_guard.kubectl_yaml.choice import chosen, load_rapidyaml
@@ -74,6 +75,11 @@ class _Decline(Exception):
 AUTO_AFTER_DOCUMENTS = 200
 
 
+class _Holding:
+    #: Open `holding_stderr()` blocks.
+    depth = 0
+
+
 class _Rapidyaml:
     """This process's rapidyaml (None: off or missing), imported when first needed; with
     it, what talks to its C++ and to CPython's buffers (ryml_native: ctypes, threads)."""
@@ -93,12 +99,30 @@ class _Rapidyaml:
                 from dra_guard.kubectl_yaml.ryml_native import Native
 
                 cls.native = Native(cls.module)
+                cls.native.hold(_Holding.depth > 0)
             cls.loaded = True
         return cls.module
 
 
 if chosen():  # forced either way: from the first document (and a missing wheel fails now)
     _Rapidyaml.load()
+
+
+@contextlib.contextmanager
+def holding_stderr() -> Iterator[None]:
+    """A batch of reading (a worker's files, a whole check): descriptor 2 is swapped for
+    rapidyaml's parses once, at the first, and given back when the batch ends, instead of
+    around every file's parse (ryml_native.QuietStderr).  Nothing else writes to it while
+    a check reads: errors are reported after, and an exception leaves the block first."""
+    _Holding.depth += 1
+    if _Rapidyaml.native is not None:
+        _Rapidyaml.native.hold(True)
+    try:
+        yield
+    finally:
+        _Holding.depth -= 1
+        if _Rapidyaml.native is not None and not _Holding.depth:
+            _Rapidyaml.native.hold(False)
 
 
 def active_parser() -> str:

@@ -23,6 +23,13 @@ class Native:
         self.quiet = QuietStderr(ryml)
         self._emitted = threading.local()
 
+    @staticmethod
+    def hold(held: bool) -> None:
+        """Inside a batch (`fast.holding_stderr`) or not: at its end, descriptor 2 is given back."""
+        Held.depth = 1 if held else 0
+        if not held:
+            release_held()
+
     def emit_json(self, tree: Any, node: int) -> bytes:
         """rapidyaml's JSON of `node`, written into a buffer kept per thread: its
         `emit_json` returns a malloc'd copy that is never freed (1 KiB lost per document)."""
@@ -65,12 +72,23 @@ class Native:
             release(ctypes.byref(buffer))
 
 
+class Held:
+    """How many `holding_stderr()` blocks are open (fast.py), and the descriptor 2 they
+    saved once it was first swapped: while one is open, descriptor 2 stays swapped from
+    the first parse to the end of the block, not swapped back and forth per parse."""
+
+    depth = 0
+    saved: int | None = None
+
+
 class QuietStderr:
     """rapidyaml's C++ error handler writes its own text to file descriptor 2 before
     raising; dra-guard reports that document through libyaml instead, with file, line
     and why.  So descriptor 2 points at /dev/null while rapidyaml parses (a lock keeps
     threads from interleaving the swap; a write from another thread in that window is
-    lost, which only a parse error makes possible output anyway)."""
+    lost, which only a parse error makes possible output anyway).  Inside
+    `fast.holding_stderr()` (a batch of files: a worker's, a check's) it is swapped once
+    for the batch."""
 
     def __init__(self, ryml: Any) -> None:
         self._ryml = ryml
@@ -97,6 +115,9 @@ class QuietStderr:
     @contextlib.contextmanager
     def _quiet(self) -> Iterator[None]:
         with self._lock:
+            if Held.saved is not None:
+                yield  # swapped for the batch already
+                return
             try:
                 if self._null is None:
                     self._null = os.open(os.devnull, os.O_WRONLY)
@@ -108,8 +129,20 @@ class QuietStderr:
                 os.dup2(self._null, 2)
                 yield
             finally:
-                os.dup2(saved, 2)
-                os.close(saved)
+                if Held.depth:
+                    Held.saved = saved  # given back when the batch ends
+                else:
+                    os.dup2(saved, 2)
+                    os.close(saved)
+
+
+def release_held() -> None:
+    """Give descriptor 2 back, if a batch swapped it (`fast.holding_stderr`)."""
+    saved = Held.saved
+    if saved is not None:
+        Held.saved = None
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 class _Py_buffer(ctypes.Structure):
