@@ -235,7 +235,8 @@ MAX_FILE_BYTES: Option[int] = Option(
     type=PositiveInteger("positive integer (bytes)"),
     default=64 * 1024 * 1024,
     doc="The most bytes `dra-guard check` and `dra-guard migrate` read from one input file (or from standard "
-    "input): a larger one is an input error naming its size, not read.",
+    "input): a larger one is an input error naming its size, not read. `check` reads an input of more than 8 MiB "
+    "a piece at a time, so its memory follows the largest document, not this cap.",
     default_doc="64 MiB (67108864)",
     selects_files=True,
 )
