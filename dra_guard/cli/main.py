@@ -437,10 +437,12 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         return EXIT_ERROR
     inputs = Inputs(selection, max_bytes=config.get(MAX_FILE_BYTES))
     workers = arguments.jobs or _available_cores()
-    if shard is not None:
-        return _write_shard(inputs, config, shard, workers=workers, facts_out=arguments.facts_out, stderr=stderr)
     from dra_guard.kubectl_yaml.fast import holding_stderr
 
+    if shard is not None:
+        return _write_shard(inputs, config, shard, workers=workers, facts_out=arguments.facts_out, stderr=stderr)
+    # rapidyaml writes to descriptor 2, swapped away for the check (nothing else of ours
+    # writes there until the report is written, below).
     with holding_stderr():
         if workers > 1:
             from dra_guard.distribute.pool import check_inputs
@@ -496,10 +498,12 @@ def _write_shard(inputs: Inputs, config: Config, shard: Shard, *, workers: int, 
     from datetime import datetime, timezone
 
     from dra_guard.distribute.shards import FactsError, check_shard
+    from dra_guard.kubectl_yaml.fast import holding_stderr
 
     today = config.today or datetime.now(timezone.utc).date()
     try:
-        facts = check_shard(inputs, config, shard, workers, today)
+        with holding_stderr():
+            facts = check_shard(inputs, config, shard, workers, today)
     except FactsError as error:
         stderr.write(printable(f"dra-guard: shard {shard}: {error}\n"))
         return EXIT_ERROR

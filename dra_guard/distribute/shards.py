@@ -158,27 +158,25 @@ def _check(
     results: list[UnitFacts] = []
     local = Checker(config, part=True)
     files = [unit for unit in units if dispatchable(unit)] if workers > 1 else []
+    by_workers = {unit.position for unit in files}
     pool = Workers(config, inputs.max_bytes, workers) if files else None
     try:
         submitted = pool.submit(batches(*_jobs(files, sizes), workers)) if pool is not None else []
         for unit in units:
-            if unit in files:
+            if unit.position in by_workers:
                 continue
             before_files, before_skipped, before_unchecked = inputs.files, len(inputs.skipped), len(inputs.unchecked)
             local.begin_part(unit.position)
             for item in inputs.items(unit):
                 local.feed(item)
-            results.append(
-                UnitFacts(
-                    unit.position,
-                    dump_part(local.take_part(), local.context),
-                    inputs.files - before_files,
-                    inputs.skipped[before_skipped:],
-                    inputs.unchecked[before_unchecked:],
-                )
-            )
+            try:
+                part = dump_part(local.take_part(), local.context)
+            except Exception:  # pickle.PicklingError, TypeError, AttributeError
+                part = None
+            done = Done(unit.position, part, inputs.files - before_files, inputs.skipped[before_skipped:])
+            results.append(_unit_facts(done, inputs.unchecked[before_unchecked:]))
         for batch, future in submitted:
-            results.extend(_unit_facts(done) for done in _collect(batch, future).values())
+            results.extend(_unit_facts(done, []) for done in _collect(batch, future).values())
     finally:
         if pool is not None:
             pool.close()
@@ -190,13 +188,13 @@ def _jobs(units: Sequence[Unit], sizes: Mapping[int, int]) -> tuple[list[Job], l
     return jobs, [sizes.get(job.position, 0) for job in jobs]
 
 
-def _unit_facts(done: Done) -> UnitFacts:
+def _unit_facts(done: Done, unchecked: list[Unchecked]) -> UnitFacts:
     if done.part is None:
         raise FactsError(
             f"part {done.position + 1} of the input cannot be written as facts: a rule's pending finding holds "
             "something that does not pickle (a closure of an extra rule module?); check it without --shard"
         )
-    return UnitFacts(done.position, done.part, done.files, done.skipped)
+    return UnitFacts(done.position, done.part, done.files, done.skipped, unchecked)
 
 
 # --- merge ------------------------------------------------------------------------------
