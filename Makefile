@@ -4,6 +4,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The extras the tests use: all but scrub (tests/test_scrub.py runs without cuda-python).
+EXTRAS := cdk8s,fast,pulumi,webhook
 
 # cdk8s must never phone home (upgrade check) or nag about Node 20 (end-of-life banner).
 export CDK8S_CHECK_UPGRADE := false
@@ -13,8 +15,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=25.1'
+	@# The project with its extras, and the PEP 735 `dev` group of pyproject.toml (pip >= 25.1).
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]' --group dev
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

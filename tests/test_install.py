@@ -20,6 +20,7 @@ import yaml
 from dra_guard.cli.init import SHIM_PACKAGE
 from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 from tests.conftest import REPO_ROOT
+from tests.test_dependencies import WHEEL_EXTRAS
 from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
@@ -81,16 +82,19 @@ def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) 
 
 def test_wheel_carries_its_licence_and_project_metadata(fresh_venv: Path, tmp_path: Path) -> None:
     """What a team depending on it reads: the licence text in the wheel, the SPDX expression,
-    and where the project, its rules and its issues are."""
+    where the project, its rules and its issues are, and its extras."""
     probe = (
         "import importlib.metadata as m; d = m.distribution('dra-guard'); "
         "print(d.metadata['License-Expression']); print(sorted(d.metadata.get_all('Project-URL'))); "
-        "print(any(f.name == 'LICENSE' and 'licenses' in f.parts for f in d.files))"
+        "print(any(f.name == 'LICENSE' and 'licenses' in f.parts for f in d.files)); "
+        "print(' '.join(sorted(d.metadata.get_all('Provides-Extra'))))"
     )
     result = _run(fresh_venv / "bin" / "python", "-c", probe, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    expression, urls, licence = result.stdout.splitlines()
+    expression, urls, licence, extras = result.stdout.splitlines()
     assert expression == "Apache-2.0" and licence == "True"
+    # The users' extras; the development environment is a dependency group, not one of them.
+    assert extras.split() == sorted(WHEEL_EXTRAS)
     assert all(label in urls for label in ("Homepage", "Documentation", "Rules", "Issues"))
     assert "Apache License" in (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
 
