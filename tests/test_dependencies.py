@@ -1,15 +1,21 @@
-"""What the project depends on, as pyproject.toml declares it: the wheel's extras, and the
-development environment as PEP 735 dependency groups that the Makefile installs."""
+"""What the project depends on, as pyproject.toml declares it: the wheel's extras, the
+development environment as PEP 735 dependency groups that the Makefile installs, and the
+dependency floors that `make floors` installs and tests (constraints/floors.txt)."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
 from packaging.requirements import Requirement
+from packaging.version import Version
 
-from testkit.paths import REPO_ROOT
+from testkit.paths import REPO_ROOT, load_tool
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,3 +60,73 @@ def test_the_makefile_installs_the_extras_and_the_dev_group_with_a_pip_that_know
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert "pip install -e '.[cdk8s,fast,pulumi,webhook]' --group dev" in readme and ".[dev]" not in readme
     assert _make_variable("EXTRAS") == "cdk8s,fast,pulumi,webhook"
+
+
+# --- dependency floors: pyproject.toml's lower bounds are the oldest versions tested ----------
+
+FLOORS = REPO_ROOT / "constraints" / "floors.txt"
+#: Set by `make floors` to the extras it installed at the floors (empty elsewhere).
+FLOORS_EXTRAS = os.environ.get("DRA_GUARD_FLOORS_EXTRAS", "")
+
+
+def _floors_tool() -> Any:
+    return load_tool("floors")
+
+
+def test_the_floors_file_is_what_pyproject_declares() -> None:
+    assert FLOORS.read_text(encoding="utf-8") == _floors_tool().floors_text(), (
+        "stale: python tools/floors.py > constraints/floors.txt"
+    )
+
+
+@pytest.mark.parametrize(
+    "declared",
+    ['"shtab"', '"shtab<2"', '"shtab>=1.9,>=1.10"'],
+    ids=["no bound", "an upper bound only", "two lower bounds"],
+)
+def test_a_dependency_without_one_floor_is_refused(declared: str, tmp_path: Path) -> None:
+    tool = _floors_tool()
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(f"[project]\nname = 'x'\ndependencies = [{declared}]\n", encoding="utf-8")
+    with pytest.raises(tool.NoFloor, match="declare one lower bound"):
+        tool.floors_text(pyproject)
+
+
+def test_the_floors_keep_their_markers(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(
+        "[project]\nname = 'x'\ndependencies = ['tomli>=2.0; python_version < \"3.11\"']\n"
+        "[project.optional-dependencies]\nweb = ['Uvicorn[standard]>=0.30,<1']\n",
+        encoding="utf-8",
+    )
+    lines = _floors_tool().floors_text(pyproject).splitlines()
+    assert [line for line in lines if not line.startswith("#")] == [
+        'tomli==2.0; python_version < "3.11"',
+        "uvicorn==0.30",
+    ]
+
+
+def test_make_test_runs_the_floors() -> None:
+    test_target = re.search(r"^test: (.*)$", MAKEFILE, re.MULTILINE)
+    assert test_target is not None and "floors" in test_target.group(1).split()
+    assert "-c constraints/floors.txt" in MAKEFILE and "-e '.[$(EXTRAS)]' --group test" in MAKEFILE
+    assert "DRA_GUARD_FLOORS_EXTRAS=$(EXTRAS)" in MAKEFILE
+
+
+@pytest.mark.skipif(not FLOORS_EXTRAS, reason="make floors runs this, in the virtualenv of the floors")
+def test_what_is_installed_is_the_floors() -> None:
+    """pip installed each requirement of the core and of the extras `make floors` names at its
+    floor, not a newer one (a constraint pip could not apply would fail the install instead)."""
+    project = PYPROJECT["project"]
+    texts = [*project["dependencies"]]
+    for extra in FLOORS_EXTRAS.split(","):
+        texts += project["optional-dependencies"][extra]
+    tool = _floors_tool()
+    checked = []
+    for requirement in map(Requirement, texts):
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        installed = importlib.metadata.version(requirement.name)
+        assert Version(installed) == Version(tool.floor(requirement)), f"{requirement.name} {installed}"
+        checked.append(requirement.name)
+    assert {"cdk8s", "constructs", "pulumi", "pulumi-kubernetes", "pulumi-policy", "cel-python"} <= set(checked)

@@ -27,8 +27,10 @@ from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
-# What a source distribution needs; not the caches, virtualenvs and node_modules.
-_SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build", "*.egg-info", "__pycache__", ".*cache")
+# What a source distribution needs; not the caches, virtualenvs (.venv, .floors-venv, ...) and node_modules.
+_SKIP = shutil.ignore_patterns(
+    ".git", ".*venv", "node_modules", "dist", "build", "*.egg-info", "__pycache__", ".*cache"
+)
 
 
 @pytest.fixture(autouse=True)
