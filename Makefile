@@ -4,17 +4,20 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The extras the tests use: all but scrub (tests/test_scrub.py runs without cuda-python).
+EXTRAS := cdk8s,fast,pulumi,webhook
 
 # cdk8s must never phone home (upgrade check) or nag about Node 20 (end-of-life banner).
 export CDK8S_CHECK_UPGRADE := false
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: demo test fast lint typecheck unit docs bench clean
+.PHONY: demo test fast lint typecheck unit floors docs bench clean
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=25.1'
+	@# The project with its extras, and the PEP 735 `dev` group of pyproject.toml (pip >= 25.1).
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]' --group dev
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -57,7 +60,49 @@ unit: $(BIN)/.installed node_modules/.installed
 	DRA_GUARD_YAML_PARSER=pyyaml $(BIN)/pytest -q tests/test_kubectl_differential.py tests/test_kubectl_reading.py \
 	  tests/test_never_crash.py tests/test_robustness.py tests/test_corpus.py tests/test_golden_corpus.py
 
-test: lint typecheck unit
+# The dependency floors: pyproject.toml's lower bounds are the oldest versions tested.  A
+# virtualenv of their own gets the same extras at exactly constraints/floors.txt (generated
+# from pyproject.toml by tools/floors.py; tests/test_dependencies.py fails when it is stale,
+# and here when pip installed anything else), with the `test` group, rebuilt whenever either
+# file changes.  Then the tests that exercise the floored packages, not the whole suite again:
+# the suite at today's versions is `unit`; this adds about 3½ minutes on a 2-core machine
+# (1½ to build the virtualenv with pip's cache warm, 2 to run 1,025 tests), not eight.
+FLOORS_VENV := .floors-venv
+FLOORS_TESTS := \
+  tests/test_dependencies.py \
+  tests/test_cdk8s_registry.py tests/test_cdk8s_enforce_batch.py tests/test_validation.py tests/test_spec.py \
+  tests/test_admission_guard.py \
+  tests/test_pulumi_component.py tests/test_pulumi_policies.py tests/test_pulumi_pack_grpc.py \
+  tests/test_analyze_once.py tests/test_rule_examples.py \
+  tests/test_selectors.py tests/test_conjuncts.py tests/test_selector_fast_path.py tests/test_allocation.py \
+  tests/test_admission_policy.py \
+  tests/test_webhook.py tests/test_webhook_lookups.py \
+  tests/test_migrate.py tests/test_kubectl_reading.py tests/test_fast_reader.py tests/test_completion.py \
+  tests/test_repository_walk.py::test_gitignore_is_honoured_and_no_ignore_turns_it_off \
+  tests/test_repository_walk.py::test_excludes_from_the_command_line_and_the_configuration
+# Which floors each line exercises: cdk8s, constructs and jsii (the constructs, their synth
+# and enforce(), AdmissionGuard); pulumi, pulumi-kubernetes and pulumi-policy (the component
+# under mocks, the pack over gRPC as `pulumi preview` starts it, every rule's examples
+# through both front ends); cel-python and google-re2 (selectors, allocation, the admission
+# policies' CEL emulated); uvicorn, kubernetes and cryptography (the webhook served over TLS,
+# its lookups through the Kubernetes client); ruamel.yaml (migrate), PyYAML and rapidyaml
+# (the readers; rapidyaml's floor was chosen with tests/test_yaml_fuzz.py and
+# tests/test_kubectl_differential.py too, two minutes more), shtab (completion), pathspec
+# (.gitignore and exclude).  Not tested at its
+# floor: cuda-python (scrub: needs an NVIDIA GPU), and tomli and typing_extensions (only
+# installed on Python 3.10; this runs the Python that `make` finds).
+$(FLOORS_VENV)/.installed: pyproject.toml constraints/floors.txt
+	rm -rf $(FLOORS_VENV)
+	$(PYTHON) -m venv $(FLOORS_VENV)
+	$(FLOORS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=25.1'
+	$(FLOORS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c constraints/floors.txt \
+	  -e '.[$(EXTRAS)]' --group test
+	touch $@
+
+floors: $(FLOORS_VENV)/.installed
+	DRA_GUARD_FLOORS_EXTRAS=$(EXTRAS) DRA_GUARD_YAML_PARSER=rapidyaml $(FLOORS_VENV)/bin/pytest -q -p no:cacheprovider $(FLOORS_TESTS)
+
+test: lint typecheck unit floors
 
 # The inner loop: every test that starts no process (tests/conftest.py marks the rest e2e).
 fast: $(BIN)/.installed
@@ -85,4 +130,4 @@ docs: $(BIN)/.installed
 	$(BIN)/python -m dra_guard.present.config_schema > dra_guard/config.schema.json
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) $(FLOORS_VENV) node_modules dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

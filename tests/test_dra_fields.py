@@ -3,7 +3,6 @@ schemas today, and the generator's output passes `ruff check` and `ruff format` 
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from testkit.paths import REPO_ROOT
+from testkit.paths import REPO_ROOT, load_tool
 
 GENERATED = REPO_ROOT / "dra_guard" / "contract" / "dra_fields.py"
 RUFF = Path(sys.executable).parent / "ruff"
@@ -19,11 +18,7 @@ RUFF = Path(sys.executable).parent / "ruff"
 
 @pytest.fixture(scope="module")
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_dra_fields", REPO_ROOT / "tools" / "gen_dra_fields.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gen_dra_fields")
 
 
 def test_the_table_is_current(generator: ModuleType) -> None:

@@ -8,6 +8,7 @@ registry, as a user gets them).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,12 +21,16 @@ import yaml
 from dra_guard.cli.init import SHIM_PACKAGE
 from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 from tests.conftest import REPO_ROOT
+from tests.test_dependencies import WHEEL_EXTRAS
+from tests.test_doc_examples import extract
 from tests.test_init import COMPLIANT_APP, LEGACY_POD_APP, cdk8s_app, synth
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
-# What a source distribution needs; not the caches, virtualenvs and node_modules.
-_SKIP = shutil.ignore_patterns(".git", ".venv", "node_modules", "dist", "build", "*.egg-info", "__pycache__", ".*cache")
+# What a source distribution needs; not the caches, virtualenvs (.venv, .floors-venv, ...) and node_modules.
+_SKIP = shutil.ignore_patterns(
+    ".git", ".*venv", "node_modules", "dist", "build", "*.egg-info", "__pycache__", ".*cache"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -81,16 +86,19 @@ def test_wheel_is_independent_of_the_checkout(fresh_venv: Path, tmp_path: Path) 
 
 def test_wheel_carries_its_licence_and_project_metadata(fresh_venv: Path, tmp_path: Path) -> None:
     """What a team depending on it reads: the licence text in the wheel, the SPDX expression,
-    and where the project, its rules and its issues are."""
+    where the project, its rules and its issues are, and its extras."""
     probe = (
         "import importlib.metadata as m; d = m.distribution('dra-guard'); "
         "print(d.metadata['License-Expression']); print(sorted(d.metadata.get_all('Project-URL'))); "
-        "print(any(f.name == 'LICENSE' and 'licenses' in f.parts for f in d.files))"
+        "print(any(f.name == 'LICENSE' and 'licenses' in f.parts for f in d.files)); "
+        "print(' '.join(sorted(d.metadata.get_all('Provides-Extra'))))"
     )
     result = _run(fresh_venv / "bin" / "python", "-c", probe, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    expression, urls, licence = result.stdout.splitlines()
+    expression, urls, licence, extras = result.stdout.splitlines()
     assert expression == "Apache-2.0" and licence == "True"
+    # The users' extras; the development environment is a dependency group, not one of them.
+    assert extras.split() == sorted(WHEEL_EXTRAS)
     assert all(label in urls for label in ("Homepage", "Documentation", "Rules", "Issues"))
     assert "Apache License" in (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
 
@@ -139,3 +147,45 @@ def test_readme_install_commands_name_no_registry_package() -> None:
     readme = (REPO_ROOT / "README.md").read_text()
     assert "pip install dra-guard\n" not in readme and "pip install dra-guard`" not in readme
     assert "pip install ." in readme and "python -m build" in readme
+
+
+def _readme_section(title: str) -> str:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"\n### {title}\n" in readme, f"the README has a section {title!r}"
+    section = readme.split(f"\n### {title}\n", 1)[1]
+    return section.split("\n## ", 1)[0].split("\n### ", 1)[0]
+
+
+def test_readme_adoption_steps_work_from_the_wheel(fresh_venv: Path, tmp_path: Path) -> None:
+    """The README's "Adopting dra-guard on an existing repository", as its commands say, with
+    the wheel's dra-guard on a repository with a finding: report only, record, gate, rewrite;
+    then a new finding fails the gate and the baselined one still does not."""
+    section = _readme_section("Adopting dra-guard on an existing repository")
+    block = next(block for block in extract(section, "README.md") if block.language == "sh")
+    legacy = (REPO_ROOT / "tests" / "corpus" / "legacy-device-plugin" / "gpu-pod.yaml").read_text()
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "gpu-pod.yaml").write_text(legacy)
+    commands = [shlex.split(line, comments=True) for line in block.text.splitlines()]
+    assert commands[0][:3] == ["python", "-m", "pip"] and commands[0][-1].endswith(".whl"), "installs the wheel"
+    ran = []
+    for command in commands[1:]:
+        assert command[0] == "dra-guard", command
+        result = _run(fresh_venv / "bin" / "dra-guard", *command[1:], cwd=tmp_path)
+        assert result.returncode == 0, (command, result.stdout + result.stderr)
+        ran.append(command[1:3])
+    assert ["check", "--write-baseline"] in ran and ["check", "--baseline"] in ran
+    (tmp_path / "k8s" / "new-pod.yaml").write_text(legacy.replace("gpu-operator-test", "a-new-pod"))
+    gate = [command for command in commands if "--baseline" in command and "--write-baseline" not in command]
+    result = _run(fresh_venv / "bin" / "dra-guard", *gate[0][1:], cwd=tmp_path)
+    assert result.returncode == 1 and "a-new-pod" in result.stdout and "gpu-operator-test" not in result.stdout
+
+
+def test_readme_ci_and_pack_sections_install_the_wheel_not_a_checkout() -> None:
+    """What a user of the wheel reads: the sections install a wheel (or name one), and run the
+    pack `dra-guard init pulumi` writes, not this repository's paths."""
+    ci = _readme_section("CI")
+    assert "DRA_GUARD_INSTALL" in ci and ".whl" in ci and "pip install ." not in ci
+    pack = _readme_section("Pulumi policy pack")
+    assert "pip install 'dra_guard-0.1.0-py3-none-any.whl[pulumi]'" in pack and "dra-guard init pulumi" in pack
+    assert "--policy-pack policy-pack" in pack and "--policy-pack pulumi_dra/policy" not in pack
+    assert "pip install ." not in pack

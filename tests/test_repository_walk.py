@@ -359,7 +359,7 @@ def test_a_chart_helm_cannot_render_is_listed_as_not_checked(repo: Path, tmp_pat
 def _readme_ci_commands() -> list[list[str]]:
     """The `dra-guard check` commands of the README's CI snippet, as written."""
     readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("### In CI", 1)[1]
+    section = readme.split("### CI\n", 1)[1]
     snippet = section.split("```yaml", 1)[1].split("```", 1)[0]
     steps = yaml.safe_load(snippet)
     commands = [shlex.split(step["run"]) for step in steps if step.get("run", "").startswith("dra-guard check")]

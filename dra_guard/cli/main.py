@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from dra_guard import __version__
 from dra_guard.cli.admission import add_admission_policy_parser, add_webhook_parser
+from dra_guard.cli.completion import add_completion_parser
 from dra_guard.cli.init import TARGETS
 from dra_guard.cli.scrub import add_scrub_parser
 from dra_guard.contract.errors import UnavailableParser
@@ -241,6 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Inputs are only changed with --in-place; exit 2 when anything could not be migrated.",
     )
     add_arguments(migrate)
+    add_completion_parser(commands)
     return parser
 
 
@@ -793,6 +795,10 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
             from dra_guard.cli.scrub import run_scrub
 
             return run_scrub(arguments, stdout, stderr)
+        if arguments.command == "completion":
+            from dra_guard.cli.completion import run_completion
+
+            return run_completion(parser, arguments.shell, stdout)
     except (RuleModuleError, UnavailableParser) as error:  # DRA_GUARD_EXTRA_RULES, DRA_GUARD_YAML_PARSER
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
