@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import logging
 import os
 import re
 import sys
@@ -44,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
-from dra_guard.admission.serving import ServingCertificate
+from dra_guard.admission.serving import ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Severity
 from dra_guard.engine.run import check_objects
@@ -81,7 +80,6 @@ TEMPLATE_CACHE_SIZE = 1024
 REVIEW_API = "admission.k8s.io/v1"
 #: The operations whose AdmissionRequest has no `object`.
 OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
-_LOG = logging.getLogger("dra_guard.webhook")
 
 
 class TemplateSource(Protocol):
@@ -271,7 +269,7 @@ class Webhook:
             await self._http(scope, receive, exchange)
         except Exception as error:
             # Whatever went wrong, the API server gets JSON: a denial once the uid is known.
-            _log(
+            log_event(
                 event="internal error",
                 uid=exchange.uid,
                 path=scope.get("path", ""),
@@ -320,11 +318,11 @@ class Webhook:
             await _respond(send, 405, {"error": "use POST"})
             return
         started = time.monotonic()
-        seconds, timeout_problem = review_deadline(_query(scope).get("timeout"), self.deadline)
+        seconds, timeout_problem = _query_deadline(scope.get("query_string", b""), self.deadline)
         deadline = started + seconds
         length = _content_length(scope)
         if length is not None and length > self.max_body:
-            _log(event="refused", reason="body too large", limit=self.max_body, length=length)
+            log_event(event="refused", reason="body too large", limit=self.max_body, length=length)
             await _respond(send, 413, {"error": f"request body larger than {self.max_body} bytes"})
             return
         slots = self._semaphore()
@@ -334,7 +332,7 @@ class Webhook:
             else:
                 await slots.acquire()  # a free slot: taken at once, no timer needed
         except asyncio.TimeoutError:
-            _log(event="refused", reason="overloaded", limit=self.max_reviews, ms=_ms(started))
+            log_event(event="refused", reason="overloaded", limit=self.max_reviews, ms=_ms(started))
             await _respond(
                 send,
                 429,
@@ -347,12 +345,12 @@ class Webhook:
             body, problem, status = await _read_body(receive, self.max_body, deadline)
             if body is None:
                 if status:
-                    _log(event="refused", reason=problem, limit=self.max_body, ms=_ms(started))
+                    log_event(event="refused", reason=problem, limit=self.max_body, ms=_ms(started))
                     await _respond(send, status, {"error": problem}, [(b"connection", b"close")])
                 return
             review, problem = _parse_review(body)
             if review is None:
-                _log(event="refused", reason=problem)
+                log_event(event="refused", reason=problem)
                 await _respond(send, 400, {"error": problem})
                 return
             request = review["request"]
@@ -394,7 +392,7 @@ class Webhook:
                 fields["traceback"] = "".join(traceback.format_exception(type(error), error, error.__traceback__))
             if timeout_problem:
                 fields["timeout_parameter"] = timeout_problem
-            _log(
+            log_event(
                 event="review",
                 uid=request["uid"],
                 kind=_kind(request),
@@ -570,7 +568,7 @@ class Webhook:
             if template is not None:
                 found.append(template)
         for failure in failures:
-            _log(event="template lookup failed", error=failure)
+            log_event(event="template lookup failed", error=failure)
         return found, failures
 
     def _lookup(self, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
@@ -770,12 +768,15 @@ def review_deadline(timeout: str | None, default: float) -> tuple[float, str]:
     return seconds - min(RESPONSE_MARGIN_SECONDS, seconds / 4), ""
 
 
-def _query(scope: Scope) -> dict[str, str]:
+@functools.lru_cache(maxsize=64)
+def _query_deadline(query: bytes | str, default: float) -> tuple[float, str]:
+    """`review_deadline` of a request's query string: the API server sends the same
+    `?timeout=` with every review, so each distinct query is parsed once (a few of them at
+    a time; whatever a client sends, the cache holds at most 64)."""
     from urllib.parse import parse_qsl
 
-    raw = scope.get("query_string", b"")
-    text = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
-    return dict(parse_qsl(text, keep_blank_values=True))
+    text = query.decode("latin-1") if isinstance(query, bytes) else str(query)
+    return review_deadline(dict(parse_qsl(text, keep_blank_values=True)).get("timeout"), default)
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -792,10 +793,14 @@ def _ms(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 1)
 
 
+#: One encoder for every answer (`json.dumps` with an option makes one per call).
+_ANSWER = json.JSONEncoder(ensure_ascii=False)
+
+
 async def _respond(
     send: Send, status: int, payload: Mapping[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    body = _ANSWER.encode(payload).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
@@ -814,13 +819,9 @@ async def _lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            _log(event="started")
+            log_event(event="started")
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            _log(event="stopped")
+            log_event(event="stopped")
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-def _log(**fields: Any) -> None:
-    _LOG.info(json.dumps({"time": round(time.time(), 3), **fields}, ensure_ascii=False, sort_keys=True))
