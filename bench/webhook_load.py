@@ -185,24 +185,30 @@ def _load(server: Server, context: ssl.SSLContext, body: bytes, concurrency: int
     window: list[float] = []
     headers = {"Content-Type": "application/json"}
 
-    def exchange(connection: http.client.HTTPSConnection) -> None:
-        connection.request("POST", "/validate", body=body, headers=headers)
-        response = connection.getresponse()
-        answer = json.loads(response.read())
+    def exchange(connection: http.client.HTTPSConnection) -> bool:
+        try:
+            connection.request("POST", "/validate", body=body, headers=headers)
+            response = connection.getresponse()
+            answer = json.loads(response.read())
+        except Exception as error:  # reported below, after every client has stopped
+            failures.append(f"{type(error).__name__}: {error}")
+            return False
         if response.status != 200 or not answer["response"]["allowed"]:
             failures.append(f"status {response.status}: {answer}")
-            raise RuntimeError(failures[-1])
+            return False
+        return True
 
     def client(index: int) -> None:
         connection = http.client.HTTPSConnection(LOOPBACK, server.port, context=context, timeout=30)
         try:
-            exchange(connection)
+            warm = exchange(connection)
         finally:
-            connected.wait()
+            connected.wait()  # whatever happened: the other clients and the clock wait for it
         go.wait()
-        while time.monotonic() < window[0] and not failures:
+        while warm and time.monotonic() < window[0] and not failures:
             sent = time.perf_counter()
-            exchange(connection)
+            if not exchange(connection):
+                break
             latencies[index].append(time.perf_counter() - sent)
         connection.close()
 
@@ -219,8 +225,10 @@ def _load(server: Server, context: ssl.SSLContext, body: bytes, concurrency: int
     elapsed = time.monotonic() - start
     cpu_after = server.cpu_seconds()
     if failures:
-        raise RuntimeError(f"a review was not allowed: {failures[0]}")
+        raise RuntimeError(f"a review failed: {failures[0]}")
     every = [latency for per_client in latencies for latency in per_client]
+    if not every:
+        raise RuntimeError(f"no review finished within {seconds} s")
     cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / len(every)
     return Measured(len(every) / elapsed, every, cpu)
 
