@@ -60,7 +60,10 @@ async def trivial_app(scope: dict[str, Any], receive: Callable[..., Any], send: 
     payload = json.dumps(
         {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": uid, "allowed": True}}
     ).encode()
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    # With its length, as the webhook answers: without one, h11 would frame the body in
+    # chunks, and uvicorn would write the last chunk apart, a third TLS record and send.
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
 
 
