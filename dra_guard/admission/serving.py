@@ -37,7 +37,7 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -370,6 +370,80 @@ class _Throttled:
             self._count, self._last = 0, now
 
 
+class CoalescedWrites(asyncio.Transport):
+    """A transport that sends what is written in one turn of the event loop as one write.
+
+    uvicorn writes an answer's head and its body apart, and each write through TLS is a
+    record of its own and a socket send (about a third of the server's time for a small
+    review, measured with py-spy); both are made before the task waits again, so the
+    flush scheduled by the first sends them together.  Nothing waits longer than that turn:
+    a `100 Continue` goes out when the task waits for the body."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport, self._loop = transport, loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def can_write_eof(self) -> bool:
+        return False  # uvicorn never half-closes; TLS cannot
+
+
 def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with a connection cap and a deadline for the request head."""
     import h11
@@ -388,6 +462,8 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
                 transport.abort()
                 return
+            # After super(): its flow control pauses and resumes reading on the transport itself.
+            self.transport = CoalescedWrites(transport, self.loop)
             self._arm()
 
         def data_received(self, data: bytes) -> None:
