@@ -203,7 +203,8 @@ def serving(
     try:
         certificate.load()
         app = Webhook(RULES, Config(), certificate=certificate, **app_settings)
-        limits = Limits(connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1), app.max_reviews)
+        connections = connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1)
+        limits = Limits(connections, app.max_reviews, app.body_bytes)
         server = WebhookServer(
             app,
             app.probes,
@@ -317,6 +318,7 @@ def test_slow_clients_are_cut_off_and_a_review_is_answered_meanwhile(tmp_path: P
         while chunk := partial.recv(4096):
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive within the review's deadline" in answer
+        assert running.app.body_bytes_in_flight == 0  # what it had sent is given back
         # Kept alive after a review, then idle: closed after the idle timeout.
         kept = http.client.HTTPSConnection("127.0.0.1", running.port, context=running.client, timeout=10)
         kept.request("GET", "/healthz")
@@ -329,6 +331,57 @@ def test_slow_clients_are_cut_off_and_a_review_is_answered_meanwhile(tmp_path: P
             sock.close()
     assert any("no request head within 1 s" in event.get("reason", "") for event in running.events("connection closed"))
     assert running.events("refused")[0]["reason"] == "the request body did not arrive within the review's deadline"
+
+
+def _partial_request(declared: int, sent: bytes, query: str = "?timeout=20s") -> bytes:
+    """A request head declaring a body of `declared` bytes, and the first bytes of it."""
+    head = (
+        f"POST /validate{query} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {declared}\r\n\r\n"
+    )
+    return head.encode() + sent
+
+
+def _until(condition: Any, seconds: float = 10.0) -> None:
+    """Wait for `condition()` to hold (the server's loop runs in another thread)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.02)
+
+
+def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
+    """Bodies are read before a review slot is taken.  Two more clients than there are slots
+    send 3 KiB of an 8 KiB body and stop: they hold those bytes, not the slots, and a review
+    with a 2 s deadline is answered (with the slots held, it would wait for one and get a
+    429).  The bytes held stay within their budget (16 KiB here): a body that would go past
+    it is refused with 429 and its connection closed, and what it had sent is given back;
+    the slow clients' bytes are given back when they go away."""
+    budget, declared, sent = 16 * 1024, 8 * 1024, 3 * 1024
+    with serving(tmp_path, max_reviews=2, body_bytes=budget, max_body=declared) as running:
+        slow = [running.connect() for _ in range(running.app.max_reviews + 2)]
+        for sock in slow:
+            sock.sendall(_partial_request(declared, b"x" * sent))
+        held = sent * len(slow)
+        _until(lambda: running.app.body_bytes_in_flight == held)
+        response, _ = running.review(PLAIN_POD, "?timeout=2s")
+        assert response["allowed"] is True
+        # 12 KiB held, 4 KiB left: a 6 KiB review does not fit, and is refused whole.
+        padded = json.loads(json.dumps(PLAIN_POD))
+        padded["metadata"]["annotations"] = {"padding": "p" * 6000}
+        status, payload, _ = running.post(json.dumps(admission_review(padded)).encode())
+        assert (
+            status == 429
+            and payload["error"] == f"dra-guard webhook: {budget} bytes of request bodies in flight; try again"
+        )
+        assert running.app.body_bytes_in_flight == held
+        response, _ = running.review(PLAIN_POD)  # one that fits is reviewed
+        assert response["allowed"] is True
+        for sock in slow:
+            sock.close()
+        _until(lambda: running.app.body_bytes_in_flight == 0)
+    (refused,) = running.events("refused")
+    assert refused["limit"] == budget and "bytes of request bodies in flight" in refused["reason"]
 
 
 def test_connections_past_the_cap_are_closed_and_the_probes_still_answer(tmp_path: Path) -> None:
@@ -751,8 +804,11 @@ def test_the_caps_come_from_the_memory_limit() -> None:
     assert container["resources"]["limits"]["memory"] == f"{MEMORY_LIMIT_MIB}Mi"
     assert [env["name"] for env in container["env"]] == [deploy.MEMORY_LIMIT_ENV] == [cli.MEMORY_LIMIT_ENV]
     limits = Limits.for_memory(256)
-    assert (limits.connections.max_connections, limits.max_reviews) == (128, 5)
-    assert Limits.for_memory(512).max_reviews == 12
+    assert (limits.connections.max_connections, limits.max_reviews, limits.body_bytes) == (128, 4, 16 * 2**20)
+    assert Limits.for_memory(512).max_reviews == 11
+    assert Limits.for_memory(117).max_reviews == 1
+    with pytest.raises(ValueError, match=r"--memory-limit-mib: 116 MiB leaves no room .* give at least 117"):
+        Limits.for_memory(116)
     with pytest.raises(ValueError, match="--memory-limit-mib: 64 MiB leaves no room"):
         Limits.for_memory(64)
 

@@ -611,9 +611,9 @@ def _pod_spec(
         "readinessProbe": probe("/readyz", 5),
         "livenessProbe": probe("/healthz", 10),
         # The webhook holds ~50 MiB after a thousand reviews (measured on loopback); it
-        # sizes its caps on connections and on reviews in flight (3 MiB bodies) from this
-        # limit (dra_guard.admission.serving: 128 and 5). No CPU limit: throttling would
-        # turn into review timeouts.
+        # sizes its caps on connections, request bodies and reviews in flight (3 MiB bodies)
+        # from this limit (dra_guard.admission.serving: 128, 16 MiB and 4). No CPU limit:
+        # throttling would turn into review timeouts.
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": f"{MEMORY_LIMIT_MIB}Mi"}},
         "securityContext": {
             "allowPrivilegeEscalation": False,

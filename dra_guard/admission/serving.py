@@ -8,11 +8,13 @@ response) is closed, so are idle kept-alive connections after `idle_timeout`, an
 connection past `max_connections` is closed as soon as it is accepted. The request body is
 read by the application under the review's deadline (`dra_guard.admission.webhook`).
 
-Both caps come from one number, the memory limit the generated Deployment sets
+Every cap comes from one number, the memory limit the generated Deployment sets
 (`MEMORY_LIMIT_MIB`, `Limits.for_memory`): an eighth of it for connections at
-`CONNECTION_KIB` each, and what is left after the process's own `BASELINE_MIB` for reviews
-at `REVIEW_MIB` each (the largest body, 3 MiB, parsed and checked). 256 MiB gives 128
-connections and 5 reviews in flight.
+`CONNECTION_KIB` each, a sixteenth for the bytes of request bodies received and not yet
+parsed (read before a review slot is taken, so a slow body holds only what it has sent),
+and what is left after the process's own `BASELINE_MIB` for reviews at `REVIEW_MIB` each
+(the largest body, 3 MiB, parsed and checked). 256 MiB gives 128 connections, 16 MiB of
+bodies and 4 reviews in flight.
 
 `/healthz` and `/readyz` are also served on a plain-HTTP probe port of their own, with
 its own small connection cap, so the kubelet's probes are answered while the review port
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
 import json
 import logging
 import os
@@ -59,6 +62,9 @@ CONNECTION_KIB = 256
 REVIEW_MIB = 32
 #: Connections get this share of the limit.
 CONNECTION_SHARE = 8
+#: Request bodies received and not yet parsed get this share: five of the largest (3 MiB)
+#: with 256 MiB, or thousands of the usual few KiB.
+BODY_SHARE = 16
 #: kube-apiserver's own deadlines (k8s.io/apiserver pkg/server/secure_serving.go).
 READ_HEADER_TIMEOUT = 32.0
 IDLE_TIMEOUT = 90
@@ -115,23 +121,34 @@ PROBE_LIMITS = ConnectionLimits(
 
 @dataclass(frozen=True)
 class Limits:
-    """The review port's connection limits, and how many reviews may be in flight at once."""
+    """The review port's connection limits, how many reviews may be in flight at once, and
+    how many bytes of request bodies may be held before they are parsed."""
 
     connections: ConnectionLimits
     max_reviews: int
+    body_bytes: int
 
     @classmethod
     def for_memory(cls, memory_mib: int = MEMORY_LIMIT_MIB) -> Limits:
         """The limits for a container limited to `memory_mib` MiB (see the module's doc)."""
-        connections_mib = memory_mib // CONNECTION_SHARE
-        reviews_mib = memory_mib - BASELINE_MIB - connections_mib
+        connections_mib, bodies_mib, reviews_mib = _shares(memory_mib)
         if reviews_mib < REVIEW_MIB:
-            least = -(-(BASELINE_MIB + REVIEW_MIB) * CONNECTION_SHARE // (CONNECTION_SHARE - 1))
+            least = next(mib for mib in itertools.count(memory_mib) if _shares(mib)[2] >= REVIEW_MIB)
             raise ValueError(
                 f"--memory-limit-mib: {memory_mib} MiB leaves no room for one review of {REVIEW_MIB} MiB after the "
-                f"process's {BASELINE_MIB} MiB and the connections' {connections_mib} MiB; give at least {least}"
+                f"process's {BASELINE_MIB} MiB, the connections' {connections_mib} MiB and the request bodies' "
+                f"{bodies_mib} MiB; give at least {least}"
             )
-        return cls(ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB), reviews_mib // REVIEW_MIB)
+        return cls(
+            ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB), reviews_mib // REVIEW_MIB, bodies_mib * 2**20
+        )
+
+
+def _shares(memory_mib: int) -> tuple[int, int, int]:
+    """MiB of `memory_mib` for connections, for request bodies and for reviews."""
+    connections_mib = memory_mib // CONNECTION_SHARE
+    bodies_mib = memory_mib // BODY_SHARE
+    return connections_mib, bodies_mib, memory_mib - BASELINE_MIB - connections_mib - bodies_mib
 
 
 # --- TLS ------------------------------------------------------------------------------

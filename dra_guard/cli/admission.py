@@ -381,6 +381,11 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         limits = Limits.for_memory(_memory_limit(arguments, os.environ))
         if arguments.max_body is not None and arguments.max_body <= 0:
             raise ValueError(f"--max-body: must be a positive number of bytes, got {arguments.max_body}")
+        if (arguments.max_body or DEFAULT_MAX_BODY) > limits.body_bytes:
+            raise ValueError(
+                f"--max-body: {arguments.max_body} bytes is more than the {limits.body_bytes} bytes of request bodies "
+                "the memory limit allows in flight; give a larger --memory-limit-mib"
+            )
         templates: TemplateSource = NoTemplates()
         if arguments.in_cluster:
             runtime_config = tuple(arguments.runtime_config) or None
@@ -445,6 +450,7 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         all_rules=arguments.all_rules,
         max_body=arguments.max_body or DEFAULT_MAX_BODY,
         max_reviews=limits.max_reviews,
+        body_bytes=limits.body_bytes,
         certificate=certificate,
     )
     server = WebhookServer(
