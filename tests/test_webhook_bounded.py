@@ -384,6 +384,38 @@ def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
     assert refused["limit"] == budget and "bytes of request bodies in flight" in refused["reason"]
 
 
+def _answer_of(sock: ssl.SSLSocket) -> tuple[bytes, dict[str, str], Any]:
+    """The status line, headers and JSON body the server wrote before closing `sock`."""
+    sock.settimeout(10)
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    return status.encode(), headers, json.loads(body)
+
+
+def test_malformed_http_is_answered_400_in_json(tmp_path: Path) -> None:
+    """uvicorn answers what h11 cannot parse with a text/plain 400; the webhook's protocol
+    answers in JSON, as everywhere else, and closes the connection: a request line that is
+    not HTTP, and a request head that passes the header limit (16 KiB) unfinished."""
+    with serving(tmp_path) as running:
+        for request in (
+            b"NOT HTTP AT ALL\r\n\r\n",
+            b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"p" * (20 * 1024),
+        ):
+            sock = running.connect()
+            sock.sendall(request)
+            status, headers, payload = _answer_of(sock)
+            sock.close()
+            assert status == b"HTTP/1.1 400 Bad Request"
+            assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+            assert payload["error"].startswith("dra-guard webhook: the request could not be read as HTTP/1.1")
+        response, _ = running.review(PLAIN_POD)  # and the server goes on
+        assert response["allowed"] is True
+
+
 def test_connections_past_the_cap_are_closed_and_the_probes_still_answer(tmp_path: Path) -> None:
     limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
     with serving(tmp_path, connections=limits) as running:

@@ -462,7 +462,8 @@ class CoalescedWrites(asyncio.Transport):
 
 
 def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a connection cap and a deadline for the request head."""
+    """uvicorn's h11 protocol with a connection cap, a deadline for the request head, an
+    answer's writes sent as one (`CoalescedWrites`) and a JSON 400 for malformed HTTP."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -509,6 +510,26 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 slow(port=port, reason=f"no request head within {limits.read_header_timeout:g} s")
                 self.transport.abort()
+
+        def send_400_response(self, msg: str) -> None:
+            """What uvicorn answers a request h11 cannot parse, in JSON as every other answer
+            (uvicorn's own is text/plain); the connection is closed, as uvicorn closes it."""
+            body = json.dumps({"error": f"dra-guard webhook: the request could not be read as HTTP/1.1 ({msg})"})
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            events = (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body.encode()),
+            )
+            try:
+                for event in (*events, h11.EndOfMessage()):
+                    self.transport.write(self.conn.send(event) or b"")
+            except h11.LocalProtocolError:
+                pass  # a response had started already: nothing more can be said on it
+            self.transport.close()
 
     return BoundedH11Protocol
 
