@@ -817,8 +817,8 @@ def test_the_deployment_passes_its_release_and_refuses_one_without_a_served_vers
     (container,) = workload["spec"]["template"]["spec"]["containers"]
     arguments = container["args"]
     assert arguments[arguments.index("--kubernetes-version") + 1] == "1.34"
-    with pytest.raises(ValueError, match=r"^webhook: a Kubernetes 1\.33 cluster serves no resource\.k8s\.io version"):
-        AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment)
+    with pytest.raises(ValueError, match=r"^webhook\.runtime_config: a Kubernetes 1\.33 cluster serves no"):
+        AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment)  # tests/test_webhook_lookups.py: with one
     AdmissionGuardSpec(kubernetes_version="1.33")  # the policies alone need no lookups
 
 

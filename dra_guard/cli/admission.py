@@ -55,6 +55,14 @@ def add_admission_policy_parser(commands: Any) -> None:
     deploy.add_argument("--tls-secret", metavar="NAME", help="kubernetes.io/tls Secret with the serving certificate")
     deploy.add_argument("--hmac-key-secret", metavar="NAME", help="Secret whose 'hmac-key' is the tag key")
     deploy.add_argument("--webhook-replicas", type=int, default=2, metavar="N", help="webhook pods (default 2)")
+    deploy.add_argument(
+        "--webhook-runtime-config",
+        action="append",
+        metavar="ENTRIES",
+        help="your kube-apiserver's --runtime-config (repeatable), e.g. resource.k8s.io/v1beta2=true: the webhook "
+        "reads claim templates in the newest version the cluster then serves (needed for 1.33, which serves none "
+        "by default)",
+    )
     sent = parser.add_argument_group(
         "what the API server sends the webhook", "With --webhook or --deploy-webhook (docs/admission.md)."
     )
@@ -96,10 +104,12 @@ FLAGS = {
     "namespaces": "--webhook-namespaces",
     "namespace_label": "--webhook-namespace-label",
     "failure_policy": "--webhook-failure-policy",
+    "runtime_config": "--webhook-runtime-config",
+    "webhook.runtime_config": "--webhook-runtime-config",
 }
 #: What --deploy-webhook needs, by destination.
 _DEPLOY_REQUIRED = ("webhook_image", "webhook_namespace", "tls_secret", "ca_bundle")
-_DEPLOY_ONLY = ("webhook_image", "webhook_namespace", "tls_secret", "hmac_key_secret")
+_DEPLOY_ONLY = ("webhook_image", "webhook_namespace", "tls_secret", "hmac_key_secret", "webhook_runtime_config")
 #: What either --webhook or --deploy-webhook takes, and where WebhookDeployment has it.
 _WEBHOOK_SETTINGS = {
     "webhook_namespaces": "namespaces",
@@ -109,9 +119,13 @@ _WEBHOOK_SETTINGS = {
 
 
 def _flagged(message: str) -> str:
-    """`image: must be ...` -> `--webhook-image: must be ...`."""
+    """`image: must be ...` -> `--webhook-image: must be ...`; `runtime_config[0]: ...` (an
+    entry of a repeated flag) -> `--webhook-runtime-config #1: ...`."""
     argument, colon, rest = message.partition(": ")
-    return f"{FLAGS[argument]}: {rest}" if colon and argument in FLAGS else message
+    name, bracket, index = argument.partition("[")
+    if colon and name in FLAGS:
+        return f"{FLAGS[name]} #{int(index.rstrip(']')) + 1}: {rest}" if bracket else f"{FLAGS[name]}: {rest}"
+    return message
 
 
 def _flag(destination: str) -> str:
@@ -178,6 +192,7 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
                 ca_bundle=ca_bundle,
                 hmac_key_secret=arguments.hmac_key_secret,
                 replicas=arguments.webhook_replicas,
+                runtime_config=arguments.webhook_runtime_config,
                 **settings,
             )
         spec = AdmissionGuardSpec(
@@ -294,28 +309,15 @@ def add_webhook_parser(commands: Any) -> None:
 
 def template_api_version(kubernetes_version: str, runtime_config: tuple[str, ...] | None) -> str:
     """The resource.k8s.io version the webhook reads ResourceClaimTemplates in: the newest
-    one a `kubernetes_version` API server with `runtime_config` serves. Raises `ValueError`."""
-    from dra_guard.building.spec import served_claim_api_versions
-    from dra_guard.contract.catalog import KUBERNETES_RELEASES
+    one a `kubernetes_version` API server with `runtime_config` serves. Raises `ValueError`
+    naming the flag."""
+    from dra_guard.contract.served import template_api_version as served_version
 
     try:
-        served = served_claim_api_versions(kubernetes_version, runtime_config)
+        return served_version(kubernetes_version, runtime_config)
     except ValueError as error:
-        raise ValueError(f"--runtime-config: {error}") from None
-    if served:
-        return served[0]
-    release = KUBERNETES_RELEASES[kubernetes_version]
-    gate = (
-        f" (and the DynamicResourceAllocation feature gate, beta and off by default in {kubernetes_version})"
-        if not release.dra_enabled_by_default
-        else ""
-    )
-    how = " by default" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}"
-    raise ValueError(
-        f"--in-cluster: a Kubernetes {kubernetes_version} cluster serves no ResourceClaimTemplate version{how}, so "
-        f"the webhook cannot read claim templates; pass the --runtime-config your API server has, e.g. "
-        f"{release.claim_api_versions[0]}=true{gate}"
-    )
+        flag = "--runtime-config" if str(error).startswith("runtime_config") else "--in-cluster"
+        raise ValueError(f"{flag}: {error}") from None
 
 
 def _memory_limit(arguments: argparse.Namespace, environ: Any) -> int:
