@@ -50,9 +50,9 @@ from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Severity
 from dra_guard.engine.run import check_objects
 from dra_guard.model.manifest import get_path
-from dra_guard.ruleapi.admission_form import KIND_RESOURCES, AdmissionTarget, decides
-from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
-from dra_guard.rules import Registry
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
+from dra_guard.rules import Registry, Rule
 
 T = TypeVar("T")
 
@@ -258,7 +258,15 @@ class Webhook:
 
     def __post_init__(self) -> None:
         target = AdmissionTarget(self.config)
-        self._admissions = {covered.rule.id: covered.admission for covered in covered_rules(self.registry, target)}
+        covered = covered_rules(self.registry, target)
+        self._admissions = {each.rule.id: each.admission for each in covered}
+        # The engine runs without the rules whose every finding the policies decide: the
+        # webhook would drop all they find (on an object of another API group than the
+        # policies match, such as a CRD named ResourceClaim, they run: `_engine_config`).
+        left = [each.rule for each in covered if not self.all_rules and _policy_decides_all(each.rule, each.admission)]
+        self._left_to_policies = frozenset(rule.id for rule in left)
+        self._left_kinds = frozenset(kind for rule in left for kind in rule.kinds or ())
+        self._without_left = self.config.with_value(DISABLE, self.config.get(DISABLE) | self._left_to_policies)
         writers: tuple[str, ...] = self.config.get(ADMISSION_CLAIM_WRITERS)
         self._claim_writers = frozenset(writers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
@@ -489,7 +497,7 @@ class Webhook:
         # With the namespace's templates at hand, "template not found" is a real answer.
         report = check_objects(
             [reviewed, *templates],
-            self.config,
+            self._engine_config(reviewed),
             origins=["review"] + ["cluster"] * len(templates),
             complete=bool(templates),
         )
@@ -519,6 +527,17 @@ class Webhook:
             return []
         present = {str((template.get("metadata") or {}).get("name") or "") for template in found}
         return [name for name in names if name not in present]
+
+    def _engine_config(self, obj: Mapping[str, Any]) -> Config:
+        """The configuration the engine checks `obj` with: without the rules left to the
+        policies, unless `obj` is of a kind they apply to in an API group the policies do not
+        match (their findings on it are the webhook's)."""
+        kind = obj.get("kind")
+        if kind in self._left_kinds:
+            group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+            if KIND_RESOURCES[str(kind)][0] != group:
+                return self.config
+        return self._without_left
 
     def _decides(self, finding: Finding) -> bool:
         """Whether this webhook, rather than the policies, answers for the finding."""
@@ -573,6 +592,17 @@ class Webhook:
         if isinstance(self.templates, KubernetesTemplates):
             return self.templates.get(namespace, name, timeout=seconds)
         return self.templates.get(namespace, name)
+
+
+def _policy_decides_all(rule: Rule, admission: Admission) -> bool:
+    """Whether the rule's policy decides every finding the rule can make (`decides`): one
+    that needs no other object, on kinds the policy matches, with facets it covers."""
+    return (
+        not rule.cross_object
+        and rule.kinds is not None
+        and rule.kinds <= set(admission.kinds)
+        and (admission.covers is None or rule.facet_codes <= admission.covers)
+    )
 
 
 def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
