@@ -500,7 +500,7 @@ def test_an_exception_in_a_review_is_a_json_denial_with_500_and_one_log_line(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the engine broke")
 
-    monkeypatch.setattr(webhook_module, "check_objects", broken)
+    monkeypatch.setattr(webhook_module, "_check", broken)
     log: list[dict[str, Any]] = []
     logger = logging.getLogger("dra_guard.webhook")
     handler, level = _Collect(log), logger.level

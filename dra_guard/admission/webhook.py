@@ -47,8 +47,8 @@ from typing import Any, Protocol, TypeVar
 from dra_guard.admission.policy import covered_rules
 from dra_guard.admission.serving import Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
-from dra_guard.contract.findings import Finding, Severity
-from dra_guard.engine.run import check_objects
+from dra_guard.contract.findings import Finding, Report, Severity
+from dra_guard.engine.run import Checker
 from dra_guard.model.manifest import get_path
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
@@ -494,13 +494,7 @@ class Webhook:
                     for name in missing
                 ),
             )
-        # With the namespace's templates at hand, "template not found" is a real answer.
-        report = check_objects(
-            [reviewed, *templates],
-            self._engine_config(reviewed),
-            origins=["review"] + ["cluster"] * len(templates),
-            complete=bool(templates),
-        )
+        report = _check(reviewed, templates, self._engine_config(reviewed))
         mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
         blocking = [finding for finding in mine if finding.severity >= self.fail_on]
         warnings = [_message(finding) for finding in mine if finding.severity < self.fail_on]
@@ -592,6 +586,18 @@ class Webhook:
         if isinstance(self.templates, KubernetesTemplates):
             return self.templates.get(namespace, name, timeout=seconds)
         return self.templates.get(namespace, name)
+
+
+def _check(reviewed: Mapping[str, Any], templates: Sequence[Mapping[str, Any]], config: Config) -> Report:
+    """The engine over the reviewed object (origin `review`) and the claim templates read for
+    it (`cluster`).  With them at hand, "template not found" is a real answer (`complete`);
+    and no ResourceSlice is among them, which the context is told."""
+    checker = Checker(config, complete=bool(templates))
+    checker.context.input_has_no_slices = True
+    checker.add_object(reviewed, None, "review")
+    for template in templates:
+        checker.add_object(template, None, "cluster")
+    return checker.finish()
 
 
 def _policy_decides_all(rule: Rule, admission: Admission) -> bool:
