@@ -4,16 +4,18 @@
 
 Both servers run as processes of their own under uvicorn on 127.0.0.1, with one
 self-signed certificate: `dra-guard webhook` (the rules, the HMAC key for tagged
-templates) and `trivial_app` below, which reads the body, parses it and allows (what any
-ASGI app costs: TLS, HTTP parsing, JSON in and out).  For a Pod, a Deployment and an
-HMAC-tagged claim template, at concurrency 1, 10 and 50 (keep-alive connections, one
-thread each, connected before the clock starts), each round measures both servers back to
-back, alternating which goes first.  Reported per case: reviews per second and p50 / p99
-latency of ours; the median and [min-max] of the rounds' ratios to the trivial app; and
-each server's own CPU time per review, which other processes on a shared machine disturb
-least.  The load generator is the same Python for both, so the ratios, not the absolute
-rates, are the figures (these machines are shared): run several rounds (`--rounds`,
-default 5) and read the ranges.
+templates; there is no API server, so it runs without `--in-cluster` and reads no claim
+template: a Pod's or a Deployment's templates are not among what it checks) and
+`trivial_app` below, which reads the body, parses it and allows (what any ASGI app costs:
+TLS, HTTP parsing, JSON in and out).  For a Pod, a Deployment and an HMAC-tagged claim
+template, at concurrency 1, 10 and 50 (keep-alive connections, one thread each, connected
+before the clock starts), each round measures both servers in turns (`--slices` windows
+each, A B B A ...), so that what else runs on a shared machine falls on both alike.
+Reported per case: reviews per second and p50 / p99 latency of ours; the median and
+[min-max] of the rounds' ratios to the trivial app; and each server's own CPU time per
+review, which other processes on a shared machine disturb least.  The load generator is
+the same Python for both, so the ratios, not the absolute rates, are the figures (these
+machines are shared): run several rounds (`--rounds`, default 5) and read the ranges.
 
 Targets: throughput >= 0.7x the trivial app for Pods and Deployments and >= 0.5x for
 tagged templates; p99 <= 2x the trivial app's.  Exits 1 if one is missed.
@@ -250,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=2.0, help="per case, server and round")
+    parser.add_argument(
+        "--slices", type=int, default=4, help="windows per server and round, the servers taking turns (default 4)"
+    )
     parser.add_argument("--concurrency", default="1,10,50")
     arguments = parser.parse_args(argv)
     levels = [int(level) for level in arguments.concurrency.split(",")]
@@ -309,14 +314,7 @@ def _measure(
     for case, obj in _payloads().items():
         body = _review(obj)
         for concurrency in levels:
-            rounds = []
-            for index in range(arguments.rounds):
-                # Back to back, the server first that went second in the round before.
-                order = [ours, trivial] if index % 2 == 0 else [trivial, ours]
-                measured = {
-                    server.name: _load(server, context, body, concurrency, arguments.seconds) for server in order
-                }
-                rounds.append((measured[ours.name], measured[trivial.name]))
+            rounds = [_round((ours, trivial), context, body, concurrency, arguments) for _ in range(arguments.rounds)]
             throughput = [mine.rate / theirs.rate for mine, theirs in rounds]
             p99 = [_percentile(mine.latencies, 0.99) / _percentile(theirs.latencies, 0.99) for mine, theirs in rounds]
             every = [latency for mine, _ in rounds for latency in mine.latencies]
@@ -336,6 +334,34 @@ def _measure(
     for miss in missed:
         print(f"MISSED: {miss}")
     return 1 if missed else 0
+
+
+def _round(
+    servers: tuple[Server, Server],
+    context: ssl.SSLContext,
+    body: bytes,
+    concurrency: int,
+    arguments: argparse.Namespace,
+) -> tuple[Measured, Measured]:
+    """One round: the two servers take turns in `--slices` windows each, in the order A B B A
+    A B B A ..., so that what else runs on the machine falls on both alike; each server's
+    windows are added up."""
+    windows = arguments.slices * 2
+    order = [servers[1] if index % 4 in (1, 2) else servers[0] for index in range(windows)]
+    seconds = arguments.seconds / arguments.slices
+    parts: dict[str, list[Measured]] = {server.name: [] for server in servers}
+    for server in order:
+        parts[server.name].append(_load(server, context, body, concurrency, seconds))
+    return _combined(parts[servers[0].name]), _combined(parts[servers[1].name])
+
+
+def _combined(parts: list[Measured]) -> Measured:
+    """Windows of one server as one measurement: all its reviews over all their time."""
+    reviews = sum(len(part.latencies) for part in parts)
+    elapsed = sum(len(part.latencies) / part.rate for part in parts)
+    cpu_seconds = [part.cpu_per_review * len(part.latencies) for part in parts if part.cpu_per_review is not None]
+    cpu = sum(cpu_seconds) / reviews if len(cpu_seconds) == len(parts) else None
+    return Measured(reviews / elapsed, [latency for part in parts for latency in part.latencies], cpu)
 
 
 def _cpu(rounds: list[tuple[Measured, Measured]]) -> str:
