@@ -335,6 +335,7 @@ def _memory_limit(arguments: argparse.Namespace, environ: Any) -> int:
 
 
 def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import gc
     import logging
     import os
     import signal
@@ -470,6 +471,10 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         server.stop()
 
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
+    # What start-up made (the rules, the configuration, the clients) lives as long as the
+    # process: the collector's full collections need not scan it again, under load.
+    gc.collect()
+    gc.freeze()
     try:
         thread = server.start()
         while thread.is_alive():
