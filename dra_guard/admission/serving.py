@@ -485,12 +485,14 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            # The first bytes of a request on a kept-alive connection start its deadline.
-            if self._head_deadline is None and self.conn.their_state is h11.IDLE:
-                self._arm()
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:
                 self._disarm()
+            elif self._head_deadline is None:
+                # Part of a request head on a kept-alive connection: its deadline runs from
+                # these first bytes.  A head that came whole (the API server sends it so)
+                # needs no timer at all.
+                self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()

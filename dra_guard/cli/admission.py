@@ -475,6 +475,9 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
     # process: the collector's full collections need not scan it again, under load.
     gc.collect()
     gc.freeze()
+    # The lines are JSON the webhook writes whole: no record needs its thread or process,
+    # which logging would otherwise look up for every review's line.
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     try:
         thread = server.start()
         while thread.is_alive():
