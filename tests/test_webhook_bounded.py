@@ -860,3 +860,33 @@ def test_a_tls_handshake_that_never_finishes_is_cut_off(tmp_path: Path) -> None:
         assert closed_within(half, 4) < 4
         silent.close()
         half.close()
+
+
+def test_the_webhooks_own_handler_gets_its_lines_without_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dra-guard webhook` logs through one `JsonLines` handler; a line then goes straight to
+    it, no record made, and reads exactly as the line a record carries where other handlers
+    are there too (the tests' own, here)."""
+    from dra_guard.admission import serving
+
+    logger = logging.getLogger("dra_guard.webhook")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    monkeypatch.setattr(time, "time", lambda: 1796560000.1234)
+    fields = {"event": "review", "uid": "ü-1", "allowed": False, "rules": ["DRA012"], "ms": 1.5}
+    direct, recorded = io.StringIO(), io.StringIO()
+    collected: list[dict[str, Any]] = []
+    try:
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        logger.handlers[:] = [serving.JsonLines(direct)]
+        with monkeypatch.context() as no_records:
+            no_records.setattr(logging.Logger, "makeRecord", None)  # the direct path makes none
+            serving.log_event(**fields)
+        logger.handlers[:] = [serving.JsonLines(recorded), _Collect(collected)]
+        serving.log_event(**fields)
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+    line = json.dumps(collected[0], ensure_ascii=False, sort_keys=True)
+    assert direct.getvalue() == recorded.getvalue() == line + "\n"
+    assert collected == [{"time": 1796560000.123, **fields}]

@@ -91,14 +91,38 @@ _LOG = logging.getLogger("dra_guard.webhook")
 _LINE = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
+class JsonLines(logging.StreamHandler):  # type: ignore[type-arg]
+    """The webhook's log: each record's message, a JSON line, written as it is."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def write_line(self, line: str) -> None:
+        """`line` written and flushed, as `emit` writes a record's message."""
+        with self.lock:  # type: ignore[union-attr]
+            self.stream.write(line + self.terminator)
+            self.flush()
+
+
 def log_event(**fields: Any) -> None:
     """One JSON line (keys sorted, `time` added) on the `dra_guard.webhook` logger.
 
-    The record is made and handled directly: `Logger.info` would also look up the caller's
-    file and line by walking the stack, which no line shows, for every review."""
-    if _LOG.isEnabledFor(logging.INFO):
-        line = _LINE.encode({"time": round(time.time(), 3), **fields})
-        _LOG.handle(_LOG.makeRecord(_LOG.name, logging.INFO, "", 0, line, (), None))
+    Where the logger's one handler is the webhook's own (`JsonLines`, what `dra-guard
+    webhook` sets up) and nothing filters, the line is written straight to it: a record, its
+    filtering and formatting cost more than the line.  Otherwise the record is made and
+    handled as logging does (`Logger.info` would also walk the stack for a file and line
+    no line shows)."""
+    if not _LOG.isEnabledFor(logging.INFO):
+        return
+    line = _LINE.encode({"time": round(time.time(), 3), **fields})
+    handlers = _LOG.handlers
+    if len(handlers) == 1 and not _LOG.propagate and not _LOG.filters:
+        (handler,) = handlers
+        if type(handler) is JsonLines and not handler.filters and handler.level <= logging.INFO:
+            handler.write_line(line)
+            return
+    _LOG.handle(_LOG.makeRecord(_LOG.name, logging.INFO, "", 0, line, (), None))
 
 
 @dataclass(frozen=True)

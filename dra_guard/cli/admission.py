@@ -344,6 +344,7 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
 
     from dra_guard.admission.serving import (
         CertificateError,
+        JsonLines,
         Limits,
         ServingCertificate,
         WebhookServer,
@@ -356,8 +357,7 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
     from dra_guard.ruleapi.config import KUBERNETES_VERSION, Config, ConfigError
     from dra_guard.rules import RULES
 
-    handler = logging.StreamHandler(stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler = JsonLines(stderr)
     log = logging.getLogger("dra_guard.webhook")
     before = (log.level, log.propagate)
 
