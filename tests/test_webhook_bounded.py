@@ -342,14 +342,6 @@ def _partial_request(declared: int, sent: bytes, query: str = "?timeout=20s") ->
     return head.encode() + sent
 
 
-def _until(condition: Any, seconds: float = 10.0) -> None:
-    """Wait for `condition()` to hold (the server's loop runs in another thread)."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.02)
-
-
 def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
     """Bodies are read before a review slot is taken.  Two more clients than there are slots
     send 3 KiB of an 8 KiB body and stop: they hold those bytes, not the slots, and a review
@@ -363,7 +355,7 @@ def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
         for sock in slow:
             sock.sendall(_partial_request(declared, b"x" * sent))
         held = sent * len(slow)
-        _until(lambda: running.app.body_bytes_in_flight == held)
+        wait_for(lambda: running.app.body_bytes_in_flight == held, 10)
         response, _ = running.review(PLAIN_POD, "?timeout=2s")
         assert response["allowed"] is True
         # 12 KiB held, 4 KiB left: a 6 KiB review does not fit, and is refused whole.
@@ -379,7 +371,7 @@ def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
         assert response["allowed"] is True
         for sock in slow:
             sock.close()
-        _until(lambda: running.app.body_bytes_in_flight == 0)
+        wait_for(lambda: running.app.body_bytes_in_flight == 0, 10)
     (refused,) = running.events("refused")
     assert refused["limit"] == budget and "bytes of request bodies in flight" in refused["reason"]
 
