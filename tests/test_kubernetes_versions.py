@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from dra_guard.building.spec import served_claim_api_versions
 from dra_guard.contract.catalog import (
     DEFAULT_KUBERNETES_VERSION,
     EXCLUSIVITY_GUARD,
     KUBERNETES_RELEASES,
     KUBERNETES_VERSIONS,
 )
+from dra_guard.contract.served import served_claim_api_versions
 from dra_guard.ruleapi.config import CONSUMABLE_CAPACITY, KUBERNETES_VERSION, ConfigError
 from testkit.rulecases import claim, config, devices, findings, request_body, retag, template
 

@@ -28,7 +28,7 @@ from dra_guard import (
     isolated_workload,
     workload,
 )
-from dra_guard.building.spec import served_claim_api_versions
+from dra_guard.contract.served import served_claim_api_versions
 from tests.conftest import REPO_ROOT
 
 MIG = AcceleratorSlice.nvidia_mig("1g.10gb")

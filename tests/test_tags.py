@@ -9,9 +9,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dra_guard import AcceleratorSlice, claim_template, isolation_tag, verify_isolation_tag
-from dra_guard.contract.tags import canonical_bytes
+from dra_guard.contract.tags import canonical_bytes, normalise_numbers
 
 TAG = "dra-guard.io/isolation-tag"
 
@@ -153,3 +155,50 @@ def test_missing_or_malformed_tags_do_not_verify(tagged: dict[str, Any], bad: An
 @pytest.mark.parametrize("junk", [{}, {"kind": "ResourceClaim", "metadata": "x", "spec": 3}, {"kind": "Pod"}])
 def test_verify_never_raises_on_junk(junk: dict[str, Any]) -> None:
     assert not verify_isolation_tag(junk)
+
+
+_JSON_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text()
+)
+_JSON_VALUES = st.recursive(
+    _JSON_SCALARS,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+
+
+_OBJECTS = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["ResourceClaim", "ResourceClaimTemplate"]),
+        "name": _JSON_VALUES,
+        "namespace": _JSON_VALUES,
+        "sanitization": _JSON_VALUES,
+        "tenant": _JSON_VALUES,
+        "devices": _JSON_VALUES,
+    }
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=_OBJECTS, named=st.booleans())
+def test_the_canonical_form_is_what_one_encoder_writes(parts: dict[str, Any], named: bool) -> None:
+    """The canonical form is written from its parts (the devices encoded once for both of an
+    object's tags); it must be byte for byte what one encoder writes for the whole mapping,
+    whatever the values (strings with quotes, escapes and non-ASCII, numbers, null, nesting)."""
+    annotations = {"dra-guard.io/sanitization": parts["sanitization"], "dra-guard.io/tenant": parts["tenant"]}
+    spec = {"devices": parts["devices"]}
+    obj = {
+        "kind": parts["kind"],
+        "metadata": {"name": parts["name"], "namespace": parts["namespace"], "annotations": annotations},
+        "spec": {"spec": spec} if parts["kind"] == "ResourceClaimTemplate" else spec,
+    }
+    whole = {
+        "kind": parts["kind"],
+        "namespace": parts["namespace"] or "",
+        "name": parts["name"] if named else None,
+        "devices": normalise_numbers(parts["devices"]),
+        "sanitization": parts["sanitization"] or "",
+        "tenant": parts["tenant"] or "",
+    }
+    expected = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert canonical_bytes(obj, named=named) == expected

@@ -203,7 +203,8 @@ def serving(
     try:
         certificate.load()
         app = Webhook(RULES, Config(), certificate=certificate, **app_settings)
-        limits = Limits(connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1), app.max_reviews)
+        connections = connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1)
+        limits = Limits(connections, app.max_reviews, app.body_bytes)
         server = WebhookServer(
             app,
             app.probes,
@@ -317,6 +318,7 @@ def test_slow_clients_are_cut_off_and_a_review_is_answered_meanwhile(tmp_path: P
         while chunk := partial.recv(4096):
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive within the review's deadline" in answer
+        assert running.app.body_bytes_in_flight == 0  # what it had sent is given back
         # Kept alive after a review, then idle: closed after the idle timeout.
         kept = http.client.HTTPSConnection("127.0.0.1", running.port, context=running.client, timeout=10)
         kept.request("GET", "/healthz")
@@ -329,6 +331,81 @@ def test_slow_clients_are_cut_off_and_a_review_is_answered_meanwhile(tmp_path: P
             sock.close()
     assert any("no request head within 1 s" in event.get("reason", "") for event in running.events("connection closed"))
     assert running.events("refused")[0]["reason"] == "the request body did not arrive within the review's deadline"
+
+
+def _partial_request(declared: int, sent: bytes, query: str = "?timeout=20s") -> bytes:
+    """A request head declaring a body of `declared` bytes, and the first bytes of it."""
+    head = (
+        f"POST /validate{query} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {declared}\r\n\r\n"
+    )
+    return head.encode() + sent
+
+
+def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
+    """Bodies are read before a review slot is taken.  Two more clients than there are slots
+    send 3 KiB of an 8 KiB body and stop: they hold those bytes, not the slots, and a review
+    with a 2 s deadline is answered (with the slots held, it would wait for one and get a
+    429).  The bytes held stay within their budget (16 KiB here): a body that would go past
+    it is refused with 429 and its connection closed, and what it had sent is given back;
+    the slow clients' bytes are given back when they go away."""
+    budget, declared, sent = 16 * 1024, 8 * 1024, 3 * 1024
+    with serving(tmp_path, max_reviews=2, body_bytes=budget, max_body=declared) as running:
+        slow = [running.connect() for _ in range(running.app.max_reviews + 2)]
+        for sock in slow:
+            sock.sendall(_partial_request(declared, b"x" * sent))
+        held = sent * len(slow)
+        wait_for(lambda: running.app.body_bytes_in_flight == held, 10)
+        response, _ = running.review(PLAIN_POD, "?timeout=2s")
+        assert response["allowed"] is True
+        # 12 KiB held, 4 KiB left: a 6 KiB review does not fit, and is refused whole.
+        padded = json.loads(json.dumps(PLAIN_POD))
+        padded["metadata"]["annotations"] = {"padding": "p" * 6000}
+        status, payload, _ = running.post(json.dumps(admission_review(padded)).encode())
+        assert (
+            status == 429
+            and payload["error"] == f"dra-guard webhook: {budget} bytes of request bodies in flight; try again"
+        )
+        assert running.app.body_bytes_in_flight == held
+        response, _ = running.review(PLAIN_POD)  # one that fits is reviewed
+        assert response["allowed"] is True
+        for sock in slow:
+            sock.close()
+        wait_for(lambda: running.app.body_bytes_in_flight == 0, 10)
+    (refused,) = running.events("refused")
+    assert refused["limit"] == budget and "bytes of request bodies in flight" in refused["reason"]
+
+
+def _answer_of(sock: ssl.SSLSocket) -> tuple[bytes, dict[str, str], Any]:
+    """The status line, headers and JSON body the server wrote before closing `sock`."""
+    sock.settimeout(10)
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status, *lines = head.decode("latin-1").split("\r\n")
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)}
+    return status.encode(), headers, json.loads(body)
+
+
+def test_malformed_http_is_answered_400_in_json(tmp_path: Path) -> None:
+    """uvicorn answers what h11 cannot parse with a text/plain 400; the webhook's protocol
+    answers in JSON, as everywhere else, and closes the connection: a request line that is
+    not HTTP, and a request head that passes the header limit (16 KiB) unfinished."""
+    with serving(tmp_path) as running:
+        for request in (
+            b"NOT HTTP AT ALL\r\n\r\n",
+            b"POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: " + b"p" * (20 * 1024),
+        ):
+            sock = running.connect()
+            sock.sendall(request)
+            status, headers, payload = _answer_of(sock)
+            sock.close()
+            assert status == b"HTTP/1.1 400 Bad Request"
+            assert headers["content-type"] == "application/json" and headers["connection"] == "close"
+            assert payload["error"].startswith("dra-guard webhook: the request could not be read as HTTP/1.1")
+        response, _ = running.review(PLAIN_POD)  # and the server goes on
+        assert response["allowed"] is True
 
 
 def test_connections_past_the_cap_are_closed_and_the_probes_still_answer(tmp_path: Path) -> None:
@@ -415,7 +492,7 @@ def test_an_exception_in_a_review_is_a_json_denial_with_500_and_one_log_line(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the engine broke")
 
-    monkeypatch.setattr(webhook_module, "check_objects", broken)
+    monkeypatch.setattr(webhook_module, "_check", broken)
     log: list[dict[str, Any]] = []
     logger = logging.getLogger("dra_guard.webhook")
     handler, level = _Collect(log), logger.level
@@ -732,8 +809,8 @@ def test_the_deployment_passes_its_release_and_refuses_one_without_a_served_vers
     (container,) = workload["spec"]["template"]["spec"]["containers"]
     arguments = container["args"]
     assert arguments[arguments.index("--kubernetes-version") + 1] == "1.34"
-    with pytest.raises(ValueError, match=r"^webhook: a Kubernetes 1\.33 cluster serves no resource\.k8s\.io version"):
-        AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment)
+    with pytest.raises(ValueError, match=r"^webhook\.runtime_config: a Kubernetes 1\.33 cluster serves no"):
+        AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment)  # tests/test_webhook_lookups.py: with one
     AdmissionGuardSpec(kubernetes_version="1.33")  # the policies alone need no lookups
 
 
@@ -751,8 +828,11 @@ def test_the_caps_come_from_the_memory_limit() -> None:
     assert container["resources"]["limits"]["memory"] == f"{MEMORY_LIMIT_MIB}Mi"
     assert [env["name"] for env in container["env"]] == [deploy.MEMORY_LIMIT_ENV] == [cli.MEMORY_LIMIT_ENV]
     limits = Limits.for_memory(256)
-    assert (limits.connections.max_connections, limits.max_reviews) == (128, 5)
-    assert Limits.for_memory(512).max_reviews == 12
+    assert (limits.connections.max_connections, limits.max_reviews, limits.body_bytes) == (128, 4, 16 * 2**20)
+    assert Limits.for_memory(512).max_reviews == 11
+    assert Limits.for_memory(117).max_reviews == 1
+    with pytest.raises(ValueError, match=r"--memory-limit-mib: 116 MiB leaves no room .* give at least 117"):
+        Limits.for_memory(116)
     with pytest.raises(ValueError, match="--memory-limit-mib: 64 MiB leaves no room"):
         Limits.for_memory(64)
 
@@ -772,3 +852,33 @@ def test_a_tls_handshake_that_never_finishes_is_cut_off(tmp_path: Path) -> None:
         assert closed_within(half, 4) < 4
         silent.close()
         half.close()
+
+
+def test_the_webhooks_own_handler_gets_its_lines_without_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`dra-guard webhook` logs through one `JsonLines` handler; a line then goes straight to
+    it, no record made, and reads exactly as the line a record carries where other handlers
+    are there too (the tests' own, here)."""
+    from dra_guard.admission import serving
+
+    logger = logging.getLogger("dra_guard.webhook")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    monkeypatch.setattr(time, "time", lambda: 1796560000.1234)
+    fields = {"event": "review", "uid": "ü-1", "allowed": False, "rules": ["DRA012"], "ms": 1.5}
+    direct, recorded = io.StringIO(), io.StringIO()
+    collected: list[dict[str, Any]] = []
+    try:
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        logger.handlers[:] = [serving.JsonLines(direct)]
+        with monkeypatch.context() as no_records:
+            no_records.setattr(logging.Logger, "makeRecord", None)  # the direct path makes none
+            serving.log_event(**fields)
+        logger.handlers[:] = [serving.JsonLines(recorded), _Collect(collected)]
+        serving.log_event(**fields)
+    finally:
+        logger.handlers[:] = saved[0]
+        logger.setLevel(saved[1])
+        logger.propagate = saved[2]
+    line = json.dumps(collected[0], ensure_ascii=False, sort_keys=True)
+    assert direct.getvalue() == recorded.getvalue() == line + "\n"
+    assert collected == [{"time": 1796560000.123, **fields}]

@@ -12,6 +12,7 @@ rotates it.
 from __future__ import annotations
 
 import datetime
+import json
 import time
 import uuid
 from pathlib import Path
@@ -197,3 +198,98 @@ def test_a_source_that_raises_anything_else_denies_too() -> None:
     response = Webhook(RULES, Config(), templates=Broken()).review(review(POD))
     assert response["allowed"] is False
     assert "cannot read ResourceClaimTemplate tenant-a/slice: RuntimeError: boom" in response["status"]["message"]
+
+
+# --- Kubernetes 1.33: a beta version the cluster enables ------------------------------
+
+
+CA_PEM = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+
+def _deployment_release(runtime_config: list[str]) -> tuple[str, str]:
+    """The release and template version the generated Deployment's own arguments make the
+    webhook read in (its command line, parsed by the real CLI parser)."""
+    from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment, admission_guard_objects
+    from dra_guard.cli.admission import template_api_version
+    from dra_guard.cli.main import build_parser
+
+    deployment = WebhookDeployment(
+        image="i", namespace="dra-guard", tls_secret="t", ca_bundle=CA_PEM, runtime_config=runtime_config
+    )
+    objects = admission_guard_objects(AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment))
+    (workload,) = [obj for obj in objects if obj["kind"] == "Deployment"]
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    arguments = build_parser().parse_args(container["args"])
+    assert arguments.in_cluster and arguments.runtime_config == runtime_config
+    return arguments.kubernetes_version, template_api_version(arguments.kubernetes_version, arguments.runtime_config)
+
+
+# The same MIG template in each version 1.33 can serve: flat requests in v1beta1 (and
+# v1alpha3), `exactly` in v1beta2 (k8s.io/api v0.33.0, 82c0029e, resource/*/types.go
+# DeviceRequest), as the builders write them for that version.
+BETA_TEMPLATES = {
+    version: claim_template(
+        name="slice",
+        slice=AcceleratorSlice.nvidia_mig("1g.10gb"),
+        namespace="tenant-a",
+        api_version=version,
+        kubernetes_version="1.33",
+        runtime_config=[f"{version}=true"],
+    )
+    for version in ("resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2")
+}
+
+
+@pytest.mark.parametrize("api_version", list(BETA_TEMPLATES))
+def test_a_133_cluster_with_a_beta_version_enabled(tmp_path: Path, api_version: str) -> None:
+    """The generated Deployment for 1.33 with the version the cluster enables reads templates
+    in that version, and the engine reads their requests in that version's shape: the pod
+    with the scrubber holding the claim is admitted, one without it (DRA016) or naming a
+    request the template lacks (DRA009) is denied."""
+    release, chosen = _deployment_release([f"{api_version}=true"])
+    assert (release, chosen) == ("1.33", api_version)
+    template = BETA_TEMPLATES[api_version]
+    shape = template["spec"]["spec"]["devices"]["requests"][0]
+    assert ("exactly" in shape) == (api_version == "resource.k8s.io/v1beta2")
+    expected_path = f"/apis/{api_version}/namespaces/tenant-a/resourceclaimtemplates/slice"
+    unscrubbed = {**POD, "spec": {key: value for key, value in POD["spec"].items() if key != "initContainers"}}
+    wrong_request = json.loads(json.dumps(POD))
+    wrong_request["spec"]["containers"][0]["resources"]["claims"][0]["request"] = "no-such-request"
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, template) if path == expected_path else Answer(404, {})
+        templates = in_cluster_templates(tmp_path, server)
+        webhook = Webhook(
+            RULES,
+            Config({"kubernetes-version": release}),
+            templates=KubernetesTemplates(templates.api_client, api_version=chosen),
+            cache_seconds=0,
+        )
+        admitted = webhook.review(review(POD))
+        without_scrubber = webhook.review(review(unscrubbed))
+        unknown_request = webhook.review(review(wrong_request))
+    assert admitted == {"uid": admitted["uid"], "allowed": True}
+    assert without_scrubber["allowed"] is False and without_scrubber["status"]["message"].startswith("DRA016: ")
+    assert unknown_request["allowed"] is False and "DRA009: " in unknown_request["status"]["message"]
+    assert "no-such-request" in unknown_request["status"]["message"]
+    assert {path for path, _ in server.requests} == {expected_path}
+
+
+def test_a_133_deployment_needs_the_runtime_config_that_serves_a_version() -> None:
+    """1.33 serves no resource.k8s.io version by default: the Deployment is refused without a
+    runtime_config, or with one that enables none, saying what to pass."""
+    from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment
+
+    def spec(runtime_config: list[str] | None) -> AdmissionGuardSpec:
+        deployment = WebhookDeployment(
+            image="i", namespace="dra-guard", tls_secret="t", ca_bundle=CA_PEM, runtime_config=runtime_config
+        )
+        return AdmissionGuardSpec(kubernetes_version="1.33", webhook=deployment)
+
+    for runtime_config, how in ((None, "by default"), (["api/beta=false"], "with --runtime-config=api/beta=false")):
+        with pytest.raises(ValueError, match=r"^webhook\.runtime_config: a Kubernetes 1\.33 cluster") as raised:
+            spec(runtime_config)
+        assert f"serves no ResourceClaimTemplate version {how}" in str(raised.value)
+        assert "e.g. resource.k8s.io/v1beta2=true" in str(raised.value)
+    assert _deployment_release(["api/beta=true"]) == ("1.33", "resource.k8s.io/v1beta2")
+    with pytest.raises(ValueError, match=r"^runtime_config\[0\]: api/beta takes true or false"):
+        spec(["api/beta=maybe"])

@@ -34,7 +34,8 @@ from dra_guard.admission.policy import (
     webhook_configuration,
 )
 from dra_guard.admission.serving import MEMORY_LIMIT_MIB, PROBE_PORT
-from dra_guard.contract.catalog import KUBERNETES_RELEASES, KUBERNETES_VERSIONS
+from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+from dra_guard.contract.served import template_api_version
 from dra_guard.contract.validators import (
     DNS1035_LABEL,
     describe,
@@ -44,6 +45,7 @@ from dra_guard.contract.validators import (
     require_one_of,
     require_positive_int,
     require_printable,
+    require_runtime_config,
     require_string_list,
 )
 from dra_guard.read.config_file import parse_config
@@ -183,6 +185,14 @@ class WebhookDeployment:
             "`Ignore` admits it unreviewed by the webhook (the policies still apply); docs/admission.md."
         },
     )
+    runtime_config: Sequence[str] | None = field(
+        default=None,
+        metadata={
+            "doc": 'Your kube-apiserver\'s `--runtime-config` entries, e.g. `["resource.k8s.io/v1beta2=true"]`: '
+            "the webhook reads claim templates in the newest resource.k8s.io version the cluster then serves. "
+            "Needed for Kubernetes 1.33, which serves none by default."
+        },
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.image, str) or not self.image.strip() or any(c.isspace() for c in self.image):
@@ -198,6 +208,10 @@ class WebhookDeployment:
         require_one_of("namespaces", self.namespaces, WEBHOOK_NAMESPACE_MODES)
         parse_opt_in_label(self.namespace_label)
         require_one_of("failure_policy", self.failure_policy, WEBHOOK_FAILURE_POLICIES)
+        if self.runtime_config is not None:
+            entries = tuple(require_string_list("runtime_config", self.runtime_config))
+            require_runtime_config(entries)
+            object.__setattr__(self, "runtime_config", entries)
         # A file name here is the likely mistake: say what is wanted instead of encoding it.
         if not isinstance(self.ca_bundle, (str, bytes)) or _PEM_CERTIFICATE not in self.ca_pem:
             shown = self.ca_bundle if isinstance(self.ca_bundle, str) and len(self.ca_bundle) < 80 else "..."
@@ -319,15 +333,13 @@ class AdmissionGuardSpec:
             )
         deployment = self.webhook_deployment
         version = parse_kubernetes_version(self.kubernetes_version) or config.get(KUBERNETES_VERSION)
-        release = KUBERNETES_RELEASES[version]
-        if deployment is not None and not release.claim_api_versions_served_by_default:
-            # The webhook would read templates in a version the API server does not serve.
-            raise ValueError(
-                f"webhook: a Kubernetes {release.version} cluster serves no resource.k8s.io version of "
-                "ResourceClaimTemplates by default, so the in-cluster webhook could not read claim templates; "
-                f"run `dra-guard webhook --kubernetes-version {release.version} --runtime-config ...` with your API "
-                "server's --runtime-config yourself, or target 1.34 or later"
-            )
+        if deployment is not None:
+            # The webhook reads templates in the version the pod's arguments make it choose,
+            # which the API server must serve: checked here, not when the pod starts.
+            try:
+                template_api_version(version, deployment.runtime_config)
+            except ValueError as error:
+                raise ValueError(f"webhook.runtime_config: {error}") from None
         if deployment is not None and deployment.hmac_key_secret is None and config.values.get(HMAC_KEY_OPTION):
             # The policies would demand HMAC tags that nobody verifies: a forged one would pass.
             raise ValueError(
@@ -549,6 +561,8 @@ def _pod_spec(
     ]
     if kubernetes_version is not None:
         arguments += ["--kubernetes-version", kubernetes_version]
+    for entry in deployment.runtime_config or ():
+        arguments += ["--runtime-config", entry]
     mounts = [
         {"name": "tls", "mountPath": TLS_MOUNT, "readOnly": True},
         {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
@@ -611,9 +625,9 @@ def _pod_spec(
         "readinessProbe": probe("/readyz", 5),
         "livenessProbe": probe("/healthz", 10),
         # The webhook holds ~50 MiB after a thousand reviews (measured on loopback); it
-        # sizes its caps on connections and on reviews in flight (3 MiB bodies) from this
-        # limit (dra_guard.admission.serving: 128 and 5). No CPU limit: throttling would
-        # turn into review timeouts.
+        # sizes its caps on connections, request bodies and reviews in flight (3 MiB bodies)
+        # from this limit (dra_guard.admission.serving: 128, 16 MiB and 4). No CPU limit:
+        # throttling would turn into review timeouts.
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": f"{MEMORY_LIMIT_MIB}Mi"}},
         "securityContext": {
             "allowPrivilegeEscalation": False,

@@ -8,11 +8,13 @@ response) is closed, so are idle kept-alive connections after `idle_timeout`, an
 connection past `max_connections` is closed as soon as it is accepted. The request body is
 read by the application under the review's deadline (`dra_guard.admission.webhook`).
 
-Both caps come from one number, the memory limit the generated Deployment sets
+Every cap comes from one number, the memory limit the generated Deployment sets
 (`MEMORY_LIMIT_MIB`, `Limits.for_memory`): an eighth of it for connections at
-`CONNECTION_KIB` each, and what is left after the process's own `BASELINE_MIB` for reviews
-at `REVIEW_MIB` each (the largest body, 3 MiB, parsed and checked). 256 MiB gives 128
-connections and 5 reviews in flight.
+`CONNECTION_KIB` each, a sixteenth for the bytes of request bodies received and not yet
+parsed (read before a review slot is taken, so a slow body holds only what it has sent),
+and what is left after the process's own `BASELINE_MIB` for reviews at `REVIEW_MIB` each
+(the largest body, 3 MiB, parsed and checked). 256 MiB gives 128 connections, 16 MiB of
+bodies and 4 reviews in flight.
 
 `/healthz` and `/readyz` are also served on a plain-HTTP probe port of their own, with
 its own small connection cap, so the kubelet's probes are answered while the review port
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
 import json
 import logging
 import os
@@ -37,7 +40,7 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,9 @@ CONNECTION_KIB = 256
 REVIEW_MIB = 32
 #: Connections get this share of the limit.
 CONNECTION_SHARE = 8
+#: Request bodies received and not yet parsed get this share: five of the largest (3 MiB)
+#: with 256 MiB, or thousands of the usual few KiB.
+BODY_SHARE = 16
 #: kube-apiserver's own deadlines (k8s.io/apiserver pkg/server/secure_serving.go).
 READ_HEADER_TIMEOUT = 32.0
 IDLE_TIMEOUT = 90
@@ -81,10 +87,42 @@ CERTIFICATE_CHECK_INTERVAL = 10.0
 GRACEFUL_SHUTDOWN_SECONDS = 5
 
 _LOG = logging.getLogger("dra_guard.webhook")
+#: One encoder for every log line: `json.dumps` with options builds a new one per call.
+_LINE = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
-def _log(**fields: Any) -> None:
-    _LOG.info(json.dumps({"time": round(time.time(), 3), **fields}, ensure_ascii=False, sort_keys=True))
+class JsonLines(logging.StreamHandler):  # type: ignore[type-arg]
+    """The webhook's log: each record's message, a JSON line, written as it is."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def write_line(self, line: str) -> None:
+        """`line` written and flushed, as `emit` writes a record's message."""
+        with self.lock:  # type: ignore[union-attr]
+            self.stream.write(line + self.terminator)
+            self.flush()
+
+
+def log_event(**fields: Any) -> None:
+    """One JSON line (keys sorted, `time` added) on the `dra_guard.webhook` logger.
+
+    Where the logger's one handler is the webhook's own (`JsonLines`, what `dra-guard
+    webhook` sets up) and nothing filters, the line is written straight to it: a record, its
+    filtering and formatting cost more than the line.  Otherwise the record is made and
+    handled as logging does (`Logger.info` would also walk the stack for a file and line
+    no line shows)."""
+    if not _LOG.isEnabledFor(logging.INFO):
+        return
+    line = _LINE.encode({"time": round(time.time(), 3), **fields})
+    handlers = _LOG.handlers
+    if len(handlers) == 1 and not _LOG.propagate and not _LOG.filters:
+        (handler,) = handlers
+        if type(handler) is JsonLines and not handler.filters and handler.level <= logging.INFO:
+            handler.write_line(line)
+            return
+    _LOG.handle(_LOG.makeRecord(_LOG.name, logging.INFO, "", 0, line, (), None))
 
 
 @dataclass(frozen=True)
@@ -107,23 +145,34 @@ PROBE_LIMITS = ConnectionLimits(
 
 @dataclass(frozen=True)
 class Limits:
-    """The review port's connection limits, and how many reviews may be in flight at once."""
+    """The review port's connection limits, how many reviews may be in flight at once, and
+    how many bytes of request bodies may be held before they are parsed."""
 
     connections: ConnectionLimits
     max_reviews: int
+    body_bytes: int
 
     @classmethod
     def for_memory(cls, memory_mib: int = MEMORY_LIMIT_MIB) -> Limits:
         """The limits for a container limited to `memory_mib` MiB (see the module's doc)."""
-        connections_mib = memory_mib // CONNECTION_SHARE
-        reviews_mib = memory_mib - BASELINE_MIB - connections_mib
+        connections_mib, bodies_mib, reviews_mib = _shares(memory_mib)
         if reviews_mib < REVIEW_MIB:
-            least = -(-(BASELINE_MIB + REVIEW_MIB) * CONNECTION_SHARE // (CONNECTION_SHARE - 1))
+            least = next(mib for mib in itertools.count(memory_mib) if _shares(mib)[2] >= REVIEW_MIB)
             raise ValueError(
                 f"--memory-limit-mib: {memory_mib} MiB leaves no room for one review of {REVIEW_MIB} MiB after the "
-                f"process's {BASELINE_MIB} MiB and the connections' {connections_mib} MiB; give at least {least}"
+                f"process's {BASELINE_MIB} MiB, the connections' {connections_mib} MiB and the request bodies' "
+                f"{bodies_mib} MiB; give at least {least}"
             )
-        return cls(ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB), reviews_mib // REVIEW_MIB)
+        return cls(
+            ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB), reviews_mib // REVIEW_MIB, bodies_mib * 2**20
+        )
+
+
+def _shares(memory_mib: int) -> tuple[int, int, int]:
+    """MiB of `memory_mib` for connections, for request bodies and for reviews."""
+    connections_mib = memory_mib // CONNECTION_SHARE
+    bodies_mib = memory_mib // BODY_SHARE
+    return connections_mib, bodies_mib, memory_mib - BASELINE_MIB - connections_mib - bodies_mib
 
 
 # --- TLS ------------------------------------------------------------------------------
@@ -263,7 +312,7 @@ class ServingCertificate:
             raise CertificateError(f"{name}: {error.filename}: {error.strerror or error}") from None
         except ValueError as error:
             raise CertificateError(f"--tls-cert: {self.cert_file}: {error}") from None
-        _log(event="certificate loaded", **self._fields())
+        log_event(event="certificate loaded", **self._fields())
         self._note_validity()
 
     def refresh(self) -> bool:
@@ -272,7 +321,7 @@ class ServingCertificate:
             identity = self._stat()
         except OSError as error:
             if self._identity is not None:
-                _log(event="certificate reload failed", error=f"{error.filename}: {error.strerror or error}")
+                log_event(event="certificate reload failed", error=f"{error.filename}: {error.strerror or error}")
                 self._identity = None
             self._note_validity()
             return False
@@ -284,11 +333,11 @@ class ServingCertificate:
         try:
             info = self._read_and_install()
         except (OSError, ValueError, ssl.SSLError) as error:
-            _log(event="certificate reload failed", error=f"{type(error).__name__}: {error}", **self._fields())
+            log_event(event="certificate reload failed", error=f"{type(error).__name__}: {error}", **self._fields())
             self._note_validity()
             return False
         self.info = info
-        _log(event="certificate reloaded", **self._fields())
+        log_event(event="certificate reloaded", **self._fields())
         self._note_validity()
         return True
 
@@ -319,9 +368,9 @@ class ServingCertificate:
         if (problem is None) != self._valid:
             self._valid = problem is None
             if problem is None:
-                _log(event="certificate valid", **self._fields())
+                log_event(event="certificate valid", **self._fields())
             else:
-                _log(event="certificate not valid", error=problem, **self._fields())
+                log_event(event="certificate not valid", error=problem, **self._fields())
 
     async def watch(self, interval: float = CERTIFICATE_CHECK_INTERVAL) -> None:
         while True:
@@ -358,12 +407,87 @@ class _Throttled:
         self._count += 1
         now = time.monotonic()
         if now - self._last >= self.interval:
-            _log(event=self.event, count=self._count, **fields)
+            log_event(event=self.event, count=self._count, **fields)
             self._count, self._last = 0, now
 
 
+class CoalescedWrites(asyncio.Transport):
+    """A transport that sends what is written in one turn of the event loop as one write.
+
+    uvicorn writes an answer's head and its body apart, and each write through TLS is a
+    record of its own and a socket send (about a third of the server's time for a small
+    review, measured with py-spy); both are made before the task waits again, so the
+    flush scheduled by the first sends them together.  Nothing waits longer than that turn:
+    a `100 Continue` goes out when the task waits for the body."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport, self._loop = transport, loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def can_write_eof(self) -> bool:
+        return False  # uvicorn never half-closes; TLS cannot
+
+
 def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a connection cap and a deadline for the request head."""
+    """uvicorn's h11 protocol with a connection cap, a deadline for the request head, an
+    answer's writes sent as one (`CoalescedWrites`) and a JSON 400 for malformed HTTP."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -380,15 +504,19 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
                 transport.abort()
                 return
+            # After super(): its flow control pauses and resumes reading on the transport itself.
+            self.transport = CoalescedWrites(transport, self.loop)
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            # The first bytes of a request on a kept-alive connection start its deadline.
-            if self._head_deadline is None and self.conn.their_state is h11.IDLE:
-                self._arm()
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:
                 self._disarm()
+            elif self._head_deadline is None:
+                # Part of a request head on a kept-alive connection: its deadline runs from
+                # these first bytes.  A head that came whole (the API server sends it so)
+                # needs no timer at all.
+                self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -408,6 +536,26 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 slow(port=port, reason=f"no request head within {limits.read_header_timeout:g} s")
                 self.transport.abort()
+
+        def send_400_response(self, msg: str) -> None:
+            """What uvicorn answers a request h11 cannot parse, in JSON as every other answer
+            (uvicorn's own is text/plain); the connection is closed, as uvicorn closes it."""
+            body = json.dumps({"error": f"dra-guard webhook: the request could not be read as HTTP/1.1 ({msg})"})
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ]
+            events = (
+                h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+                h11.Data(data=body.encode()),
+            )
+            try:
+                for event in (*events, h11.EndOfMessage()):
+                    self.transport.write(self.conn.send(event) or b"")
+            except h11.LocalProtocolError:
+                pass  # a response had started already: nothing more can be said on it
+            self.transport.close()
 
     return BoundedH11Protocol
 

@@ -17,9 +17,11 @@ traceback in the log line). ResourceClaims that the control plane writes for pod
 (`admission-claim-writers`, by `request.userInfo.username`) are admitted unchecked, as the
 policies admit them (dra_guard.admission.policy says who writes them, from upstream source).
 
-It is bounded: at most `max_reviews` reviews are read and checked at once (the others wait
-for a slot within their deadline, then get a 429), the body must arrive within the
-review's deadline, which is the API server's `?timeout=` less a margin, and the claim
+It is bounded: a request's body is read first, its bytes held within a budget of body bytes
+in flight (`body_bytes`; a body that would pass it gets a 429), and must arrive within the
+review's deadline, which is the API server's `?timeout=` less a margin; then at most
+`max_reviews` reviews are parsed and checked at once (the others wait for a slot within
+their deadline, then get a 429), so a slow body never holds a slot; and the claim
 templates looked up are only those the object's pod specs (or pod groups) name in
 `resourceClaims`, at most `max_templates` of them, with one deadline for all and a short
 cache. dra_guard.admission.serving serves it.
@@ -30,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import logging
 import os
 import re
 import sys
@@ -44,14 +45,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
-from dra_guard.admission.serving import ServingCertificate
+from dra_guard.admission.serving import Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
-from dra_guard.contract.findings import Finding, Severity
-from dra_guard.engine.run import check_objects
+from dra_guard.contract.findings import Finding, Report, Severity
+from dra_guard.engine.run import Checker
 from dra_guard.model.manifest import get_path
-from dra_guard.ruleapi.admission_form import KIND_RESOURCES, AdmissionTarget, decides
-from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, Config
-from dra_guard.rules import Registry
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
+from dra_guard.rules import Registry, Rule
 
 T = TypeVar("T")
 
@@ -69,8 +70,13 @@ MAX_DEADLINE_SECONDS = 30.0
 #: The answer must travel back before the API server's timeout: the deadline is its
 #: `?timeout=` less this (less a quarter of it, for timeouts under 2 s).
 RESPONSE_MARGIN_SECONDS = 0.5
-#: Reviews read and checked at once: `Limits.for_memory()` sizes it for the pod.
-DEFAULT_MAX_REVIEWS = 5
+#: What the generated Deployment's memory limit allows (dra_guard.admission.serving sizes
+#: every cap from it); the CLI passes the container's own.
+_DEFAULT_LIMITS = Limits.for_memory()
+#: Reviews parsed and checked at once.
+DEFAULT_MAX_REVIEWS = _DEFAULT_LIMITS.max_reviews
+#: Bytes of request bodies received and not yet parsed.
+DEFAULT_BODY_BYTES = _DEFAULT_LIMITS.body_bytes
 #: Claim templates looked up for one object (distinct names in its pods' `resourceClaims`).
 #: Not an API limit (the API sets none for a pod's claims): a bound on the lookups one
 #: review may cost, above what a workload needs (the builders' pods name one or two).
@@ -81,7 +87,6 @@ TEMPLATE_CACHE_SIZE = 1024
 REVIEW_API = "admission.k8s.io/v1"
 #: The operations whose AdmissionRequest has no `object`.
 OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
-_LOG = logging.getLogger("dra_guard.webhook")
 
 
 class TemplateSource(Protocol):
@@ -241,8 +246,11 @@ class Webhook:
     #: Seconds for a review without the API server's `?timeout=`.
     deadline: float = DEFAULT_DEADLINE_SECONDS
     ready: bool = True
-    #: Reviews read and checked at once; the others wait for a slot within their deadline.
+    #: Reviews parsed and checked at once; the others wait for a slot within their deadline.
     max_reviews: int = DEFAULT_MAX_REVIEWS
+    #: Bytes of request bodies received and not yet parsed (bodies are read before a slot is
+    #: taken); a body that would go past it is refused with 429.
+    body_bytes: int = DEFAULT_BODY_BYTES
     max_templates: int = MAX_TEMPLATE_LOOKUPS
     cache_seconds: float = TEMPLATE_CACHE_SECONDS
     #: The serving certificate: /readyz fails while it is not valid.
@@ -250,13 +258,32 @@ class Webhook:
 
     def __post_init__(self) -> None:
         target = AdmissionTarget(self.config)
-        self._admissions = {covered.rule.id: covered.admission for covered in covered_rules(self.registry, target)}
+        covered = covered_rules(self.registry, target)
+        self._admissions = {each.rule.id: each.admission for each in covered}
+        # The engine runs without the rules whose every finding the policies decide: the
+        # webhook would drop all they find (on an object of another API group than the
+        # policies match, such as a CRD named ResourceClaim, they run: `_engine_config`).
+        left = [each.rule for each in covered if not self.all_rules and _policy_decides_all(each.rule, each.admission)]
+        self._left_to_policies = frozenset(rule.id for rule in left)
+        self._left_kinds = frozenset(kind for rule in left for kind in rule.kinds or ())
+        self._without_left = self.config.with_value(DISABLE, self.config.get(DISABLE) | self._left_to_policies)
         writers: tuple[str, ...] = self.config.get(ADMISSION_CLAIM_WRITERS)
         self._claim_writers = frozenset(writers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
         self._executor: ThreadPoolExecutor | None = None
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         self._lock = threading.Lock()
+        if self.body_bytes < self.max_body:
+            raise ValueError(
+                f"the budget for request bodies in flight ({self.body_bytes} bytes) is smaller than the largest body "
+                f"accepted ({self.max_body} bytes)"
+            )
+        self._bodies = _BodyBudget(self.body_bytes)
+
+    @property
+    def body_bytes_in_flight(self) -> int:
+        """Bytes of request bodies received and not yet parsed, now."""
+        return self._bodies.held
 
     # --- HTTP --------------------------------------------------------------------
 
@@ -271,7 +298,7 @@ class Webhook:
             await self._http(scope, receive, exchange)
         except Exception as error:
             # Whatever went wrong, the API server gets JSON: a denial once the uid is known.
-            _log(
+            log_event(
                 event="internal error",
                 uid=exchange.uid,
                 path=scope.get("path", ""),
@@ -319,98 +346,75 @@ class Webhook:
         if method != "POST":
             await _respond(send, 405, {"error": "use POST"})
             return
-        started = time.monotonic()
-        seconds, timeout_problem = review_deadline(_query(scope).get("timeout"), self.deadline)
-        deadline = started + seconds
+        clock = _Clock.start(*_query_deadline(scope.get("query_string", b""), self.deadline))
         length = _content_length(scope)
         if length is not None and length > self.max_body:
-            _log(event="refused", reason="body too large", limit=self.max_body, length=length)
+            log_event(event="refused", reason="body too large", limit=self.max_body, length=length)
             await _respond(send, 413, {"error": f"request body larger than {self.max_body} bytes"})
             return
-        slots = self._semaphore()
-        try:
-            if slots.locked():
-                await _by(deadline, slots.acquire())
-            else:
-                await slots.acquire()  # a free slot: taken at once, no timer needed
-        except asyncio.TimeoutError:
-            _log(event="refused", reason="overloaded", limit=self.max_reviews, ms=_ms(started))
-            await _respond(
-                send,
-                429,
-                {"error": f"dra-guard webhook: {self.max_reviews} reviews in flight; none finished in time"},
-                [(b"retry-after", b"1")],
-            )
+        # The body first, held in the budget of body bytes, then a review slot: a body that
+        # arrives slowly holds only the bytes it has sent, never a slot.
+        body = await _read_body(receive, self.max_body, clock.deadline, self._bodies)
+        if isinstance(body, _Refusal):
+            if body.status:
+                log_event(event="refused", reason=body.reason, limit=body.limit, ms=clock.ms())
+                await _respond(send, body.status, {"error": body.reason}, body.headers)
             return
-        held = True
+        size = len(body)
+        slots = self._semaphore()
+        held = False
         try:
-            body, problem, status = await _read_body(receive, self.max_body, deadline)
-            if body is None:
-                if status:
-                    _log(event="refused", reason=problem, limit=self.max_body, ms=_ms(started))
-                    await _respond(send, status, {"error": problem}, [(b"connection", b"close")])
-                return
-            review, problem = _parse_review(body)
-            if review is None:
-                _log(event="refused", reason=problem)
-                await _respond(send, 400, {"error": problem})
-                return
-            request = review["request"]
-            send.uid = request["uid"]
-            error: BaseException | None = None
-            loop = asyncio.get_running_loop()
-            # The lookups share the review's deadline, leaving the engine and the answer a moment.
-            lookups_until = deadline - min(RESPONSE_MARGIN_SECONDS, seconds / 4)
-            review_call = functools.partial(self.review, request, deadline=lookups_until)
-            if len(body) <= INLINE_REVIEW_BYTES and self._reads_nothing(request):
-                future = loop.create_future()
-                try:
-                    future.set_result(review_call())
-                except Exception as raised:  # answered as the executor's exceptions are, below
-                    future.set_exception(raised)
-            else:
-                future = loop.run_in_executor(self._pool(), review_call)
+            held = await _take(slots, clock.deadline)
+            review, problem = _parse_review(body) if held else (None, "")
+        except BaseException:
+            if held:
+                slots.release()
+            raise
+        finally:
+            # Parsed in the slot, which holds what the body became; the bytes leave the budget.
+            self._bodies.give(size)
+            del body
+        if not held:
+            log_event(event="refused", reason="overloaded", limit=self.max_reviews, ms=clock.ms())
+            message = f"dra-guard webhook: {self.max_reviews} reviews in flight; none finished in time"
+            await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
+            return
+        await self._answer(review, send, problem=problem, slots=slots, size=size, clock=clock)
+
+    async def _answer(
+        self,
+        review: dict[str, Any] | None,
+        send: _Exchange,
+        *,
+        problem: str,
+        slots: asyncio.Semaphore,
+        size: int,
+        clock: _Clock,
+    ) -> None:
+        """Review a parsed body in the slot taken for it (given back here) and answer it."""
+        if review is None:
+            slots.release()
+            log_event(event="refused", reason=problem)
+            await _respond(send, 400, {"error": problem})
+            return
+        request = review["request"]
+        send.uid = request["uid"]
+        # The lookups share the review's deadline, leaving the engine and the answer a moment.
+        review_call = functools.partial(self.review, request, deadline=clock.lookups_until)
+        if size <= INLINE_REVIEW_BYTES and self._reads_nothing(request):
+            # Reviewed on the loop, at once: less than a thread's round trip costs.
+            try:
+                response, error = _inline(review_call, request["uid"])
+            finally:
+                slots.release()
+        else:
+            future = asyncio.get_running_loop().run_in_executor(self._pool(), review_call)
             # The slot is given back when the review's thread is done, not at the deadline:
             # a review that overran still holds its memory.
             future.add_done_callback(functools.partial(_release, slots))
-            held = False
-            try:
-                if future.done():
-                    response = future.result()  # reviewed on the loop: nothing to wait for
-                else:
-                    response = await _by(deadline, asyncio.shield(future))
-            except asyncio.TimeoutError:
-                response = _denial(
-                    request["uid"],
-                    f"dra-guard webhook: the review took longer than its deadline ({seconds:g} s); denied "
-                    "(failurePolicy Fail)",
-                )
-            except Exception as raised:
-                error = raised
-                response = _internal_error(request["uid"], raised)
-            fields: dict[str, Any] = {}
-            if error is not None:
-                fields["error"] = f"{type(error).__name__}: {error}"
-                fields["traceback"] = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-            if timeout_problem:
-                fields["timeout_parameter"] = timeout_problem
-            _log(
-                event="review",
-                uid=request["uid"],
-                kind=_kind(request),
-                namespace=request.get("namespace", ""),
-                name=request.get("name", ""),
-                allowed=response["allowed"],
-                code=response.get("status", {}).get("code", 200),
-                rules=_rule_ids(response),
-                deadline_s=round(seconds, 3),
-                ms=_ms(started),
-                **fields,
-            )
-            await _respond(send, 200, _review_answer(response))
-        finally:
-            if held:
-                slots.release()
+            response, error = await _awaited(future, clock, request["uid"])
+        _log_review(request, response, error, clock)
+        await _respond(send, 200, _review_answer(response))
 
     def _reads_nothing(self, request: Mapping[str, Any]) -> bool:
         """Whether the review reads nothing from the API server: no template source, or every
@@ -490,13 +494,7 @@ class Webhook:
                     for name in missing
                 ),
             )
-        # With the namespace's templates at hand, "template not found" is a real answer.
-        report = check_objects(
-            [reviewed, *templates],
-            self.config,
-            origins=["review"] + ["cluster"] * len(templates),
-            complete=bool(templates),
-        )
+        report = _check(reviewed, templates, self._engine_config(reviewed))
         mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
         blocking = [finding for finding in mine if finding.severity >= self.fail_on]
         warnings = [_message(finding) for finding in mine if finding.severity < self.fail_on]
@@ -523,6 +521,17 @@ class Webhook:
             return []
         present = {str((template.get("metadata") or {}).get("name") or "") for template in found}
         return [name for name in names if name not in present]
+
+    def _engine_config(self, obj: Mapping[str, Any]) -> Config:
+        """The configuration the engine checks `obj` with: without the rules left to the
+        policies, unless `obj` is of a kind they apply to in an API group the policies do not
+        match (their findings on it are the webhook's)."""
+        kind = obj.get("kind")
+        if kind in self._left_kinds:
+            group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+            if KIND_RESOURCES[str(kind)][0] != group:
+                return self.config
+        return self._without_left
 
     def _decides(self, finding: Finding) -> bool:
         """Whether this webhook, rather than the policies, answers for the finding."""
@@ -570,13 +579,36 @@ class Webhook:
             if template is not None:
                 found.append(template)
         for failure in failures:
-            _log(event="template lookup failed", error=failure)
+            log_event(event="template lookup failed", error=failure)
         return found, failures
 
     def _lookup(self, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
         if isinstance(self.templates, KubernetesTemplates):
             return self.templates.get(namespace, name, timeout=seconds)
         return self.templates.get(namespace, name)
+
+
+def _check(reviewed: Mapping[str, Any], templates: Sequence[Mapping[str, Any]], config: Config) -> Report:
+    """The engine over the reviewed object (origin `review`) and the claim templates read for
+    it (`cluster`).  With them at hand, "template not found" is a real answer (`complete`);
+    and no ResourceSlice is among them, which the context is told."""
+    checker = Checker(config, complete=bool(templates))
+    checker.context.input_has_no_slices = True
+    checker.add_object(reviewed, None, "review")
+    for template in templates:
+        checker.add_object(template, None, "cluster")
+    return checker.finish()
+
+
+def _policy_decides_all(rule: Rule, admission: Admission) -> bool:
+    """Whether the rule's policy decides every finding the rule can make (`decides`): one
+    that needs no other object, on kinds the policy matches, with facets it covers."""
+    return (
+        not rule.cross_object
+        and rule.kinds is not None
+        and rule.kinds <= set(admission.kinds)
+        and (admission.covers is None or rule.facet_codes <= admission.covers)
+    )
 
 
 def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
@@ -677,24 +709,116 @@ async def _by(deadline: float, awaitable: Awaitable[T]) -> T:
     return await asyncio.wait_for(awaitable, timeout=left)  # pragma: no cover - Python 3.10
 
 
-async def _read_body(receive: Receive, limit: int, deadline: float) -> tuple[bytes | None, str, int]:
-    """(body, "", 0), or (None, why, the status to answer; 0 when the client went away)."""
+class _BodyBudget:
+    """Bytes of request bodies received and not yet parsed, at most `limit` (used on the
+    event loop only)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.held = limit, 0
+
+    def take(self, size: int) -> bool:
+        if self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.held -= size
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """Why a request's body was not read whole: the status to answer (0: the client went
+    away, nothing to answer) and the limit that refused it."""
+
+    status: int
+    reason: str
+    limit: int
+
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        # The rest of the body is never read, so the connection cannot carry another request.
+        extra = [(b"retry-after", b"1")] if self.status == 429 else []
+        return [(b"connection", b"close"), *extra]
+
+
+async def _read_body(receive: Receive, limit: int, deadline: float, budget: _BodyBudget) -> bytes | _Refusal:
+    """The body, its bytes taken from `budget` as they arrive (the caller gives them back),
+    or why not (what it had taken given back)."""
     chunks: list[bytes] = []
+    try:
+        refusal = await _receive_body(receive, limit, deadline, budget, chunks)
+    except BaseException:
+        budget.give(sum(map(len, chunks)))
+        raise
+    if refusal is not None:
+        budget.give(sum(map(len, chunks)))
+        return refusal
+    return b"".join(chunks)
+
+
+async def _receive_body(
+    receive: Receive, limit: int, deadline: float, budget: _BodyBudget, chunks: list[bytes]
+) -> _Refusal | None:
+    """Appends the body's chunks to `chunks`, each once `budget` has taken it."""
     size = 0
     while True:
         try:
             message = await _by(deadline, receive())
         except asyncio.TimeoutError:
-            return None, "the request body did not arrive within the review's deadline", 408
+            return _Refusal(408, "the request body did not arrive within the review's deadline", limit)
         if message["type"] == "http.disconnect":
-            return None, "the client went away", 0
+            return _Refusal(0, "the client went away", limit)
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            return None, f"request body larger than {limit} bytes", 413
+            return _Refusal(413, f"request body larger than {limit} bytes", limit)
+        if not budget.take(len(chunk)):
+            # Refused at once, never waiting: bodies that each held part of the budget while
+            # waiting for the rest of it could wait for one another until their deadlines.
+            return _Refusal(
+                429, f"dra-guard webhook: {budget.limit} bytes of request bodies in flight; try again", budget.limit
+            )
         chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks), "", 0
+            return None
+
+
+async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
+    """A review slot, waited for until `deadline`; whether one was taken."""
+    if not slots.locked():
+        await slots.acquire()  # a free slot: taken at once, no timer needed
+        return True
+    try:
+        await _by(deadline, slots.acquire())
+    except asyncio.TimeoutError:
+        return False
+    return True
+
+
+def _inline(review: Callable[[], dict[str, Any]], uid: str) -> tuple[dict[str, Any], Exception | None]:
+    """The review's answer, run here, and the exception that made it a denial, if any."""
+    try:
+        return review(), None
+    except Exception as error:
+        return _internal_error(uid, error), error
+
+
+async def _awaited(
+    future: asyncio.Future[dict[str, Any]], clock: _Clock, uid: str
+) -> tuple[dict[str, Any], Exception | None]:
+    """The answer of a review running in a thread, or a denial at the deadline (the thread
+    goes on: a lookup cannot be cancelled) or for its exception."""
+    try:
+        return await _by(clock.deadline, asyncio.shield(future)), None
+    except asyncio.TimeoutError:
+        message = (
+            f"dra-guard webhook: the review took longer than its deadline ({clock.seconds:g} s); denied "
+            "(failurePolicy Fail)"
+        )
+        return _denial(uid, message), None
+    except Exception as error:
+        return _internal_error(uid, error), error
 
 
 class _Exchange:
@@ -708,6 +832,57 @@ class _Exchange:
     async def __call__(self, message: MutableMapping[str, Any]) -> None:
         self.started = True
         await self._send(message)
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """A review's time: when it started, the seconds it has (the API server's `?timeout=`
+    less the margin), and what was wrong with the `timeout` given, if anything."""
+
+    started: float
+    seconds: float
+    problem: str
+
+    @classmethod
+    def start(cls, seconds: float, problem: str) -> _Clock:
+        return cls(time.monotonic(), seconds, problem)
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.seconds
+
+    @property
+    def lookups_until(self) -> float:
+        """When template lookups must end: the engine and the answer get a moment after."""
+        return self.deadline - min(RESPONSE_MARGIN_SECONDS, self.seconds / 4)
+
+    def ms(self) -> float:
+        return round((time.monotonic() - self.started) * 1000, 1)
+
+
+def _log_review(
+    request: Mapping[str, Any], response: Mapping[str, Any], error: Exception | None, clock: _Clock
+) -> None:
+    """The review's one log line: what was asked, the answer, and an exception's traceback."""
+    fields: dict[str, Any] = {}
+    if error is not None:
+        fields["error"] = f"{type(error).__name__}: {error}"
+        fields["traceback"] = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    if clock.problem:
+        fields["timeout_parameter"] = clock.problem
+    log_event(
+        event="review",
+        uid=request["uid"],
+        kind=_kind(request),
+        namespace=request.get("namespace", ""),
+        name=request.get("name", ""),
+        allowed=response["allowed"],
+        code=response.get("status", {}).get("code", 200),
+        rules=_rule_ids(response),
+        deadline_s=round(clock.seconds, 3),
+        ms=clock.ms(),
+        **fields,
+    )
 
 
 def _release(slots: asyncio.Semaphore, future: asyncio.Future[Any]) -> None:
@@ -770,12 +945,15 @@ def review_deadline(timeout: str | None, default: float) -> tuple[float, str]:
     return seconds - min(RESPONSE_MARGIN_SECONDS, seconds / 4), ""
 
 
-def _query(scope: Scope) -> dict[str, str]:
+@functools.lru_cache(maxsize=64)
+def _query_deadline(query: bytes | str, default: float) -> tuple[float, str]:
+    """`review_deadline` of a request's query string: the API server sends the same
+    `?timeout=` with every review, so each distinct query is parsed once (a few of them at
+    a time; whatever a client sends, the cache holds at most 64)."""
     from urllib.parse import parse_qsl
 
-    raw = scope.get("query_string", b"")
-    text = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
-    return dict(parse_qsl(text, keep_blank_values=True))
+    text = query.decode("latin-1") if isinstance(query, bytes) else str(query)
+    return review_deadline(dict(parse_qsl(text, keep_blank_values=True)).get("timeout"), default)
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -788,14 +966,14 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def _ms(started: float) -> float:
-    return round((time.monotonic() - started) * 1000, 1)
+#: One encoder for every answer (`json.dumps` with an option makes one per call).
+_ANSWER = json.JSONEncoder(ensure_ascii=False)
 
 
 async def _respond(
     send: Send, status: int, payload: Mapping[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    body = _ANSWER.encode(payload).encode("utf-8")
     await send(
         {
             "type": "http.response.start",
@@ -814,13 +992,9 @@ async def _lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            _log(event="started")
+            log_event(event="started")
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            _log(event="stopped")
+            log_event(event="stopped")
             await send({"type": "lifespan.shutdown.complete"})
             return
-
-
-def _log(**fields: Any) -> None:
-    _LOG.info(json.dumps({"time": round(time.time(), 3), **fields}, ensure_ascii=False, sort_keys=True))

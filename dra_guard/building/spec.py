@@ -34,8 +34,8 @@ from dra_guard.contract.catalog import (
 )
 from dra_guard.contract.mig_profiles import max_per_gpu
 from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE, SCRUBBED_CLASSES
+from dra_guard.contract.served import served_claim_api_versions
 from dra_guard.contract.validators import (
-    RUNTIME_CONFIG_MATCHERS,
     describe,
     frozen_copy,
     require_api_version,
@@ -53,7 +53,6 @@ from dra_guard.contract.validators import (
     require_printable,
     require_qualified_attribute,
     require_resources,
-    require_runtime_config,
     require_sanitization,
     require_scrub_image,
     require_string_list,
@@ -350,41 +349,6 @@ def _require_namespace_given(why: str, namespace: str | None, hint: str) -> None
     # The spec says the same without the hint; an entry point knows where a namespace comes from.
     if namespace is None and hint:
         raise ValueError(f"namespace: required: {why}; {hint}")
-
-
-# --- Which versions a cluster serves ----------------------------------------------------
-
-#: The one resource of resource.k8s.io the builders write.
-_TEMPLATE_RESOURCE = "resourceclaimtemplates"
-
-
-def served_claim_api_versions(kubernetes_version: str, runtime_config: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The versions in which a Kubernetes `kubernetes_version` API server serves
-    ResourceClaimTemplates, newest first, with `--runtime-config` set to `runtime_config`'s
-    entries (None: not set).
-
-    As kube-apiserver decides it (k8s.io/apiserver pkg/server/resourceconfig/helpers.go
-    MergeAPIResourceConfigs, pkg/server/storage/resource_config.go ResourceEnabled): the
-    release's defaults (only GA versions, `KubernetesRelease.claim_api_versions_served_by_default`),
-    then `api/all`, `api/ga`, `api/beta`, `api/alpha` in that order, then
-    `resource.k8s.io/<version>`, then `resource.k8s.io/<version>/resourceclaimtemplates`,
-    each overriding what came before.
-    """
-    require_one_of("kubernetes_version", kubernetes_version, KUBERNETES_VERSIONS)
-    release = KUBERNETES_RELEASES[kubernetes_version]
-    entries = require_runtime_config(runtime_config) if runtime_config is not None else {}
-    served = []
-    for api_version in release.claim_api_versions:
-        enabled = api_version in release.claim_api_versions_served_by_default
-        version = api_version.rpartition("/")[2]
-        for matcher, pattern in RUNTIME_CONFIG_MATCHERS.items():
-            if matcher in entries and pattern.fullmatch(version):
-                enabled = entries[matcher]
-        enabled = entries.get(api_version, enabled)
-        enabled = entries.get(f"{api_version}/{_TEMPLATE_RESOURCE}", enabled)
-        if enabled:
-            served.append(api_version)
-    return tuple(served)
 
 
 _NONE_BY_DEFAULT = ', none by default: pass runtime_config=["<that version>=true"] with it'

@@ -55,6 +55,14 @@ def add_admission_policy_parser(commands: Any) -> None:
     deploy.add_argument("--tls-secret", metavar="NAME", help="kubernetes.io/tls Secret with the serving certificate")
     deploy.add_argument("--hmac-key-secret", metavar="NAME", help="Secret whose 'hmac-key' is the tag key")
     deploy.add_argument("--webhook-replicas", type=int, default=2, metavar="N", help="webhook pods (default 2)")
+    deploy.add_argument(
+        "--webhook-runtime-config",
+        action="append",
+        metavar="ENTRIES",
+        help="your kube-apiserver's --runtime-config (repeatable), e.g. resource.k8s.io/v1beta2=true: the webhook "
+        "reads claim templates in the newest version the cluster then serves (needed for 1.33, which serves none "
+        "by default)",
+    )
     sent = parser.add_argument_group(
         "what the API server sends the webhook", "With --webhook or --deploy-webhook (docs/admission.md)."
     )
@@ -96,10 +104,12 @@ FLAGS = {
     "namespaces": "--webhook-namespaces",
     "namespace_label": "--webhook-namespace-label",
     "failure_policy": "--webhook-failure-policy",
+    "runtime_config": "--webhook-runtime-config",
+    "webhook.runtime_config": "--webhook-runtime-config",
 }
 #: What --deploy-webhook needs, by destination.
 _DEPLOY_REQUIRED = ("webhook_image", "webhook_namespace", "tls_secret", "ca_bundle")
-_DEPLOY_ONLY = ("webhook_image", "webhook_namespace", "tls_secret", "hmac_key_secret")
+_DEPLOY_ONLY = ("webhook_image", "webhook_namespace", "tls_secret", "hmac_key_secret", "webhook_runtime_config")
 #: What either --webhook or --deploy-webhook takes, and where WebhookDeployment has it.
 _WEBHOOK_SETTINGS = {
     "webhook_namespaces": "namespaces",
@@ -109,9 +119,13 @@ _WEBHOOK_SETTINGS = {
 
 
 def _flagged(message: str) -> str:
-    """`image: must be ...` -> `--webhook-image: must be ...`."""
+    """`image: must be ...` -> `--webhook-image: must be ...`; `runtime_config[0]: ...` (an
+    entry of a repeated flag) -> `--webhook-runtime-config #1: ...`."""
     argument, colon, rest = message.partition(": ")
-    return f"{FLAGS[argument]}: {rest}" if colon and argument in FLAGS else message
+    name, bracket, index = argument.partition("[")
+    if colon and name in FLAGS:
+        return f"{FLAGS[name]} #{int(index.rstrip(']')) + 1}: {rest}" if bracket else f"{FLAGS[name]}: {rest}"
+    return message
 
 
 def _flag(destination: str) -> str:
@@ -178,6 +192,7 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
                 ca_bundle=ca_bundle,
                 hmac_key_secret=arguments.hmac_key_secret,
                 replicas=arguments.webhook_replicas,
+                runtime_config=arguments.webhook_runtime_config,
                 **settings,
             )
         spec = AdmissionGuardSpec(
@@ -294,28 +309,15 @@ def add_webhook_parser(commands: Any) -> None:
 
 def template_api_version(kubernetes_version: str, runtime_config: tuple[str, ...] | None) -> str:
     """The resource.k8s.io version the webhook reads ResourceClaimTemplates in: the newest
-    one a `kubernetes_version` API server with `runtime_config` serves. Raises `ValueError`."""
-    from dra_guard.building.spec import served_claim_api_versions
-    from dra_guard.contract.catalog import KUBERNETES_RELEASES
+    one a `kubernetes_version` API server with `runtime_config` serves. Raises `ValueError`
+    naming the flag."""
+    from dra_guard.contract.served import template_api_version as served_version
 
     try:
-        served = served_claim_api_versions(kubernetes_version, runtime_config)
+        return served_version(kubernetes_version, runtime_config)
     except ValueError as error:
-        raise ValueError(f"--runtime-config: {error}") from None
-    if served:
-        return served[0]
-    release = KUBERNETES_RELEASES[kubernetes_version]
-    gate = (
-        f" (and the DynamicResourceAllocation feature gate, beta and off by default in {kubernetes_version})"
-        if not release.dra_enabled_by_default
-        else ""
-    )
-    how = " by default" if runtime_config is None else f" with --runtime-config={','.join(runtime_config)}"
-    raise ValueError(
-        f"--in-cluster: a Kubernetes {kubernetes_version} cluster serves no ResourceClaimTemplate version{how}, so "
-        f"the webhook cannot read claim templates; pass the --runtime-config your API server has, e.g. "
-        f"{release.claim_api_versions[0]}=true{gate}"
-    )
+        flag = "--runtime-config" if str(error).startswith("runtime_config") else "--in-cluster"
+        raise ValueError(f"{flag}: {error}") from None
 
 
 def _memory_limit(arguments: argparse.Namespace, environ: Any) -> int:
@@ -333,6 +335,7 @@ def _memory_limit(arguments: argparse.Namespace, environ: Any) -> int:
 
 
 def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import gc
     import logging
     import os
     import signal
@@ -341,6 +344,7 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
 
     from dra_guard.admission.serving import (
         CertificateError,
+        JsonLines,
         Limits,
         ServingCertificate,
         WebhookServer,
@@ -353,8 +357,7 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
     from dra_guard.ruleapi.config import KUBERNETES_VERSION, Config, ConfigError
     from dra_guard.rules import RULES
 
-    handler = logging.StreamHandler(stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler = JsonLines(stderr)
     log = logging.getLogger("dra_guard.webhook")
     before = (log.level, log.propagate)
 
@@ -381,6 +384,11 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         limits = Limits.for_memory(_memory_limit(arguments, os.environ))
         if arguments.max_body is not None and arguments.max_body <= 0:
             raise ValueError(f"--max-body: must be a positive number of bytes, got {arguments.max_body}")
+        if (arguments.max_body or DEFAULT_MAX_BODY) > limits.body_bytes:
+            raise ValueError(
+                f"--max-body: {arguments.max_body} bytes is more than the {limits.body_bytes} bytes of request bodies "
+                "the memory limit allows in flight; give a larger --memory-limit-mib"
+            )
         templates: TemplateSource = NoTemplates()
         if arguments.in_cluster:
             runtime_config = tuple(arguments.runtime_config) or None
@@ -445,6 +453,7 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         all_rules=arguments.all_rules,
         max_body=arguments.max_body or DEFAULT_MAX_BODY,
         max_reviews=limits.max_reviews,
+        body_bytes=limits.body_bytes,
         certificate=certificate,
     )
     server = WebhookServer(
@@ -462,6 +471,13 @@ def run_webhook(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -
         server.stop()
 
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)}
+    # What start-up made (the rules, the configuration, the clients) lives as long as the
+    # process: the collector's full collections need not scan it again, under load.
+    gc.collect()
+    gc.freeze()
+    # The lines are JSON the webhook writes whole: no record needs its thread or process,
+    # which logging would otherwise look up for every review's line.
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     try:
         thread = server.start()
         while thread.is_alive():

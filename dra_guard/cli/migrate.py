@@ -60,8 +60,8 @@ def _first_path(paths: Sequence[str]) -> str:
 
 def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> Invocation:
     """The settings for the command line and the dra-guard configuration `check` would use."""
-    from dra_guard.building.spec import served_claim_api_versions
     from dra_guard.contract.catalog import KUBERNETES_RELEASES
+    from dra_guard.contract.served import served_claim_api_versions
     from dra_guard.contract.validators import require_dns_label
     from dra_guard.read.config_file import find_config_file, load_config_file
     from dra_guard.read.walk import Patterns

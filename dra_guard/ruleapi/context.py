@@ -294,6 +294,10 @@ class Context:
         #: (claim name, resourceClaimName, resourceClaimTemplateName), "" for what is unset.
         self._pod_group_claims: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
         self._slices: SliceCollector | None = None
+        #: Set by a caller that knows the input holds no ResourceSlice (the webhook: the object
+        #: it reviews and the claim templates it reads): rules that need the input's slices
+        #: can then tell at once that only the configuration's exist.
+        self.input_has_no_slices = False
         #: What a rule works out once per check from the whole input (`derived`).
         self._derived: dict[str, Any] = {}
         #: Facts pending findings keep, each kept once however many objects repeat it.

@@ -177,7 +177,7 @@ EXAMPLES = (
 def check(resource: Resource, context: Context) -> Iterator[Pending]:
     located = claim_devices(resource.obj)
     accelerator = context.accelerator_requests(resource)
-    if located is None or not accelerator:
+    if located is None or not accelerator or _no_slices_will_come(context):
         return
     path, devices = located
     # The allocator is imported by the first claim: a check without claims (a pre-commit
@@ -222,6 +222,13 @@ class _Devices:
                 return None
             self.classes[device_class] = found.expressions
         return self.classes[device_class]
+
+
+def _no_slices_will_come(context: Context) -> bool:
+    """No ResourceSlice is in the configuration, none was in the input so far, and the caller
+    says none will come: both pending findings would resolve to nothing (`_devices`), so
+    the check is not worth its pending findings' cost (the webhook, on every claim)."""
+    return context.input_has_no_slices and not context.has_slices and not context.config.get(RESOURCE_SLICES).slices
 
 
 def _devices(context: Context) -> _Devices | None:

@@ -259,3 +259,43 @@ def test_dra014_pulumi_pack_takes_the_option(pack: analyzer_pb2_grpc.AnalyzerStu
     stack = pack.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[resource]), timeout=60)
     found = [d.message for d in stack.diagnostics if d.policyName == "dra014-unsatisfiable" + CROSS_OBJECT_SUFFIX]
     assert len(found) == 1 and "allocation aborts" in found[0]
+
+
+def test_dra014_in_the_webhook_with_and_without_the_configurations_slices() -> None:
+    """The webhook's input is the reviewed object and the templates it reads, never a
+    ResourceSlice: without `resource-slices` in its configuration the rule makes no pending
+    finding at all (it could only resolve to nothing); with them, an unsatisfiable template
+    is denied, an ambiguous pin too, and one that fits is admitted."""
+    from dra_guard.admission.webhook import Webhook
+
+    def review(obj: dict[str, Any], slices: Config) -> dict[str, Any]:
+        request = {
+            "uid": "u",
+            "kind": {"group": "resource.k8s.io", "version": "v1", "kind": obj["kind"]},
+            "operation": "CREATE",
+            "namespace": "ns",
+            "userInfo": {"username": "alice"},
+            "object": obj,
+        }
+        return Webhook(RULES, slices, all_rules=True).review(request)
+
+    profile = "device.attributes['gpu.nvidia.com'].profile"
+    ambiguous = raw_claim(exactly("slice", "mig.nvidia.com", f"{profile} != '3g.20gb'"))
+    fits = raw_claim(exactly("slice", "mig.nvidia.com", f"{profile} == '1g.5gb'"))
+    for obj, on_gpus in ((_standard_example(), "nvidia-8gpu-pcieroot"), (ambiguous, "nvidia-a100-mig")):
+        denied = review(obj, with_slices(on_gpus))
+        assert denied["allowed"] is False and "DRA014: " in denied["status"]["message"], denied
+        without = review(obj, Config())
+        assert "DRA014" not in without.get("status", {}).get("message", ""), without
+    admitted = review(fits, with_slices("nvidia-a100-mig"))
+    assert "DRA014" not in admitted.get("status", {}).get("message", ""), admitted
+    # What the webhook is spared: the rule's pending findings, when the caller says no slice comes.
+    from dra_guard.engine.run import Checker
+    from dra_guard.ruleapi.context import Resource
+
+    for told, pending in ((False, 2), (True, 0)):
+        checker = Checker(Config(), complete=False)
+        checker.context.input_has_no_slices = told
+        resource = Resource(ambiguous)
+        checker.context.add(resource)
+        assert len(list(RULES["DRA014"].check(resource, checker.context))) == pending
