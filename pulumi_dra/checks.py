@@ -7,7 +7,7 @@ is what loads the engine and every rule module (README, "Performance").
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
@@ -20,11 +20,14 @@ from dra_guard.rules import RULES, Rule
 from pulumi_dra.analyze_once import plain_props
 from pulumi_dra.props import HELM_RELEASE_TYPES, CannotVerifyUntilApply, PropsObject, is_patch_type, read_props
 
+#: The configuration of a policy given none (frozen: one serves every resource).
+_NO_CONFIG = Config()
+
 
 def config_from_policy(values: Mapping[str, Any] | None, policy_name: str) -> Config:
     """A policy's `--policy-pack-config` through the one config parser (ConfigError if bad)."""
     if not values:
-        return Config()
+        return _NO_CONFIG
     return parse_policy_config(values, RULES, f"policy {policy_name}")
 
 
@@ -112,34 +115,63 @@ def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
     return outcome
 
 
+def _rule_says(rule_id: str, args: ResourceValidationArgs) -> tuple[Sequence[Finding], CannotVerifyUntilApply | None]:
+    """What the policy of rule `rule_id` reports on one resource: its findings, then the
+    advisory it raises (ConfigError for a configuration the parser refuses)."""
+    props, last_values, outcome, problem = _last.state
+    # Every policy after the first on a resource, with no configuration: the outcome is known.
+    if props is not args.props or problem is not None or last_values is not None or args.get_config():
+        outcome = _outcome(args, _POLICY_RULES[rule_id][1])
+    if outcome is None:
+        return (), None
+    findings = outcome.by_rule.get(rule_id, ())
+    return findings, outcome.unsure(_POLICY_RULES[rule_id][0]) if outcome.unknown else None
+
+
 def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """The policy of rule `rule_id` on one resource."""
-    rule, policy_name = _POLICY_RULES[rule_id]
     try:
-        outcome = _outcome(args, policy_name)
+        findings, unsure = _rule_says(rule_id, args)
     except ConfigError as error:
         report_violation(str(error), None)
         return
-    if outcome is None:
-        return
-    findings = outcome.by_rule.get(rule_id)
-    if findings is not None:
-        for finding in findings:
-            report_violation(violation_text(finding), None)
-    if outcome.unknown:
-        unsure = outcome.unsure(rule)
-        if unsure is not None:
-            raise unsure  # the SDK reports it as an advisory, after the violations above
+    for finding in findings:
+        report_violation(violation_text(finding), None)
+    if unsure is not None:
+        raise unsure  # the SDK reports it as an advisory, after the violations above
+
+
+def resource_says_nothing(rule_id: str, args: ResourceValidationArgs) -> bool:
+    """Whether `validate_resource` reports nothing on this resource (no finding, no advisory)."""
+    props, last_values, outcome, _ = _last.state  # an outcome is never kept with a refused configuration
+    if props is args.props and outcome is not None and last_values is None and not args.get_config():
+        # Asked of each policy in turn: the outcome is known (what `_rule_says` takes).
+        if rule_id in outcome.by_rule:
+            return False
+        return not outcome.unknown or outcome.unsure(_POLICY_RULES[rule_id][0]) is None
+    try:
+        findings, unsure = _rule_says(rule_id, args)
+    except ConfigError:
+        return False
+    return not findings and unsure is None
+
+
+def _unreadable(args: ResourceValidationArgs, policy_name: str) -> list[InputError]:
+    try:
+        outcome = _outcome(args, policy_name)
+    except ConfigError:
+        return []  # the rule policies report their configuration
+    return outcome.errors if outcome is not None else []
 
 
 def validate_readable_input(args: ResourceValidationArgs, report_violation: ReportViolation, policy_name: str) -> None:
     """Fields the rules cannot read because they have the wrong type: the CLI's input errors."""
-    try:
-        outcome = _outcome(args, policy_name)
-    except ConfigError:
-        return  # the rule policies report their configuration
-    for error in outcome.errors if outcome is not None else ():
+    for error in _unreadable(args, policy_name):
         report_violation(f"{args.resource_type} {args.name}: {error.message}", None)
+
+
+def readable_input_says_nothing(args: ResourceValidationArgs, policy_name: str) -> bool:
+    return not _unreadable(args, policy_name)
 
 
 def validate_verifiable_contents(
@@ -150,6 +182,10 @@ def validate_verifiable_contents(
         return
     if is_patch_type(args.resource_type):
         report_violation(f"{args.resource_type} {args.name}: {patch_advisory}", None)
+
+
+def verifiable_contents_says_nothing(args: ResourceValidationArgs) -> bool:
+    return args.resource_type not in HELM_RELEASE_TYPES and not is_patch_type(args.resource_type)
 
 
 def validate_stack(

@@ -96,11 +96,21 @@ class _ResourcePolicy(ResourceValidationPolicy):
     The SDK's `validate` (which `has_validation` expects subclasses may override) makes a
     list of the validations, tests each result for an awaitable and defines a coroutine
     function on every call, for every policy on every resource; ours return None.
+
+    `says_nothing(args)` tells, without reporting, whether `validate` would report nothing
+    on a resource: the pack's Analyze leaves those policies out (`pulumi_dra.analyze_once`).
     """
 
-    def __init__(self, validate: Callable[[ResourceValidationArgs, ReportViolation], None], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        validate: Callable[[ResourceValidationArgs, ReportViolation], None],
+        says_nothing: Callable[[ResourceValidationArgs], bool],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(validate=validate, **kwargs)
         self._validation = validate
+        #: Asked of every policy on every resource: the function itself, not a method calling it.
+        self.says_nothing = says_nothing
 
     def validate(self, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         self._validation(args, report_violation)
@@ -111,6 +121,15 @@ def _resource_validator(rule: RuleFacts) -> Callable[[ResourceValidationArgs, Re
         _checks().validate_resource(rule.id, args, report_violation)
 
     return validate
+
+
+def _resource_says_nothing(rule: RuleFacts) -> Callable[[ResourceValidationArgs], bool]:
+    rule_id = rule.id
+
+    def says_nothing(args: ResourceValidationArgs) -> bool:
+        return bool((_loaded[0] if _loaded else _checks()).resource_says_nothing(rule_id, args))
+
+    return says_nothing
 
 
 def _stack_validator(rule: RuleFacts, policy_name: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
@@ -125,8 +144,16 @@ def _validate_readable_input(args: ResourceValidationArgs, report_violation: Rep
     _checks().validate_readable_input(args, report_violation, READABLE_INPUT)
 
 
+def _readable_input_says_nothing(args: ResourceValidationArgs) -> bool:
+    return bool(_checks().readable_input_says_nothing(args, READABLE_INPUT))
+
+
 def _validate_verifiable_contents(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     _checks().validate_verifiable_contents(args, report_violation, HELM_RELEASE_ADVISORY, PATCH_ADVISORY)
+
+
+def _verifiable_contents_says_nothing(args: ResourceValidationArgs) -> bool:
+    return bool(_checks().verifiable_contents_says_nothing(args))
 
 
 def build_policies() -> list[Policy]:
@@ -140,7 +167,13 @@ def build_policies() -> list[Policy]:
             "tags": ["kubernetes", "dra", "accelerators"],
         }
         policies.append(
-            _ResourcePolicy(name=rule.slug, description=rule.summary, validate=_resource_validator(rule), **common)
+            _ResourcePolicy(
+                _resource_validator(rule),
+                _resource_says_nothing(rule),
+                name=rule.slug,
+                description=rule.summary,
+                **common,
+            )
         )
         if rule.cross_object:
             name = rule.slug + CROSS_OBJECT_SUFFIX
@@ -158,6 +191,7 @@ def build_policies() -> list[Policy]:
             name=READABLE_INPUT,
             description="Kubernetes resources whose fields have the types the dra-guard rules read",
             validate=_validate_readable_input,
+            says_nothing=_readable_input_says_nothing,
             enforcement_level=EnforcementLevel.MANDATORY,
             severity=PolicySeverity.HIGH,
             remediation_steps="Give the field the type Kubernetes defines for it (the message names it).",
@@ -167,6 +201,7 @@ def build_policies() -> list[Policy]:
             name=VERIFIABLE_CONTENTS,
             description="Resources whose contents dra-guard cannot verify before apply",
             validate=_validate_verifiable_contents,
+            says_nothing=_verifiable_contents_says_nothing,
             enforcement_level=EnforcementLevel.ADVISORY,
             severity=PolicySeverity.LOW,
             remediation_steps="Use kubernetes:helm.sh/v4:Chart instead of a v3 Release; check patched objects "

@@ -1,0 +1,145 @@
+"""The pack's Analyze leaves out the policies that report nothing: every response is the
+SDK's own (issue 25, point 5)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pulumi_dra.analyze_once import install
+
+
+def _requests_of(objects: list[tuple[str, Any]]) -> list[Any]:
+    from pulumi.runtime.proto import analyzer_pb2
+
+    from testkit.pack_process import struct
+
+    requests = []
+    for number, (token, props) in enumerate(objects):
+        request = analyzer_pb2.AnalyzeRequest(type=token, properties=struct(props), urn=f"urn:x{number}", name="r")
+        request.provider.CopyFrom(
+            analyzer_pb2.AnalyzerProviderResource(
+                type="pulumi:providers:kubernetes", properties=struct({"version": "4.18.0"}), urn="urn:p", name="p"
+            )
+        )
+        requests.append(request)
+    return requests
+
+
+def _responses_alike(objects: list[tuple[str, Any]], configurations: list[dict[str, Any]]) -> None:
+    """The pack's Analyze and the SDK's own loop over every policy answer each request alike,
+    under each configuration (options, enforcement levels)."""
+    from pulumi.runtime.proto import analyzer_pb2
+    from pulumi_policy import EnforcementLevel
+    from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+    from pulumi_dra.policies import PACK_NAME, build_policies
+    from testkit.pack_process import struct
+
+    install()
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.0.1", build_policies(), EnforcementLevel.ADVISORY)
+    sdk_loop = _PolicyAnalyzerServicer.Analyze.__wrapped__  # type: ignore[attr-defined]
+    requests = _requests_of(objects)
+    differences: list[str] = []
+
+    def analyze() -> None:
+        for configuration in configurations:
+            servicer.Configure(
+                analyzer_pb2.ConfigureAnalyzerRequest(
+                    policyConfig={
+                        name: analyzer_pb2.PolicyConfig(
+                            enforcementLevel=values.pop("enforcementLevel", analyzer_pb2.ADVISORY),
+                            properties=struct(values),
+                        )
+                        for name, values in ((name, dict(values)) for name, values in configuration.items())
+                    }
+                ),
+                None,
+            )
+            for request in requests:
+                ours, sdks = servicer.Analyze(request, None), sdk_loop(servicer, request, None)
+                if ours != sdks:
+                    differences.append(f"{request.type} {configuration}: {ours} != {sdks}")
+
+    # On a worker thread, as gRPC calls it (see above).
+    worker = threading.Thread(target=analyze)
+    worker.start()
+    worker.join()
+    assert differences == []
+
+
+def test_leaving_out_silent_policies_changes_no_response() -> None:
+    from pulumi.runtime.proto import analyzer_pb2
+
+    from testkit.pulumi_props import (
+        UNKNOWN,
+        claim_user,
+        compliant_pair,
+        legacy_pod,
+        shared_claim,
+        type_token,
+        unsanitized_template,
+    )
+
+    template, workload = compliant_pair()
+    unknown_image = legacy_pod("unknown-image")
+    unknown_image["spec"]["containers"][0]["image"] = UNKNOWN
+    unknown_limits = legacy_pod("unknown-limits")
+    unknown_limits["spec"]["containers"][0]["resources"]["limits"] = UNKNOWN
+    unreadable = legacy_pod("unreadable")
+    unreadable["spec"]["containers"] = "not a list"
+    admin, _ = compliant_pair()
+    admin["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+    objects = [
+        (type_token(obj), obj)
+        for obj in (
+            template,
+            workload,
+            legacy_pod(),
+            shared_claim(),
+            claim_user("a"),
+            unsanitized_template(),
+            unknown_image,
+            unknown_limits,
+            unreadable,
+            admin,
+        )
+    ]
+    patch = {"metadata": {"name": "w", "namespace": "ns"}, "spec": {"template": {"spec": {"containers": []}}}}
+    objects += [
+        ("kubernetes:apps/v1:DeploymentPatch", patch),
+        ("kubernetes:helm.sh/v3:Release", {"chart": "gpu-operator"}),
+        ("kubernetes:yaml/v2:ConfigGroup", {"files": ["a.yaml"]}),
+        ("aws:s3/bucket:Bucket", {"bucket": "b"}),
+        ("kubernetes:example.com/v1:Trainer", {"spec": {"limits": {"nvidia.com/gpu": 1}}}),
+    ]
+    configurations: list[dict[str, Any]] = [
+        {},
+        {
+            "dra001-legacy-extended-resource": {"enforcementLevel": analyzer_pb2.DISABLED},
+            "dra006-admin-access": {"adminNamespaces": ["gpu-ops"]},
+            "dra012-isolation-tag": {"hmacKeyEnv": "UNSET_VARIABLE_OF_THE_TEST"},
+            "readable-input": {"enforcementLevel": analyzer_pb2.MANDATORY},
+        },
+        {"dra006-admin-access": {"adminNamespaces": "not a list"}},
+    ]
+    _responses_alike(objects, configurations)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["kubernetes:core/v1:Pod", "kubernetes:resource.k8s.io/v1:ResourceClaim", "kubernetes:x.io/v1:T"]),
+    st.recursive(
+        st.none() | st.booleans() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=6),
+        lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+        max_leaves=25,
+    ),
+)
+def test_leaving_out_silent_policies_changes_no_response_on_arbitrary_props(resource_type: str, props: Any) -> None:
+    from testkit.pulumi_props import UNKNOWN
+
+    obj = props if isinstance(props, dict) else {"spec": props}
+    _responses_alike([(resource_type, obj), (resource_type, {**obj, "metadata": UNKNOWN})], [{}])
