@@ -7,7 +7,8 @@ rule that is seventeen conversions of the same message, and most of a resource's
 time.  `install()` memoises those three steps on the identity of their arguments (the
 same protobuf message object within one request), two entries per gRPC worker thread
 (the resource's and its provider reference's), holding strong references so an identity
-cannot be reused while cached.  The Analyzer's loop itself then runs without the policies
+cannot be reused while cached; a Struct (the props) is converted by reading its values
+directly, to the same dict.  The Analyzer's loop itself then runs without the policies
 that say they would report nothing on the resource (`_leaving_out_the_silent`).
 
 Only the dra-guard pack's own `__main__` installs this, so only our policies share the
@@ -113,7 +114,7 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
         return False
     # The SDK uses only MessageToDict from json_format; the rest is passed through.
     public = {name: getattr(json_format, name) for name in dir(json_format) if not name.startswith("_")}
-    public["MessageToDict"] = memoize_last_call(public["MessageToDict"], unary_call=True)
+    public["MessageToDict"] = memoize_last_call(_message_to_dict(public["MessageToDict"]), unary_call=True)
     sdk.json_format = SimpleNamespace(**public)
     # Not unary: the SDK's remediation path passes a second argument.
     sdk.deserialize_properties = memoize_last_call(sdk.deserialize_properties)
@@ -132,6 +133,46 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
         servicer.Analyze = _leaving_out_the_silent(servicer.Analyze, sdk)
     setattr(sdk, _PATCHED, True)
     return True
+
+
+class _NoJsonSpelling(Exception):
+    """A number JSON cannot write (infinite, NaN): the generic converter says so its way."""
+
+
+def _struct_value(value: Any) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "struct_value":
+        return {key: _struct_value(item) for key, item in value.struct_value.fields.items()}
+    if kind == "number_value":
+        number = value.number_value
+        if number - number != 0.0:  # infinite or NaN
+            raise _NoJsonSpelling
+        return number
+    if kind == "list_value":
+        return [_struct_value(item) for item in value.list_value.values]
+    if kind == "bool_value":
+        return value.bool_value
+    return None  # null_value, or no value at all (which JSON writes as null too)
+
+
+def _message_to_dict(generic: Callable[..., Any]) -> Callable[..., Any]:
+    """`json_format.MessageToDict`, with a `google.protobuf.Struct` (every resource's
+    properties) read straight from its values: the generic converter looks up each value's
+    field descriptor and dispatches on its type, a quarter of its time and of the pack's.
+    The same dict: `tests/test_analyze_once.py` compares the two on generated structs."""
+
+    @functools.wraps(generic)
+    def message_to_dict(message: Any) -> Any:
+        if message.DESCRIPTOR.full_name != "google.protobuf.Struct":
+            return generic(message)
+        try:
+            return {key: _struct_value(item) for key, item in message.fields.items()}
+        except _NoJsonSpelling:
+            return generic(message)
+
+    return message_to_dict
 
 
 #: The servicer's list of policies, as the SDK's own Analyze reads it (a private name).

@@ -1,5 +1,5 @@
-"""The pack's Analyze leaves out the policies that report nothing: every response is the
-SDK's own (issue 25, point 5)."""
+"""The pack's Analyze leaves out the policies that report nothing, and reads a Struct
+itself: every response and every converted Struct is the SDK's own (issue 25, point 5)."""
 
 from __future__ import annotations
 
@@ -143,3 +143,34 @@ def test_leaving_out_silent_policies_changes_no_response_on_arbitrary_props(reso
 
     obj = props if isinstance(props, dict) else {"spec": props}
     _responses_alike([(resource_type, obj), (resource_type, {**obj, "metadata": UNKNOWN})], [{}])
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats() | st.integers(-(2**60), 2**60) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), _JSON_VALUES, max_size=5))
+def test_structs_convert_as_the_generic_converter_does(values: dict[str, Any]) -> None:
+    """The SDK converts each resource's props (a Struct) with MessageToDict: the pack's own
+    reading of a Struct gives the same dict, or the same error (an infinite number, NaN)."""
+    import pulumi_policy.policy as sdk
+    from google.protobuf import json_format, struct_pb2
+
+    install()
+    message = struct_pb2.Struct()
+    message.update(values)
+    try:
+        expected: Any = json_format.MessageToDict(message)
+    except ValueError as error:
+        expected = error
+    try:
+        converted: Any = sdk.json_format.MessageToDict(message)  # a new message: not one it remembers
+    except ValueError as error:
+        converted = error
+    assert repr(converted) == repr(expected)
+    value = struct_pb2.Value(string_value="not a struct")
+    assert sdk.json_format.MessageToDict(value) == json_format.MessageToDict(value)
