@@ -174,3 +174,27 @@ def test_structs_convert_as_the_generic_converter_does(values: dict[str, Any]) -
     assert repr(converted) == repr(expected)
     value = struct_pb2.Value(string_value="not a struct")
     assert sdk.json_format.MessageToDict(value) == json_format.MessageToDict(value)
+
+
+def test_reading_props_leaves_the_sdks_values_as_they_were() -> None:
+    """The object the rules read shares the parts of the props it need not change, and never
+    writes to the SDK's own values (apiVersion and kind come from the type when left out)."""
+    import copy
+
+    from pulumi_policy.proxy import unknown_checking_proxy
+
+    from pulumi_dra.props import read_props
+
+    for plain in (
+        {"metadata": {"name": "p", "labels": {"a": "b"}}},
+        {"metadata": {"name": "p"}, "spec": {"replicas": 2.0, "template": {"metadata": {"labels": {"a": "b"}}}}},
+    ):
+        before = copy.deepcopy(plain)
+        for read in (
+            read_props("kubernetes:apps/v1:Deployment", unknown_checking_proxy(plain), plain),
+            read_props("kubernetes:apps/v1:Deployment", unknown_checking_proxy(plain)),
+        ):
+            assert read is not None
+            assert read.obj == {**before, "apiVersion": "apps/v1", "kind": "Deployment"}
+            assert all(type(value) is int for value in read.obj.get("spec", {}).values() if not isinstance(value, dict))
+            assert plain == before and "apiVersion" not in plain
