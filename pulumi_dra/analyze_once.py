@@ -29,6 +29,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, TextIO
 
+import pulumi_policy.deserialize
 import pulumi_policy.policy
 
 _PATCHED = "_dra_guard_analyze_once"
@@ -117,7 +118,7 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     public["MessageToDict"] = memoize_last_call(_message_to_dict(public["MessageToDict"]), unary_call=True)
     sdk.json_format = SimpleNamespace(**public)
     # Not unary: the SDK's remediation path passes a second argument.
-    sdk.deserialize_properties = memoize_last_call(sdk.deserialize_properties)
+    sdk.deserialize_properties = _plain_as_it_is(sdk.deserialize_properties)
     sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy, _PROXIES_MADE, unary_call=True)
     servicer: Any = getattr(sdk, "_PolicyAnalyzerServicer", None)
     if callable(getattr(servicer, "_get_resource_options", None)):
@@ -135,8 +136,25 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     return True
 
 
-class _NoJsonSpelling(Exception):
-    """A number JSON cannot write (infinite, NaN): the generic converter says so its way."""
+#: The key by which Pulumi marks a secret, an asset or an archive inside a map: the SDK's
+#: deserializer turns such a map into something else, and copies every other value as it is.
+_SIGNATURE_KEY: Any = getattr(pulumi_policy.deserialize, "SPECIAL_SIG_KEY", None)
+
+
+class _NotPlain(Exception):
+    """A number JSON cannot write (infinite, NaN), or a map Pulumi marks: the generic
+    converter (which refuses the number its way) and the SDK's deserializer take it."""
+
+
+def _struct(fields: Any) -> dict[str, Any]:
+    # Keys, then each value by its key: the map's items() and `in` are the generic Mapping
+    # methods, a Python step per entry (a third of the time of reading a resource's props).
+    plain = {}
+    for key in fields:
+        if key == _SIGNATURE_KEY:
+            raise _NotPlain
+        plain[key] = _struct_value(fields[key])
+    return plain
 
 
 def _struct_value(value: Any) -> Any:
@@ -144,11 +162,11 @@ def _struct_value(value: Any) -> Any:
     if kind == "string_value":
         return value.string_value
     if kind == "struct_value":
-        return {key: _struct_value(item) for key, item in value.struct_value.fields.items()}
+        return _struct(value.struct_value.fields)
     if kind == "number_value":
         number = value.number_value
         if number - number != 0.0:  # infinite or NaN
-            raise _NoJsonSpelling
+            raise _NotPlain
         return number
     if kind == "list_value":
         return [_struct_value(item) for item in value.list_value.values]
@@ -157,20 +175,52 @@ def _struct_value(value: Any) -> Any:
     return None  # null_value, or no value at all (which JSON writes as null too)
 
 
+class _PlainMade(threading.local):
+    """The last two dicts the Struct reader made on this thread (it makes them only of
+    values the SDK's deserializer would copy as they are)."""
+
+    made: tuple[Any, Any] = (_NEVER, _NEVER)
+
+
+_PLAIN = _PlainMade()
+
+
+def _plain_as_it_is(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`deserialize_properties`, memoized, which gives a dict the Struct reader made as it
+    is: for values with no map Pulumi marks, the SDK's deserializer makes an equal copy
+    (each resource's props copied once more, only to be wrapped in read-only proxies)."""
+    deserialize = memoize_last_call(original)
+    if not isinstance(_SIGNATURE_KEY, str) or original is not pulumi_policy.deserialize.deserialize_properties:
+        return deserialize  # not the deserializer this knows: it deserializes everything
+
+    @functools.wraps(deserialize)
+    def deserialize_properties(*args: Any) -> Any:
+        if len(args) == 1:
+            first, second = _PLAIN.made
+            if args[0] is first or args[0] is second:
+                return args[0]
+        return deserialize(*args)
+
+    return deserialize_properties
+
+
 def _message_to_dict(generic: Callable[..., Any]) -> Callable[..., Any]:
     """`json_format.MessageToDict`, with a `google.protobuf.Struct` (every resource's
     properties) read straight from its values: the generic converter looks up each value's
     field descriptor and dispatches on its type, a quarter of its time and of the pack's.
-    The same dict: `tests/test_analyze_once.py` compares the two on generated structs."""
+    The same dict: `tests/test_pack_analyze_equivalence.py` compares the two on generated
+    structs, and the SDK's deserialization of both."""
 
     @functools.wraps(generic)
     def message_to_dict(message: Any) -> Any:
         if message.DESCRIPTOR.full_name != "google.protobuf.Struct":
             return generic(message)
         try:
-            return {key: _struct_value(item) for key, item in message.fields.items()}
-        except _NoJsonSpelling:
+            plain = _struct(message.fields)
+        except _NotPlain:
             return generic(message)
+        _PLAIN.made = (plain, _PLAIN.made[0])
+        return plain
 
     return message_to_dict
 
@@ -178,6 +228,12 @@ def _message_to_dict(generic: Callable[..., Any]) -> Callable[..., Any]:
 #: The servicer's list of policies, as the SDK's own Analyze reads it (a private name).
 _POLICIES = "_PolicyAnalyzerServicer__policies"
 _STACK_TAGS = "_PolicyAnalyzerServicer__stack_tags"
+_CONFIG = "_PolicyAnalyzerServicer__policy_pack_config"
+
+
+class _Asked:
+    #: (the policies, the configuration, the groups to ask): one tuple, replaced whole.
+    last: tuple[Any, Any, tuple[tuple[Any, list[tuple[int, str]]], ...]] = (None, None, ())
 
 
 def _leaving_out_the_silent(analyze: Callable[..., Any], sdk: Any) -> Callable[..., Any]:
@@ -186,40 +242,56 @@ def _leaving_out_the_silent(analyze: Callable[..., Any], sdk: Any) -> Callable[.
     The SDK calls every resource policy of the pack on every resource, and each call costs
     as much again as the policy's own work once the rules have run (a report function, the
     arguments, the conversions looked up again): seventeen of them cost more than the rules.
-    A policy of ours says, without reporting, whether it would report nothing here
-    (`says_nothing`: no finding, no advisory; the rules run once, as for `validate`); the
-    SDK's own loop then runs over the others, so what it reports, and in which order, is
-    what it would have reported.  Policies without a configuration only (a configured one
-    is asked the SDK's way); anything unexpected leaves the loop as the SDK has it.
+    Our policies carry `silent_policies(args)`, which names, without reporting, those that
+    would report nothing here (no finding, no advisory: the rules run once, as for
+    `validate`), asked once per request; the SDK's own loop then runs over the others, so
+    what it reports, and in which order, is what it would have reported.  Policies without
+    a configuration only (a configured one is asked the SDK's way); anything unexpected
+    leaves the loop as the SDK has it.
     """
     resource_policy = sdk.ResourceValidationPolicy
+    asked = _Asked()
 
-    def silent(servicer: Any, request: Any, policies: list[Any]) -> set[int]:
-        args = None
-        quiet: set[int] = set()
+    def askable(servicer: Any, policies: list[Any]) -> tuple[tuple[Any, list[tuple[int, str]]], ...]:
+        """The policies to ask, grouped by the function that answers for them: worked out
+        again only when the policies or the configuration (replaced whole by Configure) change."""
+        config = servicer.__dict__.get(_CONFIG)
+        known_policies, known_config, groups = asked.last
+        if known_policies is policies and known_config is config and config is not None:
+            return groups
+        by_function: dict[int, tuple[Any, list[tuple[int, str]]]] = {}
         for policy in policies:
-            says_nothing = getattr(policy, "says_nothing", None)
-            if says_nothing is None or not isinstance(policy, resource_policy):
+            silent_policies = getattr(policy, "silent_policies", None)
+            if silent_policies is None or not isinstance(policy, resource_policy):
                 continue
             if servicer._get_policy_config(policy.name) is not None:
                 continue
-            if args is None:
-                # What the SDK's loop gives the policy: the same (memoized) objects.
-                props = sdk.unknown_checking_proxy(
-                    sdk.deserialize_properties(sdk.json_format.MessageToDict(request.properties))
-                )
-                args = sdk.ResourceValidationArgs(
-                    request.type,
-                    props,
-                    request.urn,
-                    request.name,
-                    servicer._get_resource_options(request),
-                    servicer._get_provider_resource(request),
-                    None,
-                    getattr(servicer, _STACK_TAGS, None),
-                )
-            if says_nothing(args):
-                quiet.add(id(policy))
+            by_function.setdefault(id(silent_policies), (silent_policies, []))[1].append((id(policy), policy.name))
+        groups = tuple(by_function.values())
+        asked.last = (policies, config, groups)
+        return groups
+
+    def silent(servicer: Any, request: Any, policies: list[Any]) -> set[int]:
+        groups = askable(servicer, policies)
+        if not groups:
+            return set()
+        # What the SDK's loop gives each policy: the same (memoized) objects.
+        plain = sdk.deserialize_properties(sdk.json_format.MessageToDict(request.properties))
+        props = sdk.unknown_checking_proxy(plain)
+        args = sdk.ResourceValidationArgs(
+            request.type,
+            props,
+            request.urn,
+            request.name,
+            servicer._get_resource_options(request),
+            servicer._get_provider_resource(request),
+            None,
+            getattr(servicer, _STACK_TAGS, None),
+        )
+        quiet: set[int] = set()
+        for silent_policies, members in groups:
+            names = silent_policies(args)
+            quiet.update(identity for identity, name in members if name in names)
         return quiet
 
     @functools.wraps(analyze)

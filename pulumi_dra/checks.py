@@ -45,6 +45,7 @@ _NO_PROPS: Any = object()
 #: up on every resource (`Rule.slug` is computed on each read).
 
 _POLICY_RULES: dict[str, tuple[Rule, str]] = {rule.id: (rule, rule.slug) for rule in RULES.values()}
+_RULE_POLICY_NAMES = frozenset(name for _, name in _POLICY_RULES.values())
 
 
 class _Outcome:
@@ -141,21 +142,6 @@ def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violati
         raise unsure  # the SDK reports it as an advisory, after the violations above
 
 
-def resource_says_nothing(rule_id: str, args: ResourceValidationArgs) -> bool:
-    """Whether `validate_resource` reports nothing on this resource (no finding, no advisory)."""
-    props, last_values, outcome, _ = _last.state  # an outcome is never kept with a refused configuration
-    if props is args.props and outcome is not None and last_values is None and not args.get_config():
-        # Asked of each policy in turn: the outcome is known (what `_rule_says` takes).
-        if rule_id in outcome.by_rule:
-            return False
-        return not outcome.unknown or outcome.unsure(_POLICY_RULES[rule_id][0]) is None
-    try:
-        findings, unsure = _rule_says(rule_id, args)
-    except ConfigError:
-        return False
-    return not findings and unsure is None
-
-
 def _unreadable(args: ResourceValidationArgs, policy_name: str) -> list[InputError]:
     try:
         outcome = _outcome(args, policy_name)
@@ -170,10 +156,6 @@ def validate_readable_input(args: ResourceValidationArgs, report_violation: Repo
         report_violation(f"{args.resource_type} {args.name}: {error.message}", None)
 
 
-def readable_input_says_nothing(args: ResourceValidationArgs, policy_name: str) -> bool:
-    return not _unreadable(args, policy_name)
-
-
 def validate_verifiable_contents(
     args: ResourceValidationArgs, report_violation: ReportViolation, helm_release_advisory: str, patch_advisory: str
 ) -> None:
@@ -184,8 +166,24 @@ def validate_verifiable_contents(
         report_violation(f"{args.resource_type} {args.name}: {patch_advisory}", None)
 
 
-def verifiable_contents_says_nothing(args: ResourceValidationArgs) -> bool:
-    return args.resource_type not in HELM_RELEASE_TYPES and not is_patch_type(args.resource_type)
+def silent_policies(args: ResourceValidationArgs, readable_input: str, verifiable_contents: str) -> set[str]:
+    """The pack's resource policies (by name) that report nothing on this resource when
+    they have no configuration: what `validate_resource`, `validate_readable_input` and
+    `validate_verifiable_contents` would report, decided once for all of them."""
+    outcome = _outcome(args, readable_input)  # no configuration: nothing for the parser to refuse
+    silent = set(_RULE_POLICY_NAMES)
+    if outcome is not None:
+        for rule_id in outcome.by_rule:
+            silent.discard(_POLICY_RULES[rule_id][1])
+        if outcome.unknown:
+            for rule, name in _POLICY_RULES.values():
+                if outcome.unsure(rule) is not None:
+                    silent.discard(name)
+    if outcome is None or not outcome.errors:
+        silent.add(readable_input)
+    if args.resource_type not in HELM_RELEASE_TYPES and not is_patch_type(args.resource_type):
+        silent.add(verifiable_contents)
+    return silent
 
 
 def validate_stack(

@@ -31,9 +31,9 @@ checked before apply: Helm v3 Releases, and what a patch leaves to the live obje
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -97,20 +97,15 @@ class _ResourcePolicy(ResourceValidationPolicy):
     list of the validations, tests each result for an awaitable and defines a coroutine
     function on every call, for every policy on every resource; ours return None.
 
-    `says_nothing(args)` tells, without reporting, whether `validate` would report nothing
-    on a resource: the pack's Analyze leaves those policies out (`pulumi_dra.analyze_once`).
+    `silent_policies(args)`, the same function for every policy of the pack, names those
+    that would report nothing on a resource, without reporting: the pack's Analyze leaves
+    them out (`pulumi_dra.analyze_once`).
     """
 
-    def __init__(
-        self,
-        validate: Callable[[ResourceValidationArgs, ReportViolation], None],
-        says_nothing: Callable[[ResourceValidationArgs], bool],
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, validate: Callable[[ResourceValidationArgs, ReportViolation], None], **kwargs: Any) -> None:
         super().__init__(validate=validate, **kwargs)
         self._validation = validate
-        #: Asked of every policy on every resource: the function itself, not a method calling it.
-        self.says_nothing = says_nothing
+        self.silent_policies = _silent_policies
 
     def validate(self, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         self._validation(args, report_violation)
@@ -121,15 +116,6 @@ def _resource_validator(rule: RuleFacts) -> Callable[[ResourceValidationArgs, Re
         _checks().validate_resource(rule.id, args, report_violation)
 
     return validate
-
-
-def _resource_says_nothing(rule: RuleFacts) -> Callable[[ResourceValidationArgs], bool]:
-    rule_id = rule.id
-
-    def says_nothing(args: ResourceValidationArgs) -> bool:
-        return bool((_loaded[0] if _loaded else _checks()).resource_says_nothing(rule_id, args))
-
-    return says_nothing
 
 
 def _stack_validator(rule: RuleFacts, policy_name: str) -> Callable[[StackValidationArgs, ReportViolation], None]:
@@ -144,16 +130,13 @@ def _validate_readable_input(args: ResourceValidationArgs, report_violation: Rep
     _checks().validate_readable_input(args, report_violation, READABLE_INPUT)
 
 
-def _readable_input_says_nothing(args: ResourceValidationArgs) -> bool:
-    return bool(_checks().readable_input_says_nothing(args, READABLE_INPUT))
-
-
 def _validate_verifiable_contents(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     _checks().validate_verifiable_contents(args, report_violation, HELM_RELEASE_ADVISORY, PATCH_ADVISORY)
 
 
-def _verifiable_contents_says_nothing(args: ResourceValidationArgs) -> bool:
-    return bool(_checks().verifiable_contents_says_nothing(args))
+def _silent_policies(args: ResourceValidationArgs) -> Container[str]:
+    """The names of the pack's resource policies that report nothing on this resource."""
+    return cast("Container[str]", _checks().silent_policies(args, READABLE_INPUT, VERIFIABLE_CONTENTS))
 
 
 def build_policies() -> list[Policy]:
@@ -167,13 +150,7 @@ def build_policies() -> list[Policy]:
             "tags": ["kubernetes", "dra", "accelerators"],
         }
         policies.append(
-            _ResourcePolicy(
-                _resource_validator(rule),
-                _resource_says_nothing(rule),
-                name=rule.slug,
-                description=rule.summary,
-                **common,
-            )
+            _ResourcePolicy(name=rule.slug, description=rule.summary, validate=_resource_validator(rule), **common)
         )
         if rule.cross_object:
             name = rule.slug + CROSS_OBJECT_SUFFIX
@@ -191,7 +168,6 @@ def build_policies() -> list[Policy]:
             name=READABLE_INPUT,
             description="Kubernetes resources whose fields have the types the dra-guard rules read",
             validate=_validate_readable_input,
-            says_nothing=_readable_input_says_nothing,
             enforcement_level=EnforcementLevel.MANDATORY,
             severity=PolicySeverity.HIGH,
             remediation_steps="Give the field the type Kubernetes defines for it (the message names it).",
@@ -201,7 +177,6 @@ def build_policies() -> list[Policy]:
             name=VERIFIABLE_CONTENTS,
             description="Resources whose contents dra-guard cannot verify before apply",
             validate=_validate_verifiable_contents,
-            says_nothing=_verifiable_contents_says_nothing,
             enforcement_level=EnforcementLevel.ADVISORY,
             severity=PolicySeverity.LOW,
             remediation_steps="Use kubernetes:helm.sh/v4:Chart instead of a v3 Release; check patched objects "

@@ -145,33 +145,43 @@ def test_leaving_out_silent_policies_changes_no_response_on_arbitrary_props(reso
     _responses_alike([(resource_type, obj), (resource_type, {**obj, "metadata": UNKNOWN})], [{}])
 
 
+_SECRET = {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270"}
 _JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.floats() | st.integers(-(2**60), 2**60) | st.text(max_size=5),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        | st.builds(lambda value: {**_SECRET, "value": value}, children)
+    ),  # a secret, as Pulumi marks one
     max_leaves=30,
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(max_size=5), _JSON_VALUES, max_size=5))
-def test_structs_convert_as_the_generic_converter_does(values: dict[str, Any]) -> None:
-    """The SDK converts each resource's props (a Struct) with MessageToDict: the pack's own
-    reading of a Struct gives the same dict, or the same error (an infinite number, NaN)."""
+def test_structs_convert_as_the_sdk_converts_them(values: dict[str, Any]) -> None:
+    """The SDK converts each resource's props (a Struct) with MessageToDict, then
+    deserializes them: the pack reads a Struct itself, and gives what it made as it is when
+    the deserializer would only copy it; the same dict, or the same error (an infinite
+    number, NaN), either way."""
     import pulumi_policy.policy as sdk
     from google.protobuf import json_format, struct_pb2
+    from pulumi_policy.deserialize import deserialize_properties
 
     install()
     message = struct_pb2.Struct()
     message.update(values)
-    try:
-        expected: Any = json_format.MessageToDict(message)
-    except ValueError as error:
-        expected = error
-    try:
-        converted: Any = sdk.json_format.MessageToDict(message)  # a new message: not one it remembers
-    except ValueError as error:
-        converted = error
-    assert repr(converted) == repr(expected)
+    results: list[Any] = []
+    for convert, deserialize in (
+        (json_format.MessageToDict, deserialize_properties),
+        (sdk.json_format.MessageToDict, sdk.deserialize_properties),  # a new message: not one it remembers
+    ):
+        try:
+            converted = convert(message)
+            results.append((repr(converted), repr(deserialize(converted))))
+        except ValueError as error:
+            results.append(repr(error))
+    assert results[0] == results[1]
     value = struct_pb2.Value(string_value="not a struct")
     assert sdk.json_format.MessageToDict(value) == json_format.MessageToDict(value)
 
