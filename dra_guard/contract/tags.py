@@ -64,17 +64,37 @@ def _devices(obj: Mapping[str, Any]) -> Any:
 def canonical_bytes(obj: Mapping[str, Any], *, named: bool = True) -> bytes:
     """The exact bytes the tag is computed over; with `named=False`, those of the claim
     tag, which leaves the name out (it is written as null)."""
+    return _canonical(obj, named, _devices_text(obj))
+
+
+def _devices_text(obj: Mapping[str, Any]) -> str:
+    """The devices as the canonical document writes them (the bulk of it)."""
+    text: str = _canonical_encoder().encode(normalise_numbers(_devices(obj)))
+    return text
+
+
+def _canonical(obj: Mapping[str, Any], named: bool, devices_text: str) -> bytes:
+    """The canonical document, the devices already written: its keys in sorted order, each
+    value as the encoder writes it, which is what the encoder writes for the whole document
+    (`{"devices": ..., "kind": ..., ...}` with sorted keys and these separators)."""
     metadata = _mapping(obj.get("metadata"))
     annotations = _mapping(metadata.get("annotations"))
-    doc = {
-        "kind": obj.get("kind"),
-        "namespace": metadata.get("namespace") or "",
-        "name": metadata.get("name") if named else None,
-        "devices": normalise_numbers(_devices(obj)),
-        "sanitization": annotations.get(SANITIZATION_ANNOTATION) or "",
-        "tenant": annotations.get(TENANT_ANNOTATION) or "",
-    }
-    text: str = _canonical_encoder().encode(doc)
+    encode = _canonical_encoder().encode
+    text: str = (
+        '{"devices":'
+        + devices_text
+        + ',"kind":'
+        + encode(obj.get("kind"))
+        + ',"name":'
+        + encode(metadata.get("name") if named else None)
+        + ',"namespace":'
+        + encode(metadata.get("namespace") or "")
+        + ',"sanitization":'
+        + encode(annotations.get(SANITIZATION_ANNOTATION) or "")
+        + ',"tenant":'
+        + encode(annotations.get(TENANT_ANNOTATION) or "")
+        + "}"
+    )
     return text.encode("utf-8")
 
 
@@ -95,16 +115,33 @@ def _key_bytes(key: str | bytes) -> bytes:
     return key.encode("utf-8") if isinstance(key, str) else key
 
 
+_HASHING: list[Any] = []
+
+
+def _hashing() -> list[Any]:
+    """hashlib and hmac, imported at the first tag: hashlib initialises OpenSSL (~10 ms),
+    which most checks never need."""
+    if not _HASHING:
+        import hashlib
+        import hmac
+
+        _HASHING.extend((hashlib, hmac))
+    return _HASHING
+
+
+def _digest(data: bytes, key: str | bytes | None) -> str:
+    """``sha256:<hex>`` of the canonical bytes, or ``hmac-sha256:<hex>`` with a key."""
+    hashlib, hmac = _hashing()
+    if key is None:
+        digest: str = hashlib.sha256(data).hexdigest()
+        return SHA256_PREFIX + digest
+    digest = hmac.new(_key_bytes(key), data, hashlib.sha256).hexdigest()
+    return HMAC_PREFIX + digest
+
+
 def isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None, *, named: bool = True) -> str:
     """``sha256:<hex>``, or ``hmac-sha256:<hex>`` when a key is given."""
-    # hashlib initialises OpenSSL (~10 ms): only pay for it when a tag is computed.
-    import hashlib
-    import hmac
-
-    data = canonical_bytes(obj, named=named)
-    if key is None:
-        return SHA256_PREFIX + hashlib.sha256(data).hexdigest()
-    return HMAC_PREFIX + hmac.new(_key_bytes(key), data, hashlib.sha256).hexdigest()
+    return _digest(canonical_bytes(obj, named=named), key)
 
 
 def claim_of_template(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,38 +162,67 @@ def claim_isolation_tag(template: Mapping[str, Any], key: str | bytes | None = N
 
 
 def _matches(claimed: object, expected: str) -> bool:
-    import hmac
+    if not isinstance(claimed, str):
+        return False
+    return bool(_hashing()[1].compare_digest(claimed.encode("utf-8"), expected.encode("utf-8")))
 
-    return isinstance(claimed, str) and hmac.compare_digest(claimed.encode("utf-8"), expected.encode("utf-8"))
+
+class IsolationTags:
+    """Verifies an object's tag and, for a template, its claim tag: both cover the same
+    devices, which are normalised and written once (the larger part of computing a tag)."""
+
+    def __init__(self, obj: Mapping[str, Any], key: str | bytes | None = None) -> None:
+        self.obj = obj
+        self.key = key
+        self._devices: str | None = None
+
+    def _devices_text(self) -> str:
+        if self._devices is None:
+            self._devices = _devices_text(self.obj)
+        return self._devices
+
+    def own_matches(self) -> bool:
+        """Whether the object's tag annotation matches its content.
+
+        A ResourceClaim's tag may also be the claim tag (its content with no name): the
+        claims kube-controller-manager creates from a template carry that one, under a name
+        the controller generated.  With a key configured only an HMAC tag is accepted: a
+        plain digest can be recomputed by anyone who edits the object, so it proves nothing
+        once a key is in force.
+        """
+        obj = self.obj
+        claimed = _mapping(_mapping(obj.get("metadata")).get("annotations")).get(ISOLATION_TAG_ANNOTATION)
+        if not isinstance(claimed, str):
+            return False
+        try:
+            if _matches(claimed, _digest(_canonical(obj, True, self._devices_text()), self.key)):
+                return True
+            return obj.get("kind") == "ResourceClaim" and _matches(
+                claimed, _digest(_canonical(obj, False, self._devices_text()), self.key)
+            )
+        except (ValueError, TypeError):
+            return False
+
+    def claim_matches(self) -> bool:
+        """Whether a template's claim tag (`spec.metadata`) matches the claims it makes."""
+        template = self.obj
+        claimed = _mapping(_mapping(_mapping(template.get("spec")).get("metadata")).get("annotations")).get(
+            ISOLATION_TAG_ANNOTATION
+        )
+        try:
+            # The claims' devices are the template's (`claim_of_template`).
+            claim = claim_of_template(template)
+            devices = self._devices_text() if template.get("kind") == "ResourceClaimTemplate" else _devices_text(claim)
+            return _matches(claimed, _digest(_canonical(claim, False, devices), self.key))
+        except (ValueError, TypeError):
+            return False
 
 
 def verify_isolation_tag(obj: Mapping[str, Any], key: str | bytes | None = None) -> bool:
-    """Whether the object's tag annotation matches its content.
-
-    A ResourceClaim's tag may also be the claim tag (its content with no name): the claims
-    kube-controller-manager creates from a template carry that one, under a name the
-    controller generated.  With a key configured only an HMAC tag is accepted: a plain
-    digest can be recomputed by anyone who edits the object, so it proves nothing once a key
-    is in force.
-    """
-    metadata = _mapping(obj.get("metadata"))
-    claimed = _mapping(metadata.get("annotations")).get(ISOLATION_TAG_ANNOTATION)
-    if not isinstance(claimed, str):
-        return False
-    try:
-        if _matches(claimed, isolation_tag(obj, key)):
-            return True
-        return obj.get("kind") == "ResourceClaim" and _matches(claimed, isolation_tag(obj, key, named=False))
-    except (ValueError, TypeError):
-        return False
+    """Whether the object's tag annotation matches its content (`IsolationTags.own_matches`)."""
+    return IsolationTags(obj, key).own_matches()
 
 
 def verify_claim_isolation_tag(template: Mapping[str, Any], key: str | bytes | None = None) -> bool:
     """Whether a template's claim tag (`spec.metadata`) matches the claims it makes."""
-    claimed = _mapping(_mapping(_mapping(template.get("spec")).get("metadata")).get("annotations")).get(
-        ISOLATION_TAG_ANNOTATION
-    )
-    try:
-        return _matches(claimed, claim_isolation_tag(template, key))
-    except (ValueError, TypeError):
-        return False
+    return IsolationTags(template, key).claim_matches()

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from dra_guard.contract.catalog import ISOLATION_TAG_ANNOTATION, SANITIZATION_ANNOTATION, TENANT_ANNOTATION
 from dra_guard.contract.findings import Severity
-from dra_guard.contract.tags import HMAC_PREFIX, verify_claim_isolation_tag, verify_isolation_tag
+from dra_guard.contract.tags import HMAC_PREFIX, IsolationTags
 from dra_guard.model.manifest import CLAIM_KINDS, declaration_places, mapping
 from dra_guard.ruleapi.admission_form import (
     CLAIM_METADATA,
@@ -156,7 +156,8 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     yield from _tag_problems(resource.kind, own[0], own[1].get(ISOLATION_TAG_ANNOTATION), key)
     namespaced = bool(mapping(obj.get("metadata")).get("namespace"))
     tag = own[1].get(ISOLATION_TAG_ANNOTATION)
-    if namespaced and _well_formed(tag, key) and not verify_isolation_tag(obj, key):
+    tags = IsolationTags(obj, key)  # a template's two tags cover the same devices: written once
+    if namespaced and _well_formed(tag, key) and not tags.own_matches():
         yield Violation(
             (*own[0], "annotations", ISOLATION_TAG_ANNOTATION),
             "isolation tag does not match the object: it was edited after tagging",
@@ -165,7 +166,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     for place, claim_annotations in claim_place:
         claim_tag = claim_annotations.get(ISOLATION_TAG_ANNOTATION)
         yield from _tag_problems(resource.kind, place, claim_tag, key, claim=True)
-        if namespaced and _well_formed(claim_tag, key) and not verify_claim_isolation_tag(obj, key):
+        if namespaced and _well_formed(claim_tag, key) and not tags.claim_matches():
             yield Violation(
                 (*place, "annotations", ISOLATION_TAG_ANNOTATION),
                 "claim tag in spec.metadata does not match the claims the template makes: it was edited after tagging",
