@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any, TextIO
 
@@ -119,7 +119,9 @@ def install(sdk: Any = pulumi_policy.policy) -> bool:
     sdk.json_format = SimpleNamespace(**public)
     # Not unary: the SDK's remediation path passes a second argument.
     sdk.deserialize_properties = _plain_as_it_is(sdk.deserialize_properties)
-    sdk.unknown_checking_proxy = memoize_last_call(sdk.unknown_checking_proxy, _PROXIES_MADE, unary_call=True)
+    sdk.unknown_checking_proxy = memoize_last_call(
+        _on_demand(sdk.unknown_checking_proxy), _PROXIES_MADE, unary_call=True
+    )
     servicer: Any = getattr(sdk, "_PolicyAnalyzerServicer", None)
     if callable(getattr(servicer, "_get_resource_options", None)):
         # Read from the request once too (a PolicyResourceOptions our policies never change).
@@ -227,7 +229,6 @@ def _message_to_dict(generic: Callable[..., Any]) -> Callable[..., Any]:
 
 #: The servicer's list of policies, as the SDK's own Analyze reads it (a private name).
 _POLICIES = "_PolicyAnalyzerServicer__policies"
-_STACK_TAGS = "_PolicyAnalyzerServicer__stack_tags"
 _CONFIG = "_PolicyAnalyzerServicer__policy_pack_config"
 
 
@@ -278,16 +279,9 @@ def _leaving_out_the_silent(analyze: Callable[..., Any], sdk: Any) -> Callable[.
         # What the SDK's loop gives each policy: the same (memoized) objects.
         plain = sdk.deserialize_properties(sdk.json_format.MessageToDict(request.properties))
         props = sdk.unknown_checking_proxy(plain)
-        args = sdk.ResourceValidationArgs(
-            request.type,
-            props,
-            request.urn,
-            request.name,
-            servicer._get_resource_options(request),
-            servicer._get_provider_resource(request),
-            None,
-            getattr(servicer, _STACK_TAGS, None),
-        )
+        # Without the resource options and the provider, which no policy of ours reads:
+        # the SDK's loop reads them from the request for the policies it calls, if any.
+        args = sdk.ResourceValidationArgs(request.type, props, request.urn, request.name, None, None, None)
         quiet: set[int] = set()
         for silent_policies, members in groups:
             names = silent_policies(args)
@@ -312,6 +306,44 @@ def _leaving_out_the_silent(analyze: Callable[..., Any], sdk: Any) -> Callable[.
         return analyze(view, request, context)
 
     return leaving_out_the_silent
+
+
+class _ProxyOnDemand(Mapping[str, Any]):
+    """The SDK's read-only proxy of some props, made when it is first read.
+
+    The SDK wraps every resource's props (and its provider's) in proxies, a new object for
+    each dict and list, for the policies to read; the pack's policies read the plain values
+    behind them instead (`plain_props`), so this one is made only if something reads it
+    (the stack policies, a resource with an unknown value), and then reads as it does."""
+
+    __slots__ = ("_made", "_make", "_plain")
+
+    def __init__(self, plain: Any, make: Callable[[Any], Any]) -> None:
+        self._plain = plain
+        self._make = make
+        self._made: Any = None
+
+    def _proxy(self) -> Any:
+        if self._made is None:
+            self._made = self._make(self._plain)
+        return self._made
+
+    def __getitem__(self, key: str) -> Any:
+        return self._proxy()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._proxy())
+
+    def __len__(self) -> int:
+        return len(self._proxy())
+
+
+def _on_demand(unknown_checking_proxy: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    @functools.wraps(unknown_checking_proxy)
+    def proxy_on_demand(props: Any) -> Any:
+        return _ProxyOnDemand(props, unknown_checking_proxy) if type(props) is dict else unknown_checking_proxy(props)
+
+    return proxy_on_demand
 
 
 #: The last two proxies the patched `unknown_checking_proxy` made on each thread, and their plain values.

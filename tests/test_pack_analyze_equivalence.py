@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,49 @@ def test_reading_props_leaves_the_sdks_values_as_they_were() -> None:
             assert read.obj == {**before, "apiVersion": "apps/v1", "kind": "Deployment"}
             assert all(type(value) is int for value in read.obj.get("spec", {}).values() if not isinstance(value, dict))
             assert plain == before and "apiVersion" not in plain
+
+
+def test_stack_policies_read_props_made_on_demand_as_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stack policies read each resource's props through the proxy, made when first
+    read: their answers are those over the SDK's own proxies."""
+    import pulumi_policy.policy as sdk
+    from pulumi.runtime.proto import analyzer_pb2
+    from pulumi_policy import EnforcementLevel, proxy
+    from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+    from pulumi_dra.policies import PACK_NAME, build_policies
+    from testkit.pulumi_props import UNKNOWN, claim_user, compliant_pair, shared_claim, type_token
+
+    install()
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.0.1", build_policies(), EnforcementLevel.ADVISORY)
+    servicer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(), None)
+    unknown_user = claim_user("c")
+    unknown_user["metadata"]["labels"] = {"x": UNKNOWN}
+    stacks = [
+        [shared_claim(), claim_user("a"), claim_user("b"), *compliant_pair()],
+        [shared_claim(), claim_user("a"), unknown_user],
+    ]
+    requests = [
+        analyzer_pb2.AnalyzeStackRequest(
+            resources=[
+                analyzer_pb2.AnalyzerResource(
+                    type=type_token(obj), properties=request.properties, urn=f"urn:{n}", name="r"
+                )
+                for n, (obj, request) in enumerate(
+                    zip(objects, _requests_of([(type_token(o), o) for o in objects]), strict=True)
+                )
+            ]
+        )
+        for objects in stacks
+    ]
+    answers: list[Any] = []
+
+    def analyze() -> None:
+        answers.append([servicer.AnalyzeStack(request, None) for request in requests])
+        monkeypatch.setattr(sdk, "unknown_checking_proxy", proxy.unknown_checking_proxy)
+        answers.append([servicer.AnalyzeStack(request, None) for request in requests])
+
+    worker = threading.Thread(target=analyze)
+    worker.start()
+    worker.join()
+    assert answers[0] == answers[1] and any(response.diagnostics for response in answers[0])
