@@ -19,13 +19,18 @@ name each failing object's construct.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import gc
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
+from types import CodeType, FrameType
 from typing import Any
 
 import jsii
 from cdk8s import ApiObject, App, Chart
 from constructs import Construct, IConstruct, IValidation
+from jsii._kernel import Kernel
 
 from constructs_dra.registry import (
     BuiltApiObject,
@@ -73,6 +78,8 @@ class DraGuardValidation:
         # objects, read again, give the same messages without running the rules again.
         self._last: tuple[list[str], list[Any], list[str]] | None = None
         self._clean: tuple[list[str], list[Any]] | None = None
+        #: The synthesis this validation last answered in, and its answer (`_synthesis`).
+        self._answered: tuple[str, list[str]] | None = None
 
     @property
     def config(self) -> Config:
@@ -85,6 +92,15 @@ class DraGuardValidation:
     def validate(self) -> list[str]:
         if _ChartRead.active:  # our own batched read below validates the app once more
             return []
+        synthesis = _synthesis(sys._getframe(1))
+        if synthesis is not None and self._answered is not None and self._answered[0] == synthesis:
+            return list(self._answered[1])
+        with _collector_paused():
+            messages = self._messages()
+        self._answered = None if synthesis is None else (synthesis, messages)
+        return list(messages)
+
+    def _messages(self) -> list[str]:
         scope_path = self._scope.node.path if self._scope_path is None else self._scope_path
         built: list[BuiltApiObject] = []
         others: list[ApiObject] = []
@@ -186,6 +202,61 @@ def _read_charts(charts: list[Chart], expected: int) -> list[Any] | None:
     finally:
         _ChartRead.active = False
     return manifests if len(manifests) == expected else None
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a validation reads and checks the app.
+
+    Reading a chart decodes every object into new dicts and lists (jsii makes two copies),
+    and checking makes more: each collection of the oldest generation this triggers walks
+    everything the app holds (its constructs' proxies, the objects read, the findings),
+    and at 5,000 workloads those walks cost as much as the read.  What a read and a check
+    make has no cycles (reference counting frees it); a cycle made meanwhile is collected
+    once collection resumes.
+    """
+    if not gc.isenabled():  # the caller's choice: leave it
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _kernel_calls() -> frozenset[CodeType]:
+    """The code of jsii's `Kernel.invoke` and `Kernel.sinvoke` (under their decorator), the
+    calls into Node that the App's and Chart's synth methods and `Testing.synth` make."""
+    codes = set()
+    for name in ("invoke", "sinvoke"):
+        code = getattr(getattr(getattr(Kernel, name, None), "__wrapped__", None), "__code__", None)
+        if isinstance(code, CodeType):
+            codes.add(code)
+    return frozenset(codes)
+
+
+_KERNEL_CALLS = _kernel_calls()
+
+
+def _synthesis(frame: FrameType | None) -> str | None:
+    """Which synthesis a validation is asked in: the id jsii gave the first callback of the
+    call into Node the validation runs under (`App.synth_yaml`, `Chart.to_json`, ...);
+    None when it is asked from Python, or jsii no longer has that shape.
+
+    Within one synthesis cdk8s validates the whole app again for each chart it renders
+    (`App.synth_yaml`, `Chart.to_json`): every object read and checked at the first ask,
+    nothing can have changed by the next one except what a validation changes each time
+    it runs, which cdk8s' own `App.synth` (one ask) takes as it is too.  Reading every chart
+    again for each ask made enforce() cost (charts + 1) reads of the app.  Callback ids
+    are never reused while Node runs, so a later synthesis is always read again.
+    """
+    while frame is not None:
+        if frame.f_code in _KERNEL_CALLS:
+            cbid = getattr(frame.f_locals.get("response"), "cbid", None)
+            return cbid if isinstance(cbid, str) else None
+        frame = frame.f_back
+    return None
 
 
 #: Stands for the construct path of an object until a message needs it (no path has NUL).

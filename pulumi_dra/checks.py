@@ -7,7 +7,7 @@ is what loads the engine and every rule module (README, "Performance").
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
@@ -20,11 +20,14 @@ from dra_guard.rules import RULES, Rule
 from pulumi_dra.analyze_once import plain_props
 from pulumi_dra.props import HELM_RELEASE_TYPES, CannotVerifyUntilApply, PropsObject, is_patch_type, read_props
 
+#: The configuration of a policy given none (frozen: one serves every resource).
+_NO_CONFIG = Config()
+
 
 def config_from_policy(values: Mapping[str, Any] | None, policy_name: str) -> Config:
     """A policy's `--policy-pack-config` through the one config parser (ConfigError if bad)."""
     if not values:
-        return Config()
+        return _NO_CONFIG
     return parse_policy_config(values, RULES, f"policy {policy_name}")
 
 
@@ -42,6 +45,7 @@ _NO_PROPS: Any = object()
 #: up on every resource (`Rule.slug` is computed on each read).
 
 _POLICY_RULES: dict[str, tuple[Rule, str]] = {rule.id: (rule, rule.slug) for rule in RULES.values()}
+_RULE_POLICY_NAMES = frozenset(name for _, name in _POLICY_RULES.values())
 
 
 class _Outcome:
@@ -112,33 +116,43 @@ def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
     return outcome
 
 
+def _rule_says(rule_id: str, args: ResourceValidationArgs) -> tuple[Sequence[Finding], CannotVerifyUntilApply | None]:
+    """What the policy of rule `rule_id` reports on one resource: its findings, then the
+    advisory it raises (ConfigError for a configuration the parser refuses)."""
+    props, last_values, outcome, problem = _last.state
+    # Every policy after the first on a resource, with no configuration: the outcome is known.
+    if props is not args.props or problem is not None or last_values is not None or args.get_config():
+        outcome = _outcome(args, _POLICY_RULES[rule_id][1])
+    if outcome is None:
+        return (), None
+    findings = outcome.by_rule.get(rule_id, ())
+    return findings, outcome.unsure(_POLICY_RULES[rule_id][0]) if outcome.unknown else None
+
+
 def validate_resource(rule_id: str, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """The policy of rule `rule_id` on one resource."""
-    rule, policy_name = _POLICY_RULES[rule_id]
     try:
-        outcome = _outcome(args, policy_name)
+        findings, unsure = _rule_says(rule_id, args)
     except ConfigError as error:
         report_violation(str(error), None)
         return
-    if outcome is None:
-        return
-    findings = outcome.by_rule.get(rule_id)
-    if findings is not None:
-        for finding in findings:
-            report_violation(violation_text(finding), None)
-    if outcome.unknown:
-        unsure = outcome.unsure(rule)
-        if unsure is not None:
-            raise unsure  # the SDK reports it as an advisory, after the violations above
+    for finding in findings:
+        report_violation(violation_text(finding), None)
+    if unsure is not None:
+        raise unsure  # the SDK reports it as an advisory, after the violations above
+
+
+def _unreadable(args: ResourceValidationArgs, policy_name: str) -> list[InputError]:
+    try:
+        outcome = _outcome(args, policy_name)
+    except ConfigError:
+        return []  # the rule policies report their configuration
+    return outcome.errors if outcome is not None else []
 
 
 def validate_readable_input(args: ResourceValidationArgs, report_violation: ReportViolation, policy_name: str) -> None:
     """Fields the rules cannot read because they have the wrong type: the CLI's input errors."""
-    try:
-        outcome = _outcome(args, policy_name)
-    except ConfigError:
-        return  # the rule policies report their configuration
-    for error in outcome.errors if outcome is not None else ():
+    for error in _unreadable(args, policy_name):
         report_violation(f"{args.resource_type} {args.name}: {error.message}", None)
 
 
@@ -150,6 +164,26 @@ def validate_verifiable_contents(
         return
     if is_patch_type(args.resource_type):
         report_violation(f"{args.resource_type} {args.name}: {patch_advisory}", None)
+
+
+def silent_policies(args: ResourceValidationArgs, readable_input: str, verifiable_contents: str) -> set[str]:
+    """The pack's resource policies (by name) that report nothing on this resource when
+    they have no configuration: what `validate_resource`, `validate_readable_input` and
+    `validate_verifiable_contents` would report, decided once for all of them."""
+    outcome = _outcome(args, readable_input)  # no configuration: nothing for the parser to refuse
+    silent = set(_RULE_POLICY_NAMES)
+    if outcome is not None:
+        for rule_id in outcome.by_rule:
+            silent.discard(_POLICY_RULES[rule_id][1])
+        if outcome.unknown:
+            for rule, name in _POLICY_RULES.values():
+                if outcome.unsure(rule) is not None:
+                    silent.discard(name)
+    if outcome is None or not outcome.errors:
+        silent.add(readable_input)
+    if args.resource_type not in HELM_RELEASE_TYPES and not is_patch_type(args.resource_type):
+        silent.add(verifiable_contents)
+    return silent
 
 
 def validate_stack(

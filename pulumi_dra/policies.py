@@ -31,9 +31,9 @@ checked before apply: Helm v3 Releases, and what a patch leaves to the live obje
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -96,11 +96,16 @@ class _ResourcePolicy(ResourceValidationPolicy):
     The SDK's `validate` (which `has_validation` expects subclasses may override) makes a
     list of the validations, tests each result for an awaitable and defines a coroutine
     function on every call, for every policy on every resource; ours return None.
+
+    `silent_policies(args)`, the same function for every policy of the pack, names those
+    that would report nothing on a resource, without reporting: the pack's Analyze leaves
+    them out (`pulumi_dra.analyze_once`).
     """
 
     def __init__(self, validate: Callable[[ResourceValidationArgs, ReportViolation], None], **kwargs: Any) -> None:
         super().__init__(validate=validate, **kwargs)
         self._validation = validate
+        self.silent_policies = _silent_policies
 
     def validate(self, args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         self._validation(args, report_violation)
@@ -127,6 +132,11 @@ def _validate_readable_input(args: ResourceValidationArgs, report_violation: Rep
 
 def _validate_verifiable_contents(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     _checks().validate_verifiable_contents(args, report_violation, HELM_RELEASE_ADVISORY, PATCH_ADVISORY)
+
+
+def _silent_policies(args: ResourceValidationArgs) -> Container[str]:
+    """The names of the pack's resource policies that report nothing on this resource."""
+    return cast("Container[str]", _checks().silent_policies(args, READABLE_INPUT, VERIFIABLE_CONTENTS))
 
 
 def build_policies() -> list[Policy]:

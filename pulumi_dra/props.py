@@ -73,14 +73,31 @@ class _UnknownSeen(Exception):
 
 
 def _fast_plain(value: Any) -> Any:
+    """`value` as plain data, its integral floats as ints; a dict or list with nothing to
+    change is the very same object (the rules never change what they read), so a walk of
+    deserialized props copies only the parts that hold a number."""
     kind = type(value)
     if kind in _PROXY_CLASSES:
         value = value["__target"]
         kind = type(value)
     if kind is dict:
-        return {key: _fast_plain(item) for key, item in value.items()}
+        changed: Any = None
+        for key, item in value.items():
+            plain = _fast_plain(item)
+            if plain is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = plain
+        return value if changed is None else changed
     if kind is list:
-        return [_fast_plain(item) for item in value]
+        changed = None
+        for index, item in enumerate(value):
+            plain = _fast_plain(item)
+            if plain is not item:
+                if changed is None:
+                    changed = list(value)
+                changed[index] = plain
+        return value if changed is None else changed
     if kind is str:
         if value in _UNKNOWN_SENTINELS:
             raise _UnknownSeen
@@ -97,25 +114,6 @@ def _fast_plain(value: Any) -> Any:
 def _number(value: float) -> float | int:
     """The number as the API server receives it from the provider's JSON (module docstring)."""
     return int(value) if value.is_integer() else value
-
-
-def _holds_unknown_or_float(value: Any) -> bool:
-    """Whether plain deserialized props hold an unknown value or a float anywhere: then the
-    walks above, which read both, make the object."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        kind = type(item)
-        if kind is str:
-            if item in _UNKNOWN_SENTINELS:
-                return True
-        elif kind is dict:
-            pending.extend(item.values())
-        elif kind is list:
-            pending.extend(item)
-        elif kind is float:
-            return True
-    return False
 
 
 def _read(container: Any, key: Any) -> tuple[Any, str | None]:
@@ -251,8 +249,8 @@ def read_props(resource_type: str, props: Mapping[str, Any], plain: Any = None) 
 
     apiVersion and kind come from the type when the props leave them out; a `*Patch`
     type names the kind it patches.  `plain`, the deserialized props behind the proxy
-    (`pulumi_dra.analyze_once.plain_props`), is read directly when it holds no unknown
-    value: the object shares its nested values, which the rules never change.
+    (`pulumi_dra.analyze_once.plain_props`), is read instead of the proxy when it holds no
+    unknown value.
     """
     api_version = kubernetes_api_version(resource_type)
     if api_version is None:
@@ -262,13 +260,14 @@ def read_props(resource_type: str, props: Mapping[str, Any], plain: Any = None) 
     if patch:
         kind = kind[: -len(PATCH_SUFFIX)]
     unknown: list[tuple[Path, str]] = []
-    if type(plain) is dict and not _holds_unknown_or_float(plain):
-        obj: Any = dict(plain)
-    else:
-        try:
-            obj = _fast_plain(props)
-        except (_UnknownSeen, UnknownValueError):
-            obj = _strip_unknowns(props, (), unknown)
+    source = plain if type(plain) is dict else props
+    try:
+        # One walk of the plain values when they are at hand (no proxy to go through).
+        obj: Any = _fast_plain(source)
+    except (_UnknownSeen, UnknownValueError):
+        obj = _strip_unknowns(props, (), unknown)
+    if obj is source or (type(props) in _PROXY_CLASSES and obj is props["__target"]):
+        obj = dict(obj)  # written to below: not the SDK's own dict
     if not isinstance(obj, dict):  # pragma: no cover - props are always a mapping
         return None
     if "apiVersion" not in obj or any(path == ("apiVersion",) for path, _ in unknown):

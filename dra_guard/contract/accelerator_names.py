@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 
 
@@ -178,9 +179,14 @@ NOT_ACCELERATORS = frozenset({"nvidia.com/hostdev", "nvidia.com/mlnxnics", "nvid
 NOT_ACCELERATOR_PREFIXES = ("nvidia.com/rdma_shared_device_", "nvidia.com/sriov_")
 
 
+@lru_cache(maxsize=4096)
 def family_of(name: str) -> NameFamily | None:
     """The device-plugin family that registers `name` for accelerators, if one does (no
-    NIC name is in one: the admission policy tests the families alone)."""
+    NIC name is in one: the admission policy tests the families alone).
+
+    Asked for every resource name of every container (`cpu`, `memory`, ...) and tested
+    against each family's names, prefixes and pattern: the answers are kept, for the
+    few names an input repeats (bounded: a name is any string an input holds)."""
     return next((family for family in FAMILIES if family.has(name)), None)
 
 
