@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.corpus import write_corpus, write_realistic, write_single, write_tree
-from dra_guard.distribute.pool import available_cores
+from dra_guard.distribute.cores import available_cores
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("dra_guard", "constructs_dra", "pulumi_dra")

@@ -232,6 +232,25 @@ def test_a_part_carries_its_context_and_rules_by_reference() -> None:
     assert merging.context in args and worker.context not in args
 
 
+class _Forged:
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind, self.name = kind, name
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return (codec._reference, (self.kind, self.name))
+
+
+def test_a_reference_is_resolved_only_by_the_reader_and_only_to_what_it_knows() -> None:
+    merging = Checker()
+    assert codec.load_value(pickle.dumps(_Forged("rule", "DRA001")), merging.context) is RULES["DRA001"]
+    assert codec.load_value(pickle.dumps(_Forged("context", "")), merging.context) is merging.context
+    for kind, name in (("rule", "DRA999"), ("module", "os"), ("context ", "")):
+        with pytest.raises(pickle.UnpicklingError, match="unknown reference"):
+            codec.load_value(pickle.dumps(_Forged(kind, name)), merging.context)
+    with pytest.raises(pickle.UnpicklingError, match="outside a checked part"):
+        pickle.loads(pickle.dumps(_Forged("context", "")))  # an unrestricted reader gets nothing
+
+
 # --- worker processes ---------------------------------------------------------------------------
 
 
@@ -299,12 +318,19 @@ def test_a_worker_that_dies_leaves_an_input_error_for_each_file_of_its_batch(
     assert "poison.yaml: the worker process checking this file stopped" in err
 
 
-def test_files_are_dealt_largest_first_in_batches_of_about_equal_bytes() -> None:
+def test_files_are_dealt_largest_first_in_batches_that_shrink_as_the_input_runs_out() -> None:
     jobs = [pool.Job(position, f"f{position}", True) for position in range(6)]
     sizes = [10, 5_000_000, 300_000, 2_000_000, 1, 300_000]
     batched = pool.batches(jobs, sizes, 2)
     assert [job.position for job in batched[0]] == [1]
     assert [job.position for batch in batched for job in batch] == [1, 3, 2, 5, 0, 4]
+    # 200 files of 256 KiB for 2 workers: a first batch of an eighth of the bytes, then
+    # smaller ones, down to the smallest batch at the end, where a worker left alone waits least.
+    jobs = [pool.Job(position, f"f{position}", True) for position in range(200)]
+    batched = pool.batches(jobs, [256 << 10] * 200, 2)
+    held = [len(batch) * (256 << 10) for batch in batched]
+    assert held[0] == 25 * (256 << 10) and held == sorted(held, reverse=True) and held[-1] == pool.BATCH_MIN_BYTES
+    assert sorted(job.position for batch in batched for job in batch) == list(range(200))
     assert not pool.worth_it([1_000, 2_000], 2) and not pool.worth_it([10 << 20], 2) and pool.worth_it([2 << 20] * 2, 2)
 
 

@@ -438,7 +438,10 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         stderr.write(f"dra-guard: refusing to write {what} to {output}: it is one of the inputs\n")
         return EXIT_ERROR
     inputs = Inputs(selection, max_bytes=config.get(MAX_FILE_BYTES))
-    workers = arguments.jobs or _available_cores()
+    # One input is checked in this process: a check of one file (an editor's, a pre-commit
+    # hook's) neither imports nor starts the pool.
+    several = len(selection.files) + len(selection.charts) > 1
+    workers = arguments.jobs or (_available_cores() if several else 1)
     from dra_guard.kubectl_yaml.fast import holding_stderr
 
     if shard is not None:
@@ -459,7 +462,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
 
 
 def _available_cores() -> int:
-    from dra_guard.distribute.pool import available_cores
+    from dra_guard.distribute.cores import available_cores
 
     return available_cores()
 

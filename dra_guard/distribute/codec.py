@@ -65,41 +65,49 @@ def _mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[
 copyreg.pickle(types.MappingProxyType, _mapping_proxy)
 
 
+def _reference(kind: str, name: str) -> Any:
+    """What a reference written by `_Writer` stands for: only a `_Reader` resolves one."""
+    raise pickle.UnpicklingError(f"a {kind} reference ({name!r}) read outside a checked part")
+
+
 class _Writer(pickle.Pickler):
     def __init__(self, file: io.BytesIO, context: Context | None) -> None:
         super().__init__(file, protocol=PROTOCOL)
         self._context = context
 
-    def persistent_id(self, obj: Any) -> Any:
+    # reducer_override, not persistent_id: pickle asks it only for objects other than
+    # strings, numbers, tuples, lists and dicts -- most of a part -- where persistent_id is
+    # a Python call for every object (issue 25: a third of a small file's pickling).
+    def reducer_override(self, obj: Any) -> Any:
         if obj is self._context and obj is not None:
-            return (_CONTEXT,)
+            return _reference, (_CONTEXT, "")
         if isinstance(obj, Rule):
-            return (_RULE, obj.id)
+            return _reference, (_RULE, obj.id)
         if isinstance(obj, Config):
-            return (_CONFIG,)
-        return None
+            return _reference, (_CONFIG, "")
+        return NotImplemented
 
 
 class _Reader(pickle.Unpickler):
     def __init__(self, file: io.BytesIO, context: Context) -> None:
         super().__init__(file)
         self._context = context
-        #: The modules of the registry's rules: an extra rule module's functions resolve too.
-        self._rule_modules = frozenset(rule.module for rule in RULES.values())
 
-    def persistent_load(self, pid: Any) -> Any:
-        if pid == (_CONTEXT,):
+    def _resolve(self, kind: str, name: str) -> Any:
+        if kind == _CONTEXT:
             return self._context
-        if pid == (_CONFIG,):
+        if kind == _CONFIG:
             return self._context.config
-        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == _RULE and pid[1] in RULES:
-            return RULES[pid[1]]
-        raise pickle.UnpicklingError(f"unknown reference {pid!r}")
+        if kind == _RULE and name in RULES:
+            return RULES[name]
+        raise pickle.UnpicklingError(f"unknown reference {(kind, name)!r}")
 
     def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _reference.__name__:
+            return self._resolve  # bound to the context this reader resolves with
         if (module, name) in _BUILTINS:
             return super().find_class(module, name)
-        allowed = module.startswith(_PACKAGES) or module in self._rule_modules or (module, name) in _CLASSES
+        allowed = module.startswith(_PACKAGES) or (module, name) in _CLASSES or _is_rule_module(module)
         if not allowed or "." in name:
             raise pickle.UnpicklingError(f"a checked part may not name {module}.{name}")
         try:
@@ -110,6 +118,12 @@ class _Reader(pickle.Unpickler):
         if not isinstance(found, type | types.FunctionType) or found.__module__ != module:
             raise pickle.UnpicklingError(f"a checked part may not name {module}.{name}")
         return found
+
+
+def _is_rule_module(module: str) -> bool:
+    """Whether `module` is a registered rule's (an extra rule module's functions resolve too);
+    asked only of modules outside dra_guard's own packages, so rarely that it is not kept."""
+    return any(rule.module == module for rule in RULES.values())
 
 
 def dump_value(value: Any, context: Context | None = None) -> bytes:

@@ -14,7 +14,6 @@ each file of its batch. Nothing is skipped silently.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from dra_guard.contract.findings import InputError, Report
 from dra_guard.engine.run import Checker, check_stream
-from dra_guard.kubectl_yaml.fast import holding_stderr
+from dra_guard.kubectl_yaml.fast import expect_many_documents, holding_stderr
 from dra_guard.read.inputs import FILE, Inputs, Unit, file_items
 from dra_guard.read.loader import display_name
 from dra_guard.read.walk import STDIN
@@ -38,21 +37,13 @@ if TYPE_CHECKING:
 #: Below this many bytes of files, a check stays in one process: starting the workers
 #: costs more than they save (tests/test_cold_start.py holds one small file's check).
 PARALLEL_MIN_BYTES = 2 << 20
-#: A batch holds about this share of the input's bytes per worker, between the bounds
-#: below: small enough to balance the workers, large enough that batches cost little.
-BATCHES_PER_WORKER = 8
+#: A batch holds about 1/(workers x this) of the bytes not yet dealt, between the bounds
+#: below: batches shrink as the input runs out (guided scheduling), so that few bytes are
+#: left to one worker while the others have finished, and the first batches cost little.
+BATCHES_PER_WORKER = 4
 BATCH_MIN_BYTES = 256 << 10
 BATCH_MAX_BYTES = 8 << 20
 BATCH_MAX_FILES = 512
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, where the OS says)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        with contextlib.suppress(OSError):
-            return max(1, len(affinity(0)))
-    return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -93,6 +84,9 @@ def _start_worker(config: Config, max_bytes: int) -> None:
     import gc
 
     gc.set_threshold(100_000, 50, 100)  # as the CLI sets it for a check (dra_guard.cli.main)
+    # A worker exists because the input is large: the first files' documents too are worth
+    # the fast reader's import (5 ms), which the parent never needed.
+    expect_many_documents()
     _Worker.checker = Checker(config, part=True)
     _Worker.max_bytes = max_bytes
 
@@ -125,18 +119,21 @@ def _check_file(checker: Checker, job: Job) -> Done:
 
 
 def batches(jobs: Sequence[Job], sizes: Sequence[int], workers: int) -> list[list[Job]]:
-    """`jobs` in batches, largest files first (each batch about the same number of bytes)."""
-    total = sum(sizes)
-    target = min(BATCH_MAX_BYTES, max(BATCH_MIN_BYTES, total // max(1, workers * BATCHES_PER_WORKER)))
+    """`jobs` in batches, largest files first, each batch a share of what is left (see
+    BATCHES_PER_WORKER): the last batches are the smallest."""
+    left = sum(sizes)
     order = sorted(range(len(jobs)), key=lambda index: (-sizes[index], jobs[index].position))
     result: list[list[Job]] = []
     batch: list[Job] = []
-    held = 0
+    held = target = 0
     for index in order:
+        if not batch:
+            target = min(BATCH_MAX_BYTES, max(BATCH_MIN_BYTES, left // (workers * BATCHES_PER_WORKER)))
         batch.append(jobs[index])
         held += sizes[index]
         if held >= target or len(batch) >= BATCH_MAX_FILES:
             result.append(batch)
+            left -= held
             batch, held = [], 0
     if batch:
         result.append(batch)

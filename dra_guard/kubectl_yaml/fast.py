@@ -108,6 +108,12 @@ if chosen():  # forced either way: from the first document (and a missing wheel 
     _Rapidyaml.load()
 
 
+def expect_many_documents() -> None:
+    """This process will read many documents (a pool's worker): rapidyaml from the first,
+    instead of after AUTO_AFTER_DOCUMENTS of them, where it is installed and not turned off."""
+    _Rapidyaml.load()
+
+
 @contextlib.contextmanager
 def holding_stderr() -> Iterator[None]:
     """A batch of reading (a worker's files, a whole check): descriptor 2 is swapped for

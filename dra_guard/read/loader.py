@@ -23,7 +23,6 @@ from dra_guard.contract.findings import InputError
 from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, read_pieces, source_line
 from dra_guard.model.kustomize import PatchFiles, is_kustomization
 from dra_guard.read.files import read_input
-from dra_guard.read.kustomize import read_patch_files
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Ignores, select
 from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
@@ -208,6 +207,9 @@ def _documents(sent: Callable[[], Iterator[SentObject | InputError]], name: str)
                 continue
             document = Document.sent(name, item)
             if name != STDIN_NAME and isinstance(item.obj, Mapping) and is_kustomization(item.obj):
+                # Imported here: most checks meet no kustomization, and start faster without it.
+                from dra_guard.read.kustomize import read_patch_files
+
                 document.patch_files = read_patch_files(item.obj, name)
             yield document
             document.node = None
