@@ -16,6 +16,7 @@ part, a few built-in types, and nothing reached through a dotted name.
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import io
 import pickle
 import types
@@ -65,6 +66,21 @@ def _mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[
 copyreg.pickle(types.MappingProxyType, _mapping_proxy)
 
 
+def _init_fields(cls: type) -> tuple[str, ...] | None:
+    """The fields, in order, of a slotted dataclass that its generated __init__ makes from
+    them alone (no __post_init__, no init=False or keyword-only field), else None."""
+    if not dataclasses.is_dataclass(cls) or "__slots__" not in vars(cls) or hasattr(cls, "__post_init__"):
+        return None
+    fields = dataclasses.fields(cls)
+    if any(not field.init or field.kw_only for field in fields):
+        return None
+    return tuple(field.name for field in fields)
+
+
+#: `_init_fields` of each class met (the classes of a check are few).
+_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
 def _reference(kind: str, name: str) -> Any:
     """What a reference written by `_Writer` stands for: only a `_Reader` resolves one."""
     raise pickle.UnpicklingError(f"a {kind} reference ({name!r}) read outside a checked part")
@@ -85,6 +101,15 @@ class _Writer(pickle.Pickler):
             return _reference, (_RULE, obj.id)
         if isinstance(obj, Config):
             return _reference, (_CONFIG, "")
+        # A slotted dataclass (a finding, an object's reference, a fact) as its class and
+        # fields: read back by its __init__, where pickle's default goes through
+        # dataclasses' __setstate__, which looks its fields up again for every object.
+        cls = obj.__class__
+        names = _INIT_FIELDS.get(cls, ())
+        if names == ():
+            names = _INIT_FIELDS[cls] = _init_fields(cls)
+        if names is not None:
+            return cls, tuple([getattr(obj, name) for name in names])
         return NotImplemented
 
 

@@ -113,6 +113,8 @@ class Ignores:
         return self.matches_exclude(path, is_dir) or (self._gitignore and self._git_ignored(path, is_dir))
 
     def matches_exclude(self, path: str, is_dir: bool = False) -> bool:
+        if not self._excludes:
+            return False
         absolute = os.path.abspath(path)
         suffix = "/" if is_dir else ""
         for base, spec in self._excludes:
@@ -211,7 +213,9 @@ class _OutputFile:
     An existing file is compared by (st_dev, st_ino): one stat per candidate, where
     `realpath` cost an lstat per component of every candidate's path (issue 25: ~145 us a
     file on one-object-per-file trees), and a hard link or symlink to it is still caught.
-    A report file that does not exist yet cannot be read as an input; a candidate naming the
+    A report file that does not exist yet cannot be read as an input, nor can one that is
+    no regular file (`/dev/null`, a pipe: reading refuses those, and writing to them
+    overwrites no input), so candidates are not stat'ed for them; a candidate naming the
     same path is still refused."""
 
     def __init__(self, output: str | None) -> None:
@@ -220,7 +224,8 @@ class _OutputFile:
         if output:
             try:
                 status = os.stat(output)
-                self.identity = (status.st_dev, status.st_ino)
+                if stat.S_ISREG(status.st_mode):
+                    self.identity = (status.st_dev, status.st_ino)
             except OSError:
                 pass
 
@@ -348,7 +353,8 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> Iterabl
         for name in names:
             path = os.path.join(root, name)
             wanted = name.lower().endswith(MANIFEST_SUFFIXES) or name in KUSTOMIZATION_FILE_NAMES
-            # Everything but a folder: what is no regular file is refused when it is read.
-            if wanted and not os.path.isdir(path) and not ignores.excluded(path):
+            # Everything but a folder (os.walk put folders, and links to them, in `folders`):
+            # what is no regular file is refused when it is read.
+            if wanted and not ignores.excluded(path):
                 found.append((path, False))
     return sorted(found)

@@ -99,16 +99,32 @@ def _dumps(value: Any, indent: int) -> str:
         if not value:
             return "{}"
         inner = "\n" + " " * (indent + 2)
-        entries = (
-            f"{json.dumps(str(key), ensure_ascii=False)}: {_dumps(item, indent + 2)}" for key, item in value.items()
-        )
+        entries = (f"{_string(str(key))}: {_dumps(item, indent + 2)}" for key, item in value.items())
         return "{" + inner + ("," + inner).join(entries) + "\n" + " " * indent + "}"
     if isinstance(value, (list, tuple)):
         if not value:
             return "[]"
         inner = "\n" + " " * (indent + 2)
         return "[" + inner + ("," + inner).join(_dumps(item, indent + 2) for item in value) + "\n" + " " * indent + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return _scalar(value)
+
+
+#: What `json.dumps(text, ensure_ascii=False)` returns for a str, without the encoder
+#: json.dumps makes for every call with an argument (most of a report's writing).
+_string = json.encoder.encode_basestring
+_CONSTANTS = {None: "null", True: "true", False: "false"}
+
+
+def _scalar(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False)`, faster for the common exact types."""
+    cls = value.__class__
+    if cls is str:
+        return _string(value)
+    if cls is int:
+        return int.__repr__(value)
+    if cls is bool or value is None:
+        return _CONSTANTS[value]
+    return json.dumps(value, ensure_ascii=False)  # floats (nan, inf), subclasses: as json writes them
 
 
 def write_items(out: Output, items: Iterable[Any], indent: int) -> None:
