@@ -441,7 +441,9 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     # One input is checked in this process: a check of one file (an editor's, a pre-commit
     # hook's) neither imports nor starts the pool.
     several = len(selection.files) + len(selection.charts) > 1
-    workers = arguments.jobs or (_available_cores() if several else 1)
+    from dra_guard.distribute.cores import available_cores
+
+    workers = arguments.jobs or (available_cores() if several else 1)
     from dra_guard.kubectl_yaml.fast import holding_stderr
 
     if shard is not None:
@@ -459,12 +461,6 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
-
-
-def _available_cores() -> int:
-    from dra_guard.distribute.cores import available_cores
-
-    return available_cores()
 
 
 def _shard(arguments: argparse.Namespace, stderr: TextIO) -> Shard | int | None:

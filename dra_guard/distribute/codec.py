@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
+import functools
 import io
 import pickle
 import types
@@ -66,6 +67,7 @@ def _mapping_proxy(proxy: types.MappingProxyType[Any, Any]) -> tuple[Any, tuple[
 copyreg.pickle(types.MappingProxyType, _mapping_proxy)
 
 
+@functools.cache  # per class met: the classes of a check are few
 def _init_fields(cls: type) -> tuple[str, ...] | None:
     """The fields, in order, of a slotted dataclass that its generated __init__ makes from
     them alone (no __post_init__, no init=False or keyword-only field), else None."""
@@ -75,10 +77,6 @@ def _init_fields(cls: type) -> tuple[str, ...] | None:
     if any(not field.init or field.kw_only for field in fields):
         return None
     return tuple(field.name for field in fields)
-
-
-#: `_init_fields` of each class met (the classes of a check are few).
-_INIT_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 def _reference(kind: str, name: str) -> Any:
@@ -105,9 +103,7 @@ class _Writer(pickle.Pickler):
         # fields: read back by its __init__, where pickle's default goes through
         # dataclasses' __setstate__, which looks its fields up again for every object.
         cls = obj.__class__
-        names = _INIT_FIELDS.get(cls, ())
-        if names == ():
-            names = _INIT_FIELDS[cls] = _init_fields(cls)
+        names = _init_fields(cls)
         if names is not None:
             return cls, tuple([getattr(obj, name) for name in names])
         return NotImplemented
