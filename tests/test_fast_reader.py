@@ -447,10 +447,23 @@ def test_the_misread_colon_searches_find_what_the_one_pattern_finds() -> None:
         assert fast._misread_colon(text) == (fast._MISREAD_COLON.search(text) is not None), repr(text)
 
 
-def test_isprintable_is_the_printable_ascii_class() -> None:
+def test_the_blank_line_search_finds_what_the_one_pattern_finds() -> None:
+    """fast._blank_line is _BLANK_LINE as a faster search and a look at the first line."""
+    import random
+
+    chance = random.Random(25)
+    for _ in range(100_000):
+        text = "".join(chance.choice(" \na") for _ in range(chance.randint(0, 8)))
+        assert fast._blank_line(text) == (fast._BLANK_LINE.search(text) is not None), repr(text)
+
+
+def test_deleting_the_printable_ascii_leaves_what_the_class_finds() -> None:
+    """_unsafe's test of ASCII text (fast._PRINTABLE_ASCII) is _NOT_PRINTABLE_ASCII's."""
     for code in range(128):
         text = f"a\n{chr(code)}b"
-        assert (not text.replace("\n", "").isprintable()) == (fast._NOT_PRINTABLE_ASCII.search(text) is not None)
+        left = text.encode("ascii").translate(None, fast._PRINTABLE_ASCII)
+        assert bool(left) == (fast._NOT_PRINTABLE_ASCII.search(text) is not None)
+        assert fast._unsafe(text) or not left
 
 
 def test_a_check_swaps_descriptor_2_once_and_rapidyaml_writes_nothing_there(

@@ -61,6 +61,7 @@ UNPARSED = _Unparsed()
 # Characters outside printable ASCII and LF (tabs, CR, control characters): YAML
 # parsers have differed on them, so libyaml reads such text.
 _NOT_PRINTABLE_ASCII = re.compile(r"[^\n\x20-\x7e]")
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F)) + b"\n"
 
 
 class _Decline(Exception):
@@ -329,8 +330,9 @@ def _unsafe(text: str) -> bool:
     """Text holding what this reader leaves to libyaml (see the module docstring)."""
     return (
         not text.isascii()
-        # isprintable() is the class of _NOT_PRINTABLE_ASCII for ASCII text, and faster
-        or not text.replace("\n", "").isprintable()
+        # Deleting the printable characters and LF leaves nothing: _NOT_PRINTABLE_ASCII
+        # finds nothing, at a fraction of its cost (a table lookup per byte, in C).
+        or bool(text.encode("ascii").translate(None, _PRINTABLE_ASCII))
         or text.startswith(("%", "..."))
         or "\n%" in text
         or "\n..." in text
@@ -358,6 +360,11 @@ _MISREAD_COLON = re.compile(r"(?:^|[\n\[{,]|[-?:] ) *:|:[,\]}:]")
 # The same, as searches that each start at a character the text seldom holds where it
 # matches (tests/test_fast_reader.py holds them to the pattern above): one pattern with
 # `^` in an alternation is tried at every position, and cost more than parsing the text.
+# First, what every match past the text's start holds: a `:` before `,`, `]`, `}` or
+# `:`, or after a line end, a blank, `[`, `{` or `,`.  Starting with the literal `:`, it
+# is searched for as fast as a substring; a manifest's colons follow their keys, so the
+# four searches below seldom run (together they cost about 15 us per document).
+_COLON_MAY_BE_MISREAD = re.compile(r":(?:(?=[,\]}:])|(?<=[\n\[{, ]:))")
 _COLON_BEFORE = re.compile(r":[,\]}:]")
 _COLON_STARTS_LINE = re.compile(r"\n *+:")
 _COLON_IN_FLOW = re.compile(r"[\[{,] *+:")
@@ -368,10 +375,15 @@ def _misread_colon(text: str) -> bool:
     """`_MISREAD_COLON.search(text) is not None`, faster."""
     return ":" in text and (
         text.lstrip(" ").startswith(":")
-        or _COLON_BEFORE.search(text) is not None
-        or _COLON_STARTS_LINE.search(text) is not None
-        or _COLON_IN_FLOW.search(text) is not None
-        or _COLON_AFTER_INDICATOR.search(text) is not None
+        or (
+            _COLON_MAY_BE_MISREAD.search(text) is not None
+            and (
+                _COLON_BEFORE.search(text) is not None
+                or _COLON_STARTS_LINE.search(text) is not None
+                or _COLON_IN_FLOW.search(text) is not None
+                or _COLON_AFTER_INDICATOR.search(text) is not None
+            )
+        )
     )
 
 
@@ -428,6 +440,9 @@ def _closed_line(text: str, start: int, end: int) -> bool:
 
 
 _BLANK_LINE = re.compile(r"(?:^|\n) +(?:\n|$)")
+# The same after a line break: starting with a literal, it is searched for fast (`^` in
+# an alternation is tried at every position); `_blank_line` adds the text's first line.
+_BLANK_LINE_AFTER_BREAK = re.compile(r"\n +(?:\n|$)")
 # A block scalar's header (`|`, `>-`, `|2+`, ...), and a quote, which may open a scalar
 # spanning lines; matched loosely: text that only looks so is declined too.
 _SCALAR_OVER_LINES = re.compile(r"[|>][-+0-9]* *(?:#[^\n]*)?(?:\n|$)|[\"']")
@@ -437,7 +452,14 @@ def _blank_line_in_scalar(text: str) -> bool:
     """Whether a line of spaces only may stand inside a scalar that spans lines: rapidyaml
     drops the spaces of such lines in block scalars (`>+1`, indented `|`), which libyaml keeps
     where they are content."""
-    return _BLANK_LINE.search(text) is not None and _SCALAR_OVER_LINES.search(text) is not None
+    return _blank_line(text) and _SCALAR_OVER_LINES.search(text) is not None
+
+
+def _blank_line(text: str) -> bool:
+    """`_BLANK_LINE.search(text) is not None`, faster."""
+    return _BLANK_LINE_AFTER_BREAK.search(text) is not None or (
+        text.startswith(" ") and text.lstrip(" ")[:1] in ("", "\n")
+    )
 
 
 class Parsed:
