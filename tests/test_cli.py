@@ -288,3 +288,52 @@ def test_objects_with_generate_name_are_labelled_with_it(tmp_path: Path) -> None
         "name": "",
         "generateName": "train-",
     }
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check"],
+        ["check", "a.yaml", "b", "--format", "sarif", "-o", "out.sarif", "--jobs", "3", "--exclude", "x/**"],
+        ["check", "--shard", "2/5", "--facts-out", "f", "--baseline", "b.json", "--fail-on", "high"],
+        ["merge", "f1", "f2", "--format", "json"],
+        ["rules", "--format", "markdown"],
+        ["explain", "dra001"],
+        ["init", "ci", "pulumi", "--dir", "project"],
+        ["admission-policy", "--kubernetes-version", "1.34"],
+        ["webhook", "--help-not-an-option"],
+        ["scrub", "--help-not-an-option"],
+        ["migrate", "legacy.yaml", "--in-place"],
+        ["check", "--jobs", "0"],
+        ["init", "nothing"],
+    ],
+)
+def test_a_parser_built_for_one_subcommand_reads_its_command_line_as_the_whole_parser_does(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() builds only the subcommand it runs (cli.main.requested_command): the same
+    namespace, or the same usage error, as the parser of every subcommand."""
+    from dra_guard.cli.main import build_parser, requested_command
+
+    assert requested_command(argv) == argv[0]
+
+    def parsed(command: str | None) -> object:
+        try:
+            return vars(build_parser(command).parse_args(argv))
+        except SystemExit as stopped:
+            return stopped.code, capsys.readouterr().err
+
+    assert parsed(argv[0]) == parsed(None)
+
+
+def test_the_whole_parser_is_built_for_help_unknown_commands_and_completion() -> None:
+    from dra_guard.cli.main import COMMANDS, build_parser, requested_command
+
+    for argv in ([], ["--help"], ["--version"], ["chek"], ["completion", "bash"]):
+        assert requested_command(argv) is None
+    whole = build_parser()
+    subcommands = next(action for action in whole._actions if action.dest == "command")
+    assert tuple(subcommands.choices) == COMMANDS
+    for command in COMMANDS:
+        alone = next(action for action in build_parser(command)._actions if action.dest == "command")
+        assert tuple(alone.choices) == (command,)

@@ -4,7 +4,8 @@
 are each a few percent of it, and nothing a check of a ConfigMap needs: rapidyaml
 (worth its import only past a few hundred documents), what talks to its C++ (ctypes,
 threads), `shutil` (argparse imports it for the terminal's width), shtab (for `dra-guard
-completion` alone), and the allocator (needed with the first claim or ResourceSlice).
+completion` alone), the allocator (needed with the first claim or ResourceSlice), and the
+scaffolding of `dra-guard init` (a check builds its own subcommand's arguments alone).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
-NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "shtab", "dra_guard.model.allocation")
+NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "shtab", "dra_guard.model.allocation", "dra_guard.cli.init")
 
 
 def _imported_after_check(path: Path) -> set[str]:

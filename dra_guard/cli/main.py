@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 from dra_guard import __version__
 from dra_guard.cli.admission import add_admission_policy_parser, add_webhook_parser
 from dra_guard.cli.completion import add_completion_parser
-from dra_guard.cli.init import TARGETS
 from dra_guard.cli.scrub import add_scrub_parser
 from dra_guard.contract.errors import UnavailableParser
 from dra_guard.present.report import FORMATS
@@ -124,7 +123,37 @@ def _jobs(text: str) -> int:
     return jobs
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: The subcommands, as `build_parser` adds them.
+COMMANDS = (
+    "check",
+    "merge",
+    "rules",
+    "explain",
+    "init",
+    "admission-policy",
+    "webhook",
+    "scrub",
+    "migrate",
+    "completion",
+)
+
+
+def requested_command(argv: Sequence[str]) -> str | None:
+    """The subcommand a command line runs, when `build_parser` may add it alone: a run
+    reads one subcommand's arguments, and building the other nine (about a hundred
+    arguments, a formatter each) was a few per cent of a cold start.  None where the whole
+    parser is wanted: top-level options or help, an unknown name (its error lists every
+    subcommand), and `completion`, which writes the scripts of them all."""
+    first = argv[0] if argv else None
+    return first if first in COMMANDS and first != "completion" else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `dra-guard` parser: every subcommand, or `command` alone (`requested_command`)."""
+
+    def wanted(name: str) -> bool:
+        return command is None or command == name
+
     # argparse exits 2 on usage errors, which is already our contract.
     parser = _ArgumentParser(
         prog="dra-guard",
@@ -132,7 +161,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dra-guard {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_ArgumentParser)
+    if wanted("check"):
+        _add_check_parser(commands)
+    if wanted("merge"):
+        merge = commands.add_parser(
+            "merge",
+            help="one report from the facts files of `check --shard I/N` (every shard of one check)",
+            description="Merge the facts files `dra-guard check --shard I/N --facts-out FILE` wrote, one per "
+            "shard, into the report one `check` of everything would write.",
+        )
+        merge.add_argument("facts", nargs="+", metavar="FACTS", help="every shard's facts file")
+        _add_report_options(merge)
+    if wanted("rules"):
+        rules = commands.add_parser("rules", help="list the rules")
+        rules.add_argument(
+            "--format", choices=("text", "markdown"), default="text", help="markdown is docs/rules.md (`make docs`)"
+        )
+    if wanted("explain"):
+        explain = commands.add_parser("explain", help="explain one rule: its options, waivability and examples")
+        explain.add_argument(
+            "rule", metavar="RULE", help="a rule ID (any case) or name, as `dra-guard rules` lists them"
+        )
+    if wanted("init"):
+        _add_init_parser(commands)
+    if wanted("admission-policy"):
+        add_admission_policy_parser(commands)
+    if wanted("webhook"):
+        add_webhook_parser(commands)
+    if wanted("scrub"):
+        add_scrub_parser(commands)
+    if wanted("migrate"):
+        from dra_guard.cli.migrate_arguments import add_arguments
 
+        migrate = commands.add_parser(
+            "migrate",
+            help="rewrite device-plugin requests (nvidia.com/gpu, ...) as DRA claim templates",
+            description="Rewrite device-plugin requests as compliant DRA claim templates and wired pods. "
+            "Inputs are only changed with --in-place; exit 2 when anything could not be migrated.",
+        )
+        add_arguments(migrate)
+    if wanted("completion"):
+        add_completion_parser(commands)
+    return parser
+
+
+def _add_check_parser(commands: Any) -> None:
     check = commands.add_parser(
         "check",
         help="check manifests against the rules",
@@ -186,21 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 2 when a Helm chart or a kustomization could not be rendered and checked (in full)",
     )
 
-    merge = commands.add_parser(
-        "merge",
-        help="one report from the facts files of `check --shard I/N` (every shard of one check)",
-        description="Merge the facts files `dra-guard check --shard I/N --facts-out FILE` wrote, one per shard, "
-        "into the report one `check` of everything would write.",
-    )
-    merge.add_argument("facts", nargs="+", metavar="FACTS", help="every shard's facts file")
-    _add_report_options(merge)
 
-    rules = commands.add_parser("rules", help="list the rules")
-    rules.add_argument(
-        "--format", choices=("text", "markdown"), default="text", help="markdown is docs/rules.md (`make docs`)"
-    )
-    explain = commands.add_parser("explain", help="explain one rule: its options, waivability and examples")
-    explain.add_argument("rule", metavar="RULE", help="a rule ID (any case) or name, as `dra-guard rules` lists them")
+def _add_init_parser(commands: Any) -> None:
+    # Imported here: a check has no use for the scaffolding module.
+    from dra_guard.cli.init import TARGETS
 
     init = commands.add_parser(
         "init",
@@ -228,22 +290,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ci: show findings as workflow annotations (--format github), for repositories without code scanning",
     )
-
-    add_admission_policy_parser(commands)
-    add_webhook_parser(commands)
-    add_scrub_parser(commands)
-
-    from dra_guard.cli.migrate_arguments import add_arguments
-
-    migrate = commands.add_parser(
-        "migrate",
-        help="rewrite device-plugin requests (nvidia.com/gpu, ...) as DRA claim templates",
-        description="Rewrite device-plugin requests as compliant DRA claim templates and wired pods. "
-        "Inputs are only changed with --in-place; exit 2 when anything could not be migrated.",
-    )
-    add_arguments(migrate)
-    add_completion_parser(commands)
-    return parser
 
 
 def printable(text: str) -> str:
@@ -759,7 +805,7 @@ def run_init(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    parser = build_parser()
+    parser = build_parser(requested_command(sys.argv[1:] if argv is None else argv))
     arguments = parser.parse_args(argv)
     try:
         if arguments.command == "check":
