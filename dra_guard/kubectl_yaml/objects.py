@@ -82,6 +82,12 @@ def _kind_problem(obj: dict[str, Any], what: str) -> str | None:
 
 def document_problem(value: Any, index: int) -> tuple[Path, str] | None:
     """Why kubectl refuses this whole document, or None (it sends something, or nothing)."""
+    if _plainly_sent(value):
+        return None
+    return _document_problem(value, index)
+
+
+def _document_problem(value: Any, index: int) -> tuple[Path, str] | None:
     what = f"document {index}"
     if not isinstance(value, dict):
         return (), f"{what} is a {type(value).__name__}, not a Kubernetes object"
@@ -271,3 +277,45 @@ def _metadata_problem(obj: dict[str, Any]) -> tuple[Path, str] | None:
     """The first field of the object's type and object metadata kubectl cannot decode."""
     found = _first_problem(obj, _TYPE_AND_OBJECT_META)
     return None if found is None else (tuple(reversed(found[0])), found[1])
+
+
+#: ObjectMeta's fields that take a string, and those that take a mapping of strings.
+_STRING_FIELDS = frozenset(key for key, kind in _OBJECT_META.items() if kind == "string")
+_STRING_MAPS = frozenset(key for key, kind in _OBJECT_META.items() if kind == ("map", "string"))
+_STRING_OR_NULL = frozenset((str, type(None)))
+
+
+def _plainly_sent(obj: Any) -> bool:
+    """Whether `_document_problem` surely finds nothing, because the object is what nearly
+    every manifest holds: no `items`, a kind, a group/version, strings in ObjectMeta's
+    string fields, labels and annotations of strings (null allowed).  False for anything
+    else, and `_document_problem` decides.  Its search of the metadata makes a Python call
+    per field, a large part of judging a document; this is one pass over the fields of
+    metadata, and one in C over labels and annotations (tests/test_reading_objects.py
+    holds it to `_document_problem`)."""
+    if obj.__class__ is not dict:  # a JSON object with a duplicate key too: its `pairs`
+        return False
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if kind.__class__ is not str or not kind or "items" in obj:
+        return False
+    if api_version.__class__ is str:
+        if api_version.count("/") > 1:
+            return False
+    elif api_version is not None:
+        return False
+    metadata = obj.get("metadata")
+    if metadata is None:
+        return True
+    if metadata.__class__ is not dict:
+        return False
+    for key, value in metadata.items():
+        if value is None or key not in _OBJECT_META:
+            continue
+        if value.__class__ is str:
+            if key in _STRING_FIELDS:
+                continue
+            return False
+        if key in _STRING_MAPS and value.__class__ is dict and _STRING_OR_NULL.issuperset(map(type, value.values())):
+            continue
+        return False
+    return True
