@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -455,6 +456,34 @@ def test_the_blank_line_search_finds_what_the_one_pattern_finds() -> None:
     for _ in range(100_000):
         text = "".join(chance.choice(" \na") for _ in range(chance.randint(0, 8)))
         assert fast._blank_line(text) == (fast._BLANK_LINE.search(text) is not None), repr(text)
+
+
+def _comment_may_be_in_flow_by_pattern(text: str) -> bool:
+    """fast._comment_may_be_in_flow as first written: each line with a flow opener found by
+    a search for the class [\\[{]."""
+    opener = re.compile(r"[\[{]")
+    position = opener.search(text)
+    while position is not None:
+        start = text.rfind("\n", 0, position.start()) + 1
+        end = text.find("\n", position.start())
+        if end < 0:
+            end = len(text)
+        if not fast._closed_line(text, start, end):
+            return text.find("#", start) >= 0
+        position = opener.search(text, end)
+    return False
+
+
+def test_the_flow_opener_searches_find_what_the_class_finds() -> None:
+    """fast._comment_may_be_in_flow finds `[` and `{` by substring searches: the same answer
+    as the class search on every string of the characters it looks at, up to 10 long, drawn."""
+    import random
+
+    chance = random.Random(25)
+    alphabet = "[{]}#\n 'a"
+    for _ in range(200_000):
+        text = "".join(chance.choice(alphabet) for _ in range(chance.randint(0, 10)))
+        assert fast._comment_may_be_in_flow(text) == _comment_may_be_in_flow_by_pattern(text), repr(text)
 
 
 def test_deleting_the_printable_ascii_leaves_what_the_class_finds() -> None:
