@@ -87,6 +87,22 @@ def test_drawn_files_read_in_pieces_read_as_a_whole(data: bytes, hazard: Any, bl
         kubectl_yaml.PIECE_CHARS = original
 
 
+@pytest.mark.parametrize("piece", [0, 40, 1 << 20])
+def test_a_line_ending_in_two_carriage_returns_keeps_one_read_in_pieces(piece: int) -> None:
+    """kubectl turns CR LF into LF once per line: CR CR LF keeps a CR, read whole or in
+    pieces (each piece's lines were made LF-ended once, and not again at the file's end)."""
+    data = b"apiVersion: v1\r\r\nkind: ConfigMap\r\r\nmetadata:\r\r\n  name: one\r\r\n# a comment\r\r\n---\r\r\n"
+    original = kubectl_yaml.PIECE_CHARS
+    kubectl_yaml.PIECE_CHARS = piece
+    try:
+        for size in (1, 7, len(data)):
+            pieces = _seen(read_pieces(_blocks(data, size), "crcr.yaml"))
+            assert pieces == _seen(read(data, "crcr.yaml")), size
+            assert "\r\n" in pieces[0][5], size
+    finally:
+        kubectl_yaml.PIECE_CHARS = original
+
+
 def test_a_piece_holds_a_few_documents_not_the_file(tiny_pieces: None) -> None:
     document = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n"
     data = ("---\n" + document) * 2000

@@ -243,7 +243,12 @@ def _yaml_pieces(
         yield from _bad_byte(carry + _lines_before(pending, error.start), carry_line, index, name, adjust)
         yield _bad_byte_error(name, pending, error.start, consumed=consumed, lines=lines_consumed, dropped=dropped)
         return
-    carry = kubectl_lines(carry + text)
+    # `carry` already has its CR LFs as LFs, and the last line, with no line feed, holds
+    # none: only the final LF is added (replacing again would take a second CR from a
+    # line ending in CR CR LF, which kubectl keeps one of).
+    carry += text
+    if not carry.endswith("\n"):
+        carry += "\n"
     yield from _read_chunks(carry, list(yaml_chunks(carry, carry_line)), name, adjust, index)
 
 
