@@ -98,8 +98,6 @@ def _finding(
     *,
     terms: WaiverTerms | None = None,
 ) -> Finding:
-    path = (*resource.prefix, *violation.path)
-    evidence = violation.evidence
     # Interned: the same message and path recur across many objects (every CronJob asking
     # for nvidia.com/gpu), and the report keeps every finding to the end.
     return Finding(
@@ -107,17 +105,26 @@ def _finding(
         severity=violation.severity or rule.severity,
         message=sys.intern(message),
         object=resource.ref,
-        path=sys.intern(json_pointer(path)),
+        path=_pointer(resource, violation.path),
         remediation=rule.remediation,
         file=resource.document.file if resource.document else None,
         line=resource.line_of(violation.path),
         origin=resource.origin,
         cross_object=isinstance(violation, Pending) or violation.cross_object,
         waiver=waiver,
-        evidence=None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence),
+        evidence=_evidence(resource, violation.evidence),
         facet=violation.facet,
         waiver_terms=terms,
     )
+
+
+def _pointer(resource: Resource, path: Path) -> str:
+    """The JSON pointer of `path` in the resource's document, interned (see `_finding`)."""
+    return sys.intern(json_pointer((*resource.prefix, *path)))
+
+
+def _evidence(resource: Resource, evidence: tuple[Path, ...] | None) -> tuple[str, ...] | None:
+    return None if evidence is None else tuple(json_pointer((*resource.prefix, *part)) for part in evidence)
 
 
 def _describe(error: BaseException) -> str:
@@ -416,23 +423,28 @@ class Checker:
             # A waived finding is reported as waived, with its reason, not as a finding.
             waiver, terms, note = self._waiver(rule, resource, violation.path)
             if isinstance(violation, Pending):
-                finding = _finding(rule, resource, violation, "", waiver, terms=terms)
+                # What the finding will hold, without making one now: most pending findings
+                # resolve to nothing (DRA014's without ResourceSlices, DRA016's on templates).
                 key = (
                     rule.id,
-                    finding.severity,
-                    finding.origin,
+                    violation.severity or rule.severity,
+                    resource.origin,
                     waiver,
                     terms,
-                    finding.evidence,
-                    finding.facet,
+                    _evidence(resource, violation.evidence),
+                    violation.facet,
                     note,
                     violation.resolve,
                 )
                 kind = self._pending_kinds.get(key)
                 if kind is None:
                     kind = self._pending_kinds[key] = _PendingKind(rule, *key[1:])
-                line = finding.line if finding.line is None else self._lines.setdefault(finding.line, finding.line)
-                self._deferred.append(_Deferred(kind, finding.object, finding.path, finding.file, line, violation.args))
+                line = resource.line_of(violation.path)
+                if line is not None:
+                    line = self._lines.setdefault(line, line)
+                file = resource.document.file if resource.document else None
+                path = _pointer(resource, violation.path)
+                self._deferred.append(_Deferred(kind, resource.ref, path, file, line, violation.args))
             else:
                 finding = _finding(rule, resource, violation, violation.message + note, waiver, terms=terms)
                 (self.report.findings if waiver is None else self.report.waived).append(finding)

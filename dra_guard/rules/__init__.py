@@ -18,7 +18,7 @@ import importlib
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any
 
@@ -93,11 +93,12 @@ class Rule:
     admission: AdmissionDeclaration
     #: `FACETS`: its distinct checks, code -> what the check finds; empty for a rule of one check.
     facets: Mapping[str, str]
+    #: The facets its findings may carry ("" alone for a rule that declares none): made once,
+    #: since the engine tests every finding's facet against it.
+    facet_codes: frozenset[str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def facet_codes(self) -> frozenset[str]:
-        """The facets its findings may carry ("" alone for a rule that declares none)."""
-        return frozenset(self.facets) if self.facets else frozenset({""})
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facet_codes", frozenset(self.facets) if self.facets else frozenset({""}))
 
     def applies_to(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds
