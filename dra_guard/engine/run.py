@@ -320,7 +320,8 @@ class Checker:
                 self.add_error(_failure(resource, f"rule {rule.id} failed on", error, rule.id))
 
     def _read(self, resource: Resource) -> None:
-        for path, problem in shape_problems(resource.obj):
+        # The requests are the resource's, worked out once for the rules and the context too.
+        for path, problem in shape_problems(resource.obj, resource.requests):
             document = resource.document
             if path or resource.prefix:
                 where = f"{resource.ref}: {json_pointer((*resource.prefix, *path))}"

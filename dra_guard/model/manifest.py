@@ -8,7 +8,7 @@ engine never raises on arbitrary documents.  Paths are tuples for `json_pointer(
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,63 +299,74 @@ _DEVICES_FIELDS: tuple[_Field, ...] = (
 )
 
 
-def _field_problems(base: object, base_path: Path, fields: tuple[_Field, ...]) -> Iterator[tuple[Path, str]]:
-    if not isinstance(base, Mapping):
+def _field_problems(found: list[tuple[Path, str]], base: object, base_path: Path, fields: tuple[_Field, ...]) -> None:
+    if type(base) is not dict and not isinstance(base, Mapping):
         return
     for key, usual, acceptable, description in fields:
         value = base.get(key)
         if value is not None and type(value) is not usual and not isinstance(value, acceptable):
-            yield (*base_path, key), f"must be {description}, not {type(value).__name__}"
+            found.append(((*base_path, key), f"must be {description}, not {type(value).__name__}"))
 
 
 def _not_a_mapping(value: object) -> bool:
     return value is not None and type(value) is not dict and not isinstance(value, Mapping)
 
 
-def shape_problems(obj: Mapping[str, Any]) -> Iterator[tuple[Path, str]]:
-    """Wrongly typed fields that would hide content from the rules."""
+def shape_problems(
+    obj: Mapping[str, Any], requests: Iterable[DeviceRequestView] | None = None
+) -> list[tuple[Path, str]]:
+    """Wrongly typed fields that would hide content from the rules, in document order.
+
+    A list, not a generator: nearly every object has none, and the engine asks of every
+    object.  `requests`: the object's `device_requests`, where the caller has them already.
+    """
     if "apiVersion" not in obj and "kind" not in obj:
-        yield (), "is not a Kubernetes object (it has no apiVersion and no kind)"
-        return
+        return [((), "is not a Kubernetes object (it has no apiVersion and no kind)")]
+    found: list[tuple[Path, str]] = []
     for key in ("apiVersion", "kind"):
         if type(obj.get(key)) is not str:
-            yield (key,), "must be a string" if key in obj else "is missing"
+            found.append(((key,), "must be a string" if key in obj else "is missing"))
     for key in ("metadata", "spec"):
         if _not_a_mapping(obj.get(key)):
-            yield (key,), f"must be a mapping, not {type(obj.get(key)).__name__}"
+            found.append(((key,), f"must be a mapping, not {type(obj.get(key)).__name__}"))
     meta = obj.get("metadata")
-    yield from _field_problems(meta, ("metadata",), _METADATA_FIELDS)
+    _field_problems(found, meta, ("metadata",), _METADATA_FIELDS)
     for key, value in annotations_of(obj).items():
         if type(value) is not str:
-            yield (
-                ("metadata", "annotations", str(key)),
-                f"annotation values must be strings, not {type(value).__name__}",
+            found.append(
+                (
+                    ("metadata", "annotations", str(key)),
+                    f"annotation values must be strings, not {type(value).__name__}",
+                )
             )
     kind = obj.get("kind")
     spec_path = POD_SPEC_PATHS.get(kind) if isinstance(kind, str) else None
     if spec_path is not None:
         spec = get_path(obj, spec_path)
         if _not_a_mapping(spec):
-            yield spec_path, f"must be a mapping, not {type(spec).__name__}"
-        yield from _field_problems(spec, spec_path, _POD_SPEC_FIELDS)
+            found.append((spec_path, f"must be a mapping, not {type(spec).__name__}"))
+        _field_problems(found, spec, spec_path, _POD_SPEC_FIELDS)
         for list_name in CONTAINER_LISTS:
             for index, container in enumerate(items(mapping(spec).get(list_name))):
                 if type(container) is not dict and not isinstance(container, Mapping):
-                    yield (
-                        (*spec_path, list_name, index),
-                        f"a container must be a mapping, not {type(container).__name__}",
+                    found.append(
+                        (
+                            (*spec_path, list_name, index),
+                            f"a container must be a mapping, not {type(container).__name__}",
+                        )
                     )
                 elif _not_a_mapping(container.get("resources")):
-                    yield (*spec_path, list_name, index, "resources"), "must be a mapping"
+                    found.append(((*spec_path, list_name, index, "resources"), "must be a mapping"))
     located = claim_devices(obj)
     if located is not None:
         devices_path, _ = located
         devices = get_path(obj, devices_path)
         if _not_a_mapping(devices):
-            yield devices_path, f"must be a mapping, not {type(devices).__name__}"
-        yield from _field_problems(devices, devices_path, _DEVICES_FIELDS)
-        for request in device_requests(obj):
+            found.append((devices_path, f"must be a mapping, not {type(devices).__name__}"))
+        _field_problems(found, devices, devices_path, _DEVICES_FIELDS)
+        for request in device_requests(obj) if requests is None else requests:
             # A refused `count` or `allocationMode` is a finding (invalid-dra-schema), not an input error.
             selectors = request.raw.get("selectors")
             if selectors is not None and not isinstance(selectors, list):
-                yield (*request.path, "selectors"), "must be a list"
+                found.append(((*request.path, "selectors"), "must be a list"))
+    return found

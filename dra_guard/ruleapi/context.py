@@ -126,7 +126,23 @@ class Resource:
     """One Kubernetes object from the input (a `List` contributes one per item)."""
 
     # Plain attributes: functools.cached_property takes a lock on every access (3.11),
-    # and these are read for every rule on every object.
+    # and these are read for every rule on every object; slots, as one is made per object.
+    __slots__ = (
+        "_pods",
+        "_ref",
+        "_requests",
+        "accelerator_consulted",
+        "accelerator_requests",
+        "document",
+        "kind",
+        "name",
+        "namespace",
+        "obj",
+        "origin",
+        "prefix",
+        "serial",
+    )
+
     def __init__(
         self, obj: Mapping[str, Any], document: Location | None = None, prefix: Path = (), origin: str | None = None
     ) -> None:
