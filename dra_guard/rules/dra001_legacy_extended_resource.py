@@ -273,8 +273,6 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                 message = f"passes the device-plugin accelerator {name!r} through to the VM ({asked.section})"
                 yield Violation(path, message, evidence=())
             continue
-        where = _where(asked)
-        how = "" if asked.section in REQUIREMENT_SECTIONS and not asked.via else _how(asked)
         if asked.uncertain:
             # A limits/requests mapping beside other fields of a CRD: a request or a cap.
             if is_legacy_resource(name, extra) or _unknown_vendor_name(context, name):
@@ -292,18 +290,22 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             # DeviceClass further on may only say that DRA serves the name.  The facts
             # repeat across workloads (the same container asking for the same resource):
             # they are kept once (context.shared).
+            where, how = _place(asked)
             args = (context, name, f"{where}legacy accelerator resource {name!r}{_how(asked)}", where, how)
             yield Pending(path, _legacy, context.shared(args), evidence=())
         elif name.startswith(IMPLICIT_DRA_PREFIX):
             device_class = name[len(IMPLICIT_DRA_PREFIX) :]
             if context.config.is_accelerator(device_class):
+                where, how = _place(asked)
                 yield Pending(path, _implicit, context.shared((context, name, device_class, where, how)), evidence=())
         elif name in CHART_EXTENDED_RESOURCES:
+            where, how = _place(asked)
             yield Pending(path, _chart_mapped, context.shared((context, name, where, how)), evidence=())
         elif "/" in name:
             # Any other qualified name may be one a DeviceClass maps, here or further on;
             # under an accelerator vendor's domain it is unverifiable unless one does.
             unknown = _unknown_vendor_name(context, name)
+            where, how = _place(asked)
             yield Pending(path, _mapped, context.shared((context, name, where, how, unknown)), evidence=())
     for pod in resource.pods:
         yield from _scheduler_shares(pod)
@@ -344,6 +346,13 @@ def _where(asked: Asked) -> str:
     if asked.section in REQUIREMENT_SECTIONS:
         return "requests "
     return f"LimitRange {asked.section} names "
+
+
+def _place(asked: Asked) -> tuple[str, str]:
+    """How a message starts (`_where`) and what follows the name in it (nothing more for
+    plain limits and requests).  Worked out only for names that may be reported: most
+    names an object asks for are cpu and memory."""
+    return _where(asked), "" if asked.section in REQUIREMENT_SECTIONS and not asked.via else _how(asked)
 
 
 def _how(asked: Asked) -> str:
