@@ -207,7 +207,7 @@ def pod_specs(obj: Mapping[str, Any]) -> tuple[PodSpecView, ...]:
     group = api_group(obj)
     if group in BUILTIN_GROUPS:
         path = POD_SPEC_PATHS.get(kind)
-        return () if path is None else tuple(_builtin(obj, kind, path))
+        return () if path is None else _builtin(obj, kind, path)
     if group is None:
         return tuple(_search(obj))
     known = CRD_POD_TEMPLATES.get((group, kind))
@@ -232,34 +232,44 @@ def _view(
         spec,
         template_metadata,
         is_template,
-        tuple(standard_containers(path, spec)),
-        tuple(claims_of(path, spec)),
+        standard_containers(path, spec),
+        claims_of(path, spec),
         **kwargs,
     )
 
 
-def standard_containers(path: Path, spec: Mapping[str, Any]) -> Iterator[ContainerView]:
+# Tuples built in a loop, not generators: every workload of the input has a pod spec, and
+# the views are kept with the resource (`Resource.pods`).  Loaded documents hold plain
+# dicts: the exact type test skips the ABC check.
+
+
+def standard_containers(path: Path, spec: Mapping[str, Any]) -> tuple[ContainerView, ...]:
+    found = []
     for list_name in CONTAINER_LISTS:
         for index, container in enumerate(items(spec.get(list_name))):
-            if isinstance(container, Mapping):
-                yield ContainerView((*path, list_name, index), container)
+            if type(container) is dict or isinstance(container, Mapping):
+                found.append(ContainerView((*path, list_name, index), container))
+    return tuple(found)
 
 
-def claims_of(path: Path, spec: Mapping[str, Any]) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    for index, claim in enumerate(items(spec.get("resourceClaims"))):
-        if isinstance(claim, Mapping):
-            yield (*path, "resourceClaims", index), claim
+def claims_of(path: Path, spec: Mapping[str, Any]) -> tuple[tuple[Path, Mapping[str, Any]], ...]:
+    return tuple(
+        ((*path, "resourceClaims", index), claim)
+        for index, claim in enumerate(items(spec.get("resourceClaims")))
+        if type(claim) is dict or isinstance(claim, Mapping)
+    )
 
 
-def _builtin(obj: Mapping[str, Any], kind: str, path: Path) -> Iterator[PodSpecView]:
-    spec = get_path(obj, path)
-    if not isinstance(spec, Mapping):
-        return
+def _builtin(obj: Mapping[str, Any], kind: str, path: Path) -> tuple[PodSpecView, ...]:
+    # The pod template (or the Pod) is walked to once: the spec and its metadata sit in it.
+    holder = mapping(get_path(obj, path[:-1]))
+    spec = get_path(holder, path[-1:])
+    if type(spec) is not dict and not isinstance(spec, Mapping):
+        return ()
     if kind == "Pod":
-        yield _view(path, spec, mapping(obj.get("metadata")), is_template=False, metadata_path=("metadata",))
-    else:
-        metadata_path = (*path[:-1], "metadata")
-        yield _view(path, spec, mapping(get_path(obj, metadata_path)), metadata_path=metadata_path)
+        return (_view(path, spec, mapping(obj.get("metadata")), is_template=False, metadata_path=("metadata",)),)
+    metadata_path = (*path[:-1], "metadata")
+    return (_view(path, spec, mapping(holder.get("metadata")), metadata_path=metadata_path),)
 
 
 def _matches(value: Any, pattern: Pattern, path: Path = ()) -> Iterator[tuple[Path, Mapping[str, Any]]]:
