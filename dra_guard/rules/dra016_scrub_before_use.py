@@ -348,13 +348,16 @@ def _claim(
             continue  # the scrubber holds it: only a class it cannot scrub is left to report
         if facet == "unknown-claim" and (decided_now or not context.complete):
             continue
-        if decided_now and settled is not None and facet != "unscrubbable-class":
+        if decided_now and settled is not None:
             # Decided now: nothing to keep until the end.  (An accepted class is reported
-            # waived, which only a resolved finding carries: that facet always waits.)
+            # waived, which only a resolved finding carries: a class the scrubber cannot
+            # scrub waits, unless it is cleared now, as most claims' classes are.)
             verdict = _JUDGES[facet](context, settled, facts)
-            if verdict is not None:
+            if verdict is None:
+                continue
+            if facet != "unscrubbable-class":
                 yield Violation(path, verdict.message, cross_object=True, facet=facet)
-            continue
+                continue
         yield Pending(path, _resolve, (context, namespace, facts, facet), facet=facet)
 
 
