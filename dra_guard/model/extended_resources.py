@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_guard.contract.findings import json_pointer
 from dra_guard.model.embedded import PLACEHOLDER_WORD, Unreadable, fill_placeholders, is_filled, read_embedded
@@ -156,9 +156,12 @@ OPERATOR_GPU_FIELDS: Mapping[tuple[str, str], tuple[OperatorGpuField, ...]] = Ma
 )
 
 
-@dataclass(frozen=True)
-class Asked:
-    """A resource name an object asks for."""
+class Asked(NamedTuple):
+    """A resource name an object asks for.
+
+    A named tuple, not a frozen dataclass: one is made for every name of every container
+    (cpu and memory mostly), and a frozen dataclass costs several times as much to make.
+    """
 
     #: The key naming the resource (or KubeVirt's `deviceName`, or the string holding it).
     path: Path
