@@ -49,7 +49,10 @@ def items(value: object) -> Sequence[Any]:
 def get_path(obj: object, path: Path) -> Any:
     current: Any = obj
     for part in path:
-        if isinstance(part, int):
+        if type(part) is str and type(current) is dict:
+            # The usual step: a key of a loaded mapping (what `mapping` would return as is).
+            current = current.get(part)
+        elif isinstance(part, int):
             sequence = items(current)
             current = sequence[part] if part < len(sequence) else None
         else:
