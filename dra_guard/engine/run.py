@@ -39,10 +39,7 @@ class LoadedDocument(Location, Protocol):
 def _expand(
     obj: Mapping[str, Any], document: Location | None, errors: list[InputError], origin: str | None = None
 ) -> Iterator[Resource]:
-    """The object itself, or each item of a `List` / `*List` with its `/items/N` prefix."""
-    if not is_list_kind(obj):
-        yield Resource(obj, document, (), origin)
-        return
+    """Each item of a `List` / `*List`, with its `/items/N` prefix."""
     nested = next(
         (index for index, item in enumerate(items(obj.get("items"))) if isinstance(item, Mapping) and "items" in item),
         None,
@@ -348,6 +345,9 @@ class Checker:
                     f"{where} is a {type(obj).__name__}, not a Kubernetes object",
                 )
             )
+            return
+        if not is_list_kind(obj):
+            self.add(Resource(obj, document, (), origin))
             return
         errors: list[InputError] = []
         for resource in _expand(obj, document, errors, origin):
