@@ -425,7 +425,7 @@ class Checker:
             waiver, terms, note = self._waiver(rule, resource, violation.path)
             if isinstance(violation, Pending):
                 # What the finding will hold, without making one now: most pending findings
-                # resolve to nothing (DRA014's without ResourceSlices, DRA016's on templates).
+                # resolve to nothing (those that wait for ResourceSlices the input never gives).
                 key = (
                     rule.id,
                     violation.severity or rule.severity,
