@@ -21,6 +21,14 @@ from dra_guard.kubectl_yaml.choice import PARSER_VARIABLE
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
+#: Dataclasses a check of one small file defines, at most.  Each costs about 0.75 ms at import
+#: on Python 3.11, which compiles up to six generated methods with `exec`; a NamedTuple costs
+#: a fifth of that.  The records that are made per object, or that only the engine, the
+#: reading layer or the catalog's tables hold, are NamedTuples (54 dataclasses made it 3.2x
+#: `import yaml`; 24, under 3x).  The ones left are the report's types, the configuration's,
+#: and those that need a dataclass: mutable, `__post_init__`, a field left out of `==`.
+MOST_DATACLASSES_AT_START = 24
+
 NOT_AT_START = ("ryml", "ctypes", "threading", "shutil", "shtab", "dra_guard.model.allocation", "dra_guard.cli.init")
 
 
@@ -40,6 +48,21 @@ def test_a_check_of_a_small_file_imports_only_what_it_uses(tmp_path: Path) -> No
     path = tmp_path / "settings.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: fast\n")
     assert _imported_after_check(path) == set()
+
+
+def test_a_check_of_a_small_file_defines_few_dataclasses(tmp_path: Path) -> None:
+    path = tmp_path / "settings.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n")
+    script = (
+        "import dataclasses, sys; from dra_guard.cli.main import main; main(['check', sys.argv[1]]); "
+        "print(' '.join(sorted(f'{name}.{value.__qualname__}' for name, module in list(sys.modules.items()) "
+        "if name.startswith('dra_guard') for value in list(vars(module).values()) "
+        "if isinstance(value, type) and value.__module__ == name and dataclasses.is_dataclass(value))))"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+    defined = result.stdout.splitlines()[-1].split()
+    assert "dra_guard.contract.findings.Finding" in defined  # the count sees what it counts
+    assert len(defined) <= MOST_DATACLASSES_AT_START, defined
 
 
 def test_a_claim_brings_the_allocator(tmp_path: Path) -> None:

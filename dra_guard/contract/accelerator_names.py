@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class NameFamily:
+class NameFamily(NamedTuple):
     """Names one device plugin registers for accelerators (or shares of one)."""
 
     #: Who registers them, as messages say it ("HAMi's vGPU shares").

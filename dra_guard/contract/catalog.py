@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from dra_guard.contract.accelerator_names import family_of
 
@@ -108,8 +108,7 @@ EXCLUSIVITY_GUARD = "device.allowMultipleAllocations == false"
 # --- Kubernetes releases ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KubernetesRelease:
+class KubernetesRelease(NamedTuple):
     """What one Kubernetes minor release serves and does by default, as far as we emit or check it."""
 
     version: str
@@ -176,8 +175,7 @@ def exclusivity_guard_compiles(release: KubernetesRelease, consumable_capacity: 
 Publication = Literal["always", "conditional"]
 
 
-@dataclass(frozen=True)
-class TopologyAttribute:
+class TopologyAttribute(NamedTuple):
     """An attribute a `matchAttribute` constraint can align several devices of a class on."""
 
     #: Qualified name (`<domain>/<name>`).
@@ -225,8 +223,7 @@ _PCIE_ROOT_WHEN_DERIVABLE = TopologyAttribute(
 )
 
 
-@dataclass(frozen=True)
-class ChartExtendedResource:
+class ChartExtendedResource(NamedTuple):
     """An extended resource name a driver's chart maps to its DeviceClass (KEP-5004): a pod
     that asks for it gets a device of the class through a claim the scheduler generates."""
 
@@ -454,8 +451,7 @@ _CLASSES = (
 DEVICE_CLASSES: Mapping[str, DeviceClass] = MappingProxyType({c.name: c for c in _CLASSES})
 
 
-@dataclass(frozen=True)
-class NonAcceleratorClass:
+class NonAcceleratorClass(NamedTuple):
     """A DeviceClass whose devices are not accelerators: the rules leave its requests alone."""
 
     name: str

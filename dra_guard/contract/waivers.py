@@ -17,8 +17,8 @@ reason, so that a misspelt `expire=` can never leave a waiver without its expiry
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date
+from typing import NamedTuple
 
 from dra_guard.contract.catalog import has_visible_character
 
@@ -31,8 +31,7 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _FIELD = re.compile(r"\s*([A-Za-z][A-Za-z0-9_-]*)\s*=")
 
 
-@dataclass(frozen=True, slots=True)
-class WaiverText:
+class WaiverText(NamedTuple):
     """An annotation's value as a waiver: what it gives, or why it waives nothing."""
 
     #: The reason, stripped ("" when the value gives none that shows).

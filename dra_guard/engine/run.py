@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX
 from dra_guard.contract.findings import (
@@ -149,8 +149,7 @@ def _failure(resource: Resource, what: str, error: Exception, rule_id: str | Non
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _PendingKind:
+class _PendingKind(NamedTuple):
     """What the pending findings of one rule and check mostly share (kept once)."""
 
     rule: Rule
@@ -164,8 +163,7 @@ class _PendingKind:
     resolve: Callable[..., str | Resolved | None]
 
 
-@dataclass(frozen=True, slots=True)
-class _Deferred:
+class _Deferred(NamedTuple):
     """A pending finding: everything but its message decided while its object was at hand.
 
     Kept as the few facts that vary, the rest shared (`_PendingKind`), and made a finding

@@ -27,7 +27,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -68,8 +67,7 @@ CAP_FIELDS: Mapping[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = 
 )
 
 
-@dataclass(frozen=True)
-class OperatorGpuField:
+class OperatorGpuField(NamedTuple):
     """A CRD mapping whose `name_key` names a resource and whose `quantity_key` gives how
     many, which an operator writes into a pod's container limits."""
 
@@ -178,8 +176,7 @@ class Asked(NamedTuple):
     uncertain: str = ""
 
 
-@dataclass(frozen=True)
-class Unverifiable:
+class Unverifiable(NamedTuple):
     """Something that may ask for resources, but what cannot be known from the manifest."""
 
     path: Path

@@ -19,8 +19,7 @@ its documents, or why they cannot be read.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_guard.model.embedded import Unreadable, read_embedded_documents
 from dra_guard.model.manifest import Path, items, mapping
@@ -31,8 +30,7 @@ KUSTOMIZE_KINDS = ("Kustomization", "Component")
 MAX_PATCH_FILE_BYTES = 4 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(NamedTuple):
     #: The field of the kustomization that holds the patch (its text or its file's name).
     path: Path
     #: The file the patch was read from; None for inline text.
@@ -46,8 +44,7 @@ def is_kustomization(obj: Mapping[str, Any]) -> bool:
     return isinstance(version, str) and version.startswith(KUSTOMIZE_GROUP + "/") and obj.get("kind") in KUSTOMIZE_KINDS
 
 
-@dataclass(frozen=True)
-class PatchFile:
+class PatchFile(NamedTuple):
     """A patch file a kustomization names, as the reading layer found it."""
 
     #: Where it was looked for: the name joined to the kustomization's folder.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_guard.contract import catalog
 
@@ -115,8 +115,7 @@ def is_dra_object(obj: Mapping[str, Any]) -> bool:
 # --- pods -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ContainerView:
+class ContainerView(NamedTuple):
     path: Path
     container: Mapping[str, Any]
 

@@ -15,8 +15,7 @@ what sharing means.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_guard.model.manifest import Path
 
@@ -24,8 +23,7 @@ NVIDIA_GPU_DRIVER = "gpu.nvidia.com"
 NVIDIA_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     #: Path inside `parameters`.
     path: Path
     message: str

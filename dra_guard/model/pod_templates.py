@@ -21,8 +21,7 @@ a Pod is treated as a template that stamps out many pods: a claim named there is
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from dra_guard.model.manifest import (
     CONTAINER_LISTS,
@@ -78,8 +77,7 @@ ANY = _Any()
 Pattern = tuple["str | _Any", ...]
 
 
-@dataclass(frozen=True)
-class PodSpecView:
+class PodSpecView(NamedTuple):
     """One pod spec of an object, with the containers and pod claims its pods get."""
 
     #: Where the pod spec (or, for an Argo template, the template) is.

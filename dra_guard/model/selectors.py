@@ -12,13 +12,11 @@ parser is loaded on first use, so commands that never look at a selector do not 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Pin:
+class Pin(NamedTuple):
     domain: str
     attribute: str
     value: str
@@ -28,8 +26,7 @@ class Pin:
         return f"{self.domain}/{self.attribute}"
 
 
-@dataclass(frozen=True)
-class SelectorAnalysis:
+class SelectorAnalysis(NamedTuple):
     #: Why the expression could not be parsed, or None.
     error: str | None
     #: Attribute pins among the top-level conjuncts.

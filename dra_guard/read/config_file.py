@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -78,8 +77,7 @@ def load_config_file(
     return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
 
 
-@dataclass(frozen=True)
-class Discovered:
+class Discovered(NamedTuple):
     """What configuration discovery found: the file (None: none applies), and the
     candidates it passed over, each with why (for a note on stderr)."""
 

@@ -25,7 +25,7 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dra_guard.contract.findings import InputError
 
@@ -41,8 +41,7 @@ CHART_FILE = "Chart.yaml"
 STDIN = "-"
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     path: str
     #: Found by a walk or a glob (or named while named files are treated as found ones):
     #: if it is not a Kubernetes manifest it is skipped and counted, not an error.
@@ -63,8 +62,7 @@ class Selection:
     output_found: bool = False
 
 
-@dataclass(frozen=True)
-class Patterns:
+class Patterns(NamedTuple):
     """Exclude patterns and the directory they are relative to."""
 
     base: str

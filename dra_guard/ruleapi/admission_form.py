@@ -17,7 +17,7 @@ objects.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dra_guard.contract.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
 from dra_guard.contract.catalog import POD_SPEC_PATHS
@@ -47,8 +47,7 @@ KIND_RESOURCES: Mapping[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class AdmissionTarget:
+class AdmissionTarget(NamedTuple):
     """What the generated policy is for: the configuration (its `kubernetes-version` is the
     cluster's release) and how admin namespaces are marked."""
 
@@ -66,8 +65,7 @@ class AdmissionTarget:
         return cls(config, admin_namespace_label)
 
 
-@dataclass(frozen=True)
-class Validation:
+class Validation(NamedTuple):
     """One CEL check: `expression` is true when the object complies."""
 
     expression: str
@@ -77,8 +75,7 @@ class Validation:
     message_expression: str | None = None
 
 
-@dataclass(frozen=True)
-class Admission:
+class Admission(NamedTuple):
     """A rule as a ValidatingAdmissionPolicy."""
 
     #: The kinds the policy matches (their resources, all versions, CREATE and UPDATE).
@@ -95,8 +92,7 @@ class Admission:
     covers: frozenset[str] | None = None
 
 
-@dataclass(frozen=True)
-class NotAdmissible:
+class NotAdmissible(NamedTuple):
     """A rule the API server cannot decide from one object; `reason` says why."""
 
     reason: str

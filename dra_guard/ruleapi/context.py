@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast
 
 from dra_guard.contract.catalog import POD_GROUP_KINDS
 from dra_guard.contract.findings import ObjectRef, Severity
@@ -58,8 +57,7 @@ class Location(Protocol):
         """The line of the node at `path` inside the document."""
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     """What a rule's `check()` yields; the engine adds the rule, object, file and line."""
 
     path: Path
@@ -80,8 +78,7 @@ class Violation:
     facet: str = ""
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(NamedTuple):
     """A finding that depends on objects the input may hold further on.
 
     The engine keeps it, with its line and waiver worked out while the object is at hand,
@@ -103,8 +100,7 @@ class Pending:
     facet: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Resolved:
+class Resolved(NamedTuple):
     """What a `Pending`'s resolve may return instead of a bare message.
 
     `severity` replaces the pending finding's when the other objects decide it (sharing
@@ -204,8 +200,7 @@ class Resource:
         return self.document.line_of((*self.prefix, *path))
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimFacts:
+class ClaimFacts(NamedTuple):
     """What other objects' rules need of a ResourceClaim or ResourceClaimTemplate."""
 
     kind: str
@@ -267,8 +262,7 @@ class _NamedIndex:
         return loose[0] if len(loose) == 1 else None
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimUser:
+class ClaimUser(NamedTuple):
     """A Pod that names a ResourceClaim."""
 
     serial: int
@@ -585,7 +579,7 @@ class Context:
                 kept.append(violation)
             elif isinstance(violation, Pending):
                 chained = (self, classes, violation.resolve, violation.args)
-                kept.append(replace(violation, resolve=_unless_classes_are_not_accelerators, args=chained))
+                kept.append(violation._replace(resolve=_unless_classes_are_not_accelerators, args=chained))
             else:
                 own = (self, classes, violation.message, violation.severity, violation.cross_object)
                 kept.append(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from dra_guard.contract.catalog import (
     DEVICE_CLASSES,
@@ -49,8 +49,7 @@ from dra_guard.ruleapi.config import EXTRA_CLASSES, Config
 _DRIVER = re.compile(r"""device\s*\.\s*driver\s*==\s*(?:'([^'\\]*)'|"([^"\\]*)")""")
 
 
-@dataclass(frozen=True)
-class ClassSelectors:
+class ClassSelectors(NamedTuple):
     """A class's selectors and where they come from."""
 
     expressions: tuple[str, ...]
