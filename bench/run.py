@@ -322,7 +322,9 @@ def scaling(table: Table, scratch: Path, rounds: int) -> None:
         write_realistic(corpus, 60000)
     cores = available_cores()
     levels = sorted({1, 2, cores})
-    runs = interleaved({f"-j{n}": (_check("--jobs", str(n), str(corpus)), None) for n in levels}, max(3, rounds // 2))
+    # Every round, not the fewer of the 60,000-document throughput rows: a speed-up sits near
+    # its target, and the median of three rounds moved by 0.3x with the machine's hour.
+    runs = interleaved({f"-j{n}": (_check("--jobs", str(n), str(corpus)), None) for n in levels}, rounds)
     for n in levels[1:]:
         speedup = ratios(runs["-j1"], runs[f"-j{n}"], "wall")
         target = n == 2 and cores >= 2
