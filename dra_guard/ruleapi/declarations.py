@@ -7,20 +7,20 @@ broken registry (the CLI), can import it without building the registry.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Comma-separated names of rule modules to register after the built-in ones.
 EXTRA_RULES_ENV = "DRA_GUARD_EXTRA_RULES"
+#: An example's configuration when it sets none: read-only, so one serves every example.
+_NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
 
 
 class RuleModuleError(ValueError):
     """A rule module whose declaration the registry refuses; the message names the module."""
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     """Manifests a rule must judge as documented; the docs show them and a test runs them
     through the engine, the Pulumi pack and cdk8s `enforce()`.
 
@@ -33,7 +33,7 @@ class Example:
     manifests: str
     findings: tuple[str, ...] = ()
     #: Options as in .dra-guard.yaml (kebab-case keys), when the example needs some.
-    config: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    config: Mapping[str, Any] = _NO_OPTIONS
 
     @property
     def fails(self) -> bool:
