@@ -97,15 +97,16 @@ def _finding(
 ) -> Finding:
     # Interned: the same message and path recur across many objects (every CronJob asking
     # for nvidia.com/gpu), and the report keeps every finding to the end.
+    path, file, line = _located(resource, violation.path)
     return Finding(
         rule=rule.id,
         severity=violation.severity or rule.severity,
         message=sys.intern(message),
         object=resource.ref,
-        path=_pointer(resource, violation.path),
+        path=path,
         remediation=rule.remediation,
-        file=resource.document.file if resource.document else None,
-        line=resource.line_of(violation.path),
+        file=file,
+        line=line,
         origin=resource.origin,
         cross_object=isinstance(violation, Pending) or violation.cross_object,
         waiver=waiver,
@@ -115,9 +116,12 @@ def _finding(
     )
 
 
-def _pointer(resource: Resource, path: Path) -> str:
-    """The JSON pointer of `path` in the resource's document, interned (see `_finding`)."""
-    return sys.intern(json_pointer((*resource.prefix, *path)))
+def _located(resource: Resource, path: Path) -> tuple[str, str | None, int | None]:
+    """Where a finding at `path` of the resource is: its JSON pointer in the document
+    (interned, see `_finding`), its file and its line.  For a finding made now and for a
+    pending one alike."""
+    file = resource.document.file if resource.document else None
+    return sys.intern(json_pointer((*resource.prefix, *path))), file, resource.line_of(path)
 
 
 def _evidence(resource: Resource, evidence: tuple[Path, ...] | None) -> tuple[str, ...] | None:
@@ -438,11 +442,9 @@ class Checker:
                 kind = self._pending_kinds.get(key)
                 if kind is None:
                     kind = self._pending_kinds[key] = _PendingKind(rule, *key[1:])
-                line = resource.line_of(violation.path)
+                path, file, line = _located(resource, violation.path)
                 if line is not None:
                     line = self._lines.setdefault(line, line)
-                file = resource.document.file if resource.document else None
-                path = _pointer(resource, violation.path)
                 self._deferred.append(_Deferred(kind, resource.ref, path, file, line, violation.args))
             else:
                 finding = _finding(rule, resource, violation, violation.message + note, waiver, terms=terms)
