@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import multiprocessing
 import os
 import pickle
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -305,6 +307,24 @@ def small_inputs_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
 INPUTS = [str(CORPUS), str(FIXTURES / "crds"), str(FIXTURES / "deviceclasses"), str(FIXTURES / "repo")]
 
 
+def _this_process_waits(monkeypatch: pytest.MonkeyPatch, until: Any) -> list[bool]:
+    """This process takes no file from the front until `until(claims)` holds (a minute at
+    most): which process checks which file is then no race of the test's.  The list it
+    returns says, for each file this process asked for, whether `until` held by then."""
+    real = pool.Claims.take_front
+    held: list[bool] = []
+
+    def waiting(claims: pool.Claims, index: int) -> bool:
+        deadline = time.monotonic() + 60
+        while not until(claims) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        held.append(until(claims))
+        return real(claims, index)
+
+    monkeypatch.setattr(pool.Claims, "take_front", waiting)
+    return held
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize("output_format", ["text", "json", "sarif"])
 def test_check_jobs_n_writes_the_report_of_jobs_1(
@@ -317,23 +337,44 @@ def test_check_jobs_n_writes_the_report_of_jobs_1(
 
 
 @pytest.mark.e2e
+def test_files_the_workers_take_or_this_process_takes_give_the_report_of_jobs_1(
+    small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = _cli(["check", "-j", "1", "--format", "json", *INPUTS], capsys)
+    # The workers take every file (this process waits until the ends meet at the front) ...
+    held = _this_process_waits(monkeypatch, lambda claims: claims.taken_from_back() == 0)
+    assert _cli(["check", "-j", "3", "--format", "json", *INPUTS], capsys) == one
+    assert held == [True]  # asked once, for the first file: the workers had taken them all
+    # ... or none (the forked workers inherit the patch), and this process takes them all.
+    monkeypatch.undo()
+    monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pool.Claims, "take_back", lambda claims: [])
+    assert _cli(["check", "-j", "2", "--format", "json", *INPUTS], capsys) == one
+
+
+@pytest.mark.e2e
 def test_a_file_whose_part_does_not_pickle_is_checked_in_its_place(
     small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     real_dump = pool._dump
+    refused = multiprocessing.get_context("fork").Value("i", 0)
 
     def refuse_some(part: Any, checker: Checker) -> bytes:
         if part.deferred:  # as a closure in a pending finding would
+            with refused.get_lock():
+                refused.value += 1
             raise pickle.PicklingError("a closure")
         return real_dump(part, checker)
 
     one = _cli(["check", "-j", "1", "--format", "json", str(CORPUS)], capsys)
     monkeypatch.setattr(pool, "_dump", refuse_some)  # the forked workers inherit it
+    held = _this_process_waits(monkeypatch, lambda claims: claims.taken_from_back() == 0)  # workers take all
     assert _cli(["check", "-j", "2", "--format", "json", str(CORPUS)], capsys) == one
+    assert held == [True] and refused.value > 0
 
 
 @pytest.mark.e2e
-def test_a_worker_that_dies_leaves_an_input_error_for_each_file_of_its_batch(
+def test_a_worker_that_dies_leaves_an_input_error_for_each_file_it_took_and_the_rest_are_checked(
     small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     for index in range(4):
@@ -348,24 +389,32 @@ def test_a_worker_that_dies_leaves_an_input_error_for_each_file_of_its_batch(
 
     monkeypatch.setattr(pool, "file_items", dying)
     monkeypatch.setattr(pool, "BATCH_MAX_FILES", 1)
-    code, _, err = _cli(["check", "-j", "2", "--format", "json", str(tmp_path)], capsys)
-    assert code == 2
+    # A worker takes the last file first, the poison; this process the others, once it has.
+    held = _this_process_waits(monkeypatch, lambda claims: claims.taken_from_back() < len(claims.jobs))
+    code, out, err = _cli(["check", "-j", "2", "--format", "json", str(tmp_path)], capsys)
+    assert code == 2 and all(held)
     assert "poison.yaml: the worker process checking this file stopped" in err
+    report = json.loads(out)
+    assert report["summary"]["objects"] == 4 and len(report["errors"]) == 1
 
 
-def test_files_are_dealt_largest_first_in_batches_that_shrink_as_the_input_runs_out() -> None:
-    jobs = [pool.Job(position, f"f{position}", True) for position in range(6)]
-    sizes = [10, 5_000_000, 300_000, 2_000_000, 1, 300_000]
-    batched = pool.batches(jobs, sizes, 2)
-    assert [job.position for job in batched[0]] == [1]
-    assert [job.position for batch in batched for job in batch] == [1, 3, 2, 5, 0, 4]
-    # 200 files of 256 KiB for 2 workers: a first batch of an eighth of the bytes, then
-    # smaller ones, down to the smallest batch at the end, where a worker left alone waits least.
-    jobs = [pool.Job(position, f"f{position}", True) for position in range(200)]
-    batched = pool.batches(jobs, [256 << 10] * 200, 2)
-    held = [len(batch) * (256 << 10) for batch in batched]
-    assert held[0] == 25 * (256 << 10) and held == sorted(held, reverse=True) and held[-1] == pool.BATCH_MIN_BYTES
-    assert sorted(job.position for batch in batched for job in batch) == list(range(200))
+def test_the_ends_meet_once_every_file_is_taken_by_one_process_or_another() -> None:
+    jobs = [pool.Job(position, f"f{position}", True) for position in range(20)]
+    sizes = [1 << 20] * 10 + [1_000] * 10
+    claims = pool.Claims(multiprocessing.get_context("fork"), jobs, sizes, 2)
+    # A worker's batch: an eighth of the bytes left between the ends (2 processes, 4 batches
+    # each), from the back: the ten small files and the last three large ones.
+    assert [job.position for job in claims.take_back()] == list(range(8, 20))
+    assert claims.take_front(0) and claims.take_front(1) and not claims.take_front(3)  # only the next
+    batches = []
+    while batch := claims.take_back():
+        batches.append([job.position for job in batch])
+    assert batches == [[7], [6], [5], [4], [3], [2]]  # an eighth of 6 MiB or less: one file each
+    assert not claims.take_front(2) and claims.taken_from_back() == 2
+    assert len(batches) + 1 <= claims.most_batches(1)
+
+
+def test_small_inputs_stay_in_one_process() -> None:
     assert not pool.worth_it([1_000, 2_000], 2) and not pool.worth_it([10 << 20], 2) and pool.worth_it([2 << 20] * 2, 2)
 
 

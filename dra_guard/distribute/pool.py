@@ -1,22 +1,29 @@
-"""`dra-guard check --jobs N`: the input's files read and checked in N worker processes.
+"""`dra-guard check --jobs N`: the input's files read and checked by N processes, this one
+and N - 1 workers.
 
-Files are dealt to the workers largest first, in batches, so that the big files start
-early and the small ones fill the gaps; each worker returns one part per file
-(`dra_guard.engine.run.Checker.take_part`, as bytes: `codec`).  This process takes the
-parts in input order, checks what only it can read (standard input, what kustomizations
-rendered, Helm charts) in its place, and resolves the pending findings: the report is the
-one `--jobs 1` writes, byte for byte, whatever N or the order the workers finish in.
+This process takes the files in input order from the front, the workers take them from
+the back, in batches (`Claims`): they meet wherever their speeds put the boundary, so no
+process waits for another but for the last batch, and on N cores N processes, not N + 1,
+share them.  What this process checks needs no pickling at all.  Each worker returns one
+part per file (`dra_guard.engine.run.Checker.take_part`, as bytes: `codec`), which this
+process takes in its place in input order, after its own files, as it does what only it
+can read (standard input, what kustomizations rendered, Helm charts) and the pending
+findings: the report is the one `--jobs 1` writes, byte for byte, whatever N or the order
+the workers finish in.
 
 A part whose pending findings do not pickle (a closure from an extra rule module) is
 checked again here, in its place; a worker that dies (a signal) leaves an input error for
-each file of its batch. Nothing is skipped silently.
+each file it had taken and not returned, and this process checks the files no worker took.
+Nothing is skipped silently.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,9 +44,9 @@ if TYPE_CHECKING:
 #: Below this many bytes of files, a check stays in one process: starting the workers
 #: costs more than they save (tests/test_cold_start.py holds one small file's check).
 PARALLEL_MIN_BYTES = 2 << 20
-#: A batch holds about 1/(workers x this) of the bytes not yet dealt, between the bounds
-#: below: batches shrink as the input runs out (guided scheduling), so that few bytes are
-#: left to one worker while the others have finished, and the first batches cost little.
+#: A worker's batch holds about 1/(processes x this) of the bytes not yet taken, between
+#: the bounds below: batches shrink as the input runs out (guided scheduling), so that a
+#: process seldom waits long for the last one, and the first batches cost little.
 BATCHES_PER_WORKER = 4
 BATCH_MIN_BYTES = 256 << 10
 BATCH_MAX_BYTES = 8 << 20
@@ -75,12 +82,66 @@ class _Tally:
 # --- the worker side ------------------------------------------------------------------
 
 
+class Claims:
+    """The files of a check still to take, from both ends: this process takes them one at
+    a time from the front, in input order; the workers take batches from the back.  Both
+    ends are in shared memory, under one lock (a fork inherits them; a spawned worker gets
+    them as it starts)."""
+
+    def __init__(self, context: Any, jobs: Sequence[Job], sizes: Sequence[int], processes: int) -> None:
+        self.jobs = list(jobs)
+        #: The bytes of jobs[:index], for the bytes left between the ends.
+        self._before = list(itertools.accumulate(sizes, initial=0))
+        #: The processes that take files: the workers and this one.
+        self._processes = processes
+        self._ends = context.Array("q", [0, len(self.jobs)])
+
+    def take_front(self, index: int) -> bool:
+        """Whether this process takes jobs[index], the next in input order; False once
+        the ends have met (a worker took it, or will have checked it)."""
+        ends = self._ends
+        with ends.get_lock():
+            if ends[0] == index < ends[1]:
+                ends[0] = index + 1
+                return True
+        return False
+
+    def take_back(self) -> list[Job]:
+        """A worker's next batch, from the back: about 1/(processes x BATCHES_PER_WORKER)
+        of the bytes left between the ends, within the bounds (guided scheduling); none once
+        the ends have met."""
+        before, ends = self._before, self._ends
+        with ends.get_lock():
+            front, back = ends[0], ends[1]
+            left = before[back] - before[front]
+            target = min(BATCH_MAX_BYTES, max(BATCH_MIN_BYTES, left // (self._processes * BATCHES_PER_WORKER)))
+            start = back
+            while start > front and back - start < BATCH_MAX_FILES and before[back] - before[start] < target:
+                start -= 1
+            ends[1] = start
+        return self.jobs[start:back]
+
+    def taken_from_back(self) -> int:
+        """The index of the first job a worker took (len(jobs): none)."""
+        ends = self._ends
+        with ends.get_lock():
+            return int(ends[1])
+
+    def most_batches(self, workers: int) -> int:
+        """How many batches the workers can take at most: each holds at least the smaller
+        bound's bytes or BATCH_MAX_FILES files, but for the last, and none is empty."""
+        total = self._before[-1]
+        bound = -(-total // BATCH_MIN_BYTES) + -(-len(self.jobs) // BATCH_MAX_FILES) + 1
+        return min(len(self.jobs), bound) + workers
+
+
 class _Worker:
     checker: Checker | None = None
     max_bytes = 0
+    claims: Claims | None = None
 
 
-def _start_worker(config: Config, max_bytes: int) -> None:
+def _start_worker(config: Config, max_bytes: int, claims: Claims) -> None:
     import gc
 
     gc.set_threshold(100_000, 50, 100)  # as the CLI sets it for a check (dra_guard.cli.main)
@@ -89,6 +150,14 @@ def _start_worker(config: Config, max_bytes: int) -> None:
     expect_many_documents()
     _Worker.checker = Checker(config, part=True)
     _Worker.max_bytes = max_bytes
+    _Worker.claims = claims
+
+
+def check_taken() -> list[Done]:
+    """A worker's task in a check (`check_units`): its next batch from the back, checked."""
+    claims = _Worker.claims
+    assert claims is not None, "the worker was not started with _start_worker"
+    return check_files(claims.take_back())
 
 
 def check_files(jobs: Sequence[Job]) -> list[Done]:
@@ -116,28 +185,6 @@ def _check_file(checker: Checker, job: Job) -> Done:
 
 
 # --- the parent side ------------------------------------------------------------------
-
-
-def batches(jobs: Sequence[Job], sizes: Sequence[int], workers: int) -> list[list[Job]]:
-    """`jobs` in batches, largest files first, each batch a share of what is left (see
-    BATCHES_PER_WORKER): the last batches are the smallest."""
-    left = sum(sizes)
-    order = sorted(range(len(jobs)), key=lambda index: (-sizes[index], jobs[index].position))
-    result: list[list[Job]] = []
-    batch: list[Job] = []
-    held = target = 0
-    for index in order:
-        if not batch:
-            target = min(BATCH_MAX_BYTES, max(BATCH_MIN_BYTES, left // (workers * BATCHES_PER_WORKER)))
-        batch.append(jobs[index])
-        held += sizes[index]
-        if held >= target or len(batch) >= BATCH_MAX_FILES:
-            result.append(batch)
-            left -= held
-            batch, held = [], 0
-    if batch:
-        result.append(batch)
-    return result
 
 
 def _size(path: str) -> int:
@@ -179,33 +226,30 @@ def _context() -> Any:
 
 
 class Workers:
-    """A pool of worker processes checking batches of files."""
+    """A pool of worker processes checking batches of files taken from the back of a
+    check's `Claims` (`submit_taken`)."""
 
-    def __init__(self, config: Config, max_bytes: int, workers: int) -> None:
+    def __init__(self, config: Config, max_bytes: int, workers: int, claims: Claims) -> None:
         from concurrent.futures import ProcessPoolExecutor
 
         self._pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=_context(), initializer=_start_worker, initargs=(config, max_bytes)
+            max_workers=workers,
+            mp_context=_context(),
+            initializer=_start_worker,
+            initargs=(config, max_bytes, claims),
         )
 
-    def submit(self, batched: Sequence[Sequence[Job]]) -> list[tuple[Sequence[Job], Future[list[Done]]]]:
-        """Every batch submitted, in this order (the largest files first)."""
-        return [(batch, self._pool.submit(check_files, batch)) for batch in batched]
+    def submit_taken(self, count: int) -> list[Future[list[Done]]]:
+        """`count` tasks that each take a batch from the back (`check_taken`): those that
+        start once the ends have met return nothing, those still waiting are cancelled."""
+        return [self._pool.submit(check_taken) for _ in range(count)]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _collect(batch: Sequence[Job], future: Future[list[Done]]) -> dict[int, Done]:
-    from concurrent.futures.process import BrokenProcessPool
-
-    try:
-        return {done.position: done for done in future.result()}
-    except BrokenProcessPool as error:
-        return {job.position: _died(job, f"the worker process checking this file stopped ({error})") for job in batch}
-    except Exception as error:  # a worker's own failure, not a file's (those are input errors)
-        reason = f"the worker process checking this file failed ({type(error).__name__}: {error})"
-        return {job.position: _died(job, reason) for job in batch}
+def _failed(error: BaseException) -> str:
+    return f"the worker process checking this file failed ({type(error).__name__}: {error})"
 
 
 def _died(job: Job, reason: str) -> Done:
@@ -216,36 +260,85 @@ def _died(job: Job, reason: str) -> Done:
     return Done(job.position, _dump(checker.take_part(), checker), 1)
 
 
+def in_order(
+    units: Sequence[Unit], planned: tuple[list[Job], list[int]], workers: int, config: Config, max_bytes: int
+) -> Generator[tuple[Unit, Done | None], None, None]:
+    """Each unit in input order, with what a worker made of it, or None where this process
+    is to check it now, in its place: the units that are not files, and the files
+    (`planned`) it takes from the front while the `workers - 1` others take them from the
+    back (`Claims`).  Close it (`contextlib.closing`) to stop the workers early."""
+    jobs, sizes = planned
+    if not jobs or workers <= 1:
+        for unit in units:
+            yield unit, None
+        return
+    claims = Claims(_context(), jobs, sizes, workers)
+    expect_many_documents()  # the input is large enough for workers: so is this process's share
+    index_of = {job.position: index for index, job in enumerate(jobs)}
+    pool = Workers(config, max_bytes, workers - 1, claims)
+    try:
+        waiting = pool.submit_taken(claims.most_batches(workers - 1))
+        returned: dict[int, Done] | None = None  # the workers' files, once the ends have met
+        for unit in units:
+            index = index_of.get(unit.position)
+            if index is None or (returned is None and claims.take_front(index)):
+                yield unit, None
+            else:
+                if returned is None:  # the ends met here: every file from here on, a worker took
+                    returned = _returned(waiting, jobs[index:])
+                yield unit, returned.pop(unit.position)
+    finally:
+        pool.close()
+
+
 def check_units(
     inputs: Inputs, units: Sequence[Unit], workers: int, checker: Checker, planned: tuple[list[Job], list[int]]
 ) -> Checker:
-    """Every unit checked into `checker` in input order, its files (`planned`) by `workers`
-    processes (`inputs` counts what was read); the checker is returned unfinished."""
-    jobs, sizes = planned
-    done: dict[int, Done] = {}
-    pool = Workers(checker.config, inputs.max_bytes, workers) if jobs and workers > 1 else None
-    try:
-        waiting = iter(pool.submit(batches(jobs, sizes, workers)) if pool is not None else ())
-        for unit in units:
-            if pool is None or not dispatchable(unit):
-                checker.begin_part(unit.position)
-                for item in inputs.items(unit):
-                    checker.feed(item)
-                continue
-            while unit.position not in done:
-                done.update(_collect(*next(waiting)))
-            _take(checker, inputs, unit, done.pop(unit.position))
-    finally:
-        if pool is not None:
-            pool.close()
+    """Every unit checked into `checker` in input order (`inputs` counts what was read), its
+    files (`planned`) by `workers` processes (`in_order`); the checker is returned unfinished."""
+    with contextlib.closing(in_order(units, planned, workers, checker.config, inputs.max_bytes)) as ordered:
+        for unit, done in ordered:
+            if done is None:
+                _check_here(checker, inputs, (unit,))
+            else:
+                _take(checker, inputs, unit, done)
     return checker
+
+
+def _check_here(checker: Checker, inputs: Inputs, units: Sequence[Unit]) -> None:
+    for unit in units:
+        checker.begin_part(unit.position)
+        for item in inputs.items(unit):
+            checker.feed(item)
+
+
+def _returned(waiting: Sequence[Future[list[Done]]], taken: Sequence[Job]) -> dict[int, Done]:
+    """What the workers made of the files they took (`taken`), once every task has returned: a
+    file a worker took and did not return (it died, or failed) has an input error."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    for future in waiting:
+        future.cancel()  # a task not yet started would take nothing
+    returned: dict[int, Done] = {}
+    reason = "no worker process returned it"
+    for future in waiting:
+        if future.cancelled():
+            continue
+        try:
+            returned.update((done.position, done) for done in future.result())
+        except BrokenProcessPool as error:
+            reason = f"the worker process checking this file stopped ({error})"
+        except Exception as error:  # a worker's own failure, not a file's (those are input errors)
+            reason = _failed(error)
+    for job in taken:
+        if job.position not in returned:
+            returned[job.position] = _died(job, reason)
+    return returned
 
 
 def _take(checker: Checker, inputs: Inputs, unit: Unit, result: Done) -> None:
     if result.part is None:  # it did not pickle: checked here, in its place, as one process would
-        checker.begin_part(unit.position)
-        for item in inputs.items(unit):
-            checker.feed(item)
+        _check_here(checker, inputs, (unit,))
         return
     from dra_guard.distribute.codec import load_part
 

@@ -15,6 +15,7 @@ parts, pickled; `merge` reads them with `dra_guard.distribute.codec`'s restricte
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -27,7 +28,7 @@ from typing import Any
 from dra_guard import __version__
 from dra_guard.contract.findings import Report, Unchecked
 from dra_guard.distribute.codec import dump_part, dump_value, load_part, load_value
-from dra_guard.distribute.pool import Done, Job, Workers, _collect, batches, dispatchable, plan
+from dra_guard.distribute.pool import Done, Job, dispatchable, in_order, plan
 from dra_guard.engine.run import Checker
 from dra_guard.read.inputs import Inputs, Unit
 from dra_guard.ruleapi.config import Config
@@ -154,16 +155,16 @@ def check_shard(inputs: Inputs, config: Config, shard: Shard, workers: int, toda
 def _check(
     inputs: Inputs, config: Config, units: Sequence[Unit], sizes: Mapping[int, int], workers: int
 ) -> list[UnitFacts]:
-    """Each of `units` checked as a part: files by worker processes when there are several."""
+    """Each of `units` checked as a part: files by `workers` processes when there are several
+    (`pool.in_order`)."""
     results: list[UnitFacts] = []
     local = Checker(config, part=True)
     files = [unit for unit in units if dispatchable(unit)] if workers > 1 else []
-    by_workers = {unit.position for unit in files}
-    pool = Workers(config, inputs.max_bytes, workers) if files else None
-    try:
-        submitted = pool.submit(batches(*_jobs(files, sizes), workers)) if pool is not None else []
-        for unit in units:
-            if unit.position in by_workers:
+    planned = _jobs(files, sizes)
+    with contextlib.closing(in_order(units, planned, workers, config, inputs.max_bytes)) as ordered:
+        for unit, done in ordered:
+            if done is not None:
+                results.append(_unit_facts(done, []))
                 continue
             before_files, before_skipped, before_unchecked = inputs.files, len(inputs.skipped), len(inputs.unchecked)
             local.begin_part(unit.position)
@@ -173,13 +174,8 @@ def _check(
                 part = dump_part(local.take_part(), local.context)
             except Exception:  # pickle.PicklingError, TypeError, AttributeError
                 part = None
-            done = Done(unit.position, part, inputs.files - before_files, inputs.skipped[before_skipped:])
-            results.append(_unit_facts(done, inputs.unchecked[before_unchecked:]))
-        for batch, future in submitted:
-            results.extend(_unit_facts(done, []) for done in _collect(batch, future).values())
-    finally:
-        if pool is not None:
-            pool.close()
+            here = Done(unit.position, part, inputs.files - before_files, inputs.skipped[before_skipped:])
+            results.append(_unit_facts(here, inputs.unchecked[before_unchecked:]))
     return results
 
 
