@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dra_guard.contract.findings import Finding, ObjectRef, Report, Severity
+from dra_guard.contract.findings import Finding, ObjectRef, Report, Severity, WaiverTerms
 from dra_guard.engine.run import check_stream
 from dra_guard.present.report import FORMATS, renderer, writer
-from dra_guard.present.report.json_report import _dumps
+from dra_guard.present.report.json_report import _dumps, _finding_dict, _finding_json
 from dra_guard.read.loader import Source
 from testkit.paths import REPO_ROOT
 
@@ -29,6 +29,35 @@ JSON_VALUES = st.recursive(
 @given(JSON_VALUES, st.sampled_from([0, 2, 6]))
 def test_dumps_writes_what_json_dumps_with_an_indent_writes(value: Any, indent: int) -> None:
     assert _dumps(value, indent) == json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + " " * indent)
+
+
+FINDINGS = st.builds(
+    Finding,
+    rule=st.text(max_size=6),
+    severity=st.sampled_from(Severity),
+    message=st.text(),
+    object=st.builds(
+        ObjectRef,
+        st.text(max_size=5),
+        st.text(max_size=5),
+        st.text(max_size=5),
+        st.text(max_size=5),
+        st.text(max_size=3),
+    ),
+    path=st.text(max_size=8),
+    remediation=st.text(max_size=8),
+    file=st.none() | st.text(max_size=8),
+    line=st.none() | st.integers(min_value=0),
+    waiver=st.none() | st.text(max_size=5),
+    facet=st.text(max_size=4),
+    waiver_terms=st.none()
+    | st.builds(WaiverTerms, st.none() | st.text(max_size=4), st.none() | st.dates(), st.text(max_size=6)),
+)
+
+
+@given(FINDINGS, st.sampled_from([0, 2, 6]))
+def test_a_finding_is_written_as_its_dict_would_be(finding: Finding, indent: int) -> None:
+    assert _finding_json(finding, indent) == _dumps(_finding_dict(finding), indent)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from dra_guard.contract.findings import ANNOTATION_WAIVER, Finding, Report
@@ -127,25 +127,57 @@ def _scalar(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)  # floats (nan, inf), subclasses: as json writes them
 
 
-def write_items(out: Output, items: Iterable[Any], indent: int) -> None:
-    """A JSON array, one item at a time, exactly as `_dumps(list(items), indent)` writes it."""
+def write_items(out: Output, items: Iterable[Any], indent: int, dumps: Callable[[Any, int], str] = _dumps) -> None:
+    """A JSON array, one item at a time, exactly as `_dumps(list(items), indent)` writes it
+    (`dumps`: how an item is written, as `_dumps` writes it)."""
     written = False
     for item in items:
-        out.write(("," if written else "[") + "\n" + " " * (indent + 2) + _dumps(item, indent + 2))
+        out.write(("," if written else "[") + "\n" + " " * (indent + 2) + dumps(item, indent + 2))
         written = True
     out.write("\n" + " " * indent + "]" if written else "[]")
+
+
+def _finding_json(finding: Finding, indent: int) -> str:
+    """`_dumps(_finding_dict(finding), indent)`, written straight from the finding, without
+    the dict and the walk of it: most of a large report's writing, which one process does
+    after every other has finished (tests/test_report_streaming.py holds the two equal)."""
+    entry = "\n" + " " * (indent + 2)
+    field = "\n" + " " * (indent + 4)
+    ref = finding.object
+    scalar = _scalar
+    names = (
+        f'"apiVersion": {scalar(ref.api_version)},{field}"kind": {scalar(ref.kind)},{field}'
+        f'"namespace": {scalar(ref.namespace)},{field}"name": {scalar(ref.name)}'
+    )
+    if ref.generate_name:
+        names += f',{field}"generateName": {scalar(ref.generate_name)}'
+    text = (
+        f'{{{entry}"rule": {scalar(finding.rule)},{entry}"facet": {scalar(finding.facet or None)},'
+        f'{entry}"severity": {scalar(finding.severity.label)},{entry}"message": {scalar(finding.message)},'
+        f'{entry}"file": {scalar(finding.file)},{entry}"line": {scalar(finding.line)},'
+        f'{entry}"object": {{{field}{names}{entry}}},{entry}"path": {scalar(finding.path)},'
+        f'{entry}"remediation": {scalar(finding.remediation)}'
+    )
+    if finding.waiver is not None:
+        terms = finding.waiver_terms or ANNOTATION_WAIVER
+        expires = terms.expires.isoformat() if terms.expires is not None else None
+        text += (
+            f',{entry}"waiver": {scalar(finding.waiver)},{entry}"waiverOwner": {scalar(terms.owner)},'
+            f'{entry}"waiverExpires": {scalar(expires)},{entry}"waiverSource": {scalar(terms.source)}'
+        )
+    return text + "\n" + " " * indent + "}"
 
 
 def write_json(report: Report, out: Output) -> None:
     """The report as one `json.dumps(..., indent=2)` of its dict would write it, one finding at
     a time: a report of many findings is never one string, nor one list of dicts."""
     out.write('{\n  "findings": ')
-    write_items(out, map(_finding_dict, report.findings), 2)
+    write_items(out, report.findings, 2, _finding_json)
     out.write(',\n  "waived": ')
-    write_items(out, map(_finding_dict, report.waived), 2)
+    write_items(out, report.waived, 2, _finding_json)
     if report.baseline is not None:
         out.write(',\n  "baselined": ')
-        write_items(out, map(_finding_dict, report.baselined), 2)
+        write_items(out, report.baselined, 2, _finding_json)
     for key, value in _tail(report).items():
         out.write(f',\n  "{key}": ' + _dumps(value, 2))
     out.write("\n}\n")
