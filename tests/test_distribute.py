@@ -414,6 +414,20 @@ def test_the_ends_meet_once_every_file_is_taken_by_one_process_or_another() -> N
     assert len(batches) + 1 <= claims.most_batches(1)
 
 
+@pytest.mark.e2e
+def test_without_semaphores_a_check_stays_in_one_process(
+    small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one = _cli(["check", "-j", "1", "--format", "json", *INPUTS], capsys)
+
+    class NoSemaphores:
+        def Array(self, *arguments: Any) -> Any:  # as multiprocessing names it
+            raise OSError(38, "Function not implemented")  # sem_open where /dev/shm is missing
+
+    monkeypatch.setattr(pool, "_context", NoSemaphores)
+    assert _cli(["check", "-j", "2", "--format", "json", *INPUTS], capsys) == one
+
+
 def test_small_inputs_stay_in_one_process() -> None:
     assert not pool.worth_it([1_000, 2_000], 2) and not pool.worth_it([10 << 20], 2) and pool.worth_it([2 << 20] * 2, 2)
 

@@ -268,14 +268,19 @@ def in_order(
     (`planned`) it takes from the front while the `workers - 1` others take them from the
     back (`Claims`).  Close it (`contextlib.closing`) to stop the workers early."""
     jobs, sizes = planned
-    if not jobs or workers <= 1:
+    claims = pool = None
+    if jobs and workers > 1:
+        try:
+            claims = Claims(_context(), jobs, sizes, workers)
+            pool = Workers(config, max_bytes, workers - 1, claims)
+        except OSError:  # no POSIX semaphores or shared memory here (some sandboxes): one process
+            claims = pool = None
+    if claims is None or pool is None:
         for unit in units:
             yield unit, None
         return
-    claims = Claims(_context(), jobs, sizes, workers)
     expect_many_documents()  # the input is large enough for workers: so is this process's share
     index_of = {job.position: index for index, job in enumerate(jobs)}
-    pool = Workers(config, max_bytes, workers - 1, claims)
     try:
         waiting = pool.submit_taken(claims.most_batches(workers - 1))
         returned: dict[int, Done] | None = None  # the workers' files, once the ends have met
