@@ -374,28 +374,42 @@ def test_a_file_whose_part_does_not_pickle_is_checked_in_its_place(
 
 
 @pytest.mark.e2e
-def test_a_worker_that_dies_leaves_an_input_error_for_each_file_it_took_and_the_rest_are_checked(
-    small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("jobs", ["2", "3"])
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")  # the pool's own thread failing
+def test_a_worker_that_dies_leaves_an_input_error_for_each_file_taken_and_the_rest_are_checked(
+    jobs: str,
+    small_inputs_in_parallel: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
-    for index in range(4):
+    for index in range(6):
         (tmp_path / f"cm-{index}.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{index}}}\n")
     (tmp_path / "poison.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: poison}\n")
     real = pool.file_items
 
     def dying(path: str, *arguments: Any) -> Any:
-        if path.endswith("poison.yaml"):
-            os._exit(9)  # in the worker, which looks this up as it reads (fork inherits the patch)
+        if path.endswith("poison.yaml"):  # in the worker, which looks this up as it reads (fork inherits the patch)
+            # It dies once every file is taken and this process waits for the workers' results.
+            claims, deadline = pool._Worker.claims, time.monotonic() + 60
+            while claims is not None and claims.left() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)
+            os._exit(9)
         return real(path, *arguments)
 
     monkeypatch.setattr(pool, "file_items", dying)
     monkeypatch.setattr(pool, "BATCH_MAX_FILES", 1)
     # A worker takes the last file first, the poison; this process the others, once it has.
     held = _this_process_waits(monkeypatch, lambda claims: claims.taken_from_back() < len(claims.jobs))
-    code, out, err = _cli(["check", "-j", "2", "--format", "json", str(tmp_path)], capsys)
+    code, out, err = _cli(["check", "-j", jobs, "--format", "json", str(tmp_path)], capsys)
     assert code == 2 and all(held)
     assert "poison.yaml: the worker process checking this file stopped" in err
     report = json.loads(out)
-    assert report["summary"]["objects"] == 4 and len(report["errors"]) == 1
+    # Every file checked or an error: the dead worker's, and those its siblings had taken
+    # when the pool stopped them; this process checked the rest.
+    assert report["summary"]["objects"] + len(report["errors"]) == 7 and report["summary"]["objects"] >= 1
+    assert multiprocessing.active_children() == []  # the pool stopped every worker it started
 
 
 def test_the_ends_meet_once_every_file_is_taken_by_one_process_or_another() -> None:
@@ -410,8 +424,15 @@ def test_the_ends_meet_once_every_file_is_taken_by_one_process_or_another() -> N
     while batch := claims.take_back():
         batches.append([job.position for job in batch])
     assert batches == [[7], [6], [5], [4], [3], [2]]  # an eighth of 6 MiB or less: one file each
-    assert not claims.take_front(2) and claims.taken_from_back() == 2
-    assert len(batches) + 1 <= claims.most_batches(1)
+    assert not claims.take_front(2) and claims.taken_from_back() == 2 and claims.left() == 0
+
+
+def test_a_lock_held_by_a_killed_worker_stops_no_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = [pool.Job(position, f"f{position}", True) for position in range(3)]
+    claims = pool.Claims(multiprocessing.get_context("fork"), jobs, [1, 1, 1], 2)
+    monkeypatch.setattr(pool, "LOCK_WAIT_SECONDS", 0.05)
+    claims._ends.get_lock().acquire()  # as a worker killed in the middle of take_back leaves it
+    assert claims.take_front(0) and claims.take_front(1) and claims.left() == 1
 
 
 @pytest.mark.e2e

@@ -12,9 +12,9 @@ findings: the report is the one `--jobs 1` writes, byte for byte, whatever N or 
 the workers finish in.
 
 A part whose pending findings do not pickle (a closure from an extra rule module) is
-checked again here, in its place; a worker that dies (a signal) leaves an input error for
-each file it had taken and not returned, and this process checks the files no worker took.
-Nothing is skipped silently.
+checked again here, in its place.  A worker that dies (a signal, the OOM killer) stops the
+pool: each file the workers had taken and not returned gets an input error, and this
+process checks the files no worker took.  Nothing is skipped silently.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import contextlib
 import itertools
 import os
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,9 @@ BATCHES_PER_WORKER = 4
 BATCH_MIN_BYTES = 256 << 10
 BATCH_MAX_BYTES = 8 << 20
 BATCH_MAX_FILES = 512
+#: How long this process waits for the lock of the two ends before it takes it to be held
+#: by a worker that was killed (a worker holds it for microseconds).
+LOCK_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -99,19 +102,37 @@ class Claims:
     def take_front(self, index: int) -> bool:
         """Whether this process takes jobs[index], the next in input order; False once
         the ends have met (a worker took it, or will have checked it)."""
-        ends = self._ends
-        with ends.get_lock():
+        with self._locked() as ends:
             if ends[0] == index < ends[1]:
                 ends[0] = index + 1
                 return True
         return False
 
+    def stop(self) -> None:
+        """No worker takes another file (a check stopped early)."""
+        with self._locked() as ends:
+            ends[1] = ends[0]
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[Any]:
+        """The two ends, under their lock.  A worker holds it for microseconds; one killed
+        while holding it (the pool stops the others when one dies, with SIGTERM) would
+        hold it for ever: after LOCK_WAIT_SECONDS this process goes on without it (the
+        workers are gone by then; a worker's one write, an end, is a single store)."""
+        lock = self._ends.get_lock()
+        held = lock.acquire(timeout=LOCK_WAIT_SECONDS)
+        try:
+            yield self._ends.get_obj()
+        finally:
+            if held:
+                lock.release()
+
     def take_back(self) -> list[Job]:
         """A worker's next batch, from the back: about 1/(processes x BATCHES_PER_WORKER)
         of the bytes left between the ends, within the bounds (guided scheduling); none once
         the ends have met."""
-        before, ends = self._before, self._ends
-        with ends.get_lock():
+        before = self._before
+        with self._locked() as ends:
             front, back = ends[0], ends[1]
             left = before[back] - before[front]
             target = min(BATCH_MAX_BYTES, max(BATCH_MIN_BYTES, left // (self._processes * BATCHES_PER_WORKER)))
@@ -121,18 +142,15 @@ class Claims:
             ends[1] = start
         return self.jobs[start:back]
 
+    def left(self) -> int:
+        """How many files no process has taken yet."""
+        with self._locked() as ends:
+            return int(ends[1] - ends[0])
+
     def taken_from_back(self) -> int:
         """The index of the first job a worker took (len(jobs): none)."""
-        ends = self._ends
-        with ends.get_lock():
+        with self._locked() as ends:
             return int(ends[1])
-
-    def most_batches(self, workers: int) -> int:
-        """How many batches the workers can take at most: each holds at least the smaller
-        bound's bytes or BATCH_MAX_FILES files, but for the last, and none is empty."""
-        total = self._before[-1]
-        bound = -(-total // BATCH_MIN_BYTES) + -(-len(self.jobs) // BATCH_MAX_FILES) + 1
-        return min(len(self.jobs), bound) + workers
 
 
 class _Worker:
@@ -154,10 +172,16 @@ def _start_worker(config: Config, max_bytes: int, claims: Claims) -> None:
 
 
 def check_taken() -> list[Done]:
-    """A worker's task in a check (`check_units`): its next batch from the back, checked."""
+    """A worker's task in a check (`in_order`): batches taken from the back and checked
+    until the ends meet, returned together.  One task a worker, none left to cancel:
+    Python 3.10 and 3.11 lose a pool whose worker dies while a cancelled task waits
+    (its manager thread fails, CPython gh-107219, and leaves the others running)."""
     claims = _Worker.claims
     assert claims is not None, "the worker was not started with _start_worker"
-    return check_files(claims.take_back())
+    done: list[Done] = []
+    while batch := claims.take_back():
+        done += check_files(batch)
+    return done
 
 
 def check_files(jobs: Sequence[Job]) -> list[Done]:
@@ -239,10 +263,9 @@ class Workers:
             initargs=(config, max_bytes, claims),
         )
 
-    def submit_taken(self, count: int) -> list[Future[list[Done]]]:
-        """`count` tasks that each take a batch from the back (`check_taken`): those that
-        start once the ends have met return nothing, those still waiting are cancelled."""
-        return [self._pool.submit(check_taken) for _ in range(count)]
+    def submit_taken(self, workers: int) -> list[Future[list[Done]]]:
+        """One task for each worker, taking batches from the back (`check_taken`)."""
+        return [self._pool.submit(check_taken) for _ in range(workers)]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -273,7 +296,7 @@ def in_order(
         try:
             claims = Claims(_context(), jobs, sizes, workers)
             pool = Workers(config, max_bytes, workers - 1, claims)
-        except OSError:  # no POSIX semaphores or shared memory here (some sandboxes): one process
+        except (OSError, ImportError, NotImplementedError):  # no sem_open, or too few semaphores: one process
             claims = pool = None
     if claims is None or pool is None:
         for unit in units:
@@ -282,7 +305,7 @@ def in_order(
     expect_many_documents()  # the input is large enough for workers: so is this process's share
     index_of = {job.position: index for index, job in enumerate(jobs)}
     try:
-        waiting = pool.submit_taken(claims.most_batches(workers - 1))
+        waiting = pool.submit_taken(workers - 1)
         returned: dict[int, Done] | None = None  # the workers' files, once the ends have met
         for unit in units:
             index = index_of.get(unit.position)
@@ -293,6 +316,7 @@ def in_order(
                     returned = _returned(waiting, jobs[index:])
                 yield unit, returned.pop(unit.position)
     finally:
+        claims.stop()  # stopped early (an error, ^C): the workers take no more
         pool.close()
 
 
@@ -319,16 +343,13 @@ def _check_here(checker: Checker, inputs: Inputs, units: Sequence[Unit]) -> None
 
 def _returned(waiting: Sequence[Future[list[Done]]], taken: Sequence[Job]) -> dict[int, Done]:
     """What the workers made of the files they took (`taken`), once every task has returned: a
-    file a worker took and did not return (it died, or failed) has an input error."""
+    file a worker took and did not return has an input error.  One worker that dies (a
+    signal, the OOM killer) stops the pool, and every worker's files with it."""
     from concurrent.futures.process import BrokenProcessPool
 
-    for future in waiting:
-        future.cancel()  # a task not yet started would take nothing
     returned: dict[int, Done] = {}
     reason = "no worker process returned it"
     for future in waiting:
-        if future.cancelled():
-            continue
         try:
             returned.update((done.position, done) for done in future.result())
         except BrokenProcessPool as error:
