@@ -5,16 +5,20 @@
 In one process (jsii starts Node once, before anything is timed), interleaved: building
 an App with N of our workloads and synthesizing it (`App.synth_yaml`, which runs every
 validation), against building the same manifests (`dra_guard.building.builders`) as plain
-`ApiObject`s and synthesizing those; and `enforce()` alone, the time it adds to the raw
-objects' synth (both built before the clock starts).  Targets: ours within 1.2x of the raw
+`ApiObject`s and synthesizing those; and `enforce()` alone on the raw objects (built
+before the clock starts), measured two ways: the time cdk8s spends in its validation (every
+ask of it, timed inside, as cdk8s calls it: reading the charts back from Node and the
+rules), and the synth's time with it less the synth's without it in the same round, shown
+beside it.  The targets take the first: the second is the difference of two whole synths,
+each of which moves by a tenth with the machine, and it flaps by more than the target's
+margin (0.08-0.44 s at 200 workloads in one run).  Targets: ours within 1.2x of the raw
 objects at N = 200, `enforce()` within 0.2 s for 200 workloads.
 
 Then how `enforce()` grows: the raw objects' synth with and without `enforce()` at 200,
-1,000 and 5,000 workloads, the sizes in a rotating order in each round.  `enforce()`'s
-time is the synth's with it less the synth's without it, in the same round; beside it,
-the time cdk8s spends in its validation (every ask of it, timed as cdk8s calls it).
-Target: `enforce()` at 1,000 workloads within 5x its time at 200 (linear, with headroom
-when its cost per workload does not grow), as the median of the per-round ratios.
+1,000 and 5,000 workloads, the sizes in a rotating order in each round, both measures of
+`enforce()` as above.  Target: `enforce()`'s validation at 1,000 workloads within 5x its
+time at 200 (linear, with headroom when its cost per workload does not grow), as the
+median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -129,7 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'cdk8s synth':<24} {'ours':>20} {'raw ApiObjects':>20} {'ratio':>20} {'target':>7}")
     for count in arguments.sizes:
         times: dict[str, list[float]] = {"ours": [], "raw": [], "enforced": [], "synth": []}
+        validation: list[float] = []
         for round_index in range(arguments.rounds):
+            _Asked.seconds = 0.0
             order: list[tuple[str, Callable[[int], float]]] = [
                 ("ours", functools.partial(_seconds, ours)),
                 ("raw", functools.partial(_seconds, raw)),
@@ -140,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 order.reverse()
             for name, measure in order:
                 times[name].append(measure(count))
+            validation.append(_Asked.seconds)
         ratios = [mine / base for mine, base in zip(times["ours"], times["raw"], strict=True)]
         enforce_cost = [max(e - r, 0.0) for e, r in zip(times["enforced"], times["synth"], strict=True)]
         target = 1.2 if count == 200 else None
@@ -150,12 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{_spread(ratios, 'x'):>20} {target or '-':>7}  {verdict}"
         )
         enforce_target = 0.2 if count == 200 else None
-        verdict = "" if enforce_target is None else ("ok" if statistics.median(enforce_cost) <= 0.2 else "MISSED")
+        verdict = "" if enforce_target is None else ("ok" if statistics.median(validation) <= 0.2 else "MISSED")
         missed = missed or verdict == "MISSED"
         print(
-            f"{f'  enforce() alone, N={count}':<24} {_spread(enforce_cost, 's'):>20} {'':>20} {'':>20} "
+            f"{f'  enforce() alone, N={count}':<24} {_spread(validation, 's'):>20} {'':>20} {'':>20} "
             f"{enforce_target or '-':>7}  {verdict}"
         )
+        print(f"{'    with less without':<24} {_spread(enforce_cost, 's'):>20}")
     return 1 if _growth(arguments.growth_sizes, arguments.growth_rounds) or missed else 0
 
 
@@ -176,7 +184,7 @@ def _growth(sizes: Sequence[int], rounds: int) -> bool:
             synth[count].append(plain)
     small, middle, large = sizes
     print()
-    print(f"{'enforce() growth':<28} {'raw synth':>20} {'enforce()':>20} {'its validation':>20}")
+    print(f"{'enforce() growth':<28} {'raw synth':>20} {'with less without':>20} {'its validation':>20}")
     for count in sizes:
         print(
             f"{f'N={count:,} workloads':<28} {_spread(synth[count], 's'):>20} {_spread(cost[count], 's'):>20} "
@@ -188,7 +196,7 @@ def _growth(sizes: Sequence[int], rounds: int) -> bool:
         validation_ratios = [b / a for a, b in zip(asked[low], asked[high], strict=True)]
         verdict = ""
         if target is not None:
-            verdict = "ok" if ratios and statistics.median(ratios) <= target else "MISSED"
+            verdict = "ok" if statistics.median(validation_ratios) <= target else "MISSED"
         missed = missed or verdict == "MISSED"
         print(
             f"{f'  N={high:,} / N={low:,} (x{high // low})':<28} {'':>20} {_spread(ratios, 'x'):>20} "
