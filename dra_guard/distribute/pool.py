@@ -271,10 +271,6 @@ class Workers:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _failed(error: BaseException) -> str:
-    return f"the worker process checking this file failed ({type(error).__name__}: {error})"
-
-
 def _died(job: Job, reason: str) -> Done:
     """A file whose worker died or failed: an input error in its place, never a silent gap."""
     problem = InputError(display_name(job.path), None, f"{reason}; not checked")
@@ -328,17 +324,17 @@ def check_units(
     with contextlib.closing(in_order(units, planned, workers, checker.config, inputs.max_bytes)) as ordered:
         for unit, done in ordered:
             if done is None:
-                _check_here(checker, inputs, (unit,))
+                check_in_place(checker, inputs, unit)
             else:
                 _take(checker, inputs, unit, done)
     return checker
 
 
-def _check_here(checker: Checker, inputs: Inputs, units: Sequence[Unit]) -> None:
-    for unit in units:
-        checker.begin_part(unit.position)
-        for item in inputs.items(unit):
-            checker.feed(item)
+def check_in_place(checker: Checker, inputs: Inputs, unit: Unit) -> None:
+    """The unit read and checked by this process, as the part at its place in the input."""
+    checker.begin_part(unit.position)
+    for item in inputs.items(unit):
+        checker.feed(item)
 
 
 def _returned(waiting: Sequence[Future[list[Done]]], taken: Sequence[Job]) -> dict[int, Done]:
@@ -355,7 +351,7 @@ def _returned(waiting: Sequence[Future[list[Done]]], taken: Sequence[Job]) -> di
         except BrokenProcessPool as error:
             reason = f"the worker process checking this file stopped ({error})"
         except Exception as error:  # a worker's own failure, not a file's (those are input errors)
-            reason = _failed(error)
+            reason = f"the worker process checking this file failed ({type(error).__name__}: {error})"
     for job in taken:
         if job.position not in returned:
             returned[job.position] = _died(job, reason)
@@ -364,7 +360,7 @@ def _returned(waiting: Sequence[Future[list[Done]]], taken: Sequence[Job]) -> di
 
 def _take(checker: Checker, inputs: Inputs, unit: Unit, result: Done) -> None:
     if result.part is None:  # it did not pickle: checked here, in its place, as one process would
-        _check_here(checker, inputs, (unit,))
+        check_in_place(checker, inputs, unit)
         return
     from dra_guard.distribute.codec import load_part
 

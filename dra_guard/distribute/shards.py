@@ -28,7 +28,7 @@ from typing import Any
 from dra_guard import __version__
 from dra_guard.contract.findings import Report, Unchecked
 from dra_guard.distribute.codec import dump_part, dump_value, load_part, load_value
-from dra_guard.distribute.pool import Done, Job, dispatchable, in_order, plan
+from dra_guard.distribute.pool import Done, Job, check_in_place, dispatchable, in_order, plan
 from dra_guard.engine.run import Checker
 from dra_guard.read.inputs import Inputs, Unit
 from dra_guard.ruleapi.config import Config
@@ -159,17 +159,14 @@ def _check(
     (`pool.in_order`)."""
     results: list[UnitFacts] = []
     local = Checker(config, part=True)
-    files = [unit for unit in units if dispatchable(unit)] if workers > 1 else []
-    planned = _jobs(files, sizes)
+    planned = _jobs([unit for unit in units if dispatchable(unit)], sizes)
     with contextlib.closing(in_order(units, planned, workers, config, inputs.max_bytes)) as ordered:
         for unit, done in ordered:
             if done is not None:
                 results.append(_unit_facts(done, []))
                 continue
             before_files, before_skipped, before_unchecked = inputs.files, len(inputs.skipped), len(inputs.unchecked)
-            local.begin_part(unit.position)
-            for item in inputs.items(unit):
-                local.feed(item)
+            check_in_place(local, inputs, unit)
             try:
                 part = dump_part(local.take_part(), local.context)
             except Exception:  # pickle.PicklingError, TypeError, AttributeError
