@@ -22,37 +22,6 @@ if TYPE_CHECKING:
     from dra_guard.present.report import Output
 
 
-def _finding_dict(finding: Finding) -> dict[str, Any]:
-    obj = {
-        "apiVersion": finding.object.api_version,
-        "kind": finding.object.kind,
-        "namespace": finding.object.namespace,
-        "name": finding.object.name,
-    }
-    if finding.object.generate_name:
-        obj["generateName"] = finding.object.generate_name
-    entry: dict[str, Any] = {
-        "rule": finding.rule,
-        # Which of the rule's checks (docs/rules.md lists each rule's facets); null for a rule of one check.
-        "facet": finding.facet or None,
-        "severity": finding.severity.label,
-        "message": finding.message,
-        "file": finding.file,
-        "line": finding.line,
-        "object": obj,
-        "path": finding.path,
-        "remediation": finding.remediation,
-    }
-    if finding.waiver is not None:
-        # The reason, as it has always been; who answers for it, until when and where it is written beside it.
-        terms = finding.waiver_terms or ANNOTATION_WAIVER
-        entry["waiver"] = finding.waiver
-        entry["waiverOwner"] = terms.owner
-        entry["waiverExpires"] = terms.expires.isoformat() if terms.expires is not None else None
-        entry["waiverSource"] = terms.source
-    return entry
-
-
 def _gone(report: Report) -> dict[str, Any]:
     """With a baseline: the baseline's entries that no finding matches any more."""
     if report.baseline is None:
@@ -138,9 +107,15 @@ def write_items(out: Output, items: Iterable[Any], indent: int, dumps: Callable[
 
 
 def _finding_json(finding: Finding, indent: int) -> str:
-    """`_dumps(_finding_dict(finding), indent)`, written straight from the finding, without
-    the dict and the walk of it: most of a large report's writing, which one process does
-    after every other has finished (tests/test_report_streaming.py holds the two equal)."""
+    """The finding's entry (rule, facet, severity, message, file, line, object, path,
+    remediation, then a waiver's four keys) as `_dumps` writes it `indent` spaces deep,
+    written straight from its fields, without a dict and the walk of it: most of a large
+    report's writing, which one process does after every other has finished
+    (tests/test_report_streaming.py holds it to `_dumps` of the entry's dict).
+
+    `facet` says which of the rule's checks (docs/rules.md lists each rule's facets), null
+    for a rule of one check; a waived finding has its reason, as it always had, and who
+    answers for it, until when and where it is written beside it."""
     entry = "\n" + " " * (indent + 2)
     field = "\n" + " " * (indent + 4)
     ref = finding.object
