@@ -13,6 +13,7 @@ processes (in any order, any number, one dying, a part that does not pickle), fa
 from __future__ import annotations
 
 import dataclasses
+import errno
 import io
 import json
 import multiprocessing
@@ -447,6 +448,35 @@ def test_without_semaphores_a_check_stays_in_one_process(
 
     monkeypatch.setattr(pool, "_context", NoSemaphores)
     assert _cli(["check", "-j", "2", "--format", "json", *INPUTS], capsys) == one
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("fails_at", [1, 2])
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_that_cannot_start_leaves_the_check_in_one_process(
+    fails_at: int, small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fork() failing (EAGAIN: a container's pids limit, ENOMEM) as the pool starts its
+    workers, at the first or after one has started: the check goes on in this process,
+    with the same report, and no worker is left behind (one would hang the exit)."""
+    one = _cli(["check", "-j", "1", "--format", "json", *INPUTS], capsys)
+    fork = multiprocessing.get_context("fork")
+    started = fork.Value("i", 0)
+
+    class Failing(fork.Process):  # type: ignore[name-defined,misc]
+        def start(self) -> None:
+            started.value += 1
+            if started.value >= fails_at:
+                raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+            super().start()
+
+    class FailingContext(type(fork)):  # type: ignore[misc]
+        Process = Failing
+
+    monkeypatch.setattr(pool, "_context", FailingContext)
+    assert _cli(["check", "-j", "3", "--format", "json", *INPUTS], capsys) == one
+    assert started.value == fails_at
+    assert multiprocessing.active_children() == []
 
 
 def test_small_inputs_stay_in_one_process() -> None:

@@ -279,6 +279,35 @@ def _died(job: Job, reason: str) -> Done:
     return Done(job.position, _dump(checker.take_part(), checker), 1)
 
 
+def _start(
+    jobs: Sequence[Job], sizes: Sequence[int], workers: int, config: Config, max_bytes: int
+) -> tuple[Claims, Workers, list[Future[list[Done]]]] | None:
+    """The files' claims and `workers - 1` workers taking from the back, or None where this
+    system cannot start them and the check is to run in one process: no `sem_open` or too
+    few semaphores (OSError, ImportError, NotImplementedError), or fork failing as the
+    pool starts its workers (EAGAIN under a container's pids limit, ENOMEM)."""
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    claims = pool = None
+    try:
+        claims = Claims(_context(), jobs, sizes, workers)
+        pool = Workers(config, max_bytes, workers - 1, claims)
+        return claims, pool, pool.submit_taken(workers - 1)
+    except (OSError, ImportError, NotImplementedError):
+        if claims is not None:
+            claims.stop()
+        if pool is not None:
+            # The pool starts its manager thread only once every worker has started, and
+            # without it shutting down stops none of them: those that did start would wait
+            # for tasks forever, and multiprocessing joins them at exit.
+            for process in set(multiprocessing.active_children()) - before:
+                process.terminate()
+                process.join()
+            pool.close()
+        return None
+
+
 def in_order(
     units: Sequence[Unit], planned: tuple[list[Job], list[int]], workers: int, config: Config, max_bytes: int
 ) -> Generator[tuple[Unit, Done | None], None, None]:
@@ -287,21 +316,15 @@ def in_order(
     (`planned`) it takes from the front while the `workers - 1` others take them from the
     back (`Claims`).  Close it (`contextlib.closing`) to stop the workers early."""
     jobs, sizes = planned
-    claims = pool = None
-    if jobs and workers > 1:
-        try:
-            claims = Claims(_context(), jobs, sizes, workers)
-            pool = Workers(config, max_bytes, workers - 1, claims)
-        except (OSError, ImportError, NotImplementedError):  # no sem_open, or too few semaphores: one process
-            claims = pool = None
-    if claims is None or pool is None:
+    started = _start(jobs, sizes, workers, config, max_bytes) if jobs and workers > 1 else None
+    if started is None:
         for unit in units:
             yield unit, None
         return
+    claims, pool, waiting = started
     expect_many_documents()  # the input is large enough for workers: so is this process's share
     index_of = {job.position: index for index, job in enumerate(jobs)}
     try:
-        waiting = pool.submit_taken(workers - 1)
         returned: dict[int, Done] | None = None  # the workers' files, once the ends have met
         for unit in units:
             index = index_of.get(unit.position)
