@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from dra_guard.contract.findings import InputError
 from dra_guard.kubectl_yaml import choice as parser_choice
 from dra_guard.kubectl_yaml import fast, parser
 from dra_guard.kubectl_yaml.lines import node_line
+from dra_guard.kubectl_yaml.ryml_native import TreeCalls
 from dra_guard.read.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.manifest_strategies import manifest_file
@@ -123,6 +125,47 @@ def test_lines_of_fast_documents_come_from_rapidyaml(tmp_path: Path, monkeypatch
     for path in sorted(tmp_path.glob("*.yaml")):
         _same_reading(path.read_bytes(), path.name, monkeypatch)  # every path's line, against libyaml's
     assert answers and sum(answer is None for answer in answers) * 20 < len(answers)
+
+
+def test_the_trees_calls_skip_swigs_proxy_and_answer_as_its_methods_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ryml = fast._Rapidyaml.load()
+    native = fast._Rapidyaml.native
+    # Every rapidyaml pyproject.toml admits (its floor too) has SWIG's functions: the
+    # reader's ~15 calls a document go to them, not through the Python proxy.
+    assert ryml is not None and native.tree.direct
+    assert type(native.tree.parse_in_place(bytearray(b"a: 1\n"))) is not ryml.Tree
+    proxied = TreeCalls(
+        types.SimpleNamespace(
+            Tree=ryml.Tree,
+            parse_substr=ryml.parse_substr,
+            parse_csubstr=ryml.parse_csubstr,
+            emit_json_to_substr=ryml.emit_json_to_substr,
+        )
+    )
+    assert not proxied.direct and type(proxied.parse_in_place(bytearray(b"a: 1\n"))) is ryml.Tree
+    write_realistic(tmp_path, 150)
+    texts = [*_LINE_SHAPES]
+    for path in sorted(tmp_path.glob("*.yaml")):
+        texts += [f"{document}\n" for document in path.read_text().split("\n---\n")]
+
+    def reading() -> list[Any]:
+        answers: list[Any] = []
+        for text in texts:
+            parsed = fast.parse_plain([text])[0]
+            value = fast.decode_plain(text, parsed)
+            answers.append(value)
+            if value is not fast.DECLINED and value is not fast.EMPTY:
+                lines = fast.FastLines(parsed, 0)
+                answers.append([lines.line(path) for path in paths(value)])
+        return answers
+
+    direct = reading()
+    monkeypatch.setattr(native, "tree", proxied)
+    monkeypatch.setattr(native.quiet, "_calls", proxied)
+    assert reading() == direct
+    assert sum(isinstance(answer, list) and any(line is not None for line in answer) for answer in direct) > 100
 
 
 @pytest.mark.parametrize(

@@ -273,7 +273,7 @@ def _emitted_as_json_scalar(value: str) -> bool:
     if known is None:
         try:
             tree = _Rapidyaml.native.quiet.parse(b"a: " + value.encode("ascii"))
-            emitted = json.loads(_Rapidyaml.native.emit_json(tree, tree.root_id()))
+            emitted = json.loads(_Rapidyaml.native.emit_json(tree, _Rapidyaml.native.tree.root_id(tree)))
             known = emitted.__class__ is dict and emitted.get("a").__class__ is not str and len(emitted) == 1
         except Exception:  # not a scalar rapidyaml reads alone: no conclusion
             known = False
@@ -509,15 +509,15 @@ def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any
         parsed = parse_plain([text])[0]
     if parsed is None:
         return DECLINED
-    tree = parsed.tree
-    root = tree.root_id()
-    nodes = tree.size()
-    if tree.is_stream(root):  # a `---` line opens the text
-        if tree.num_children(root) != 1:
+    tree, calls = parsed.tree, _Rapidyaml.native.tree
+    root = calls.root_id(tree)
+    nodes = calls.size(tree)
+    if calls.is_stream(tree, root):  # a `---` line opens the text
+        if calls.num_children(tree, root) != 1:
             return DECLINED
-        root = tree.first_child(root)
+        root = calls.first_child(tree, root)
         nodes -= 1
-    if not tree.is_map(root) and not tree.is_seq(root) and not tree.has_val(root):
+    if not calls.is_map(tree, root) and not calls.is_seq(tree, root) and not calls.has_val(tree, root):
         return EMPTY  # blank, or comments only
     try:
         value = _JSON.decode(_Rapidyaml.native.emit_json(tree, root).decode("utf-8", "surrogatepass"))
@@ -566,39 +566,39 @@ class FastLines:
         return self._text.count("\n", 0, offset)
 
     def _item_line(self, node: int) -> int | None:
-        tree = self._tree
-        if tree.is_map(node):
-            if not tree.is_block(node) or tree.num_children(node) == 0:
+        tree, calls = self._tree, _Rapidyaml.native.tree
+        if calls.is_map(tree, node):
+            if not calls.is_block(tree, node) or calls.num_children(tree, node) == 0:
                 return None
-            return self._line_at(tree.key(tree.first_child(node)))
-        if tree.is_seq(node) or not tree.has_val(node) or tree.val_is_null(node):
+            return self._line_at(calls.key(tree, calls.first_child(tree, node)))
+        if calls.is_seq(tree, node) or not calls.has_val(tree, node) or calls.val_is_null(tree, node):
             return None
-        if tree.is_val_literal(node) or tree.is_val_folded(node):
+        if calls.is_val_literal(tree, node) or calls.is_val_folded(tree, node):
             return None  # libyaml marks the indicator, the tree holds the text after it
-        return self._line_at(tree.val(node))
+        return self._line_at(calls.val(tree, node))
 
     def line(self, path: tuple[str | int, ...]) -> int | None:
-        tree = self._tree
+        tree, calls = self._tree, _Rapidyaml.native.tree
         if tree is None:
             return None
-        node = tree.root_id()
-        if tree.is_stream(node):
-            node = tree.first_child(node)
+        node = calls.root_id(tree)
+        if calls.is_stream(tree, node):
+            node = calls.first_child(tree, node)
         # The deepest node found, and whether it is a mapping entry (marked at its key)
         # or a sequence item (marked where it starts); its line is worked out once.
         deepest, entry = None, False
         for part in path:
-            if tree.is_map(node):
-                child = tree.find_child(node, str(part).encode("ascii", "replace"))
+            if calls.is_map(tree, node):
+                child = calls.find_child(tree, node, str(part).encode("ascii", "replace"))
                 if child == _NONE:
                     break
                 deepest, entry = child, True
-            elif tree.is_seq(node) and isinstance(part, int) and 0 <= part < tree.num_children(node):
-                child = tree.child(node, part)
+            elif calls.is_seq(tree, node) and isinstance(part, int) and 0 <= part < calls.num_children(tree, node):
+                child = calls.child(tree, node, part)
                 deepest, entry = child, False
             else:
                 break
             node = child
         if deepest is None:
             return self._root_line
-        return self._line_at(tree.key(deepest)) if entry else self._item_line(deepest)
+        return self._line_at(calls.key(tree, deepest)) if entry else self._item_line(deepest)

@@ -1,5 +1,6 @@
 """What the fast reader needs beyond rapidyaml's Python API: quiet parses, JSON written
-into a reused buffer, and the addresses of the buffers its tree points into.
+into a reused buffer, the addresses of the buffers its tree points into, and its tree's
+calls made without the Python proxy's cost (`TreeCalls`).
 
 Imported only with rapidyaml (fast.py), so that a process that never uses it does not
 pay for ctypes and threading at start-up.
@@ -20,7 +21,8 @@ class Native:
 
     def __init__(self, ryml: Any) -> None:
         self.ryml = ryml
-        self.quiet = QuietStderr(ryml)
+        self.tree = TreeCalls(ryml)
+        self.quiet = QuietStderr(self.tree)
         self._emitted = threading.local()
 
     @staticmethod
@@ -36,10 +38,11 @@ class Native:
         buffer = self._emitted.__dict__.get("buffer")
         if buffer is None:
             buffer = self._emitted.buffer = bytearray(1 << 16)
-        failed, size = self.ryml.emit_json_to_substr(tree, node, buffer)
+        emit = self.tree.emit_json_to_substr
+        failed, size = emit(tree, node, buffer)
         if failed:
             buffer = self._emitted.buffer = bytearray(max(size, 2 * len(buffer)))
-            failed, size = self.ryml.emit_json_to_substr(tree, node, buffer)
+            failed, size = emit(tree, node, buffer)
             if failed:  # pragma: no cover - the buffer was made big enough
                 raise ValueError("rapidyaml could not write the document as JSON")
         return bytes(memoryview(buffer)[:size])
@@ -81,6 +84,93 @@ class Held:
     saved: int | None = None
 
 
+class TreeCalls:
+    """rapidyaml's tree calls, each taking the tree first: `calls.is_map(tree, node)`.
+
+    rapidyaml's Python API is SWIG's: a `ryml.Tree` is a Python proxy, and every call
+    through it (`tree.is_map(node)`) makes SWIG find the C++ tree by looking the proxy's
+    `this` attribute up, about 0.5 us a call, 6 % of a check's instructions at 6,000
+    documents (callgrind), for the ~15 calls a document's reading makes.  Where the wheel's
+    extension module has SWIG's usual functions (`_ryml.Tree_is_map`, `_ryml.new_Tree`,
+    ...), the trees are made as SWIG's own objects and those functions called on them
+    directly, which takes ~0.1 us (the object owns the C++ tree, and frees it, as the
+    proxy would).  Otherwise the proxy's methods are used, as before.
+    """
+
+    #: The tree's calls the fast reader makes.
+    QUERIES = (
+        "root_id",
+        "size",
+        "is_stream",
+        "num_children",
+        "first_child",
+        "child",
+        "find_child",
+        "is_map",
+        "is_seq",
+        "is_block",
+        "has_val",
+        "val_is_null",
+        "is_val_literal",
+        "is_val_folded",
+        "key",
+        "val",
+    )
+
+    # Set from QUERIES, each `(tree, *arguments)`.
+    root_id: Any
+    size: Any
+    is_stream: Any
+    num_children: Any
+    first_child: Any
+    child: Any
+    find_child: Any
+    is_map: Any
+    is_seq: Any
+    is_block: Any
+    has_val: Any
+    val_is_null: Any
+    is_val_literal: Any
+    is_val_folded: Any
+    key: Any
+    val: Any
+
+    def __init__(self, ryml: Any) -> None:
+        extension: Any = getattr(ryml, "_ryml", None)
+        direct = extension is not None and all(
+            callable(getattr(extension, name, None))
+            for name in (
+                "new_Tree",
+                "parse_substr",
+                "parse_csubstr",
+                "emit_json_to_substr",
+                *(f"Tree_{query}" for query in self.QUERIES),
+            )
+        )
+        #: Whether the calls skip the proxy (tests/test_fast_reader.py holds that they do).
+        self.direct = direct
+        source, prefix = (extension, "Tree_") if direct else (ryml.Tree, "")
+        for query in self.QUERIES:
+            setattr(self, query, getattr(source, prefix + query))
+        functions: Any = extension if direct else ryml
+        self.new_tree: Any = extension.new_Tree if direct else ryml.Tree
+        self.parse_substr: Any = functions.parse_substr
+        self.parse_csubstr: Any = functions.parse_csubstr
+        self.emit_json_to_substr: Any = functions.emit_json_to_substr
+
+    def parse_in_place(self, buffer: bytearray) -> Any:
+        """A new tree of `buffer`, parsed in place (its scalars point into the buffer)."""
+        tree = self.new_tree()
+        self.parse_substr(buffer, tree)
+        return tree
+
+    def parse_in_arena(self, data: bytes) -> Any:
+        """A new tree of `data`, parsed in a copy in the tree's arena."""
+        tree = self.new_tree()
+        self.parse_csubstr(data, tree)
+        return tree
+
+
 class QuietStderr:
     """rapidyaml's C++ error handler writes its own text to file descriptor 2 before
     raising; dra-guard reports that document through libyaml instead, with file, line
@@ -90,15 +180,15 @@ class QuietStderr:
     `fast.holding_stderr()` (a batch of files: a worker's, a check's) it is swapped once
     for the batch."""
 
-    def __init__(self, ryml: Any) -> None:
-        self._ryml = ryml
+    def __init__(self, calls: TreeCalls) -> None:
+        self._calls = calls
         self._lock = threading.Lock()
         self._null: int | None = None
 
     def parse(self, data: bytes) -> Any:
         """The tree of `data`, parsed in an arena copy (an exception if it is no YAML)."""
         with self._quiet():
-            return self._ryml.parse_in_arena(data)
+            return self._calls.parse_in_arena(data)
 
     def parse_in_place(self, buffers: Sequence[bytearray | None]) -> list[Any]:
         """The tree of each buffer, parsed in place (its scalars point into the buffer),
@@ -107,7 +197,7 @@ class QuietStderr:
         with self._quiet():
             for buffer in buffers:
                 try:
-                    trees.append(None if buffer is None else self._ryml.parse_in_place(buffer))
+                    trees.append(None if buffer is None else self._calls.parse_in_place(buffer))
                 except Exception:  # rapidyaml's parse errors: libyaml says what is wrong, and where
                     trees.append(None)
         return trees
