@@ -538,8 +538,18 @@ def check_objects(
     findings carry it as `origin`.  `complete=False` says the objects are part of a larger
     set the checker cannot see, so nothing is reported as missing from it.
     """
+    objects = list(objects)
     checker = Checker(config, complete)
+    # Every object is at hand: when none is a ResourceSlice or a List (which may hold one),
+    # no slice can come, and the rules that wait for the input's slices leave no pending
+    # finding that would resolve to nothing (DRA014: two per claim, most of enforce()'s
+    # and the pack's cost for a claim template).
+    checker.context.input_has_no_slices = not any(_may_hold_slices(obj) for obj in objects)
     origin_list = list(origins) if origins is not None else None
     for index, obj in enumerate(objects):
         checker.add_object(obj, None, origin_list[index] if origin_list is not None else None)
     return checker.finish()
+
+
+def _may_hold_slices(obj: object) -> bool:
+    return not isinstance(obj, Mapping) or obj.get("kind") == "ResourceSlice" or is_list_kind(obj)

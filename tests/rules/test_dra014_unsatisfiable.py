@@ -180,6 +180,30 @@ def test_dra014_resource_slices_among_the_objects_count_once() -> None:
     assert "8 match" in finding.message
 
 
+def test_dra014_objects_given_at_once_wait_for_slices_only_when_one_may_be_among_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`check_objects` sees every object first: without a ResourceSlice (or a List, which may
+    hold some) among them, DRA014 leaves no pending finding that would resolve to nothing
+    (enforce(), the pack); with one, in a List too, it finds what it finds on the slices alone."""
+    from dra_guard.engine import run
+
+    left: list[int] = []
+    finish = run.Checker.finish
+
+    def counting(checker: run.Checker) -> Any:
+        left.append(sum(deferred.kind.rule.id == "DRA014" for deferred in checker._deferred))
+        return finish(checker)
+
+    monkeypatch.setattr(run.Checker, "finish", counting)
+    nine = raw_claim(exactly("gpu", "gpu.nvidia.com", count=9))
+    assert dra014(nine, _standard_example()) == [] and left == [0]
+    assert dra014(nine, slices=with_slices("nvidia-8gpu-pcieroot")) != [] and left[-1] > 0
+    slices = _slice_objects("nvidia-8gpu-pcieroot")
+    as_list = {"apiVersion": "v1", "kind": "List", "items": slices}
+    assert [f.object.name for f in dra014(nine, as_list)] == [f.object.name for f in dra014(nine, *slices)] == ["c"]
+
+
 def test_dra014_device_classes_among_the_objects_give_the_class_selectors() -> None:
     """NVIDIA's per-profile class: its selector pins 1g.12gb, a profile the A100 node does not have."""
     per_profile = yaml.safe_load((DEVICE_CLASSES / "mig-1g-12gb.gpu.nvidia.com.yaml").read_text(encoding="utf-8"))
