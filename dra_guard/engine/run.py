@@ -542,8 +542,8 @@ def check_objects(
     checker = Checker(config, complete)
     # Every object is at hand: when none is a ResourceSlice or a List (which may hold one),
     # no slice can come, and the rules that wait for the input's slices leave no pending
-    # finding that would resolve to nothing (DRA014: two per claim, most of enforce()'s
-    # and the pack's cost for a claim template).
+    # finding that would resolve to nothing (the unsatisfiable-claim rule: two per claim,
+    # the largest part of enforce()'s and the pack's cost for a claim template).
     checker.context.input_has_no_slices = not any(_may_hold_slices(obj) for obj in objects)
     origin_list = list(origins) if origins is not None else None
     for index, obj in enumerate(objects):
