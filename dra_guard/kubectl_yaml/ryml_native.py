@@ -20,7 +20,6 @@ class Native:
     """rapidyaml's calls as the fast reader makes them."""
 
     def __init__(self, ryml: Any) -> None:
-        self.ryml = ryml
         self.tree = TreeCalls(ryml)
         self.quiet = QuietStderr(self.tree)
         self._emitted = threading.local()
