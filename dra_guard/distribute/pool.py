@@ -298,9 +298,9 @@ def _start(
         if claims is not None:
             claims.stop()
         if pool is not None:
-            # The pool starts its manager thread only once every worker has started, and
-            # without it shutting down stops none of them: those that did start would wait
-            # for tasks forever, and multiprocessing joins them at exit.
+            # With fork the pool starts its manager thread only once every worker has
+            # started, and without it shutting down stops none of them: those that did
+            # start would wait for tasks forever, and multiprocessing joins them at exit.
             for process in set(multiprocessing.active_children()) - before:
                 process.terminate()
                 process.join()
