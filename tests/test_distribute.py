@@ -413,6 +413,45 @@ def test_a_worker_that_dies_leaves_an_input_error_for_each_file_taken_and_the_re
     assert multiprocessing.active_children() == []  # the pool stopped every worker it started
 
 
+@pytest.mark.e2e
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_files_lost_by_workers_that_failed_differently_name_every_way_they_failed(
+    small_inputs_in_parallel: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """Which worker took which file is lost with the worker: a lost file's error names how
+    each worker that returned nothing ended, not only the last one asked."""
+    for index in range(8):
+        (tmp_path / f"cm-{index}.yaml").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{index}}}\n")
+    taken = multiprocessing.get_context("fork").Value("i", 0)
+
+    def failing(jobs: Sequence[pool.Job]) -> list[pool.Done]:
+        # In each worker, given its first batch (one file): its own failure, by the order it got there.
+        with taken.get_lock():
+            taken.value += 1
+            order = taken.value
+        deadline = time.monotonic() + 60
+        while taken.value < 2 and time.monotonic() < deadline:  # both have taken theirs
+            time.sleep(0.01)
+        raise (ValueError if order == 1 else RuntimeError)(f"worker {order} after {len(jobs)} file")
+
+    monkeypatch.setattr(pool, "check_files", failing)  # what a worker's task calls (fork inherits it)
+    monkeypatch.setattr(pool, "BATCH_MAX_FILES", 1)
+    held = _this_process_waits(monkeypatch, lambda claims: claims.taken_from_back() <= len(claims.jobs) - 2)
+    code, out, _ = _cli(["check", "-j", "3", "--format", "json", str(tmp_path)], capsys)
+    assert code == 2 and all(held)
+    report = json.loads(out)
+    assert len(report["errors"]) == 2 and report["summary"]["objects"] == 6  # this process checked the rest
+    for error in report["errors"]:
+        # In the order of the tasks, which is not the order the workers took their files in.
+        assert "did not return it; of the workers that returned nothing, one failed (" in error["message"]
+        assert "one failed (ValueError: worker 1 after 1 file)" in error["message"]
+        assert "one failed (RuntimeError: worker 2 after 1 file)" in error["message"]
+    assert multiprocessing.active_children() == []
+
+
 def test_the_ends_meet_once_every_file_is_taken_by_one_process_or_another() -> None:
     jobs = [pool.Job(position, f"f{position}", True) for position in range(20)]
     sizes = [1 << 20] * 10 + [1_000] * 10

@@ -367,18 +367,34 @@ def _returned(waiting: Sequence[Future[list[Done]]], taken: Sequence[Job]) -> di
     from concurrent.futures.process import BrokenProcessPool
 
     returned: dict[int, Done] = {}
-    reason = "no worker process returned it"
+    #: How each worker that returned nothing ended, each way once (a broken pool fails every
+    #: task alike), in the order of the tasks.
+    ends: list[str] = []
     for future in waiting:
         try:
             returned.update((done.position, done) for done in future.result())
+            continue
         except BrokenProcessPool as error:
-            reason = f"the worker process checking this file stopped ({error})"
+            end = f"stopped ({error})"
         except Exception as error:  # a worker's own failure, not a file's (those are input errors)
-            reason = f"the worker process checking this file failed ({type(error).__name__}: {error})"
+            end = f"failed ({type(error).__name__}: {error})"
+        if end not in ends:
+            ends.append(end)
     for job in taken:
         if job.position not in returned:
-            returned[job.position] = _died(job, reason)
+            returned[job.position] = _died(job, _lost(ends))
     return returned
+
+
+def _lost(ends: Sequence[str]) -> str:
+    """Why a file a worker took has no part.  Which worker took which file dies with the
+    worker, so where workers ended in different ways, the file's error names each way."""
+    if not ends:
+        return "no worker process returned it"
+    if len(ends) == 1:
+        return f"the worker process checking this file {ends[0]}"
+    each = ", ".join(f"one {end}" for end in ends)
+    return f"a worker process took this file and did not return it; of the workers that returned nothing, {each}"
 
 
 def _take(checker: Checker, inputs: Inputs, unit: Unit, result: Done) -> None:
