@@ -479,6 +479,81 @@ def test_point1_common_shapes_stay_on_the_fast_path(text: str) -> None:
     assert fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY)
 
 
+_CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+#: Keys libyaml, go-yaml and so kubectl refuse and rapidyaml takes (an implicit key over
+#: lines, or whose `:` is more than 1,024 characters on), each with the line of the refusal.
+#: kubectl refuses every one (`kubectl create --dry-run=client -o json -f`): "yaml: line N:
+#: mapping values are not allowed in this context" with this line, or "did not find
+#: expected ',' or '}'" with one less (go-yaml gives a parser error's 0-based line).
+KEYS_LIBYAML_REFUSES = [
+    ("double-quoted-key-over-lines", _CONFIGMAP + 'data:\n  "a\n  b": v\n', 6),
+    ("single-quoted-key-over-lines", _CONFIGMAP + "data:\n  'a''s\n  b': v\n", 6),
+    ("quoted-key-over-lines-in-a-sequence", _CONFIGMAP + 'x:\n- "a\n  b": v\n', 6),
+    ("plain-key-over-lines-in-flow", _CONFIGMAP + "data: {a\n  b: v}\n", 5),
+    ("quoted-key-over-lines-in-flow", _CONFIGMAP + 'data: {"a\n  b": v}\n', 5),
+    ("key-of-1100-characters", _CONFIGMAP + "data:\n  " + "k" * 1100 + ": v\n", 5),
+    ("quoted-key-of-1100-characters", _CONFIGMAP + 'data:\n  "' + "k" * 1100 + '": v\n', 5),
+    ("key-of-1100-characters-in-flow", _CONFIGMAP + "data: {" + "k" * 1100 + ": v}\n", 4),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"), [case[1:] for case in KEYS_LIBYAML_REFUSES], ids=[case[0] for case in KEYS_LIBYAML_REFUSES]
+)
+def test_keys_libyaml_refuses_are_refused_as_kubectl_refuses_them(
+    text: str, line: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rapidyaml reads these keys; the fast reader declines them, so libyaml refuses them
+    with kubectl's line, whichever reader a document gets (found by an adversarial run:
+    `check --jobs 2` read them as objects where `--jobs 1` refused them)."""
+    assert fast.decode_plain(text) is fast.DECLINED
+    _same_reading(text.encode(), "m.yaml", monkeypatch)
+    (error,) = list(iter_bytes(text.encode(), "m.yaml"))
+    assert isinstance(error, InputError) and (error.file, error.line) == ("m.yaml", line), error
+    assert error.message.startswith("invalid YAML: ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        _CONFIGMAP + "data:\n  cert: " + "QUJD" * 400 + "\n",  # a long line with no `:` in it
+        _CONFIGMAP + 'data:\n  a: "x\n    y"\n  b: |\n    server {\n      listen 80;\n    }\n  c: d\n',
+        '{\n  "apiVersion": "v1",\n  "kind": "ConfigMap",\n  "metadata": {"name": "c"},\n  "data": {\n'
+        '    "a": "b"\n  }\n}\n',
+        _CONFIGMAP + 'x: ["a",\n  "b"]\n',
+    ],
+)
+def test_keys_kubectl_reads_stay_on_the_fast_path(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY)
+    _same_reading(text.encode(), "m.yaml", monkeypatch)
+
+
+def test_a_key_of_1024_characters_is_read_as_kubectl_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The longest key libyaml takes (the screen declines it, being loose: libyaml reads it)."""
+    text = _CONFIGMAP + "data:\n  " + "k" * 1024 + ": v\n"
+    _same_reading(text.encode(), "m.yaml", monkeypatch)
+    (document,) = list(iter_bytes(text.encode(), "m.yaml"))
+    assert isinstance(document, Document) and document.obj["data"] == {"k" * 1024: "v"}
+
+
+def test_a_document_nested_past_rapidyamls_emitter_is_read_by_libyaml_and_the_file_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """rapidyaml parses 65 levels of nesting and its JSON emitter then raises (ExceptionVisit,
+    a limit of 64): that document is declined, not the whole file refused, so the Pod after it
+    is still checked (an adversarial run found the file dropped under `--jobs 2`)."""
+    deep = _CONFIGMAP + "x: " + "[" * 65 + "]" * 65 + "\n"
+    pod = (
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\n"
+        "spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
+    )
+    assert fast.decode_plain(deep) is fast.DECLINED
+    _same_reading((deep + pod).encode(), "m.yaml", monkeypatch)
+    items = list(iter_bytes((deep + pod).encode(), "m.yaml"))
+    assert [item.obj["kind"] for item in items if isinstance(item, Document)] == ["ConfigMap", "Pod"]
+    assert not any(isinstance(item, InputError) for item in items)
+
+
 def test_the_misread_colon_searches_find_what_the_one_pattern_finds() -> None:
     """fast._misread_colon is _MISREAD_COLON split into searches that run faster: the same
     answer on every string of the characters the pattern looks at, up to 9 long, drawn."""

@@ -12,6 +12,9 @@ chance:
   triggers that send parser.py to its event composer as well), and no `...` line.
 * No anchor, tag or alias stands at a node start (parser.node_property), no `<<`, no
   backslash; rapidyaml parses it without error into one document.
+* No implicit key may span lines or run past 1,024 characters (libyaml refuses both,
+  rapidyaml reads them), and rapidyaml's JSON emitter takes the tree (it refuses more than
+  64 levels of nesting, which libyaml reads).
 * Its JSON emitter's output, read with json.loads, is then held to construct.py's
   reading of libyaml's tree: numbers made what kubectl sends, a string go-yaml would
   resolve when plain kept only when it cannot have been plain, keys kept only when
@@ -345,7 +348,118 @@ def _unsafe(text: str) -> bool:
         # A block scalar ending the text without a line break: libyaml keeps no final
         # break, rapidyaml adds one (the reader's documents always end with one).
         or (not text.endswith("\n") and _SCALAR_OVER_LINES.search(text) is not None)
+        or _key_libyaml_refuses(text)
     )
+
+
+# libyaml, and go-yaml after it, refuse an implicit key that spans lines or whose `:` comes
+# more than 1,024 characters after the key starts (yaml_parser_stale_simple_keys: a key so
+# long or over lines is stale, and its `:` is then "not allowed in this context"); rapidyaml
+# takes both.  Screened loosely, as the rest: text that only may hold such a key is declined.
+#: A quoted scalar over lines followed by `:` (no backslash gets this far, so a double quote
+#: always ends a double-quoted scalar; `''` is a single-quoted scalar's quote).
+#: Two searches, each starting with its quote (found as fast as a substring; see `_misread_colon`).
+_DOUBLE_QUOTED_KEY_OVER_LINES = re.compile(r"\"[^\"\n]*+\n[^\"]*+\" *:")
+_SINGLE_QUOTED_KEY_OVER_LINES = re.compile(r"'[^'\n]*+(?:''[^'\n]*+)*+\n[^']*+(?:''[^']*+)*+' *:")
+#: Past this many characters of a line, a `:` may end a key libyaml finds too long.
+_KEY_LENGTH_LIMIT = 1024
+_LONG_LINE = re.compile(rf"\n[^\n]{{{_KEY_LENGTH_LIMIT}}}")
+#: In flow context a plain scalar goes on over lines: a line that ends in one (not after
+#: `,`, `[`, `{`, `:` or a closing quote or bracket) and a next line holding a `:`.
+_PLAIN_OVER_LINES_TO_COLON = re.compile(r"[^\s,\[\]{}:\"']\n[^\n]*:")
+
+
+def _key_libyaml_refuses(text: str) -> bool:
+    """Whether `text` may hold an implicit key libyaml refuses: over lines, or too long."""
+    if '"' in text and _DOUBLE_QUOTED_KEY_OVER_LINES.search(text) is not None:
+        return True
+    if "'" in text and _SINGLE_QUOTED_KEY_OVER_LINES.search(text) is not None:
+        return True
+    if len(text) > _KEY_LENGTH_LIMIT and _long_key(text):
+        return True
+    if "[" not in text and "{" not in text:
+        return False
+    flow = _flow_over_lines(text)
+    return flow >= 0 and _PLAIN_OVER_LINES_TO_COLON.search(text, flow) is not None
+
+
+def _long_key(text: str) -> bool:
+    """A `:` past the first _KEY_LENGTH_LIMIT characters of a line (a key starts on its line)."""
+    first = text.find("\n")
+    first_end = first if first >= 0 else len(text)
+    if first_end > _KEY_LENGTH_LIMIT and text.find(":", _KEY_LENGTH_LIMIT, first_end) >= 0:
+        return True
+    for match in _LONG_LINE.finditer(text):
+        start = match.start() + 1
+        end = text.find("\n", start)
+        if text.find(":", start + _KEY_LENGTH_LIMIT, end if end >= 0 else len(text)) >= 0:
+            return True
+    return False
+
+
+def _flow_over_lines(text: str) -> int:
+    """Where the first line starts on which a flow collection may open and go on past the
+    line (see `_flow_closes_on_line`); -1 where none may."""
+    bracket, brace = text.find("["), text.find("{")
+    while bracket >= 0 or brace >= 0:
+        opener = bracket if brace < 0 or 0 <= bracket < brace else brace
+        start = text.rfind("\n", 0, opener) + 1
+        end = text.find("\n", opener)
+        if end < 0:
+            return -1  # the last line: nothing follows it
+        line = text[start:end]
+        closes = _FLOW_CLOSES.get(line)
+        if closes is None:
+            closes = _flow_closes_on_line(line)
+            if len(_FLOW_CLOSES) < _CACHE_MAX:
+                _FLOW_CLOSES[line] = closes
+        if not closes:
+            return start
+        if 0 <= bracket < end:
+            bracket = text.find("[", end)
+        if 0 <= brace < end:
+            brace = text.find("{", end)
+    return -1
+
+
+#: Lines with a flow collection seen before, and whether it closes on them: manifests
+#: repeat them (`resources: {}`, `- {name: http, containerPort: 8080}`).
+_FLOW_CLOSES: dict[str, bool] = {}
+_FLOW_OR_QUOTE = re.compile(r"[\[\]{}#\"']")
+
+
+def _flow_closes_on_line(line: str) -> bool:
+    """Whether every flow collection on `line` closes on it: brackets counted as
+    `_closed_line` counts them, and a quoted scalar skipped whole where one may start (at
+    the line's start, or after a blank, `[`, `{` or `,`) if it ends on the line.  A quote
+    anywhere else, or one left open, answers no."""
+    depth = 0
+    position = 0
+    while (token := _FLOW_OR_QUOTE.search(line, position)) is not None:
+        char, where = token.group(), token.start()
+        position = where + 1
+        if char in "\"'":
+            if where and line[where - 1] not in " [{,":
+                return False
+            end = where
+            while True:  # a single-quoted scalar's quote is written twice
+                end = line.find(char, end + 1)
+                if end < 0:
+                    return False
+                if char == '"' or line[end + 1 : end + 2] != "'":
+                    break
+                end += 1
+            position = end + 1
+        elif char == "#":
+            if depth:
+                return False
+            if where == 0 or line[where - 1] == " ":
+                return True  # a comment in block context: the rest of the line is text
+        elif char in "[{":
+            depth += 1
+        elif depth:
+            depth -= 1
+    return depth == 0
 
 
 # rapidyaml reads a `:` where a node starts, with no key before it, as an empty key:
@@ -520,7 +634,11 @@ def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any
     if not calls.is_map(tree, root) and not calls.is_seq(tree, root) and not calls.has_val(tree, root):
         return EMPTY  # blank, or comments only
     try:
-        value = _JSON.decode(_Rapidyaml.native.emit_json(tree, root).decode("utf-8", "surrogatepass"))
+        emitted = _Rapidyaml.native.emit_json(tree, root)
+    except Exception:  # rapidyaml's own error (ExceptionVisit past 64 levels of nesting): libyaml reads it
+        return DECLINED
+    try:
+        value = _JSON.decode(emitted.decode("utf-8", "surrogatepass"))
         checker = _Checker(text)
         value = checker.value(value, 0)
     except (_Decline, ValueError, RecursionError):
