@@ -13,13 +13,16 @@ chance:
 * No anchor, tag or alias stands at a node start (parser.node_property), no `<<`, no
   backslash; rapidyaml parses it without error into one document.
 * No implicit key may span lines or run past 1,024 characters (libyaml refuses both,
-  rapidyaml reads them), and rapidyaml's JSON emitter takes the tree (it refuses more than
-  64 levels of nesting, which libyaml reads).
+  rapidyaml reads them), no block scalar header is followed by text, no explicit key `?`
+  stands at a node start, and rapidyaml's JSON emitter takes the tree (it refuses more
+  than 64 levels of nesting, which libyaml reads).
 * Its JSON emitter's output, read with json.loads, is then held to construct.py's
   reading of libyaml's tree: numbers made what kubectl sends, a string go-yaml would
   resolve when plain kept only when it cannot have been plain, keys kept only when
   go-yaml makes the same string of them; duplicates (counted against the tree's nodes),
-  NaN, infinity, uint64 and the nan/inf spellings rapidyaml rewrites are declined.
+  NaN, infinity, uint64, the nan/inf spellings rapidyaml rewrites, keys that start with a
+  blank, and scalars that start with a character no plain scalar starts with (`@`, ...)
+  where the text has one at a node start are declined.
 
 `parse_plain(texts)` parses the documents it may read, several at a time;
 `decode_plain(text, parsed)` returns the document's value, `EMPTY` for a document with
@@ -142,6 +145,12 @@ def active_parser() -> str:
 
 #: Plain scalars that may resolve to something other than their text (resolve.py's hints).
 _HINTS = frozenset("+-0123456789yYnNtTfFoO~.")
+#: Keys are looked at more closely when they start so, or with a blank (`_same_key`).
+_KEY_HINTS = _HINTS | {" "} | set("@`%]}")
+#: Characters no plain scalar starts with, which rapidyaml takes as one's first: a string
+#: starting so is kept only where the text has none of them at a node's start.
+_RESERVED_STARTS = frozenset("@`%]}")
+_VALUE_HINTS = _HINTS | _RESERVED_STARTS
 #: What rapidyaml's JSON emitter writes for the plain scalars nan, inf, .Inf, ... (it
 #: rewrites their spelling), so a string spelled so is never taken as written.
 _REWRITTEN = frozenset((".nan", ".inf", "-.inf", "+.inf"))
@@ -191,14 +200,14 @@ class _Checker:
             raise _Decline
         nodes = 1
         for key, item in mapping.items():
-            if key[:1] in _HINTS and not _same_key(key):
+            if key[:1] in _KEY_HINTS and not _same_key(key):
                 raise _Decline
             if key == "<<":
                 raise _Decline  # a merge key (or a quoted "<<": libyaml's path tells them apart)
             cls = item.__class__
             if cls is str:
                 nodes += 1
-                if item[:1] in _HINTS and not self._string_as_written(item):
+                if item[:1] in _VALUE_HINTS and not self._string_as_written(item):
                     raise _Decline
             elif cls is dict:
                 self._mapping(item, depth + 1)
@@ -220,7 +229,7 @@ class _Checker:
             cls = item.__class__
             if cls is str:
                 nodes += 1
-                if item[:1] in _HINTS and not self._string_as_written(item):
+                if item[:1] in _VALUE_HINTS and not self._string_as_written(item):
                     raise _Decline
             elif cls is dict:
                 self._mapping(item, depth + 1)
@@ -236,7 +245,7 @@ class _Checker:
 
     def _scalar(self, value: Any, cls: type) -> Any:
         if cls is str:
-            if value[:1] in _HINTS and not self._string_as_written(value):
+            if value[:1] in _VALUE_HINTS and not self._string_as_written(value):
                 raise _Decline
             return value
         if cls is float:
@@ -248,6 +257,11 @@ class _Checker:
         return value  # bool, None, int
 
     def _string_as_written(self, value: str) -> bool:
+        first = value[:1]
+        if first in _RESERVED_STARTS:
+            # Quoted, it is text; plain, libyaml refuses it ("cannot start any token", or
+            # no node content before `]` or `}`), which rapidyaml does not.
+            return not _reserved_may_start_node(self.text, first)
         stays_text = _STAYS_TEXT.get(value)
         if stays_text is None:
             stays_text = value not in _REWRITTEN and resolve_plain(value).__class__ is str
@@ -296,7 +310,9 @@ def _same_key(key: str) -> bool:
 
 
 def _same_key_uncached(key: str) -> bool:
-    if key in _REWRITTEN:
+    if key in _REWRITTEN or key[:1] == " " or key[:1] in _RESERVED_STARTS:
+        # A blank first: rapidyaml's key for a mis-indented line; a reserved character
+        # first: a key libyaml may refuse (see `_RESERVED_STARTS`).  Both left to libyaml.
         return False
     resolved = resolve_plain(key)
     cls = resolved.__class__
@@ -306,6 +322,16 @@ def _same_key_uncached(key: str) -> bool:
 
 
 _AFTER_BARE = frozenset(" \n,]}:#")
+
+
+def _reserved_may_start_node(text: str, char: str) -> bool:
+    """Whether `text` has `char` (one of `_RESERVED_STARTS`) where a node may start."""
+    where = text.find(char)
+    while where >= 0:
+        if _at_node_start(text, where):
+            return True
+        where = text.find(char, where + 1)
+    return False
 
 
 def _spelled_bare(text: str, value: str) -> bool:
@@ -349,7 +375,42 @@ def _unsafe(text: str) -> bool:
         # break, rapidyaml adds one (the reader's documents always end with one).
         or (not text.endswith("\n") and _SCALAR_OVER_LINES.search(text) is not None)
         or _key_libyaml_refuses(text)
+        or _node_start_libyaml_refuses(text)
     )
+
+
+# What rapidyaml reads at a node's start and libyaml refuses (an adversarial run found each):
+# a block scalar header followed by anything but blanks and a comment, and an explicit key
+# `?`, which rapidyaml reads with nothing after it as the key "" (libyaml: a null key, which
+# kubectl refuses) and whose lines it places elsewhere than libyaml.  A scalar starting with
+# a character that cannot start a plain one is the value walk's (`_RESERVED_STARTS`).
+_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*+(?: +#| *+\n| *+$)")
+
+
+def _node_start_libyaml_refuses(text: str) -> bool:
+    """Whether `text` may start a node with a block scalar header or an explicit key that
+    libyaml refuses, or places, otherwise than rapidyaml."""
+    for char in "|>?":
+        where = text.find(char)
+        while where >= 0:
+            if _at_node_start(text, where):
+                if char == "?":
+                    if text[where + 1 : where + 2] in ("", " ", "\n"):
+                        return True
+                elif _BLOCK_HEADER.match(text, where) is None:
+                    return True
+            where = text.find(char, where + 1)
+    return False
+
+
+def _at_node_start(text: str, where: int) -> bool:
+    """Whether text[where] may start a node: first on its line but for blanks, or after `[`,
+    `{` or `,` (and blanks), or after a blank that follows `-`, `?` or `:`."""
+    before = where - 1
+    while before >= 0 and text[before] == " ":
+        before -= 1
+    previous = text[before] if before >= 0 else "\n"
+    return previous in "\n[{," or (before < where - 1 and previous in "-?:")
 
 
 # libyaml, and go-yaml after it, refuse an implicit key that spans lines or whose `:` comes
