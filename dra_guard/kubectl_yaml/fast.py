@@ -364,7 +364,7 @@ def _unsafe(text: str) -> bool:
         or bool(text.encode("ascii").translate(None, _PRINTABLE_ASCII))
         or text.startswith(("%", "..."))
         or "\n%" in text
-        or "\n..." in text
+        or ("..." in text and _DOCUMENT_END.search(text) is not None)
         or "\\" in text  # escapes: libyaml and go-yaml know fewer than rapidyaml
         or "<<" in text
         or ("?" in text and ("[" in text or "{" in text))
@@ -384,7 +384,9 @@ def _unsafe(text: str) -> bool:
 # `?`, which rapidyaml reads with nothing after it as the key "" (libyaml: a null key, which
 # kubectl refuses) and whose lines it places elsewhere than libyaml.  A scalar starting with
 # a character that cannot start a plain one is the value walk's (`_RESERVED_STARTS`).
-_BLOCK_HEADER = re.compile(r"[|>][-+0-9]*+(?: +#| *+\n| *+$)")
+#: A block scalar's header as libyaml takes it: an indentation digit (1-9) and a chomping
+#: indicator, each at most once and in either order, then blanks, a comment or the line's end.
+_BLOCK_HEADER = re.compile(r"[|>](?:[1-9][-+]?|[-+][1-9]?)?(?: +#| *+\n| *+$)")
 
 
 def _node_start_libyaml_refuses(text: str) -> bool:
@@ -521,6 +523,11 @@ def _flow_closes_on_line(line: str) -> bool:
         elif depth:
             depth -= 1
     return depth == 0
+
+
+#: `...` first on a line: rapidyaml ends the document there even where the line is indented
+#: (libyaml reads an indented one as a plain scalar, and refuses it where no key is allowed).
+_DOCUMENT_END = re.compile(r"(?:^|\n) *+\.\.\.")
 
 
 # rapidyaml reads a `:` where a node starts, with no key before it, as an empty key:
