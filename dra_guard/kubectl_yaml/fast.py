@@ -51,7 +51,7 @@ from typing import Any
 from dra_guard.kubectl_yaml.choice import chosen, load_rapidyaml
 from dra_guard.kubectl_yaml.construct import key_string
 from dra_guard.kubectl_yaml.gojson import go_json_number
-from dra_guard.kubectl_yaml.parser import at_node_start, node_property
+from dra_guard.kubectl_yaml.parser import any_at_node_start, at_node_start, node_property
 from dra_guard.kubectl_yaml.resolve import resolve_plain
 
 DECLINED: Any = object()
@@ -261,7 +261,7 @@ class _Checker:
         if first in _RESERVED_STARTS:
             # Quoted, it is text; plain, libyaml refuses it ("cannot start any token", or
             # no node content before `]` or `}`), which rapidyaml does not.
-            return not _reserved_may_start_node(self.text, first)
+            return not any_at_node_start(self.text, first)
         stays_text = _STAYS_TEXT.get(value)
         if stays_text is None:
             stays_text = value not in _REWRITTEN and resolve_plain(value).__class__ is str
@@ -322,16 +322,6 @@ def _same_key_uncached(key: str) -> bool:
 
 
 _AFTER_BARE = frozenset(" \n,]}:#")
-
-
-def _reserved_may_start_node(text: str, char: str) -> bool:
-    """Whether `text` has `char` (one of `_RESERVED_STARTS`) where a node may start."""
-    where = text.find(char)
-    while where >= 0:
-        if _at_node_start(text, where):
-            return True
-        where = text.find(char, where + 1)
-    return False
 
 
 def _spelled_bare(text: str, value: str) -> bool:
@@ -395,7 +385,7 @@ def _node_start_libyaml_refuses(text: str) -> bool:
     for char in "|>?":
         where = text.find(char)
         while where >= 0:
-            if _at_node_start(text, where):
+            if at_node_start(text, where):
                 if char == "?":
                     if text[where + 1 : where + 2] in ("", " ", "\n"):
                         return True
@@ -403,16 +393,6 @@ def _node_start_libyaml_refuses(text: str) -> bool:
                     return True
             where = text.find(char, where + 1)
     return False
-
-
-def _at_node_start(text: str, where: int) -> bool:
-    """Whether text[where] may start a node: first on its line but for blanks, or after `[`,
-    `{` or `,` (and blanks), or after a blank that follows `-`, `?` or `:`."""
-    before = where - 1
-    while before >= 0 and text[before] == " ":
-        before -= 1
-    previous = text[before] if before >= 0 else "\n"
-    return previous in "\n[{," or (before < where - 1 and previous in "-?:")
 
 
 # libyaml, and go-yaml after it, refuse an implicit key that spans lines or whose `:` comes
@@ -463,12 +443,8 @@ def _long_key(text: str) -> bool:
 def _flow_over_lines(text: str) -> int:
     """Where the first line starts on which a flow collection may open and go on past the
     line (see `_flow_closes_on_line`); -1 where none may."""
-    bracket, brace = text.find("["), text.find("{")
-    while bracket >= 0 or brace >= 0:
-        opener = bracket if brace < 0 or 0 <= bracket < brace else brace
-        start = text.rfind("\n", 0, opener) + 1
-        end = text.find("\n", opener)
-        if end < 0:
+    for start, end in _lines_opening_flow(text):
+        if end == len(text):
             return -1  # the last line: nothing follows it
         line = text[start:end]
         closes = _FLOW_CLOSES.get(line)
@@ -478,10 +454,6 @@ def _flow_over_lines(text: str) -> int:
                 _FLOW_CLOSES[line] = closes
         if not closes:
             return start
-        if 0 <= bracket < end:
-            bracket = text.find("[", end)
-        if 0 <= brace < end:
-            brace = text.find("{", end)
     return -1
 
 
@@ -569,9 +541,6 @@ def _misread_colon(text: str) -> bool:
     )
 
 
-_FLOW_TOKEN = re.compile(r"[\[\]{}#]")
-
-
 def _comment_may_be_in_flow(text: str) -> bool:
     """Whether a `#` may stand inside a flow collection (`{adminAccess: true #x}`):
     rapidyaml reads such a comment into the scalar before it, libyaml ends the scalar
@@ -586,9 +555,18 @@ def _comment_may_be_in_flow(text: str) -> bool:
     the text before the collection opened adds at least 0), so no comment was inside a
     flow collection and none stays open after it.  A `#` after the first line that is
     not closed (a quoted scalar, a collection spanning lines) makes the text unsafe."""
+    for start, end in _lines_opening_flow(text):
+        if not _closed_line(text, start, end):
+            return text.find("#", start) >= 0
+    return False
+
+
+def _lines_opening_flow(text: str) -> Iterator[tuple[int, int]]:
+    """Where each line holding a `[` or `{` starts and ends (its line break, or the text's
+    end), in order."""
     # The first `[` and the first `{` past the lines looked at, each found as a substring
     # (a search for the class [\[{] tests every character, and cost three times as much):
-    # once a line is looked at, an opener on it is searched for again from its end.
+    # once a line is given, an opener on it is searched for again from its end.
     bracket, brace = text.find("["), text.find("{")
     while bracket >= 0 or brace >= 0:
         opener = bracket if brace < 0 or 0 <= bracket < brace else brace
@@ -596,35 +574,18 @@ def _comment_may_be_in_flow(text: str) -> bool:
         end = text.find("\n", opener)
         if end < 0:
             end = len(text)
-        if not _closed_line(text, start, end):
-            return text.find("#", start) >= 0
+        yield start, end
         if 0 <= bracket < end:
             bracket = text.find("[", end)
         if 0 <= brace < end:
             brace = text.find("{", end)
-    return False
 
 
 def _closed_line(text: str, start: int, end: int) -> bool:
     """Whether text[start:end] is a line whose flow collections all close on it, with no
-    comment inside one (see `_comment_may_be_in_flow`)."""
+    comment inside one and no quote at all (see `_comment_may_be_in_flow`)."""
     line = text[start:end]
-    if "'" in line or '"' in line:
-        return False
-    depth = 0
-    for token in _FLOW_TOKEN.finditer(line):
-        char = token.group()
-        if char == "#":
-            if depth:
-                return False
-            where = token.start()
-            if where == 0 or line[where - 1] == " ":
-                return True  # a comment in block context: the rest of the line is text
-        elif char in "[{":
-            depth += 1
-        elif depth:
-            depth -= 1
-    return depth == 0
+    return "'" not in line and '"' not in line and _flow_closes_on_line(line)
 
 
 _BLANK_LINE = re.compile(r"(?:^|\n) +(?:\n|$)")

@@ -94,12 +94,17 @@ def may_hold_alias(text: str) -> bool:
 
 def node_property(text: str) -> bool:
     """Whether `text` may hold an anchor, a tag or an alias: `&`, `!` or `*` at a node start."""
-    for indicator in "&!*":
-        position = text.find(indicator)
+    return any_at_node_start(text, "&!*")
+
+
+def any_at_node_start(text: str, characters: str) -> bool:
+    """Whether one of `characters` stands in `text` where a node may start (`at_node_start`)."""
+    for character in characters:
+        position = text.find(character)
         while position >= 0:
             if at_node_start(text, position):
                 return True
-            position = text.find(indicator, position + 1)
+            position = text.find(character, position + 1)
     return False
 
 
