@@ -51,7 +51,7 @@ from typing import Any
 from dra_guard.kubectl_yaml.choice import chosen, load_rapidyaml
 from dra_guard.kubectl_yaml.construct import key_string
 from dra_guard.kubectl_yaml.gojson import go_json_number
-from dra_guard.kubectl_yaml.parser import any_at_node_start, at_node_start, node_property
+from dra_guard.kubectl_yaml.parser import any_at_node_start, at_node_start, node_property, node_starts
 from dra_guard.kubectl_yaml.resolve import resolve_plain
 
 DECLINED: Any = object()
@@ -145,12 +145,12 @@ def active_parser() -> str:
 
 #: Plain scalars that may resolve to something other than their text (resolve.py's hints).
 _HINTS = frozenset("+-0123456789yYnNtTfFoO~.")
-#: Keys are looked at more closely when they start so, or with a blank (`_same_key`).
-_KEY_HINTS = _HINTS | {" "} | set("@`%]}")
 #: Characters no plain scalar starts with, which rapidyaml takes as one's first: a string
 #: starting so is kept only where the text has none of them at a node's start.
 _RESERVED_STARTS = frozenset("@`%]}")
 _VALUE_HINTS = _HINTS | _RESERVED_STARTS
+#: Keys are looked at more closely when they start so, or with a blank (`_same_key`).
+_KEY_HINTS = _VALUE_HINTS | {" "}
 #: What rapidyaml's JSON emitter writes for the plain scalars nan, inf, .Inf, ... (it
 #: rewrites their spelling), so a string spelled so is never taken as written.
 _REWRITTEN = frozenset((".nan", ".inf", "-.inf", "+.inf"))
@@ -352,7 +352,7 @@ def _unsafe(text: str) -> bool:
         # Deleting the printable characters and LF leaves nothing: _NOT_PRINTABLE_ASCII
         # finds nothing, at a fraction of its cost (a table lookup per byte, in C).
         or bool(text.encode("ascii").translate(None, _PRINTABLE_ASCII))
-        or text.startswith(("%", "..."))
+        or text.startswith("%")
         or "\n%" in text
         or ("..." in text and _DOCUMENT_END.search(text) is not None)
         or "\\" in text  # escapes: libyaml and go-yaml know fewer than rapidyaml
@@ -382,17 +382,10 @@ _BLOCK_HEADER = re.compile(r"[|>](?:[1-9][-+]?|[-+][1-9]?)?(?: +#| *+\n| *+$)")
 def _node_start_libyaml_refuses(text: str) -> bool:
     """Whether `text` may start a node with a block scalar header or an explicit key that
     libyaml refuses, or places, otherwise than rapidyaml."""
-    for char in "|>?":
-        where = text.find(char)
-        while where >= 0:
-            if at_node_start(text, where):
-                if char == "?":
-                    if text[where + 1 : where + 2] in ("", " ", "\n"):
-                        return True
-                elif _BLOCK_HEADER.match(text, where) is None:
-                    return True
-            where = text.find(char, where + 1)
-    return False
+    for where in node_starts(text, "?"):
+        if text[where + 1 : where + 2] in ("", " ", "\n"):
+            return True
+    return any(_BLOCK_HEADER.match(text, where) is None for char in "|>" for where in node_starts(text, char))
 
 
 # libyaml, and go-yaml after it, refuse an implicit key that spans lines or whose `:` comes
@@ -428,14 +421,11 @@ def _key_libyaml_refuses(text: str) -> bool:
 
 def _long_key(text: str) -> bool:
     """A `:` past the first _KEY_LENGTH_LIMIT characters of a line (a key starts on its line)."""
-    first = text.find("\n")
-    first_end = first if first >= 0 else len(text)
-    if first_end > _KEY_LENGTH_LIMIT and text.find(":", _KEY_LENGTH_LIMIT, first_end) >= 0:
-        return True
-    for match in _LONG_LINE.finditer(text):
+    lines = "\n" + text  # so the first line is found as the others are, after a break
+    for match in _LONG_LINE.finditer(lines):
         start = match.start() + 1
-        end = text.find("\n", start)
-        if text.find(":", start + _KEY_LENGTH_LIMIT, end if end >= 0 else len(text)) >= 0:
+        end = lines.find("\n", start)
+        if lines.find(":", start + _KEY_LENGTH_LIMIT, end if end >= 0 else len(lines)) >= 0:
             return True
     return False
 

@@ -34,6 +34,7 @@ than 1,000 levels (go-yaml allows 10,000); such documents are refused here.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -99,13 +100,16 @@ def node_property(text: str) -> bool:
 
 def any_at_node_start(text: str, characters: str) -> bool:
     """Whether one of `characters` stands in `text` where a node may start (`at_node_start`)."""
-    for character in characters:
-        position = text.find(character)
-        while position >= 0:
-            if at_node_start(text, position):
-                return True
-            position = text.find(character, position + 1)
-    return False
+    return any(next(node_starts(text, character), None) is not None for character in characters)
+
+
+def node_starts(text: str, character: str) -> Iterator[int]:
+    """Where `character` stands in `text` at a node start (`at_node_start`), in order."""
+    position = text.find(character)
+    while position >= 0:
+        if at_node_start(text, position):
+            yield position
+        position = text.find(character, position + 1)
 
 
 class AliasRef:
