@@ -591,6 +591,29 @@ def test_nodes_libyaml_refuses_are_refused_whichever_reader_reads(text: str, mon
     assert isinstance(error, InputError), error
 
 
+#: A comment after a block scalar header, and the value kubectl sends for the scalar (each
+#: run through `kubectl patch --local -o json`): where the header has no chomping indicator,
+#: rapidyaml takes a `-` in the comment for the strip one (and a `+` for the keep one), and
+#: drops the final line break (or keeps the blank lines); a wider adversarial run found it.
+COMMENTS_AFTER_A_BLOCK_HEADER = [
+    ("  k: |  # c - d\n    x\n", "x\n"),
+    ("  k: |  # c-9\n    x\n   # c\n  after: v\n", "x\n"),
+    ("  k: >  # a - b\n    x\n    y\n", "x y\n"),
+    ("  k: |  # keep+\n    x\n\n  after: v\n", "x\n"),
+]
+
+
+@pytest.mark.parametrize(("body", "kubectl"), COMMENTS_AFTER_A_BLOCK_HEADER)
+def test_a_comment_after_a_block_header_keeps_the_scalars_chomping(
+    body: str, kubectl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _DATA + body
+    assert fast.decode_plain(text) is fast.DECLINED
+    _same_reading(text.encode(), "m.yaml", monkeypatch)
+    (document,) = list(iter_bytes(text.encode(), "m.yaml"))
+    assert isinstance(document, Document) and document.obj["data"]["k"] == kubectl
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -609,6 +632,7 @@ def test_explicit_keys_are_left_to_libyaml_for_their_lines(text: str, monkeypatc
         _DATA + "  image: repo@sha256:abc\n  mail: a@b.c\n  fmt: '%d'\n  url: a%20b\n",
         _DATA + '  at: "@b"\n  closer: "]"\n',
         _DATA + "  s: |\n    a | b > c\n  t: >-\n    x\n  q: http://a?b=c\n  u: |2 # indented\n     y\n",
+        _DATA + "  v: |+ # keep - or strip\n    y\n\n  w: |-2 # +\n     z\n",
     ],
 )
 def test_reserved_characters_inside_or_quoted_stay_on_the_fast_path(text: str, monkeypatch: pytest.MonkeyPatch) -> None:

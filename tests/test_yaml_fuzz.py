@@ -322,7 +322,7 @@ ADVERSARIAL_SEED = 25_40
 #: Files of the adversarial families also read by kubectl.
 ADVERSARIAL_KUBECTL_SAMPLE = 200
 _PRINTABLE = "".join(chr(code) for code in range(0x20, 0x7F))
-_HEADER_PARTS = ("|", ">", "+", "-", "0", "1", "2", "9", " ", "#", "x", "  # c")
+_HEADER_PARTS = ("|", ">", "+", "-", "0", "1", "2", "9", " ", "#", "x", "  # c", "  # a - b")
 
 
 def _config_map(number: int, body: list[str]) -> bytes:
@@ -519,6 +519,10 @@ _ADVERSARIAL_GUARDS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
         fast, "any_at_node_start", lambda text, char: False
     ),
     "indented document end": lambda patch: patch.setattr(fast, "_DOCUMENT_END", re.compile(r"(?!)")),
+    # The header screen as it was before: any comment after a header let through.
+    "comment after a header holding - or +": lambda patch: patch.setattr(
+        fast, "_BLOCK_HEADER", re.compile(r"[|>](?:[1-9][-+]?|[-+][1-9]?)?(?: +#| *+\n| *+$)")
+    ),
 }
 
 

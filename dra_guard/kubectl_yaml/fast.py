@@ -369,19 +369,24 @@ def _unsafe(text: str) -> bool:
     )
 
 
-# What rapidyaml reads at a node's start and libyaml refuses (an adversarial run found each):
-# a block scalar header followed by anything but blanks and a comment, and an explicit key
-# `?`, which rapidyaml reads with nothing after it as the key "" (libyaml: a null key, which
-# kubectl refuses) and whose lines it places elsewhere than libyaml.  A scalar starting with
-# a character that cannot start a plain one is the value walk's (`_RESERVED_STARTS`).
-#: A block scalar's header as libyaml takes it: an indentation digit (1-9) and a chomping
-#: indicator, each at most once and in either order, then blanks, a comment or the line's end.
-_BLOCK_HEADER = re.compile(r"[|>](?:[1-9][-+]?|[-+][1-9]?)?(?: +#| *+\n| *+$)")
+# What rapidyaml reads at a node's start otherwise than libyaml (adversarial runs found each):
+# a block scalar header followed by anything but blanks and a comment, which libyaml refuses;
+# a header without a chomping indicator whose comment holds `-` or `+`, which rapidyaml takes
+# for one (`k: |  # a - b` loses its final line break); and an explicit key `?`, which rapidyaml reads with nothing
+# after it as the key "" (libyaml: a null key, which kubectl refuses) and whose lines it
+# places elsewhere than libyaml.  A scalar starting with a character that cannot start a
+# plain one is the value walk's (`_RESERVED_STARTS`).
+#: A block scalar's header as both read it alike: an indentation digit (1-9) and a chomping
+#: indicator, each at most once and in either order, then blanks, a comment (without `-` or
+#: `+` where no chomping indicator came before it) or the line's end.
+_BLOCK_HEADER = re.compile(
+    r"[|>](?:(?:[1-9][-+]|[-+][1-9]?)(?: +#| *+\n| *+$)|[1-9]?(?: +#[^-+\n]*+(?:\n|$)| *+\n| *+$))"
+)
 
 
 def _node_start_libyaml_refuses(text: str) -> bool:
     """Whether `text` may start a node with a block scalar header or an explicit key that
-    libyaml refuses, or places, otherwise than rapidyaml."""
+    libyaml refuses, or reads or places otherwise than rapidyaml."""
     for where in node_starts(text, "?"):
         if text[where + 1 : where + 2] in ("", " ", "\n"):
             return True
