@@ -79,9 +79,9 @@ RAPIDYAML_PARSE = (
 #: of descriptor 2): what of a check's time is reading, and what is the rules and report.
 READER_ALONE = (
     "import sys\n"
-    "from dra_guard.kubectl_yaml.fast import expect_many_documents, holding_stderr\n"
+    "from dra_guard.kubectl_yaml.fast import holding_stderr, read_fast_from_start\n"
     "from dra_guard.read.loader import iter_bytes\n"
-    "expect_many_documents()\n"
+    "read_fast_from_start()\n"
     "with holding_stderr():\n"
     "    for path in sys.argv[1:]:\n"
     "        with open(path, 'rb') as handle:\n"

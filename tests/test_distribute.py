@@ -640,3 +640,69 @@ def test_processes_with_any_hash_seed_agree_byte_for_byte(tmp_path: Path) -> Non
     outputs.add(merged.stdout)
     assert len(outputs) == 1
     assert json.loads(outputs.pop())["summary"]["objects"] > 4000
+
+
+# --- the reader each document gets --------------------------------------------------------------
+
+#: A key quoted over lines: libyaml refuses it (as kubectl does), and rapidyaml reads it.
+_REFUSED_BY_LIBYAML_ONLY = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: over-lines}\ndata:\n  "a\n  b": v\n'
+#: Turns off, in every process of a check, the fast reader's screen that leaves that key to
+#: libyaml: the two readers then read the document differently, as they would where a
+#: divergence had not been found yet.
+_SCREEN_OFF = "import dra_guard.kubectl_yaml.fast as fast\nfast._key_libyaml_refuses = lambda text: False\n"
+
+
+def _config_maps(count: int, padding: int) -> list[str]:
+    return [
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{number}}}\ndata: {{pad: {'x' * padding}}}\n"
+        for number in range(count)
+    ]
+
+
+def _reports_of_every_mode(folder: Path, scratch: Path, **env: str) -> dict[str, bytes]:
+    """The JSON report of `check` with one process, two, and two shards merged, unforced."""
+    environment = {key: value for key, value in os.environ.items() if key != "DRA_GUARD_YAML_PARSER"}
+    environment.update(env)
+    command = [sys.executable, "-m", "dra_guard.cli"]
+
+    def run(*arguments: str) -> bytes:
+        done = subprocess.run([*command, *arguments], capture_output=True, env=environment, check=False)
+        assert done.returncode in (0, 1, 2), done.stderr
+        return done.stdout
+
+    reports = {jobs: run("check", "--format", "json", "-j", jobs, str(folder)) for jobs in ("1", "2")}
+    facts = [str(scratch / f"facts-{index}") for index in (1, 2)]
+    for index, path in enumerate(facts, 1):
+        run("check", "-j", "1", "--shard", f"{index}/2", "--facts-out", path, str(folder))
+    reports["shards"] = run("merge", "--format", "json", *facts)
+    return reports
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("size", ["large", "small"])
+def test_each_document_gets_the_same_reader_in_every_process_and_shard(size: str, tmp_path: Path) -> None:
+    """Which reader reads a document depends on the document and the whole input, never on
+    what a process read before it: so `--jobs 1`, `--jobs 2` and shards give the same report
+    even where the two readers would read a document differently (here made so on purpose).
+    A large input (3 MB, workers start) is read with rapidyaml from every first document; in
+    a small one, a stream's first 200 documents are libyaml's, whichever process reads it."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    if size == "large":
+        streams = [_config_maps(100, 900) for _ in range(30)]
+        streams[0][2] = _REFUSED_BY_LIBYAML_ONLY
+    else:  # one process reads 300 documents before the second file's, a shard only that file
+        streams = [_config_maps(300, 10), _config_maps(10, 10)]
+        streams[1][2] = _REFUSED_BY_LIBYAML_ONLY
+    for number, documents in enumerate(streams):
+        (folder / f"{number:02d}.yaml").write_text("---\n".join(documents))
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_SCREEN_OFF)
+    reports = _reports_of_every_mode(folder, tmp_path, PYTHONPATH=os.pathsep.join([str(site), str(REPO_ROOT)]))
+    assert reports["1"] == reports["2"] == reports["shards"], {mode: report[-300:] for mode, report in reports.items()}
+    refused = json.loads(reports["1"])["summary"]["errors"] > 0
+    assert refused == (size == "small")  # the small input's document is libyaml's in every mode
+    # Not idle: the readers do read that document differently here.
+    reference = _reports_of_every_mode(folder, tmp_path, DRA_GUARD_YAML_PARSER="pyyaml")
+    assert json.loads(reference["1"])["summary"]["errors"] > 0

@@ -306,26 +306,40 @@ def test_the_report_is_the_same_without_the_alias_pre_filter(tmp_path: Path) -> 
 @pytest.mark.e2e
 def test_unforced_the_reader_imports_rapidyaml_only_when_it_pays(tmp_path: Path) -> None:
     """A check of a few documents never imports rapidyaml (its import costs more than it
-    saves there: the cold start); past AUTO_AFTER_DOCUMENTS, the reader uses it."""
-    small, large = tmp_path / "small.yaml", tmp_path / "large.yaml"
+    saves there: the cold start); a stream past AUTO_AFTER_DOCUMENTS documents, or an input
+    of FAST_FROM_START_BYTES (`read_fast_when_large`), is read with it.  Many short files are
+    not: which reader reads a document never depends on what the process read before."""
     config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {a: b}\n"
+    small, long = tmp_path / "small.yaml", tmp_path / "long.yaml"
     small.write_text(config_map % 0)
-    large.write_text("---\n".join(config_map % n for n in range(fast.AUTO_AFTER_DOCUMENTS + 40)))
+    long.write_text("---\n".join(config_map % n for n in range(fast.AUTO_AFTER_DOCUMENTS + 40)))
+    short = []
+    for number in range(fast.AUTO_AFTER_DOCUMENTS + 40):
+        short.append(tmp_path / f"short-{number}.yaml")
+        short[-1].write_text(config_map % number)
     script = (
         "import sys; from dra_guard.read.loader import load_paths; from dra_guard.kubectl_yaml import fast; "
-        "documents = load_paths([sys.argv[1]]).documents; "
-        "print(len(documents), 'ryml' in sys.modules, fast._Rapidyaml.documents)"
+        "sys.argv[1] == 'large' and fast.read_fast_when_large([fast.FAST_FROM_START_BYTES]); "
+        "documents = load_paths(sys.argv[2:]).documents; "
+        "print(len(documents), 'ryml' in sys.modules)"
     )
     unforced = {key: value for key, value in os.environ.items() if key != parser_choice.PARSER_VARIABLE}
 
-    def read(path: Path) -> list[str]:
+    def read(input_size: str, *paths: Path) -> list[str]:
         result = subprocess.run(
-            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True, env=unforced
+            [sys.executable, "-c", script, input_size, *map(str, paths)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=unforced,
         )
         return result.stdout.split()
 
-    assert read(small) == ["1", "False", "1"]
-    assert read(large) == [str(fast.AUTO_AFTER_DOCUMENTS + 40), "True", str(fast.AUTO_AFTER_DOCUMENTS + 40)]
+    many = str(fast.AUTO_AFTER_DOCUMENTS + 40)
+    assert read("small", small) == ["1", "False"]
+    assert read("small", long) == [many, "True"]
+    assert read("small", *short) == [many, "False"]
+    assert read("large", small) == ["1", "True"]
 
 
 @pytest.mark.e2e

@@ -490,8 +490,11 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.distribute.cores import available_cores
 
     workers = arguments.jobs or (available_cores() if several else 1)
-    from dra_guard.kubectl_yaml.fast import holding_stderr
+    from dra_guard.kubectl_yaml.fast import holding_stderr, read_fast_when_large
 
+    # Which reader reads each document is decided from the whole input, before any of it
+    # is read: the same in one process, in workers and in every shard.
+    read_fast_when_large(selection.file_sizes())
     if shard is not None:
         return _write_shard(inputs, config, shard, workers=workers, facts_out=arguments.facts_out, stderr=stderr)
     # rapidyaml writes to descriptor 2, swapped away for the check (nothing else of ours

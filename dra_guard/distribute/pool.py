@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import sys
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -29,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from dra_guard.contract.findings import InputError, Report
 from dra_guard.engine.run import Checker, check_stream
-from dra_guard.kubectl_yaml.fast import expect_many_documents, holding_stderr
+from dra_guard.kubectl_yaml.fast import holding_stderr, read_fast_from_start, reads_fast_from_start
 from dra_guard.read.inputs import FILE, Inputs, Unit, file_items
 from dra_guard.read.loader import display_name
-from dra_guard.read.walk import STDIN
+from dra_guard.read.walk import STDIN, file_size
 from dra_guard.ruleapi.config import Config
 
 if TYPE_CHECKING:
@@ -159,13 +158,13 @@ class _Worker:
     claims: Claims | None = None
 
 
-def _start_worker(config: Config, max_bytes: int, claims: Claims) -> None:
+def _start_worker(config: Config, max_bytes: int, claims: Claims, fast_from_start: bool) -> None:
     import gc
 
     gc.set_threshold(100_000, 50, 100)  # as the CLI sets it for a check (dra_guard.cli.main)
-    # A worker exists because the input is large: the first files' documents too are worth
-    # the fast reader's import (5 ms), which the parent never needed.
-    expect_many_documents()
+    # Each document gets the reader the parent would give it (fast.read_fast_when_large).
+    if fast_from_start:
+        read_fast_from_start()
     _Worker.checker = Checker(config, part=True)
     _Worker.max_bytes = max_bytes
     _Worker.claims = claims
@@ -211,13 +210,6 @@ def _check_file(checker: Checker, job: Job) -> Done:
 # --- the parent side ------------------------------------------------------------------
 
 
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0  # read (and reported) by the worker like any file
-
-
 def dispatchable(unit: Unit) -> bool:
     """Whether a worker may read the unit: a file, not standard input."""
     return unit.kind == FILE and unit.path != STDIN
@@ -226,7 +218,7 @@ def dispatchable(unit: Unit) -> bool:
 def plan(units: Sequence[Unit]) -> tuple[list[Job], list[int]]:
     """The files of `units` a worker may read, and their sizes."""
     jobs = [Job(unit.position, unit.path, unit.found) for unit in units if dispatchable(unit)]
-    return jobs, [_size(job.path) for job in jobs]
+    return jobs, [file_size(job.path) for job in jobs]
 
 
 def worth_it(sizes: Sequence[int], workers: int) -> bool:
@@ -260,7 +252,7 @@ class Workers:
             max_workers=workers,
             mp_context=_context(),
             initializer=_start_worker,
-            initargs=(config, max_bytes, claims),
+            initargs=(config, max_bytes, claims, reads_fast_from_start()),
         )
 
     def submit_taken(self, workers: int) -> list[Future[list[Done]]]:
@@ -322,7 +314,6 @@ def in_order(
             yield unit, None
         return
     claims, pool, waiting = started
-    expect_many_documents()  # the input is large enough for workers: so is this process's share
     index_of = {job.position: index for index, job in enumerate(jobs)}
     try:
         returned: dict[int, Done] | None = None  # the workers' files, once the ends have met

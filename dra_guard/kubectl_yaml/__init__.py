@@ -311,7 +311,8 @@ def _read_chunks(
         if position > trees_from + len(trees):
             trees_from = position - 1
             batch = chunks[trees_from : trees_from + _TREES_AT_ONCE]
-            trees = parse_plain_when_worth_it([text[c.start : c.end] if isinstance(c, Chunk) else None for c in batch])
+            texts = [text[c.start : c.end] if isinstance(c, Chunk) else None for c in batch]
+            trees = parse_plain_when_worth_it(texts, first_index + trees_from)
         document = trees[position - 1 - trees_from]
         body = text[chunk.start : chunk.end] if document is None else document.text
         value = decode_plain(body, document)

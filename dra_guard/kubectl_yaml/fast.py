@@ -36,7 +36,7 @@ and `tests/test_kubectl_differential.py` runs against kubectl with each.
 
 `DRA_GUARD_YAML_PARSER=pyyaml` turns this reader off; `=rapidyaml` requires it (an
 error at start-up if the wheel is missing); unset, it is used when `ryml` imports and
-the process has read enough documents for its import to pay (parser_choice.py).
+the input, or the stream, is long enough for its import to pay (AUTO_AFTER_DOCUMENTS).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from dra_guard.kubectl_yaml.choice import chosen, load_rapidyaml
@@ -75,11 +75,18 @@ class _Decline(Exception):
 
 
 # Importing rapidyaml (with the `deprecation` and `packaging` modules it imports) takes
-# about 5 ms, and it saves about 25 us per document: a process that reads a few files
-# is faster without it (README "Performance", the cold start).  Unforced, the reader
-# therefore parses its first documents with libyaml alone (`parse_plain_when_worth_it`);
-# forced either way, the choice holds from the first document.
+# about 5 ms, and it saves about 25 us per document: a check of a few files is faster
+# without it (README "Performance", the cold start).  Unforced, the reader therefore reads
+# a stream's first documents with libyaml alone (`parse_plain_when_worth_it`), unless the
+# whole input is large (`read_fast_when_large`); forced either way, the choice holds from
+# the first document.  Which reader reads a document depends on the document and the
+# input alone, never on what the process read before: a worker, a shard and `--jobs 1`
+# give each document the same reader, so their reports stay the same byte for byte even
+# where the two readers might differ.
 AUTO_AFTER_DOCUMENTS = 200
+#: Inputs whose files hold at least this many bytes (about 200 documents of a manifest's
+#: size) are read with rapidyaml from every stream's first document.
+FAST_FROM_START_BYTES = 256 << 10
 
 
 class _Holding:
@@ -94,8 +101,8 @@ class _Rapidyaml:
     module: Any = None
     native: Any = None
     loaded = False
-    #: Documents the reader has seen (a count only: a race costs nothing).
-    documents = 0
+    #: Whether it reads from every stream's first document (`read_fast_from_start`).
+    from_start = False
 
     @classmethod
     def load(cls) -> Any:
@@ -111,14 +118,33 @@ class _Rapidyaml:
         return cls.module
 
 
+def read_fast_from_start() -> None:
+    """This process reads with rapidyaml from every stream's first document, instead of
+    after AUTO_AFTER_DOCUMENTS of them, where it is installed and not turned off."""
+    _Rapidyaml.from_start = True
+    _Rapidyaml.load()
+
+
+def reads_fast_from_start() -> bool:
+    """Whether `read_fast_from_start` holds (or a reader was forced): what a worker is told."""
+    return _Rapidyaml.from_start
+
+
+def read_fast_when_large(sizes: Iterable[int]) -> None:
+    """`read_fast_from_start` when the input's files (their `sizes`, read until they reach
+    FAST_FROM_START_BYTES) are large enough for rapidyaml's import to pay.  Called with the
+    sizes of the whole input, before any of it is read, by every process that checks a part
+    of it: the decision is the same in each."""
+    total = 0
+    for size in sizes:
+        total += size
+        if total >= FAST_FROM_START_BYTES:
+            read_fast_from_start()
+            return
+
+
 if chosen():  # forced either way: from the first document (and a missing wheel fails now)
-    _Rapidyaml.load()
-
-
-def expect_many_documents() -> None:
-    """This process will read many documents (a pool's worker): rapidyaml from the first,
-    instead of after AUTO_AFTER_DOCUMENTS of them, where it is installed and not turned off."""
-    _Rapidyaml.load()
+    read_fast_from_start()
 
 
 @contextlib.contextmanager
@@ -631,13 +657,19 @@ def parse_plain(texts: Sequence[str | None]) -> list[Parsed | None]:
     ]
 
 
-def parse_plain_when_worth_it(texts: Sequence[str | None]) -> list[Parsed | None]:
-    """`parse_plain`, once this process has read enough documents for rapidyaml's import
-    to pay (see AUTO_AFTER_DOCUMENTS); before, None for each (libyaml reads them)."""
-    _Rapidyaml.documents += len(texts)
-    if not _Rapidyaml.loaded and _Rapidyaml.documents <= AUTO_AFTER_DOCUMENTS:
-        return [None] * len(texts)
-    return parse_plain(texts)
+def parse_plain_when_worth_it(texts: Sequence[str | None], before: int) -> list[Parsed | None]:
+    """`parse_plain` of the texts of a stream's documents `before + 1`, `before + 2`, ...:
+    of every one after `read_fast_from_start`, else of those past its AUTO_AFTER_DOCUMENTS-th
+    document (a stream that long pays for rapidyaml's import); None for the others (libyaml
+    reads them)."""
+    if _Rapidyaml.from_start:
+        return parse_plain(texts)
+    early = max(0, min(len(texts), AUTO_AFTER_DOCUMENTS - before))
+    if early == 0:
+        return parse_plain(texts)
+    if early == len(texts):
+        return [None] * early
+    return [None] * early + parse_plain(texts[early:])
 
 
 def decode_plain(text: str, parsed: Parsed | _Unparsed | None = UNPARSED) -> Any:

@@ -61,6 +61,18 @@ class Selection:
     #: The report file was found by a walk or glob (and left out of the inputs).
     output_found: bool = False
 
+    def file_sizes(self) -> Iterable[int]:
+        """The size of each file selected (standard input's is not known), one at a time."""
+        return (file_size(candidate.path) for candidate in self.files if candidate.path != STDIN)
+
+
+def file_size(path: str) -> int:
+    """Its size, or 0 where it cannot be read (reported when it is read, like any file)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
 
 class Patterns(NamedTuple):
     """Exclude patterns and the directory they are relative to."""
