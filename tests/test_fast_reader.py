@@ -605,6 +605,54 @@ def test_nodes_libyaml_refuses_are_refused_whichever_reader_reads(text: str, mon
     assert isinstance(error, InputError), error
 
 
+_HEAD = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+#: What rapidyaml reads and libyaml does not, or reads otherwise, found by a mutation run:
+#: each text, and what `kubectl patch --local -o json` makes of it (its `data`, or None where
+#: it refuses the file: "block sequence entries are not allowed in this context", "did not
+#: find expected key", "did not find expected ',' or '}'").
+READ_OTHERWISE_BY_RAPIDYAML = [
+    ("quote-then-an-item", _HEAD + "data:\n  - 'q' - x\n", None),
+    ("flow-sequence-then-an-item", _HEAD + "data:\n  k:\n  - [a] - x\n", None),
+    ("flow-sequence-then-a-key", _HEAD + "data:\n  k:\n  - [a] a: b\n", None),
+    ("flow-mapping-on-the-next-line-then-an-item", _HEAD + "data:\n  k:\n  -\n    {a: b} - z\n", None),
+    ("blank-line-before-the-closing-brace", _HEAD + "data: {\n a: b\n\n }\n", {"a": "b"}),
+    ("blank-line-after-a-key-alone", _HEAD + "data: {a\n\n }\n", {"a": None}),
+    ("key-over-a-blank-line", _HEAD + "data: {n\n\n  me: x}\n", None),
+    ("key-over-lines-with-a-quote-inside", _HEAD + "data:\n  k: {n'\n    me: x}\n", None),
+    ("key-over-lines-after-a-blank", _HEAD + "data: {n \n  e: x}\n", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "kubectl"),
+    [case[1:] for case in READ_OTHERWISE_BY_RAPIDYAML],
+    ids=[c[0] for c in READ_OTHERWISE_BY_RAPIDYAML],
+)
+def test_what_rapidyaml_reads_otherwise_is_read_as_kubectl_reads_it(
+    text: str, kubectl: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert fast.decode_plain(text) is fast.DECLINED
+    _same_reading(text.encode(), "m.yaml", monkeypatch)
+    items = list(iter_bytes(text.encode(), "m.yaml"))
+    if kubectl is None:
+        assert [type(item) for item in items] == [InputError], items
+    else:
+        (document,) = items
+        assert isinstance(document, Document) and document.obj["data"] == kubectl
+
+
+def test_a_gpu_quantity_before_a_blank_line_in_flow_stays_a_number() -> None:
+    """kubectl sends `nvidia.com/gpu: 1` (a number); rapidyaml read it as "1\n"."""
+    text = (
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - {name: c, image: i,\n"
+        "     resources: {limits: {nvidia.com/gpu: 1\n\n     }}}\n"
+    )
+    assert fast.decode_plain(text) is fast.DECLINED
+    (document,) = list(iter_bytes(text.encode(), "m.yaml"))
+    assert isinstance(document, Document)
+    assert document.obj["spec"]["containers"][0]["resources"] == {"limits": {"nvidia.com/gpu": 1}}
+
+
 #: A comment after a block scalar header, and the value kubectl sends for the scalar (each
 #: run through `kubectl patch --local -o json`): where the header has no chomping indicator,
 #: rapidyaml takes a `-` in the comment for the strip one (and a `+` for the keep one), and

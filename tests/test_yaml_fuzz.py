@@ -448,6 +448,64 @@ def _strays() -> list[list[str]]:
     return bodies
 
 
+_CLOSED_ITEMS = ("'q'", '"q"', "[a]", "{a: b}", "[]", "{}", "'a b'", "[a, b]", "'1'", '"true"', "'it''s'")
+_AFTER_A_CLOSED_ITEM = ("- x", "-", "- - x", "a: b", "- a: b", "- 'r'", "- [c]", "z: [1]", "# c", "")
+
+
+def _more_after_closed_items(rng: random.Random, count: int) -> list[list[str]]:
+    """A sequence item that is a quoted scalar or a flow collection, on the item's line or the
+    next, and more after it on its line (or only a comment, or nothing)."""
+    bodies = []
+    for _ in range(count):
+        item = rng.choice(_CLOSED_ITEMS) + " " * rng.randint(1, 3) + rng.choice(_AFTER_A_CLOSED_ITEM)
+        where = rng.choice(("  - {}", "  k:\n  - {}", "  k:\n    - {}", "  k:\n  - - {}", "  k:\n  - a\n  - {}\n  - b"))
+        if rng.random() < 0.25:
+            where = where.replace("- {}", "-\n     {}")
+        bodies.append(where.format(item).split("\n"))
+    return bodies
+
+
+def _flows_over_lines(rng: random.Random, count: int) -> list[list[str]]:
+    """A flow collection over lines: blank lines before its end, and keys whose halves are
+    on two lines (a quote inside the first, blanks after it)."""
+    bodies = []
+    for _ in range(count):
+        indent = " " * rng.randint(1, 6)
+        if rng.random() < 0.5:
+            last = rng.choice(("a: b", "a", "a: 1", "a: true", "a: ~", "nvidia.com/gpu: 1", "a: 'q'", "[x]"))
+            blanks = [rng.choice(("", " ", "   ")) for _ in range(rng.randint(0, 2))]
+            opener, closer = rng.choice((("{", "}"), ("[", "]"), ("[{", "}]")))
+            bodies.append([f"  k: {opener}", indent + last, *blanks, indent + closer])
+        else:
+            first = rng.choice(("n'", 'n"', "a'b'", "n", "a b", "n ", "a-"))
+            gap = [rng.choice(("", " ")) for _ in range(rng.randint(0, 2))]
+            opener, closer = rng.choice((("{", "}"), ("[", "]"), ("{a: b, ", "}")))
+            bodies.append([f"  k: {opener}{first}", *gap, f"{indent}me: x{closer}"])
+    return bodies
+
+
+_MUTATIONS = (" ", "\n", "  ", "- ", ": ", "-", ":", ",", "[", "]", "{", "}", "'", '"', "|", ">", "#", "a", "1", "\n  ")
+
+
+def _mutants(rng: random.Random, files: list[bytes], count: int) -> list[list[str]]:
+    """Files of the families above with one to three characters put in, taken out or replaced
+    (an adversarial run found the two families before this way)."""
+    bodies = []
+    for _ in range(count):
+        text = rng.choice(files).decode().split("data:\n", 1)[1]
+        for _ in range(rng.randint(1, 3)):
+            where = rng.randrange(len(text) + 1)
+            roll = rng.random()
+            if roll < 0.4:
+                text = text[:where] + rng.choice(_MUTATIONS) + text[where:]
+            elif roll < 0.7:
+                text = text[:where] + text[where + rng.randint(1, 3) :]
+            else:
+                text = text[:where] + rng.choice(_MUTATIONS) + text[where + 1 :]
+        bodies.append(text.rstrip("\n").split("\n"))
+    return bodies
+
+
 def adversarial(seed: int = ADVERSARIAL_SEED) -> list[bytes]:
     """The adversarial families' files: the same ones for the same seed."""
     rng = random.Random(seed)
@@ -458,8 +516,13 @@ def adversarial(seed: int = ADVERSARIAL_SEED) -> list[bytes]:
         *_long_keys(),
         *_deep(),
         *_strays(),
+        *_more_after_closed_items(rng, 300),
+        *_flows_over_lines(rng, 300),
     ]
-    return [_config_map(number, body) for number, body in enumerate(bodies)]
+    files = [_config_map(number, body) for number, body in enumerate(bodies)]
+    short = [data for data in files if len(data) < 1000]
+    mutants = _mutants(rng, short, 3000)
+    return files + [_config_map(len(files) + number, body) for number, body in enumerate(mutants)]
 
 
 def test_issue25_adversarial_families_read_alike_with_both_readers(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -478,7 +541,7 @@ def test_issue25_adversarial_families_read_alike_with_both_readers(monkeypatch: 
     assert wrong == [], f"{len(wrong)} files read differently, the first:\n{wrong[0]}"
     objects = sum(any(entry[0] == "object" for entry in reading) for reading in references)
     # Not idle: the fast reader takes a good part of the files, and both outcomes occur.
-    assert accepted >= len(files) // 4, (accepted, len(files))
+    assert accepted >= len(files) // 5, (accepted, len(files))
     assert len(files) // 5 <= objects <= len(files) - len(files) // 10, (objects, len(files))
 
 
@@ -519,6 +582,10 @@ _ADVERSARIAL_GUARDS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
         fast, "any_at_node_start", lambda text, char: False
     ),
     "indented document end": lambda patch: patch.setattr(fast, "_DOCUMENT_END", re.compile(r"(?!)")),
+    "more after a closed sequence item": lambda patch: patch.setattr(
+        fast, "_more_after_a_closed_item", lambda text: False
+    ),
+    "flow collection over lines": lambda patch: patch.setattr(fast, "_flow_read_otherwise", lambda text: False),
     # The header screen as it was before: any comment after a header let through.
     "comment after a header holding - or +": lambda patch: patch.setattr(
         fast, "_BLOCK_HEADER", re.compile(r"[|>](?:[1-9][-+]?|[-+][1-9]?)?(?: +#| *+\n| *+$)")

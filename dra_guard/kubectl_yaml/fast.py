@@ -391,16 +391,18 @@ def _unsafe(text: str) -> bool:
         # break, rapidyaml adds one (the reader's documents always end with one).
         or (not text.endswith("\n") and _SCALAR_OVER_LINES.search(text) is not None)
         or _key_libyaml_refuses(text)
+        or _flow_read_otherwise(text)
+        or _more_after_a_closed_item(text)
         or _node_start_libyaml_refuses(text)
     )
 
 
 # What rapidyaml reads at a node's start otherwise than libyaml (adversarial runs found each):
 # a block scalar header followed by anything but blanks and a comment, which libyaml refuses;
-# a header without a chomping indicator whose comment holds `-` or `+`, which rapidyaml takes
-# for one (`k: |  # a - b` loses its final line break); and an explicit key `?`, which rapidyaml reads with nothing
-# after it as the key "" (libyaml: a null key, which kubectl refuses) and whose lines it
-# places elsewhere than libyaml.  A scalar starting with a character that cannot start a
+# a header without a chomping indicator whose comment holds `-` or `+`, which rapidyaml
+# takes for one (`k: |  # a - b` loses its final line break); and an explicit key `?`, which
+# rapidyaml reads with nothing after it as the key "" (libyaml: a null key, which kubectl
+# refuses) and whose lines it places elsewhere than libyaml.  A scalar starting with a character that cannot start a
 # plain one is the value walk's (`_RESERVED_STARTS`).
 #: A block scalar's header as both read it alike: an indentation digit (1-9) and a chomping
 #: indicator, each at most once and in either order, then blanks, a comment (without `-` or
@@ -431,23 +433,58 @@ _SINGLE_QUOTED_KEY_OVER_LINES = re.compile(r"'[^'\n]*+(?:''[^'\n]*+)*+\n[^']*+(?
 #: Past this many characters of a line, a `:` may end a key libyaml finds too long.
 _KEY_LENGTH_LIMIT = 1024
 _LONG_LINE = re.compile(rf"\n[^\n]{{{_KEY_LENGTH_LIMIT}}}")
-#: In flow context a plain scalar goes on over lines: a line that ends in one (not after
-#: `,`, `[`, `{`, `:` or a closing quote or bracket) and a next line holding a `:`.
-_PLAIN_OVER_LINES_TO_COLON = re.compile(r"[^\s,\[\]{}:\"']\n[^\n]*:")
 
 
 def _key_libyaml_refuses(text: str) -> bool:
-    """Whether `text` may hold an implicit key libyaml refuses: over lines, or too long."""
+    """Whether `text` may hold an implicit key libyaml refuses: over lines, or too long
+    (in a flow collection over lines: `_flow_read_otherwise`)."""
     if '"' in text and _DOUBLE_QUOTED_KEY_OVER_LINES.search(text) is not None:
         return True
     if "'" in text and _SINGLE_QUOTED_KEY_OVER_LINES.search(text) is not None:
         return True
-    if len(text) > _KEY_LENGTH_LIMIT and _long_key(text):
-        return True
+    return len(text) > _KEY_LENGTH_LIMIT and _long_key(text)
+
+
+# A flow collection over lines, where rapidyaml reads otherwise than libyaml:
+# * a plain scalar that goes on over lines to a `:`: an implicit key over lines, which
+#   libyaml refuses (a quote inside the scalar, `{n'` then `me: x}`, is still plain);
+# * a blank line (empty or spaces only) inside it: rapidyaml keeps a line break of it at
+#   the end of the scalar before it (`{a: b` + blank line + `}` reads `"b\n"`, and a
+#   quantity `1` becomes the string `"1\n"`) and joins a key's two halves around it.
+#: A line that ends in a plain scalar (not after `,`, `[`, `{` or `:`, nor in a closing
+#: bracket), maybe then blanks, and a next line holding a `:`.
+_PLAIN_OVER_LINES_TO_COLON = re.compile(r"[^\s,\[\]{}:] *+\n[^\n]*:")
+_BLANK_LINE_AHEAD = re.compile(r"\n *\n")
+
+
+def _flow_read_otherwise(text: str) -> bool:
+    """Whether `text` may hold a flow collection over lines that rapidyaml reads otherwise
+    than libyaml (screened loosely: from the first line where one may open)."""
     if "[" not in text and "{" not in text:
         return False
     flow = _flow_over_lines(text)
-    return flow >= 0 and _PLAIN_OVER_LINES_TO_COLON.search(text, flow) is not None
+    return flow >= 0 and (
+        _PLAIN_OVER_LINES_TO_COLON.search(text, flow) is not None or _BLANK_LINE_AHEAD.search(text, flow) is not None
+    )
+
+
+# A block sequence item that is a quoted scalar or a flow collection (on the item's line or
+# starting the next), and more on its line after it: another `- ` item or a plain `key:`.  libyaml refuses it ("block sequence
+# entries are not allowed in this context", "did not find expected key"); rapidyaml reads
+# `- 'q' - x` as two items and `- [a] a: b` as a key of the mapping above.
+#: Where such a line may be: a closing quote or bracket, blanks, then more than a comment.
+_CLOSER_THEN_MORE = re.compile(r"[\]}'\"] ++[^ #\n]")
+#: The line, from its start.
+_MORE_AFTER_A_CLOSED_ITEM = re.compile(
+    r" *(?:- +)*(?:'(?:[^'\n]|'')*'|\"[^\"\n]*\"|\[[^\n]*\]|\{[^\n]*\}) +[^ #\n]"
+)
+
+
+def _more_after_a_closed_item(text: str) -> bool:
+    for match in _CLOSER_THEN_MORE.finditer(text):
+        if _MORE_AFTER_A_CLOSED_ITEM.match(text, text.rfind("\n", 0, match.start()) + 1) is not None:
+            return True
+    return False
 
 
 def _long_key(text: str) -> bool:
