@@ -77,11 +77,12 @@ def test_point1_yaml_test_suite_readers_agree_with_kubectl(tmp_path: Path, monke
 
 @needs_the_fast_reader
 def test_point1_yaml_test_suite_finds_the_empty_key_bug_without_its_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The suite is not idle: the fast reader takes about 90 of its inputs, and without the
-    guard for empty keys and misread colons it reads 13 of them (4ABK, 4MUZ, CFD4, ...)
-    differently from libyaml."""
+    """The suite is not idle: the fast reader takes about 80 of its inputs, and without the
+    guard for empty keys and misread colons it reads 9 of them (4ABK, 4MUZ, CFD4, ...)
+    differently from libyaml (13 before the screens for flow collections over lines, which
+    now decline some of them too)."""
     texts = [wrapped(path.read_bytes()).decode(errors="replace") for path in inputs()]
-    assert sum(fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY) for text in texts) >= 80
+    assert sum(fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY) for text in texts) >= 75
     assert not any(_fast_disagrees(text) for text in texts)
     _GUARDS["empty key, misread colon"](monkeypatch)
-    assert sum(_fast_disagrees(text) for text in texts) >= 10
+    assert sum(_fast_disagrees(text) for text in texts) >= 8

@@ -473,10 +473,13 @@ def _flow_read_otherwise(text: str) -> bool:
 # libyaml refuses it ("block sequence entries are not allowed in this context", "did not
 # find expected key"); rapidyaml reads `- 'q' - x` as two items and `- [a] a: b` as a key
 # of the mapping above.
-#: Where such a line may be: a closing quote or bracket, blanks, then more than a comment.
-_CLOSER_THEN_MORE = re.compile(r"[\]}'\"] ++[^ #\n]")
+#: Where such a line may be: a closing quote or bracket, blanks, then more than a comment
+#: (or than a `:` after a key, or a flow collection's `,` or closing bracket).
+_CLOSER_THEN_MORE = re.compile(r"[\]}'\"] ++[^ #\n\]},:]")
 #: The line, from its start.
-_MORE_AFTER_A_CLOSED_ITEM = re.compile(r" *(?:- +)*(?:'(?:[^'\n]|'')*'|\"[^\"\n]*\"|\[[^\n]*\]|\{[^\n]*\}) +[^ #\n]")
+_MORE_AFTER_A_CLOSED_ITEM = re.compile(
+    r" *(?:- +)*(?:'(?:[^'\n]|'')*'|\"[^\"\n]*\"|\[[^\n]*\]|\{[^\n]*\}) +[^ #\n\]},:]"
+)
 
 
 def _more_after_a_closed_item(text: str) -> bool:
