@@ -448,7 +448,24 @@ def _strays() -> list[list[str]]:
     return bodies
 
 
-_CLOSED_ITEMS = ("'q'", '"q"', "[a]", "{a: b}", "[]", "{}", "'a b'", "[a, b]", "'1'", '"true"', "'it''s'")
+_CLOSED_ITEMS = (
+    "'q'",
+    '"q"',
+    "[a]",
+    "{a: b}",
+    "[]",
+    "{}",
+    "'a b'",
+    "[a, b]",
+    "'1'",
+    '"true"',
+    "'it''s'",
+    "'a\n    b'",
+    '"-1\n    x"',
+    "'it''s\n    x'",
+    "[a,\n    b]",
+    "{a: b,\n    c: d}",
+)
 _AFTER_A_CLOSED_ITEM = ("- x", "-", "- - x", "a: b", "- a: b", "- 'r'", "- [c]", "z: [1]", "# c", "")
 
 
