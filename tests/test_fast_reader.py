@@ -619,6 +619,7 @@ READ_OTHERWISE_BY_RAPIDYAML = [
     ("quote-over-lines-then-a-key", _HEAD + "data:\n  k:\n  - 'true\n    1' k: v\n", None),
     ("doubled-quote-over-lines-then-an-item", _HEAD + "data:\n  k:\n  - 'it''s\n    x' - y\n", None),
     ("flow-over-lines-then-an-item", _HEAD + "data:\n  k:\n  - [a,\n    b] - z\n", None),
+    ("flow-over-lines-with-a-quoted-bracket", _HEAD + 'data:\n  k:\n  - {a: "x]", b: [c,\n    d]} -\n', None),
     ("blank-line-before-the-closing-brace", _HEAD + "data: {\n a: b\n\n }\n", {"a": "b"}),
     ("blank-line-after-a-key-alone", _HEAD + "data: {a\n\n }\n", {"a": None}),
     ("key-over-a-blank-line", _HEAD + "data: {n\n\n  me: x}\n", None),

@@ -488,37 +488,28 @@ def _more_after_a_closed_item(text: str) -> bool:
         line = text.rfind("\n", 0, closer) + 1
         if _MORE_AFTER_A_CLOSED_ITEM.match(text, line) is not None:
             return True
-        # Or the item opened on an earlier line: a quoted scalar or a flow collection over
-        # lines, closed here (an apostrophe in a plain scalar, `tenants' isolated`, or a
-        # brace of a script's text closes nothing that opened at a node start).
-        opener = _opener_of(text, closer)
+        # Or the item opened on an earlier line: a quoted scalar over lines, closed here at
+        # its quote (an apostrophe in a plain scalar, `tenants' isolated`, closes nothing
+        # that opened at a node start), or a flow collection over lines (its brackets are
+        # not matched: a quoted `]` inside would mislead a count).
+        if text[closer] in "]}":
+            if _flow_over_lines(text) >= 0:
+                return True
+            continue
+        opener = _quote_opening(text, closer)
         if 0 <= opener < line and at_node_start(text, opener):
             return True
     return False
 
 
-def _opener_of(text: str, closer: int) -> int:
-    """Where the quoted scalar or flow collection that `text[closer]` may close opens: the
-    quote before it (skipping a single-quoted scalar's `''`), or the bracket that matches
-    it (quotes not heeded: a loose screen); -1 where there is none."""
+def _quote_opening(text: str, closer: int) -> int:
+    """Where the quoted scalar that the quote `text[closer]` may close opens: the quote
+    before it, past a single-quoted scalar's `''`; -1 where there is none."""
     char = text[closer]
-    if char == '"':
-        return text.rfind('"', 0, closer)
-    if char == "'":
-        opener = text.rfind("'", 0, closer)
-        while opener > 0 and text[opener - 1] == "'":
-            opener = text.rfind("'", 0, opener - 1)
-        return opener
-    depth = 0
-    for position in range(closer, -1, -1):
-        bracket = text[position]
-        if bracket in "]}":
-            depth += 1
-        elif bracket in "[{":
-            depth -= 1
-            if depth == 0:
-                return position
-    return -1
+    opener = text.rfind(char, 0, closer)
+    while char == "'" and opener > 0 and text[opener - 1] == "'":
+        opener = text.rfind("'", 0, opener - 1)
+    return opener
 
 
 def _long_key(text: str) -> bool:
