@@ -15,16 +15,12 @@ exactly what kubectl sends, or refuses and sends no more than kubectl
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from dra_guard.kubectl_yaml import fast
-from tests.kubectl_oracle import read_many
-from tests.test_kubectl_differential import _verdict
-from tests.test_yaml_fuzz import _GUARDS, _fast_disagrees
-from tests.yaml_readers import with_pyyaml_only
+from tests.test_yaml_fuzz import _GUARDS, _fast_disagrees, kubectl_verdicts
 
 needs_the_fast_reader = pytest.mark.skipif(fast.active_parser() != "rapidyaml", reason="the fast reader is off here")
 
@@ -50,25 +46,9 @@ def test_the_suite_is_all_here() -> None:
 
 @pytest.mark.e2e
 def test_point1_yaml_test_suite_readers_agree_with_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    files = [wrapped(path.read_bytes()) for path in inputs()]
-    paths = []
-    for path, data in zip(inputs(), files, strict=True):
-        wrapped_path = tmp_path / f"{path.stem}.yaml"
-        wrapped_path.write_bytes(data)
-        paths.append(wrapped_path)
-    reads = read_many(paths, tmp_path / "scratch")
-    verdicts: Counter[str] = Counter()
-    wrong = []
+    named = [(f"{path.stem}.yaml", wrapped(path.read_bytes())) for path in inputs()]
     readers = ("rapidyaml", "pyyaml") if fast.active_parser() == "rapidyaml" else ("pyyaml",)
-    for path, data, kubectl in zip(paths, files, reads, strict=True):
-        for reader in readers:
-            with monkeypatch.context() as patch:
-                if reader == "pyyaml":
-                    with_pyyaml_only(patch)
-                verdict = _verdict(data, path.name, kubectl)
-            verdicts[f"{reader}: {verdict.split(':')[0]}"] += 1
-            if verdict.startswith("BAD"):
-                wrong.append(f"{reader}: {verdict}\n--- {path.name} ---\n{data.decode(errors='replace')}")
+    verdicts, wrong = kubectl_verdicts(named, tmp_path, monkeypatch, readers)
     assert wrong == [], f"{len(wrong)} wrong, the first:\n" + "\n".join(wrong[:3])
     # Not idle: most inputs are read, and some are refused by all.
     for reader in readers:
