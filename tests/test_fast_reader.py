@@ -31,16 +31,13 @@ from dra_guard.kubectl_yaml.ryml_native import TreeCalls
 from dra_guard.read.loader import Document, iter_bytes
 from tests.kubectl_cases import CASES
 from tests.manifest_strategies import manifest_file
-from tests.yaml_readers import paths, reading, with_pyyaml_only
+from tests.yaml_readers import both_readings, paths
 
 pytestmark = pytest.mark.skipif(fast.active_parser() != "rapidyaml", reason="the fast reader is off here")
 
 
 def _same_reading(data: bytes, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast_reading = reading(data, name)
-    with monkeypatch.context() as patch:
-        with_pyyaml_only(patch)
-        reference = reading(data, name)
+    (fast_reading,), (reference,) = both_readings([data], name, monkeypatch)
     assert fast_reading == reference, data.decode(errors="replace")
 
 

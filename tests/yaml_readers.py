@@ -4,7 +4,7 @@ reading tests (test_fast_reader, test_yaml_fuzz) compare the two readers."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -42,3 +42,14 @@ def with_pyyaml_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader as it is where the rapidyaml wheel is not installed."""
     monkeypatch.setattr(fast._Rapidyaml, "module", None)
     monkeypatch.setattr(fast._Rapidyaml, "loaded", True)
+
+
+def both_readings(
+    files: Sequence[bytes], name: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[list[Any]], list[list[Any]]]:
+    """Each file's `reading` by the fast reader, then by PyYAML alone (one patch for all)."""
+    fast_readings = [reading(data, name) for data in files]
+    with monkeypatch.context() as patch:
+        with_pyyaml_only(patch)
+        references = [reading(data, name) for data in files]
+    return fast_readings, references

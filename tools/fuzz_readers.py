@@ -25,7 +25,7 @@ import pytest
 
 from dra_guard.kubectl_yaml import fast
 from tests.reader_mutants import mutant, seeds
-from tests.yaml_readers import reading, with_pyyaml_only
+from tests.yaml_readers import both_readings
 
 BATCH = 500
 
@@ -42,18 +42,13 @@ def main() -> int:
     rng = random.Random(arguments.seed)
     documents = seeds()
     read = taken = differ = 0
+    patch = pytest.MonkeyPatch()  # both_readings patches in a context of its own, undone per batch
     start = time.monotonic()
     with open(arguments.out, "w", encoding="utf-8") as out:
         while time.monotonic() - start < arguments.seconds:
             texts = [mutant(rng, rng.choice(documents)) for _ in range(BATCH)]
             taken += sum(fast.decode_plain(text) not in (fast.DECLINED, fast.EMPTY) for text in texts)
-            mine = [reading(text.encode(), "m.yaml") for text in texts]
-            patch = pytest.MonkeyPatch()
-            with_pyyaml_only(patch)
-            try:
-                references = [reading(text.encode(), "m.yaml") for text in texts]
-            finally:
-                patch.undo()
+            mine, references = both_readings([text.encode() for text in texts], "m.yaml", patch)
             for text, fast_reading, reference in zip(texts, mine, references, strict=True):
                 if fast_reading != reference:
                     differ += 1

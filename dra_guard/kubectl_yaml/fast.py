@@ -483,6 +483,7 @@ _MORE_AFTER_A_CLOSED_ITEM = re.compile(
 
 
 def _more_after_a_closed_item(text: str) -> bool:
+    flow = None  # `_flow_over_lines(text)`, worked out at the first closing bracket
     for match in _CLOSER_THEN_MORE.finditer(text):
         closer = match.start()
         line = text.rfind("\n", 0, closer) + 1
@@ -493,7 +494,9 @@ def _more_after_a_closed_item(text: str) -> bool:
         # that opened at a node start), or a flow collection over lines (its brackets are
         # not matched: a quoted `]` inside would mislead a count).
         if text[closer] in "]}":
-            if _flow_over_lines(text) >= 0:
+            if flow is None:
+                flow = _flow_over_lines(text)
+            if flow >= 0:
                 return True
             continue
         opener = _quote_opening(text, closer)
