@@ -1,7 +1,8 @@
 """Read mutated real manifests with the fast reader and with the PyYAML reader, for as long
 as asked, and report every one they read differently (objects, lines or errors).
 
-Usage: DRA_GUARD_YAML_PARSER=rapidyaml python tools/fuzz_readers.py --seconds 600 [--seed N]
+Usage: make fuzz [FUZZ_SECONDS=600] [FUZZ_SEED=N], or
+       DRA_GUARD_YAML_PARSER=rapidyaml python tools/fuzz_readers.py --seconds 600 [--seed N]
        [--out divergences.jsonl]
 
 The mutants are tests/reader_mutants.py's; `make test` reads a fixed sample of them
