@@ -7,7 +7,8 @@ of YAML's syntax put in, taken out or replaced; a line duplicated, dropped, swap
 next, moved left or right, joined to the next or split; a value wrapped in quotes or
 brackets; a `- ` item rewritten in flow style over lines; more text after a line's closing
 quote or bracket.  `tests/test_yaml_fuzz.py` reads a fixed sample; `tools/fuzz_readers.py`
-reads them for as long as it is asked to.
+reads them for as long as it is asked to, with the yaml-test-suite's inputs as seeds too
+(`suite_seeds`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,20 @@ def seeds(benchmark_documents: int = 600) -> list[str]:
         write_realistic(Path(scratch), benchmark_documents)
         for path in sorted(Path(scratch).glob("*.yaml")):
             found.extend(_documents(path.read_text(encoding="utf-8")))
+    return found
+
+
+def suite_seeds() -> list[str]:
+    """The yaml-test-suite's inputs (tests/fixtures/yaml-test-suite) as seeds, each alone and
+    as the value of a ConfigMap key (`tests/test_yaml_test_suite.wrapped`): every corner of
+    YAML's syntax, where the manifests hold few."""
+    from tests.test_yaml_test_suite import inputs, wrapped
+
+    found: list[str] = []
+    for path in inputs():
+        text = path.read_bytes()
+        for variant in (text, wrapped(text)):
+            found.extend(_documents(variant.decode("utf-8", errors="replace")))
     return found
 
 

@@ -1,5 +1,6 @@
-"""Read mutated real manifests with the fast reader and with the PyYAML reader, for as long
-as asked, and report every one they read differently (objects, lines or errors).
+"""Read mutated real manifests and yaml-test-suite inputs with the fast reader and with the
+PyYAML reader, for as long as asked, and report every one they read differently (objects,
+lines or errors).
 
 Usage: make fuzz [FUZZ_SECONDS=600] [FUZZ_SEED=N], or
        DRA_GUARD_YAML_PARSER=rapidyaml python tools/fuzz_readers.py --seconds 600 [--seed N]
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout,
 import pytest
 
 from dra_guard.kubectl_yaml import fast
-from tests.reader_mutants import mutant, seeds
+from tests.reader_mutants import mutant, seeds, suite_seeds
 from tests.yaml_readers import both_readings
 
 BATCH = 500
@@ -36,12 +37,20 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="divergences.jsonl")
+    parser.add_argument(
+        "--seeds",
+        choices=("manifests", "suite", "both"),
+        default="both",
+        help="mutate the manifests' documents, the yaml-test-suite's inputs, or both (default)",
+    )
     arguments = parser.parse_args()
     if fast.active_parser() != "rapidyaml":
         print("the fast reader is off here (set DRA_GUARD_YAML_PARSER=rapidyaml)", file=sys.stderr)
         return 2
     rng = random.Random(arguments.seed)
-    documents = seeds()
+    documents = (seeds() if arguments.seeds != "suite" else []) + (
+        suite_seeds() if arguments.seeds != "manifests" else []
+    )
     read = taken = differ = 0
     patch = pytest.MonkeyPatch()  # both_readings patches in a context of its own, undone per batch
     start = time.monotonic()
