@@ -21,6 +21,7 @@ import functools
 import io
 import pickle
 import types
+from enum import Enum
 from typing import Any
 
 from dra_guard.engine.run import Part
@@ -99,10 +100,14 @@ class _Writer(pickle.Pickler):
             return _reference, (_RULE, obj.id)
         if isinstance(obj, Config):
             return _reference, (_CONFIG, "")
+        # An enum member (a severity) as its class and value: Enum's own reduction differs
+        # between Python releases (3.11.2 names `getattr`, which the reader refuses).
+        cls = obj.__class__
+        if isinstance(obj, Enum):
+            return cls, (obj.value,)
         # A slotted dataclass (a finding, an object's reference, a fact) as its class and
         # fields: read back by its __init__, where pickle's default goes through
         # dataclasses' __setstate__, which looks its fields up again for every object.
-        cls = obj.__class__
         names = _init_fields(cls)
         if names is not None:
             return cls, tuple([getattr(obj, name) for name in names])

@@ -394,7 +394,12 @@ def _take(checker: Checker, inputs: Inputs, unit: Unit, result: Done) -> None:
         return
     from dra_guard.distribute.codec import load_part
 
-    checker.add_part(load_part(result.part, checker.context))
+    try:
+        part = load_part(result.part, checker.context)
+    except Exception:  # a part this process cannot read back: checked here instead, as one process would
+        check_in_place(checker, inputs, unit)
+        return
+    checker.add_part(part)
     inputs.files += result.files
     inputs.skipped.extend(result.skipped)
 
