@@ -12,8 +12,10 @@ processes (in any order, any number, one dying, a part that does not pickle), fa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
+import hashlib
 import io
 import json
 import multiprocessing
@@ -23,7 +25,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +238,25 @@ def test_a_part_carries_its_context_and_rules_by_reference() -> None:
     assert merging.context in args and worker.context not in args
 
 
+def test_severities_travel_by_value_whatever_enum_pickling_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPython 3.11.2's Enum pickles a member as `getattr(Severity, "HIGH")`, a name the
+    reader refuses: a part written by it could not be read back (a worker's, a shard's).
+    The writer gives enum members as their class and value, whatever Enum does."""
+    from dra_guard.contract.findings import Severity
+
+    monkeypatch.setattr(Severity, "__reduce_ex__", lambda member, protocol: (getattr, (Severity, member.name)))
+    assert b"getattr" in pickle.dumps(Severity.HIGH)  # the reduction 3.11.2 makes
+    worker, merging = Checker(part=True), Checker()
+    for item in read_file(POD.encode(), "pod.yaml"):
+        worker.feed(item)
+    part = worker.take_part()
+    assert any(isinstance(deferred.kind.severity, Severity) for deferred in part.deferred)
+    data = codec.dump_part(part, worker.context)
+    assert b"getattr" not in data
+    again = codec.load_part(data, merging.context)
+    assert [deferred.kind.severity for deferred in again.deferred] == [d.kind.severity for d in part.deferred]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Checked:
     a: int
@@ -351,6 +372,29 @@ def test_files_the_workers_take_or_this_process_takes_give_the_report_of_jobs_1(
     monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(pool.Claims, "take_back", lambda claims: [])
     assert _cli(["check", "-j", "2", "--format", "json", *INPUTS], capsys) == one
+
+
+@pytest.mark.e2e
+def test_a_file_whose_part_cannot_be_read_back_is_checked_in_its_place(
+    small_inputs_in_parallel: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker's part this process cannot unpickle (another Python's pickling, as 3.11.2's
+    enums were): the file is checked here, in its place -- never a traceback."""
+    one = _cli(["check", "-j", "1", "--format", "json", str(CORPUS)], capsys)
+    real_load = codec.load_part
+    refused: list[int] = []
+
+    def refuse_some(data: bytes, context: Any) -> Any:
+        part = real_load(data, context)
+        if part.deferred:
+            refused.append(1)
+            raise pickle.UnpicklingError("a checked part may not name builtins.getattr")
+        return part
+
+    monkeypatch.setattr(codec, "load_part", refuse_some)  # this process reads the workers' parts
+    held = _this_process_waits(monkeypatch, lambda claims: claims.taken_from_back() == 0)  # workers take all
+    assert _cli(["check", "-j", "2", "--format", "json", str(CORPUS)], capsys) == one
+    assert held == [True] and refused
 
 
 @pytest.mark.e2e
@@ -576,10 +620,129 @@ def test_merge_refuses_what_is_not_every_shard_of_one_check(tmp_path: Path, caps
     (tmp_path / "garbage").write_bytes(b"not facts\n")
     code, _, err = _cli(["merge", str(tmp_path / "garbage")], capsys)
     assert code == 2 and "not a dra-guard facts file" in err
-    header, _, _ = Path(facts[0]).read_bytes().partition(b"\n")
-    Path(facts[0]).write_bytes(header + b"\n" + pickle.dumps({"units": [_Harmful()]}))
+    _rewrite(Path(facts[0]), payload=pickle.dumps({"units": [_Harmful()]}))
     code, _, err = _cli(["merge", *facts], capsys)
     assert code == 2 and "cannot be read (UnpicklingError" in err
+
+
+def _rewrite(path: Path, payload: bytes | None = None, **header: Any) -> None:
+    """The facts file at `path` with its header's fields and its payload replaced, and the
+    checksum made to fit: what only someone who means to can write."""
+    line, _, old = path.read_bytes().partition(b"\n")
+    payload = old if payload is None else payload
+    fields = {**json.loads(line), **header, "sha256": hashlib.sha256(payload).hexdigest()}
+    path.write_bytes(json.dumps(fields).encode() + b"\n" + payload)
+
+
+@pytest.mark.e2e
+def test_damaged_or_hand_edited_facts_are_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25: a facts file cut short or changed after its shard wrote it, or a header edited
+    by hand, is refused with its name and exit 2 -- never a traceback, a wrong report or a
+    merge that counts to a number the header made up."""
+    facts = _shards(["-j", "1", str(CORPUS)], 2, tmp_path, capsys)
+    original = Path(facts[0]).read_bytes()
+    header_end = original.index(b"\n") + 1
+    damaged = tmp_path / "damaged"
+    for where in range(header_end, len(original), max(1, (len(original) - header_end) // 40)):
+        flipped = bytearray(original)
+        flipped[where] ^= 0x10
+        damaged.write_bytes(bytes(flipped))
+        code, out, err = _cli(["merge", str(damaged), facts[1]], capsys)
+        assert (code, out) == (2, "") and "damaged: what it holds does not match the checksum" in err, (where, err)
+    damaged.write_bytes(original[: (header_end + len(original)) // 2])
+    assert "damaged" in _cli(["merge", str(damaged), facts[1]], capsys)[2]
+    # A part spoiled inside, under a checksum that fits: the part is named, still exit 2.
+    payload = original[header_end:]
+    spoiled = payload.replace(b"Part", b"Qart", 1)
+    assert spoiled != payload
+    damaged.write_bytes(original)
+    _rewrite(damaged, payload=spoiled)
+    code, _, err = _cli(["merge", str(damaged), facts[1]], capsys)
+    assert code == 2 and "of the input cannot be read (UnpicklingError" in err, err
+    for fields, message in (
+        ({"shard": "1"}, "its header is damaged (shard: '1')"),
+        ({"shards": 99_999_999_999}, "its header is damaged (shard 1 of 99999999999"),
+        ({"parts": True}, "its header is damaged (parts: True)"),
+        ({"today": "someday"}, "its header is damaged (today: 'someday')"),
+        ({"python": "3.99"}, "written under Python 3.99; this merge runs under Python"),
+    ):
+        damaged.write_bytes(original)
+        _rewrite(damaged, **fields)
+        code, out, err = _cli(["merge", str(damaged), facts[1]], capsys)
+        assert (code, out) == (2, "") and message in err, (fields, err)
+    # Both files claim shard 1's parts (the second passed off as shard 2).
+    damaged.write_bytes(original)
+    _rewrite(damaged, shard=2)
+    code, _, err = _cli(["merge", facts[0], str(damaged)], capsys)
+    assert code == 2 and "both hold part" in err, err
+    # More parts than the shards hold: counted, not built.
+    damaged.write_bytes(original)
+    _rewrite(damaged, parts=10**12)
+    other = tmp_path / "other"
+    other.write_bytes(Path(facts[1]).read_bytes())
+    _rewrite(other, parts=10**12)
+    code, _, err = _cli(["merge", str(damaged), str(other)], capsys)
+    assert code == 2 and "of the input's 1000000000000 parts" in err, err
+
+
+@pytest.mark.e2e
+def test_shards_of_two_checkouts_do_not_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same files, in the same order and of the same sizes, but other contents (a matrix
+    job run again after the branch moved): the inputs differ, and merge says so."""
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec: {containers: [{name: c, image: x}]}\n"
+    for checkout, number in (("a", 1), ("b", 2)):
+        for index in range(3):
+            (tmp_path / checkout).mkdir(exist_ok=True)
+            (tmp_path / checkout / f"pod-{index}.yaml").write_text(pod % (number * 10 + index))
+    mixed = []
+    for checkout, index in (("a", 1), ("b", 2)):
+        mixed.append(str(tmp_path / f"facts-{checkout}"))
+        with _working_directory(tmp_path / checkout):
+            code, _, _ = _cli(["check", "-j", "1", "--shard", f"{index}/2", "--facts-out", mixed[-1], "."], capsys)
+        assert code == 0
+    code, out, err = _cli(["merge", *mixed], capsys)
+    assert (code, out) == (2, "") and "their inputs (the files, their order or their contents) differ" in err, err
+
+
+@contextlib.contextmanager
+def _working_directory(path: Path) -> Iterator[None]:
+    before = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@pytest.mark.e2e
+def test_merge_keeps_its_facts_and_the_shards_day(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    facts = _shards(["-j", "1", str(CORPUS)], 2, tmp_path, capsys)
+    kept = Path(facts[0]).read_bytes()
+    code, out, err = _cli(["merge", "-o", facts[0], *facts], capsys)
+    assert (code, out) == (2, "") and "it is one of the facts files" in err
+    assert Path(facts[0]).read_bytes() == kept
+    monkeypatch.setenv("DRA_GUARD_TODAY", "2031-01-01")
+    code, _, err = _cli(["merge", *facts], capsys)
+    assert code == 2 and "DRA_GUARD_TODAY is 2031-01-01 here, and the shards checked on" in err, err
+
+
+@pytest.mark.e2e
+def test_exit_status_options_go_to_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--fail-on-empty and --fail-on-unchecked gate the merge as they gate a check, and a
+    shard refuses them (and --fail-on, --exit-zero) rather than dropping them."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "values.yaml").write_text("replicas: 1\n")
+    assert _cli(["check", "--fail-on-empty", str(tmp_path / "in")], capsys)[0] == 2
+    facts = _shards([str(tmp_path / "in")], 1, tmp_path, capsys)
+    assert _cli(["merge", *facts], capsys)[0] == 0
+    code, _, err = _cli(["merge", "--fail-on-empty", *facts], capsys)
+    assert code == 2 and "(--fail-on-empty)" in err
+    for option in (["--fail-on-empty"], ["--fail-on-unchecked"], ["--fail-on", "low"], ["--exit-zero"]):
+        shard = ["check", *option, "--shard", "1/1", "--facts-out", str(tmp_path / "f"), str(tmp_path / "in")]
+        code, _, err = _cli(shard, capsys)
+        assert code == 2 and "a shard writes facts, not a report or an exit status" in err, (option, err)
 
 
 def test_shard_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -588,6 +751,9 @@ def test_shard_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
         (["--facts-out", "f"], "--shard and --facts-out go together"),
         (["--shard", "3/2", "--facts-out", "f"], "I must be between 1 and N"),
         (["--shard", "x", "--facts-out", "f"], "is not I/N"),
+        (["--shard", "\uff11/\uff12", "--facts-out", "f"], "is not I/N"),  # digits, but not ASCII ones
+        (["--shard", "\u00b2/3", "--facts-out", "f"], "is not I/N"),
+        (["--shard", "1/99999999999999999999", "--facts-out", "f"], "N may be at most 10,000"),
         (["--shard", "1/2", "--facts-out", "f", "-o", "r"], "a shard writes facts, not a report"),
     ):
         code, out, err = _cli(["check", str(tmp_path), *arguments], capsys)

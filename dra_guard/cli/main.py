@@ -78,6 +78,14 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
         help="exit 0 whatever the findings, as --fail-on never (input and usage errors still exit 2)",
     )
     parser.add_argument(
+        "--fail-on-empty", action="store_true", help="exit 2 when no Kubernetes manifest was checked at all"
+    )
+    parser.add_argument(
+        "--fail-on-unchecked",
+        action="store_true",
+        help="exit 2 when a Helm chart or a kustomization could not be rendered and checked (in full)",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="FILE",
         help="fail only on findings this baseline does not record; report those it does as baselined",
@@ -249,14 +257,6 @@ def _add_check_parser(commands: Any) -> None:
         action="store_true",
         help="treat files named on the command line like files a walk finds: skip (and count) those that "
         "are not Kubernetes manifests (for pre-commit)",
-    )
-    check.add_argument(
-        "--fail-on-empty", action="store_true", help="exit 2 when no Kubernetes manifest was checked at all"
-    )
-    check.add_argument(
-        "--fail-on-unchecked",
-        action="store_true",
-        help="exit 2 when a Helm chart or a kustomization could not be rendered and checked (in full)",
     )
 
 
@@ -530,11 +530,19 @@ def _shard(arguments: argparse.Namespace, stderr: TextIO) -> Shard | int | None:
                 ("--output", arguments.output),
                 ("--baseline", arguments.baseline),
                 ("--write-baseline", arguments.write_baseline),
+                # The exit status is the merge's: a shard's says only that its facts were written.
+                ("--fail-on", arguments.fail_on),
+                ("--exit-zero", arguments.exit_zero or None),
+                ("--fail-on-empty", arguments.fail_on_empty or None),
+                ("--fail-on-unchecked", arguments.fail_on_unchecked or None),
             )
             if value is not None
         ]
         if clashing:
-            problem = f"{', '.join(clashing)}: a shard writes facts, not a report; give it to `dra-guard merge`"
+            problem = (
+                f"{', '.join(clashing)}: a shard writes facts, not a report or an exit status; "
+                "give it to `dra-guard merge`"
+            )
     if problem is None:
         try:
             return Shard.parse(arguments.shard)
@@ -577,6 +585,10 @@ def run_merge(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     setup = _report_setup(arguments, config, arguments.facts, stderr)
     if isinstance(setup, int):
         return setup
+    output = arguments.output
+    if output is not None and any(os.path.realpath(output) == os.path.realpath(path) for path in arguments.facts):
+        stderr.write(printable(f"dra-guard: refusing to write the report to {output}: it is one of the facts files\n"))
+        return EXIT_ERROR
     facts: list[tuple[str, bytes]] = []
     for path in arguments.facts:
         if path == "-":

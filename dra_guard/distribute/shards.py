@@ -16,26 +16,32 @@ parts, pickled; `merge` reads them with `dra_guard.distribute.codec`'s restricte
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
+import heapq
 import json
+import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
-from enum import Enum
 from typing import Any
 
 from dra_guard import __version__
-from dra_guard.contract.findings import Report, Unchecked
+from dra_guard.contract.findings import InputError, Report, Unchecked
 from dra_guard.distribute.codec import dump_part, dump_value, load_part, load_value
+from dra_guard.distribute.fingerprint import config_fingerprint, input_digest
 from dra_guard.distribute.pool import Done, Job, check_in_place, dispatchable, in_order, plan
 from dra_guard.engine.run import Checker
 from dra_guard.read.inputs import Inputs, Unit
 from dra_guard.ruleapi.config import Config
-from dra_guard.ruleapi.options import Secret
 
 FORMAT = "dra-guard facts"
-FORMAT_VERSION = 1
+#: 2: the header holds the body's checksum, and the input's digest covers its contents.
+FORMAT_VERSION = 2
+#: The most shards of one check: more than any CI matrix runs (GitHub Actions: 256 jobs).
+MAX_SHARDS = 10_000
+_SHARD = re.compile(r"([0-9]+)/([0-9]+)", re.ASCII)
 
 
 class FactsError(ValueError):
@@ -52,12 +58,14 @@ class Shard:
     @classmethod
     def parse(cls, text: str) -> Shard:
         """`I/N` with 1 <= I <= N; ValueError saying what is wrong."""
-        index, slash, count = text.partition("/")
-        if not slash or not index.isdigit() or not count.isdigit():
+        matched = _SHARD.fullmatch(text)
+        if matched is None:
             raise ValueError(f"--shard: {text!r} is not I/N (for example 1/4)")
-        shard = cls(int(index), int(count))
+        shard = cls(int(matched[1]), int(matched[2]))
         if not 1 <= shard.index <= shard.count:
             raise ValueError(f"--shard: {text!r}: I must be between 1 and N")
+        if shard.count > MAX_SHARDS:
+            raise ValueError(f"--shard: {text!r}: N may be at most {MAX_SHARDS:,}")
         return shard
 
     def __str__(self) -> str:
@@ -65,49 +73,15 @@ class Shard:
 
 
 def assign(units: Sequence[Unit], sizes: Mapping[int, int], count: int) -> dict[int, int]:
-    """The shard (0-based) of each unit, by position: largest first to the lightest shard."""
-    load = [0] * count
+    """The shard (0-based) of each unit, by position: largest first to the lightest shard
+    (ties: the lowest), kept in a heap of (load, shard)."""
+    lightest_first = [(0, shard) for shard in range(count)]
     owner: dict[int, int] = {}
     for unit in sorted(units, key=lambda unit: (-sizes.get(unit.position, 0), unit.position)):
-        lightest = min(range(count), key=lambda shard: (load[shard], shard))
+        load, lightest = lightest_first[0]
         owner[unit.position] = lightest
-        load[lightest] += max(1, sizes.get(unit.position, 0))
+        heapq.heapreplace(lightest_first, (load + max(1, sizes.get(unit.position, 0)), lightest))
     return owner
-
-
-def units_digest(units: Iterable[Unit]) -> str:
-    """What identifies the input: every part, in order (the same checkout and command line
-    give the same on every machine)."""
-    digest = hashlib.sha256()
-    for unit in units:
-        digest.update(json.dumps([unit.position, unit.kind, unit.path, unit.found]).encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-def config_fingerprint(config: Config) -> str:
-    """The configuration's values, canonically, hashed: secrets count only as set."""
-    digest = hashlib.sha256(json.dumps(_canonical(dict(config.values)), sort_keys=True).encode("utf-8"))
-    return digest.hexdigest()
-
-
-def _canonical(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return "<secret>"
-    if isinstance(value, Mapping):
-        return {str(key): _canonical(item) for key, item in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, set | frozenset):
-        return sorted((_canonical(item) for item in value), key=repr)
-    if isinstance(value, list | tuple):
-        return [_canonical(item) for item in value]
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, date):
-        return value.isoformat()
-    if is_dataclass(value) and not isinstance(value, type):
-        return [type(value).__name__, {item.name: _canonical(getattr(value, item.name)) for item in fields(value)}]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return repr(value)
 
 
 @dataclass
@@ -138,7 +112,7 @@ def check_shard(inputs: Inputs, config: Config, shard: Shard, workers: int, toda
         "python": ".".join(map(str, sys.version_info[:2])),
         "shard": shard.index,
         "shards": shard.count,
-        "input": units_digest(units),
+        "input": input_digest(units),
         "parts": len(units),
         "configuration": config_fingerprint(config),
         "today": today.isoformat(),
@@ -149,7 +123,9 @@ def check_shard(inputs: Inputs, config: Config, shard: Shard, workers: int, toda
         "unchecked": prelude_unchecked,
         "units": [checked[unit.position] for unit in mine],
     }
-    return json.dumps(header, sort_keys=True).encode("utf-8") + b"\n" + dump_value(body)
+    payload = dump_value(body)
+    header["sha256"] = hashlib.sha256(payload).hexdigest()
+    return json.dumps(header, sort_keys=True).encode("utf-8") + b"\n" + payload
 
 
 def _check(
@@ -200,6 +176,9 @@ class _Facts:
     payload: bytes
 
 
+_PYTHON = ".".join(map(str, sys.version_info[:2]))
+
+
 def _read(name: str, data: bytes) -> _Facts:
     line, newline, payload = data.partition(b"\n")
     try:
@@ -213,7 +192,40 @@ def _read(name: str, data: bytes) -> _Facts:
             f"{name}: written by dra-guard {header.get('dra-guard')} (facts version {header.get('version')}); "
             f"this is dra-guard {__version__}: run every shard and the merge with the same dra-guard"
         )
+    _check_header(name, header)
+    if header["python"] != _PYTHON:
+        raise FactsError(
+            f"{name}: written under Python {header['python']}; this merge runs under Python {_PYTHON}: "
+            "run every shard and the merge with the same Python"
+        )
+    if hashlib.sha256(payload).hexdigest() != header["sha256"]:
+        raise FactsError(
+            f"{name}: damaged: what it holds does not match the checksum its shard wrote "
+            "(an artifact cut short or changed after it was written)"
+        )
     return _Facts(name, header, payload)
+
+
+def _check_header(name: str, header: dict[str, Any]) -> None:
+    """FactsError unless each field of the header has its type and range (a hand-edited
+    header must not reach the code that counts shards and parts)."""
+
+    def number(key: str) -> int:
+        value = header.get(key)
+        if value.__class__ is not int:
+            raise FactsError(f"{name}: its header is damaged ({key}: {value!r})")
+        return int(value)
+
+    for key in ("python", "input", "configuration", "today", "sha256"):
+        if not isinstance(header.get(key), str):
+            raise FactsError(f"{name}: its header is damaged ({key}: {header.get(key)!r})")
+    index, count, parts = number("shard"), number("shards"), number("parts")
+    if not 1 <= index <= count <= MAX_SHARDS or parts < 0:
+        raise FactsError(f"{name}: its header is damaged (shard {index} of {count}, {parts} parts)")
+    try:
+        date.fromisoformat(header["today"])
+    except ValueError:
+        raise FactsError(f"{name}: its header is damaged (today: {header['today']!r})") from None
 
 
 #: What every shard of one check has in common.
@@ -227,25 +239,39 @@ def _one_check(read: Sequence[_Facts], config: Config) -> int:
     first = read[0]
     for facts in read[1:]:
         for key in _SAME:
-            if facts.header.get(key) != first.header.get(key):
+            if facts.header[key] != first.header[key]:
+                what = _DIFFERING.get(key, key)
                 raise FactsError(
-                    f"{facts.name} and {first.name} are not shards of one check: their {key} differ "
-                    f"({facts.header.get(key)!r}, {first.header.get(key)!r}); run every shard on the same checkout, "
+                    f"{facts.name} and {first.name} are not shards of one check: their {what} differ "
+                    f"({facts.header[key]!r}, {first.header[key]!r}); run every shard on the same checkout, "
                     "command line, configuration and day"
                 )
-    count = first.header.get("shards")
-    shards = sorted(str(facts.header.get("shard")) for facts in read)
-    if not isinstance(count, int) or shards != sorted(str(index) for index in range(1, count + 1)):
-        raise FactsError(f"merge needs each of the {count} shards once; got shards {', '.join(shards)}")
-    if config_fingerprint(config) != first.header.get("configuration"):
+    count = first.header["shards"]
+    shards = sorted(facts.header["shard"] for facts in read)
+    if shards != list(range(1, count + 1)):
+        raise FactsError(f"merge needs each of the {count} shards once; got shards {', '.join(map(str, shards))}")
+    if config_fingerprint(config) != first.header["configuration"]:
         raise FactsError(
             "the configuration differs from the one the shards checked with: run merge with the same "
-            "configuration file, --config, --slices and DRA_GUARD_TODAY"
+            "configuration file, --config and --slices"
         )
-    parts = first.header.get("parts")
-    if not isinstance(parts, int):
-        raise FactsError(f"{first.name}: says nothing of the input's parts")
-    return parts
+    return int(first.header["parts"])
+
+
+#: How a difference between two shards' headers is named.
+_DIFFERING = {"input": "inputs (the files, their order or their contents)"}
+
+
+def _shards_day(read: Sequence[_Facts], config: Config) -> Config:
+    """`config` on the day the shards checked: waivers expire by it.  DRA_GUARD_TODAY, when
+    set for the merge, must be that day."""
+    day = date.fromisoformat(read[0].header["today"])
+    if config.today is not None and config.today != day:
+        raise FactsError(
+            f"DRA_GUARD_TODAY is {config.today.isoformat()} here, and the shards checked on {day.isoformat()}: "
+            "merge with the shards' day (unset DRA_GUARD_TODAY, or set it as the shards had it)"
+        )
+    return dataclasses.replace(config, today=day)
 
 
 @dataclass
@@ -260,33 +286,71 @@ class Merged:
 
 def merge(files: Sequence[tuple[str, bytes]], config: Config) -> Merged:
     """The report of the input the shards in `files` (name, bytes) checked, as one `check`
-    of all of it writes; FactsError when they are not every shard of one check."""
+    of all of it writes; FactsError when they are not every shard of one check, or one of
+    them cannot be read."""
     read = [_read(name, data) for name, data in files]
     parts = _one_check(read, config)
-    checker = Checker(config)
-    by_position: dict[int, UnitFacts] = {}
+    checker = Checker(_shards_day(read, config))
+    by_position: dict[int, tuple[str, UnitFacts]] = {}
     first: dict[str, Any] = {}
     for facts in read:
         try:
-            body = load_value(facts.payload, checker.context)
-            units = body["units"]
-            if not all(isinstance(unit, UnitFacts) for unit in units):
-                raise TypeError("not every part is one")
+            body = _body(load_value(facts.payload, checker.context), parts)
         except Exception as problem:
             raise FactsError(f"{facts.name}: cannot be read ({type(problem).__name__}: {problem})") from None
-        if facts.header.get("shard") == 1:
+        for unit in body["units"]:
+            if unit.position in by_position:
+                raise FactsError(
+                    f"{facts.name} and {by_position[unit.position][0]} both hold part {unit.position + 1} of the input"
+                )
+            by_position[unit.position] = (facts.name, unit)
+        if facts.header["shard"] == 1:
             first = body
-        by_position.update((unit.position, unit) for unit in units)
-    if sorted(by_position) != list(range(parts)):
+    if len(by_position) != parts:  # each position is in range(parts) (`_body`), and held once
         raise FactsError(f"the shards hold {len(by_position)} of the input's {parts} parts")
     for input_error in first["errors"]:
         checker.add_error(input_error)
-    merged = Merged(checker.report, int(first["files"]), [], list(first["unchecked"]))
+    merged = Merged(checker.report, first["files"], [], list(first["unchecked"]))
     for position in range(parts):
-        unit = by_position.pop(position)
-        checker.add_part(load_part(unit.part, checker.context))
+        name, unit = by_position.pop(position)
+        try:
+            checker.add_part(load_part(unit.part, checker.context))
+        except Exception as problem:
+            raise FactsError(
+                f"{name}: part {position + 1} of the input cannot be read ({type(problem).__name__}: {problem})"
+            ) from None
         merged.files += unit.files
         merged.skipped.extend(unit.skipped)
         merged.unchecked.extend(unit.unchecked)
     merged.report = checker.finish()
     return merged
+
+
+def _body(body: Any, parts: int) -> dict[str, Any]:
+    """A shard's facts, once each field is known to have its type (TypeError: it has not)."""
+    if not isinstance(body, dict):
+        raise TypeError("not a shard's facts")
+    errors, files, unchecked, units = body.get("errors"), body.get("files"), body.get("unchecked"), body.get("units")
+    if not (isinstance(errors, list) and all(isinstance(error, InputError) for error in errors)):
+        raise TypeError("its input errors are not a list of them")
+    if files.__class__ is not int or not (isinstance(unchecked, list) and _all(unchecked, Unchecked)):
+        raise TypeError("what it counted is not a count and a list")
+    if not (isinstance(units, list) and _all(units, UnitFacts)):
+        raise TypeError("not every part is one")
+    for unit in units:
+        if not (
+            unit.position.__class__ is int
+            and 0 <= unit.position < parts
+            and isinstance(unit.part, bytes)
+            and unit.files.__class__ is int
+            and isinstance(unit.skipped, list)
+            and _all(unit.skipped, str)
+            and isinstance(unit.unchecked, list)
+            and _all(unit.unchecked, Unchecked)
+        ):
+            raise TypeError(f"a part's fields are not what a shard writes ({unit.position!r})")
+    return body
+
+
+def _all(values: list[Any], kind: type) -> bool:
+    return all(isinstance(value, kind) for value in values)
