@@ -808,6 +808,48 @@ def test_processes_with_any_hash_seed_agree_byte_for_byte(tmp_path: Path) -> Non
     assert json.loads(outputs.pop())["summary"]["objects"] > 4000
 
 
+def _children(pid: int) -> set[int]:
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(sys.platform != "linux", reason="workers die with the check through Linux's prctl")
+@pytest.mark.parametrize("signal_number", [15, 1])  # SIGTERM, SIGHUP
+def test_workers_die_with_a_killed_check(signal_number: int, tmp_path: Path) -> None:
+    """A check killed while its workers read (a CI job cancelled, a terminal closed) takes
+    them with it: none finishes its files and waits forever on the result pipe, holding the
+    check's stdout open, so whoever reads the output is not left hanging."""
+    _realistic(tmp_path / "in", 12000)
+    check = subprocess.Popen(
+        [sys.executable, "-m", "dra_guard.cli", "check", "-j", "3", str(tmp_path / "in")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline and check.poll() is None:
+        workers = _children(check.pid)
+        time.sleep(0.01)
+    assert len(workers) == 2, "the workers never started"
+    os.kill(check.pid, signal_number)
+    check.communicate(timeout=20)  # every holder of the pipes is gone
+    time.sleep(0.2)
+    assert not [worker for worker in workers if _running(worker)]
+
+
+def _running(pid: int) -> bool:
+    """Whether the process runs: not gone, and not a zombie (a container's init may not reap
+    the workers it inherits)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 # --- the reader each document gets --------------------------------------------------------------
 
 #: A key quoted over lines: libyaml refuses it (as kubectl does), and rapidyaml reads it.

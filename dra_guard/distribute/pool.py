@@ -158,9 +158,10 @@ class _Worker:
     claims: Claims | None = None
 
 
-def _start_worker(config: Config, max_bytes: int, claims: Claims, fast_from_start: bool) -> None:
+def _start_worker(config: Config, max_bytes: int, claims: Claims, fast_from_start: bool, parent: int) -> None:
     import gc
 
+    _die_with(parent)
     gc.set_threshold(100_000, 50, 100)  # as the CLI sets it for a check (dra_guard.cli.main)
     # Each document gets the reader the parent would give it (fast.read_fast_when_large).
     if fast_from_start:
@@ -168,6 +169,30 @@ def _start_worker(config: Config, max_bytes: int, claims: Claims, fast_from_star
     _Worker.checker = Checker(config, part=True)
     _Worker.max_bytes = max_bytes
     _Worker.claims = claims
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, this worker is killed when the check's process dies (SIGTERM, SIGHUP,
+    SIGKILL: nothing of it runs to stop the pool).  Left alone, a worker would finish its
+    files and then wait forever to hand them over, holding the check's stdout and stderr
+    open: a caller that kills a check and reads its output would hang."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+    import os
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: the parent's own clean-up is all there is
+        return
+    if os.getppid() != parent:  # it died before prctl took
+        os._exit(1)
+
+
+#: prctl(2)'s option: the signal this process gets when the thread that forked it ends.
+_PR_SET_PDEATHSIG = 1
 
 
 def check_taken() -> list[Done]:
@@ -246,13 +271,14 @@ class Workers:
     check's `Claims` (`submit_taken`)."""
 
     def __init__(self, config: Config, max_bytes: int, workers: int, claims: Claims) -> None:
+        import os
         from concurrent.futures import ProcessPoolExecutor
 
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=_context(),
             initializer=_start_worker,
-            initargs=(config, max_bytes, claims, reads_fast_from_start()),
+            initargs=(config, max_bytes, claims, reads_fast_from_start(), os.getpid()),
         )
 
     def submit_taken(self, workers: int) -> list[Future[list[Done]]]:
