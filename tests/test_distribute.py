@@ -763,6 +763,33 @@ def test_shard_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert Shard.parse("2/4") == Shard(2, 4)
 
 
+def test_jobs_takes_ascii_numbers_up_to_its_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    for jobs in ("0", "-1", "two", "", "+2", " 2", "1_0", "\u0662", "1025", "99999999999999999999"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["check", "-j", jobs, "."])
+        assert stopped.value.code == 2
+        assert "must be a whole number of processes from 1 to 1,024" in capsys.readouterr().err, jobs
+
+
+def test_no_more_workers_than_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int] = []
+    monkeypatch.setattr(pool, "_start", lambda jobs, sizes, workers, *rest: asked.append(workers))
+    units = [Unit(position, "file", str(CORPUS / name)) for position, name in enumerate(("a.yaml", "b.yaml"))]
+    list(pool.in_order(units, pool.plan(units), 1000, Config(), 1 << 20))
+    assert asked == [2]
+
+
+def test_ctrl_c_is_a_message_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = sys.modules["dra_guard.cli.main"]  # the package's `main` attribute is the function
+
+    def interrupted(*arguments: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_check", interrupted)
+    assert main(["check", "."]) == 130
+    assert capsys.readouterr().err == "dra-guard: interrupted\n"
+
+
 def test_merge_of_nothing_readable_is_an_error() -> None:
     with pytest.raises(FactsError, match="every shard"):
         merge([], Config())

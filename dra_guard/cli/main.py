@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+#: Ctrl-C, as shells report a command SIGINT stopped (128 + 2).
+EXIT_INTERRUPTED = 130
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -121,13 +123,14 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The most processes `--jobs` starts: more than any machine's cores, fewer than a pids limit.
+MAX_JOBS = 1024
+
+
 def _jobs(text: str) -> int:
-    try:
-        jobs = int(text)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of processes, at least 1 (got {text!r})")
+    jobs = int(text) if text.isascii() and text.isdigit() else 0
+    if not 1 <= jobs <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes from 1 to {MAX_JOBS:,} (got {text!r})")
     return jobs
 
 
@@ -237,8 +240,8 @@ def _add_check_parser(commands: Any) -> None:
         type=_jobs,
         default=None,
         metavar="N",
-        help="read and check files in N processes (default: the cores available; 1: this process only); the "
-        "report is the same whatever N",
+        help="read and check files in N processes, at most 1,024 (default: the cores available; 1: this "
+        "process only); the report is the same whatever N",
     )
     check.add_argument(
         "--shard",
@@ -862,6 +865,9 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     except (RuleModuleError, UnavailableParser) as error:  # DRA_GUARD_EXTRA_RULES, DRA_GUARD_YAML_PARSER
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C: the workers are stopped on the way out (pool.in_order)
+        stderr.write("dra-guard: interrupted\n")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`dra-guard rules | head`): nothing left to say, and nobody
         # to say it to.  Point stdout at /dev/null so that the exit flush is quiet too.

@@ -334,7 +334,8 @@ def in_order(
     (`planned`) it takes from the front while the `workers - 1` others take them from the
     back (`Claims`).  Close it (`contextlib.closing`) to stop the workers early."""
     jobs, sizes = planned
-    started = _start(jobs, sizes, workers, config, max_bytes) if jobs and workers > 1 else None
+    workers = min(workers, len(jobs))  # no more processes than files (--jobs 1000, 30 files)
+    started = _start(jobs, sizes, workers, config, max_bytes) if workers > 1 else None
     if started is None:
         for unit in units:
             yield unit, None
