@@ -680,9 +680,9 @@ def _conclude(
         stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
         return EXIT_ERROR
     if getattr(arguments, "fail_on_unchecked", False) and report.unchecked:
-        partial = any(unchecked.what != "chart" for unchecked in report.unchecked)
-        what = "chart(s) or kustomization(s) not checked in full" if partial else "chart(s) not checked"
-        stderr.write(f"dra-guard: {len(report.unchecked)} {what} (--fail-on-unchecked)\n")
+        kinds = " or ".join(f"{kind}(s)" for kind in sorted({unchecked.what for unchecked in report.unchecked}))
+        in_full = "" if all(unchecked.status == "not checked" for unchecked in report.unchecked) else " in full"
+        stderr.write(f"dra-guard: {len(report.unchecked)} {kinds} not checked{in_full} (--fail-on-unchecked)\n")
         return EXIT_ERROR
     if arguments.write_baseline is not None:
         return _write_baseline(arguments.write_baseline, found, stderr)

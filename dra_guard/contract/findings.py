@@ -116,7 +116,7 @@ class Unchecked:
 
     path: str
     reason: str
-    #: What it is, for the summary: "chart" or "kustomization".
+    #: What it is, for the summary: "chart", "kustomization" or "symlinked folder".
     what: str = "chart"
     #: "not checked", or "rendered partially".
     status: str = "not checked"

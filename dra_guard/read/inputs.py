@@ -11,6 +11,7 @@
   chart, nothing fetched) and the output checked, each object attributed to the
   template named by its `# Source:` comment; without helm, or when rendering fails,
   the chart is listed as not checked.
+* A symlinked folder a walk did not follow is listed as not checked (see `dra_guard.read.walk`).
 * An object with neither `metadata.name` nor `metadata.generateName` is an input error
   (kubectl refuses it: "resource name may not be empty"); it is still checked.
 * A file that fails to load and contains `{{` gets a hint to render it first.
@@ -149,6 +150,10 @@ def _partly(folder: str, reason: str) -> Unchecked:
     return Unchecked(folder, reason, "kustomization", "rendered partially")
 
 
+def _link(folder: str) -> Unchecked:
+    return Unchecked(folder, "a symlinked folder, not followed by a walk: name it to check it", "symlinked folder")
+
+
 def kustomize_hint(folder: str) -> str:
     return f"render it with `kubectl kustomize {folder} | dra-guard check -`"
 
@@ -176,9 +181,9 @@ class Unit:
 class Inputs:
     """The selection as a stream of documents and errors, with what was not checked.
 
-    `skipped` (files a walk found that are no manifests), `unchecked` (charts, and
-    kustomizations rendered partially) and `files` (files checked) are complete once the
-    stream is exhausted.
+    `skipped` (files a walk found that are no manifests), `unchecked` (symlinked folders a
+    walk did not follow, charts, and kustomizations rendered partially) and `files` (files
+    checked) are complete once the stream is exhausted.
     """
 
     def __init__(
@@ -199,7 +204,7 @@ class Inputs:
         #: looks it up on PATH, () means there is none.
         self._kustomize = kustomize
         self.skipped: list[str] = []
-        self.unchecked: list[Unchecked] = []
+        self.unchecked: list[Unchecked] = [_link(folder) for folder in selection.links]
         self.files = 0
 
     @property

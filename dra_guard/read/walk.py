@@ -8,6 +8,15 @@ so the walk hands over the chart as a whole (see `dra_guard.read.inputs`).  Whet
 candidate is a Kubernetes manifest is decided when it is read: a file a walk found that
 is none is skipped, a file named on the command line is always checked.
 
+A walk does not follow a symlinked folder (as `kubectl apply -R` and git do not: it could
+lead out of the project, or round a loop); it names it in `Selection.links`, reported as
+not checked, unless the walk would have skipped a real folder there or the link leads into
+a folder the check walks (its files are checked where they are).  A folder named on the
+command line is walked, link or not.  In a glob, `**` is such a walk: it matches zero or
+more folders, never a hidden one, one a walk skips, nor a symlinked one (which Python's
+glob follows, with no loop check, before 3.13); excludes and `.gitignore` still do not
+apply to a glob.
+
 Exclude patterns and `.gitignore` files use git's pattern syntax, matched by `pathspec`
 (a well-kept implementation of it): a pattern without a slash matches a name at any
 depth (`charts`, `*.generated.yaml`), one with a slash matches from its base directory
@@ -20,10 +29,11 @@ each file, and `.git/info/exclude`.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import glob
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -55,6 +65,8 @@ class Selection:
     files: list[Candidate] = field(default_factory=list)
     #: Helm chart folders: read as a whole, never file by file.
     charts: list[str] = field(default_factory=list)
+    #: Symlinked folders a walk met and did not follow: reported as not checked.
+    links: list[str] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     #: The report file (`-o`) was named as an input.
     output_named: bool = False
@@ -217,38 +229,42 @@ def _skipped_folder(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED_FOLDERS
 
 
+#: What a walk or a glob yields: a candidate file, a Helm chart folder, a symlinked folder it did not enter.
+_FILE, _CHART, _LINK = "file", "chart", "link"
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file `path` names, links followed; None where it cannot be told."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    # Some network file systems give every file inode 0: no identity is better than one for all.
+    return (status.st_dev, status.st_ino) if status.st_ino else None
+
+
 class _OutputFile:
     """The report file, told apart from the inputs by identity, worked out once.
 
-    An existing file is compared by (st_dev, st_ino): one stat per candidate, where
-    `realpath` cost an lstat per component of every candidate's path (issue 25: ~145 us a
-    file on one-object-per-file trees), and a hard link or symlink to it is still caught.
-    A report file that does not exist yet cannot be read as an input, nor can one that is
-    no regular file (`/dev/null`, a pipe: reading refuses those, and writing to them
-    overwrites no input), so candidates are not stat'ed for them; a candidate naming the
-    same path is still refused."""
+    An existing regular file is compared by (st_dev, st_ino), the identity `select` works
+    out for each candidate anyway (one stat, where `realpath` cost an lstat per component
+    of every candidate's path: issue 25, ~145 us a file on one-object-per-file trees), and
+    a hard link or symlink to it is still caught.  A report file that does not exist yet
+    cannot be read as an input, nor can one that is no regular file (`/dev/null`, a pipe:
+    reading refuses those, and writing to them overwrites no input); a candidate naming
+    the same path is still refused."""
 
     def __init__(self, output: str | None) -> None:
         self.path = os.path.normpath(os.path.abspath(output)) if output else None
-        self.identity: tuple[int, int] | None = None
-        if output:
-            try:
-                status = os.stat(output)
-                if stat.S_ISREG(status.st_mode):
-                    self.identity = (status.st_dev, status.st_ino)
-            except OSError:
-                pass
+        self.identity = _identity(output) if output and os.path.isfile(output) else None
 
-    def is_(self, path: str) -> bool:
+    def is_(self, path: str, identity: tuple[int, int] | None) -> bool:
+        """Whether the candidate `path`, of `identity` (`_identity`), is the report file."""
         if self.path is None:
             return False
         if self.identity is None:
             return os.path.normpath(os.path.abspath(path)) == self.path
-        try:
-            status = os.stat(path)
-        except OSError:
-            return False
-        return (status.st_dev, status.st_ino) == self.identity
+        return identity == self.identity
 
 
 def select(
@@ -258,7 +274,8 @@ def select(
     named_like_found: bool = False,
     output: str | None = None,
 ) -> Selection:
-    """Candidates, charts and errors for the paths given on the command line.
+    """Candidates, charts, symlinked folders not entered and errors for the paths given on
+    the command line.
 
     Excludes and `.gitignore` apply inside walked directories; a directory named
     explicitly is walked even when they name it (`dra-guard check dist/` after
@@ -266,28 +283,38 @@ def select(
     files.  `named_like_found` treats named files as a walk treats what it finds
     (pre-commit passes every staged file by name): not-manifests skipped, exclude
     patterns applied (not `.gitignore`: git lists tracked files whatever it says).
-    `output`, the report file, is never a candidate.
+    `output`, the report file, is never a candidate.  A file reached twice (named twice,
+    through a link, by two patterns) is a candidate once, as first spelt.
     """
     ignores = ignores or Ignores()
     selection = Selection()
     output_file = _OutputFile(output)
-    seen: set[str] = set()
+    seen: set[tuple[int, int] | str] = set()
     charts: dict[str, str] = {}
+    links: dict[str, str] = {}
+    #: The folders named and walked, real paths: a link into one of them is checked through it.
+    walked_folders: set[str] = set()
 
     def add(path: str, found: bool) -> None:
-        if path != STDIN and output_file.is_(path):
+        identity = None if path == STDIN else _identity(path)
+        if path != STDIN and output_file.is_(path, identity):
             if found:
                 selection.output_found = True
             else:
                 selection.output_named = True
             return
-        key = path if path == STDIN else os.path.normpath(path)
-        if key not in seen:  # a file named twice (or stdin, read once) is checked once
+        # A file that cannot be stat'ed is told by its path (reading it reports why).
+        key = identity or (path if path == STDIN else os.path.normpath(path))
+        if key not in seen:  # a file reached twice (or stdin, read once) is checked once
             seen.add(key)
             selection.files.append(Candidate(path, found))
 
     def add_chart(directory: str) -> None:
         charts.setdefault(os.path.realpath(directory), directory)
+
+    def add_link(folder: str) -> None:
+        # By the link's own path: two links to one folder are two things left unchecked.
+        links.setdefault(os.path.normpath(os.path.abspath(folder)), folder)
 
     for raw in paths:
         if raw == STDIN:
@@ -303,11 +330,14 @@ def select(
             if chart is not None:
                 add_chart(chart)
                 continue
+            walked_folders.add(os.path.realpath(raw))
             named_ignored = ignores.excluded(raw, is_dir=True)
             walked = Ignores(gitignore=False) if named_ignored else ignores
-            for path, is_chart in _walk(raw, walked, selection.errors):
-                if is_chart:
+            for path, kind in _walk(raw, walked, selection.errors):
+                if kind == _CHART:
                     add_chart(path)
+                elif kind == _LINK:
+                    add_link(path)
                 else:
                     add(path, True)
         elif mode is not None:  # a file, or a FIFO, socket or device: reading refuses those
@@ -318,47 +348,64 @@ def select(
             elif not ignores.matches_exclude(raw):
                 add(raw, True)
         elif glob.has_magic(raw):
-            matches = sorted(match for match in glob.glob(raw, recursive=True) if not os.path.isdir(match))
-            if not matches:
+            matches = _glob(raw, selection.errors, walked_folders)
+            if not any(kind == _FILE for _, kind in matches):
                 selection.errors.append(InputError(raw, None, "no file matches this pattern"))
-            for match in matches:
-                chart = chart_of(match)
+            for path, kind in matches:
+                chart = chart_of(path)
                 if chart is not None:
                     add_chart(chart)
+                elif kind == _LINK:
+                    add_link(path)
                 else:
-                    add(match, True)
+                    add(path, True)
         elif problem is None or problem.errno in (errno.ENOENT, errno.ENOTDIR):
             selection.errors.append(InputError(raw, None, "no such file or directory"))
         else:  # a path too long, a folder on the way that cannot be entered, a loop of links
             selection.errors.append(InputError(raw, None, f"cannot read: {problem.strerror or problem}"))
     selection.charts = list(charts.values())
+    selection.links = [link for link in links.values() if not _inside(os.path.realpath(link), walked_folders)]
     return selection
 
 
-def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> Iterable[tuple[str, bool]]:
-    """(path, is a chart folder) below `directory`, sorted; charts are not entered.
+def _inside(path: str, folders: Iterable[str]) -> bool:
+    """Whether `path` is one of `folders` or lies below one: a link there (`overlays/x/common
+    -> ../../common`, or a loop `up -> ..`) leads to files the walk checks where they are."""
+    return any(path == folder or path.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
 
-    A folder that cannot be listed (no permission, a path longer than the system allows)
-    is an input error in `errors`, never a silent hole in the walk; so is a wanted name
-    that is no regular file (a FIFO, a socket, a device), as reading it refuses it.
-    """
-    found: list[tuple[str, bool]] = []
+
+def _reporter(errors: list[InputError], directory: str) -> Callable[[OSError], None]:
+    """os.walk's `onerror`: a folder that cannot be listed is an input error in `errors`."""
 
     def unreadable(error: OSError) -> None:
         path = error.filename if isinstance(error.filename, str) else directory
         errors.append(InputError(path, None, f"cannot read: {error.strerror or error}"))
 
+    return unreadable
+
+
+def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tuple[str, str]]:
+    """(path, _FILE, _CHART or _LINK) below `directory`, sorted; charts are not entered, nor
+    are symlinked folders (those the walk would not skip are named).
+
+    A folder that cannot be listed (no permission, a path longer than the system allows)
+    is an input error in `errors`, never a silent hole in the walk; so is a wanted name
+    that is no regular file (a FIFO, a socket, a device), as reading it refuses it.
+    """
+    found: list[tuple[str, str]] = []
     # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
-    for root, folders, names in os.walk(directory, onerror=unreadable):
+    for root, folders, names in os.walk(directory, onerror=_reporter(errors, directory)):
         kept = []
         for folder in folders:
             path = os.path.join(root, folder)
             if _skipped_folder(folder) or ignores.excluded(path, is_dir=True):
                 continue
             if os.path.isfile(os.path.join(path, CHART_FILE)):
-                found.append((path, True))
-                continue
-            kept.append(folder)
+                found.append((path, _CHART))  # a linked chart too: it is rendered, not walked
+            elif os.path.islink(path):  # os.walk lists it and does not enter it: name it
+                found.append((path, _LINK))
+            else:
+                kept.append(folder)
         folders[:] = kept
         for name in names:
             path = os.path.join(root, name)
@@ -366,5 +413,81 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> Iterabl
             # Everything but a folder (os.walk put folders, and links to them, in `folders`):
             # what is no regular file is refused when it is read.
             if wanted and not ignores.excluded(path):
-                found.append((path, False))
+                found.append((path, _FILE))
     return sorted(found)
+
+
+def _glob(pattern: str, errors: list[InputError], walked: set[str]) -> list[tuple[str, str]]:
+    """(path, _FILE or _LINK) for a glob, sorted: the files it matches and, where it has a
+    `**`, the symlinked folders it did not enter though its rest could match below (the
+    folder it walks goes into `walked`, as a walked folder does).
+
+    A pattern without `**` is glob's.  With one, the folder before its first wildcard is
+    walked (os.walk, links not followed) and each path below matched a name at a time
+    (`_advance`): Python's glob follows every symlinked folder under `**`, with no loop
+    check (one loop selects each file dozens of times, two never finish).
+    """
+    if os.altsep:
+        pattern = pattern.replace(os.altsep, os.sep)
+    segments = pattern.split(os.sep)
+    if "**" not in segments:
+        return sorted((match, _FILE) for match in glob.glob(pattern) if not os.path.isdir(match))
+    if not segments[-1]:
+        return []  # only folders end in a separator, and no folder is a candidate
+    literal = next(index for index, segment in enumerate(segments) if glob.has_magic(segment))
+    prefix = os.sep.join(segments[:literal]) or (os.sep if literal else "")
+    rest = [segment for segment in segments[literal:] if segment]  # `a//b` is `a/b`, as in glob
+    top = prefix or os.curdir
+    if not os.path.isdir(top):
+        return []
+    walked.add(os.path.realpath(top))
+    found: list[tuple[str, str]] = []
+    reached = {top: _closure([0], rest)}
+    for root, folders, names in os.walk(top, onerror=_reporter(errors, top)):
+        states = reached.pop(root)
+        kept = []
+        for folder in folders:
+            path = os.path.join(root, folder)
+            inside = _advance(states, folder, rest)
+            if not any(index < len(rest) for index in inside):
+                continue  # nothing below can match
+            if os.path.islink(path):
+                found.append((path, _LINK))
+            else:
+                reached[path] = inside
+                kept.append(folder)
+        folders[:] = kept
+        found.extend((os.path.join(root, name), _FILE) for name in names if len(rest) in _advance(states, name, rest))
+    if not prefix:  # glob spells what it finds below the working directory without `./`
+        found = [(path[len(os.curdir + os.sep) :], kind) for path, kind in found]
+    return sorted(found)
+
+
+def _closure(states: Iterable[int], segments: Sequence[str]) -> frozenset[int]:
+    """`states` (positions in `segments`) and those past each `**` there: it matches no name too."""
+    closed: set[int] = set()
+    for start in states:
+        end = start
+        while end < len(segments) and segments[end] == "**":
+            end += 1
+        closed.update(range(start, end + 1))
+    return frozenset(closed)
+
+
+def _advance(states: frozenset[int], name: str, segments: Sequence[str]) -> frozenset[int]:
+    """The positions in `segments` a path at `states` reaches with one more name.
+
+    `**` matches any name but one a walk skips (hidden, `node_modules`, ...); another
+    segment matches as in glob: a hidden name only if the segment starts with a dot.
+    """
+    after: list[int] = []
+    for index in states:
+        if index == len(segments):
+            continue  # the pattern is spent: nothing longer matches
+        segment = segments[index]
+        if segment == "**":
+            if not _skipped_folder(name):
+                after.append(index)
+        elif (segment.startswith(".") or not name.startswith(".")) and fnmatch.fnmatch(name, segment):
+            after.append(index + 1)
+    return _closure(after, segments)
