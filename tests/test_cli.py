@@ -337,3 +337,31 @@ def test_the_whole_parser_is_built_for_help_unknown_commands_and_completion() ->
     for command in COMMANDS:
         alone = next(action for action in build_parser(command)._actions if action.dest == "command")
         assert tuple(alone.choices) == (command,)
+
+
+def test_what_a_command_writes_never_replaces_its_own_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o, --facts-out and --write-baseline naming the configuration, a --slices file or the
+    --baseline are refused, and the file is kept; a baseline brought up to date in place is not."""
+    from dra_guard.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+    (tmp_path / ".dra-guard.yaml").write_text("disable: [DRA001]\n")
+    slices = (REPO_ROOT / "tests" / "fixtures" / "slices" / "amd-mi300x-partitioned.yaml").read_text()
+    (tmp_path / "slices.yaml").write_text(slices)
+    assert main(["check", "--write-baseline", "b.json", "cm.yaml"]) == 0
+    kept = {name: (tmp_path / name).read_text() for name in (".dra-guard.yaml", "slices.yaml", "b.json")}
+    for arguments, message in (
+        (["-o", ".dra-guard.yaml"], "refusing to write the report to .dra-guard.yaml: it is the configuration file"),
+        (["--slices", "slices.yaml", "-o", "slices.yaml"], "it is a --slices file"),
+        (["--baseline", "b.json", "-o", "b.json"], "refusing to write the report to b.json: it is the --baseline file"),
+        (["--write-baseline", ".dra-guard.yaml"], "refusing to write the baseline to .dra-guard.yaml"),
+        (["--shard", "1/1", "--facts-out", "slices.yaml", "--slices", "slices.yaml"], "refusing to write the facts"),
+    ):
+        capsys.readouterr()
+        assert main(["check", *arguments, "cm.yaml"]) == 2, arguments
+        assert message in capsys.readouterr().err, arguments
+    assert main(["check", "--baseline", "b.json", "--write-baseline", "b.json", "cm.yaml"]) == 0
+    assert {name: (tmp_path / name).read_text() for name in kept} == kept

@@ -472,6 +472,8 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     setup = _report_setup(arguments, config, arguments.paths, stderr)
     if isinstance(setup, int):
         return setup
+    if _refuses_to_overwrite_settings(arguments, config_file, stderr):
+        return EXIT_ERROR
     excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
     if config_file:
         excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
@@ -513,6 +515,23 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
+
+
+def _refuses_to_overwrite_settings(arguments: argparse.Namespace, config_file: str | None, stderr: TextIO) -> bool:
+    """Whether -o, --write-baseline or --facts-out names one of the command's own settings
+    files (said on `stderr`): it would be replaced by what the command writes."""
+    for flag, path in (
+        ("the report", arguments.output),
+        ("the baseline", arguments.write_baseline),
+        ("the facts", getattr(arguments, "facts_out", None)),
+    ):
+        setting = _setting_overwritten(path, arguments, config_file)
+        if setting == "the --baseline file" and path == arguments.write_baseline:
+            continue  # a baseline brought up to date in place: what --write-baseline is for
+        if setting is not None:
+            stderr.write(printable(f"dra-guard: refusing to write {flag} to {path}: it is {setting}\n"))
+            return True
+    return False
 
 
 def _shard(arguments: argparse.Namespace, stderr: TextIO) -> Shard | int | None:
@@ -588,6 +607,8 @@ def run_merge(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     setup = _report_setup(arguments, config, arguments.facts, stderr)
     if isinstance(setup, int):
         return setup
+    if _refuses_to_overwrite_settings(arguments, found[1], stderr):
+        return EXIT_ERROR
     output = arguments.output
     if output is not None and any(os.path.realpath(output) == os.path.realpath(path) for path in arguments.facts):
         stderr.write(printable(f"dra-guard: refusing to write the report to {output}: it is one of the facts files\n"))
@@ -704,6 +725,17 @@ def _read_baseline(path: str, max_bytes: int) -> list[BaselineEntry]:
     if isinstance(data, str):
         raise ValueError(f"baseline {path}: {data}")
     return parse_baseline(data, path)
+
+
+def _setting_overwritten(path: str | None, arguments: argparse.Namespace, config_file: str | None) -> str | None:
+    """What of the command's own settings a report, baseline or facts file at `path` would
+    replace (None: nothing): the configuration, a --slices file or the --baseline."""
+    if path is None or path == "-":
+        return None
+    target = os.path.realpath(path)
+    named = [("the configuration file", config_file), ("the --baseline file", arguments.baseline)]
+    named += [("a --slices file", slices) for slices in arguments.slices]
+    return next((what for what, setting in named if setting and os.path.realpath(setting) == target), None)
 
 
 def _baseline_refused(path: str, output: str | None, paths: Sequence[str]) -> str | None:
