@@ -365,3 +365,27 @@ def test_what_a_command_writes_never_replaces_its_own_settings(
         assert message in capsys.readouterr().err, arguments
     assert main(["check", "--baseline", "b.json", "--write-baseline", "b.json", "cm.yaml"]) == 0
     assert {name: (tmp_path / name).read_text() for name in kept} == kept
+
+
+def test_a_policy_report_written_into_the_walked_folder_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last run's PolicyReport (a Kubernetes List, so a manifest) is the report, not an
+    input to keep: the next run writes it again.  Another tool's policy report is kept."""
+    from dra_guard.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: gpu}\n"
+        "spec: {containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 1}}}]}\n"
+    )
+    for _ in range(2):
+        assert main(["check", "--format", "policyreport", "-o", "k8s/report.yaml", "k8s"]) == 1
+        assert "refusing" not in capsys.readouterr().err
+    theirs = json.loads((tmp_path / "k8s" / "report.yaml").read_text())
+    theirs["items"][0]["metadata"]["name"] = "kyverno"
+    (tmp_path / "k8s" / "report.yaml").write_text(json.dumps(theirs))
+    assert main(["check", "--format", "policyreport", "-o", "k8s/report.yaml", "k8s"]) == 2
+    assert "it is one of the inputs" in capsys.readouterr().err
+    assert json.loads((tmp_path / "k8s" / "report.yaml").read_text()) == theirs

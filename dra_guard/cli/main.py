@@ -803,12 +803,14 @@ def _among(config_file: str, paths: Sequence[str]) -> bool:
 
 def _holds_a_manifest(path: str, is_manifest: Callable[[bytes], bool]) -> bool:
     """Whether the existing report file a walk found is a manifest (an input), not an old report
-    (a FIFO or a device is neither: it is never read)."""
+    (a FIFO or a device is neither: it is never read; a policy report dra-guard wrote is a
+    manifest, but the last run's report all the same)."""
+    from dra_guard.present.report.policyreport import written_here
     from dra_guard.read.files import read_input
     from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
     data = read_input(path, MAX_FILE_BYTES.default)
-    return not isinstance(data, str) and is_manifest(data)
+    return not isinstance(data, str) and is_manifest(data) and not written_here(data)
 
 
 def run_rules(output_format: str, stdout: TextIO) -> int:

@@ -174,3 +174,28 @@ def write_policyreport(report: Report, out: Output) -> None:
         out.write(tail)
         written = True
     out.write("\n  ]\n}\n" if written else "[]\n}\n")
+
+
+def written_here(data: bytes) -> bool:
+    """Whether `data` is a report this module wrote: a `List` whose every item is one of
+    its reports (named and labelled as above).  A walk that meets it where `-o` writes the
+    next one has found the last run's report, not a manifest to keep."""
+    import json
+
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return False
+    items = document.get("items") if isinstance(document, dict) and document.get("kind") == "List" else None
+    return isinstance(items, list) and all(_is_ours(item) for item in items)
+
+
+def _is_ours(item: Any) -> bool:
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    return (
+        isinstance(metadata, dict)
+        and item.get("apiVersion") == API_VERSION
+        and item.get("kind") in ("PolicyReport", "ClusterPolicyReport")
+        and metadata.get("name") == SOURCE
+        and metadata.get("labels") == {"app.kubernetes.io/managed-by": SOURCE}
+    )
