@@ -329,7 +329,7 @@ def test_json_report(tmp_path: Path) -> None:
     code, stdout, _ = migrate(FIXTURES / "two-profiles.yaml", "--dry-run", "--format", "json")
     assert code == 0
     report = json.loads(stdout)
-    assert set(report) == {"files", "objects", "errors", "skipped", "charts", "summary"}
+    assert set(report) == {"files", "objects", "errors", "skipped", "charts", "links", "summary"}
     [file] = report["files"]
     assert file["changed"] and file["written"] is None and file["diff"].startswith("--- a/")
     [entry] = report["objects"]
@@ -614,6 +614,15 @@ def test_files_are_chosen_as_check_chooses_them(tmp_path: Path) -> None:
     assert sorted(path.name for path in out.rglob("*")) == ["pod.yaml"]
     assert f"dra-guard: {tree / 'chart'}: a Helm chart, not migrated" in report
     assert "1 file(s) found are no Kubernetes manifests, left alone" in report
+    # A symlinked folder is not followed, as check does not follow it, and is named.
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    os.symlink(tmp_path / "shared", tree / "shared")
+    code, report, _ = migrate(tree, "-o", tmp_path / "out2", "--exclude", "generated/", *PINS)
+    assert code == 0, report
+    assert f"dra-guard: {tree / 'shared'}: a symlinked folder, not followed by a walk: not migrated" in report
+    assert sorted(path.name for path in (tmp_path / "out2").rglob("*")) == ["pod.yaml"]
+    (tree / "shared").unlink()
     # What a run wrote into OUT is not read again when OUT is inside the tree.
     inside = tree / "migrated"
     assert migrate(tree, "-o", inside, "--exclude", "generated/", *PINS)[0] == 0

@@ -173,6 +173,8 @@ class SelectedFiles:
     skipped: list[str] = field(default_factory=list)
     #: Helm charts: their templates are not manifests, so they are not migrated.
     charts: list[str] = field(default_factory=list)
+    #: Symlinked folders a walk did not follow: named, not migrated.
+    links: list[str] = field(default_factory=list)
 
 
 def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: BinaryIO | None) -> SelectedFiles:
@@ -191,7 +193,7 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
         ignores=Ignores(invocation.excludes, gitignore=not arguments.no_ignore),
         output=output_file,
     )
-    inputs = SelectedFiles(errors=list(selection.errors), charts=list(selection.charts))
+    inputs = SelectedFiles(errors=list(selection.errors), charts=list(selection.charts), links=list(selection.links))
     if selection.output_named:
         raise UsageError(f"-o would overwrite the input {output}; use --in-place to rewrite inputs")
     output_directory = os.path.realpath(output) + os.sep if output and not output_file else None
@@ -296,7 +298,7 @@ def run_migrate(
         scan_templates(data, names)
     files = [migrate_file(data, name, invocation.settings, names) for name, data in inputs.files]
     errors = inputs.errors
-    unmigrated = Unmigrated(inputs.skipped, inputs.charts)
+    unmigrated = Unmigrated(inputs.skipped, inputs.charts, inputs.links)
 
     written: dict[str, str] = {}
     if not arguments.dry_run and (arguments.output is not None or arguments.in_place):

@@ -19,11 +19,17 @@ class Unmigrated:
     skipped: Sequence[str] = field(default_factory=list)
     #: Helm charts: templates are not manifests; render them and migrate the output.
     charts: Sequence[str] = field(default_factory=list)
+    #: Symlinked folders a walk does not follow (`dra_guard.read.walk`).
+    links: Sequence[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         lines = [
             f"dra-guard: {chart}: a Helm chart, not migrated; render it (helm template) and migrate the output"
             for chart in self.charts
+        ]
+        lines += [
+            f"dra-guard: {link}: a symlinked folder, not followed by a walk: not migrated; name it to migrate it"
+            for link in self.links
         ]
         if self.skipped:
             lines.append(f"dra-guard: {len(self.skipped)} file(s) found are no Kubernetes manifests, left alone")
@@ -153,6 +159,7 @@ def render_json(
         + [_error_json(error) for file in files for error in file.errors],
         "skipped": list(unmigrated.skipped),
         "charts": list(unmigrated.charts),
+        "links": list(unmigrated.links),
         "summary": dict(summary(files, errors)),
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
