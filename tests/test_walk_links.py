@@ -140,3 +140,45 @@ def test_a_link_into_the_walked_tree_is_not_reported(project: Path) -> None:
     assert code == 1 and "common/pod.yaml:" in report  # checked where it is, once
     assert not_checked(report) == []
     assert report.count("DRA001") == 2  # common/pod.yaml and other/pod.yaml, nothing twice
+
+
+def test_a_double_star_glob_matches_as_glob_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where no link, hidden or skipped folder is in the way, `**` selects what glob.glob
+    selects (a differential run of 84,000 patterns found these three apart)."""
+    monkeypatch.chdir(tmp_path)
+    for folder in ("m/sub", "a/b"):
+        (tmp_path / folder).mkdir(parents=True)
+    for file in ("m/one.yaml", "m/sub/two.yaml", "top.yaml", "a/x.yaml", "a/b/x.yaml", "a/node_modules"):
+        (tmp_path / file).write_text(CONFIG_MAP)
+
+    def selected(pattern: str) -> list[str]:
+        return sorted(candidate.path for candidate in select([pattern]).files)
+
+    # Before a final `**` stands a folder, never a file.
+    assert selected("m/*/**") == ["m/sub/two.yaml"]
+    assert selected("*/**") == ["a/b/x.yaml", "a/node_modules", "a/x.yaml", "m/one.yaml", "m/sub/two.yaml"]
+    assert selected("**/*.yaml/**") == []
+    # `.` after a wildcard is nothing, as in glob; `..` there is refused, not silently empty.
+    assert selected("a/**/./x.yaml") == ["a/b/x.yaml", "a/x.yaml"]
+    errors = select(["a/**/../x.yaml"]).errors
+    assert next(error.message for error in errors).startswith("`..` after a wildcard")
+    # A file named like a folder a walk skips is still a file the glob matches.
+    assert "a/node_modules" in selected("a/**")
+
+
+def test_a_link_the_glob_would_match_otherwise_where_it_leads_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a" / "y").mkdir(parents=True)
+    (tmp_path / "a" / "y" / "f.yaml").write_text(CONFIG_MAP)
+    os.symlink("y", "a/x")
+    # Through the link `a/x/f.yaml` would match; where it leads, `a/y/f.yaml` does not.
+    assert select(["a/**/x/*.yaml"]).links == ["a/x"]
+    # A narrow glob of d2 is no walk of it: a walked folder's link there is still reported.
+    for folder in ("d1", "d2/sub"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "d2" / "only.yaml").write_text(CONFIG_MAP)
+    (tmp_path / "d2" / "sub" / "deep.yaml").write_text(CONFIG_MAP)
+    os.symlink(os.path.join("..", "d2"), "d1/l")
+    assert select(["d1", "d2/**/only.yaml"]).links == ["d1/l"]

@@ -14,8 +14,9 @@ not checked, unless the walk would have skipped a real folder there or the link 
 a folder the check walks (its files are checked where they are).  A folder named on the
 command line is walked, link or not.  In a glob, `**` is such a walk: it matches zero or
 more folders, never a hidden one, one a walk skips, nor a symlinked one (which Python's
-glob follows, with no loop check, before 3.13); excludes and `.gitignore` still do not
-apply to a glob.
+glob follows, with no loop check, before 3.13), and names a link unless the pattern
+matches as much below where it leads; otherwise it matches as glob does.  Excludes and
+`.gitignore` still do not apply to a glob.
 
 Exclude patterns and `.gitignore` files use git's pattern syntax, matched by `pathspec`
 (a well-kept implementation of it): a pattern without a slash matches a name at any
@@ -348,7 +349,7 @@ def select(
             elif not ignores.matches_exclude(raw):
                 add(raw, True)
         elif glob.has_magic(raw):
-            matches = _glob(raw, selection.errors, walked_folders)
+            matches = _glob(raw, selection.errors)
             if not any(kind == _FILE for _, kind in matches):
                 selection.errors.append(InputError(raw, None, "no file matches this pattern"))
             for path, kind in matches:
@@ -417,10 +418,10 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tu
     return sorted(found)
 
 
-def _glob(pattern: str, errors: list[InputError], walked: set[str]) -> list[tuple[str, str]]:
+def _glob(pattern: str, errors: list[InputError]) -> list[tuple[str, str]]:
     """(path, _FILE or _LINK) for a glob, sorted: the files it matches and, where it has a
-    `**`, the symlinked folders it did not enter though its rest could match below (the
-    folder it walks goes into `walked`, as a walked folder does).
+    `**`, the symlinked folders it did not enter though its rest could match below them
+    and not as much below the folder they lead to (a loop back into the tree is no gap).
 
     A pattern without `**` is glob's.  With one, the folder before its first wildcard is
     walked (os.walk, links not followed) and each path below matched a name at a time
@@ -436,15 +437,23 @@ def _glob(pattern: str, errors: list[InputError], walked: set[str]) -> list[tupl
         return []  # only folders end in a separator, and no folder is a candidate
     literal = next(index for index, segment in enumerate(segments) if glob.has_magic(segment))
     prefix = os.sep.join(segments[:literal]) or (os.sep if literal else "")
-    rest = [segment for segment in segments[literal:] if segment]  # `a//b` is `a/b`, as in glob
+    # `a//b` and `a/./b` are `a/b`, as in glob.
+    rest = [segment for segment in segments[literal:] if segment not in ("", os.curdir)]
+    if os.pardir in rest:
+        errors.append(InputError(pattern, None, "`..` after a wildcard: write the folder before the first wildcard"))
+        return []
     top = prefix or os.curdir
     if not os.path.isdir(top):
         return []
-    walked.add(os.path.realpath(top))
+    real_top = os.path.realpath(top)
     found: list[tuple[str, str]] = []
+    #: The pattern's positions at each real folder walked, and at each link not entered.
+    states_at: dict[str, frozenset[int]] = {}
+    links: list[tuple[str, frozenset[int]]] = []
     reached = {top: _closure([0], rest)}
     for root, folders, names in os.walk(top, onerror=_reporter(errors, top)):
         states = reached.pop(root)
+        states_at[os.path.normpath(os.path.join(real_top, os.path.relpath(root, top)))] = states
         kept = []
         for folder in folders:
             path = os.path.join(root, folder)
@@ -452,15 +461,36 @@ def _glob(pattern: str, errors: list[InputError], walked: set[str]) -> list[tupl
             if not any(index < len(rest) for index in inside):
                 continue  # nothing below can match
             if os.path.islink(path):
-                found.append((path, _LINK))
+                links.append((path, inside))
             else:
                 reached[path] = inside
                 kept.append(folder)
         folders[:] = kept
-        found.extend((os.path.join(root, name), _FILE) for name in names if len(rest) in _advance(states, name, rest))
+        found.extend((os.path.join(root, name), _FILE) for name in names if _takes_file(states, name, rest))
+    for link, inside in links:
+        # Left out only where the pattern matches as much below where it leads, walked.
+        if not inside <= states_at.get(os.path.realpath(link), frozenset()):
+            found.append((link, _LINK))
     if not prefix:  # glob spells what it finds below the working directory without `./`
         found = [(path[len(os.curdir + os.sep) :], kind) for path, kind in found]
     return sorted(found)
+
+
+def _takes_file(states: frozenset[int], name: str, segments: Sequence[str]) -> bool:
+    """Whether a file `name` at `states` ends a match: its name matched by the last segment,
+    or by a `**` with nothing but `**` after it.  (Not through a final `**` matching no
+    name: in glob, what comes before the last segment is a folder, never a file.)"""
+    last = len(segments) - 1
+    for index in states:
+        if index > last:
+            continue
+        segment = segments[index]
+        if segment == "**":
+            if not name.startswith(".") and all(after == "**" for after in segments[index:]):
+                return True
+        elif index == last and (segment.startswith(".") or not name.startswith(".")) and fnmatch.fnmatch(name, segment):
+            return True
+    return False
 
 
 def _closure(states: Iterable[int], segments: Sequence[str]) -> frozenset[int]:
