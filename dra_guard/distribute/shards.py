@@ -9,8 +9,11 @@ file, checks that they are the N shards of one input, one configuration, one dra
 one day, takes the parts in input order and resolves them: its report is the one a single
 `check` of everything writes, byte for byte.
 
-A facts file is one line of JSON (what it is, for people and for `merge`) followed by the
-parts, pickled; `merge` reads them with `dra_guard.distribute.codec`'s restricted reader.
+A facts file is one line of JSON (what it is, for people and for `merge`, with the SHA-256
+of the rest) followed by the parts, pickled; `merge` refuses a file whose checksum or header
+does not hold and reads the parts with `dra_guard.distribute.codec`'s restricted reader.
+The checksum finds damage, not forgery: facts are as trustworthy as the artifact store
+that carries them between CI jobs (README, "Large inputs").
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ FORMAT_VERSION = 2
 #: The most shards of one check: more than any CI matrix runs (GitHub Actions: 256 jobs).
 MAX_SHARDS = 10_000
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)", re.ASCII)
+#: The Python that writes and reads facts: pickles of one release are read by the same.
+_PYTHON = ".".join(map(str, sys.version_info[:2]))
 
 
 class FactsError(ValueError):
@@ -109,7 +114,7 @@ def check_shard(inputs: Inputs, config: Config, shard: Shard, workers: int, toda
         "format": FORMAT,
         "version": FORMAT_VERSION,
         "dra-guard": __version__,
-        "python": ".".join(map(str, sys.version_info[:2])),
+        "python": _PYTHON,
         "shard": shard.index,
         "shards": shard.count,
         "input": input_digest(units),
@@ -174,9 +179,6 @@ class _Facts:
     name: str
     header: dict[str, Any]
     payload: bytes
-
-
-_PYTHON = ".".join(map(str, sys.version_info[:2]))
 
 
 def _read(name: str, data: bytes) -> _Facts:
