@@ -79,3 +79,21 @@ def test_pin_values_with_quotes_cannot_escape_the_literal(awkward: str) -> None:
     expression = selector_expression(accelerator)
     assert _matches(expression, _device(accelerator, awkward))
     assert not _matches(expression, _device(accelerator, "anything-else"))
+
+
+def test_a_selector_longer_than_the_api_server_accepts_is_not_parsed() -> None:
+    """k8s.io/api's CELSelectorExpressionMaxLength (10 KiB): past it the API server refuses
+    the object, and cel-python would take seconds and hundreds of MiB (a webhook review of
+    100 KB of `[0]` took the process past its memory limit)."""
+    import time
+
+    from dra_guard.model.selectors import CEL_SELECTOR_MAX_LENGTH, analyse
+
+    chain = "device.attributes['x'].a" + "[0]" * 34_000
+    started = time.perf_counter()
+    analysis = analyse(chain)
+    assert time.perf_counter() - started < 0.05
+    assert analysis.error == "102,024 bytes, longer than the API server accepts (10,240)" and analysis.pins == ()
+    at_the_limit = "device.attributes['x'].a == '" + "é" * ((CEL_SELECTOR_MAX_LENGTH - 30) // 2) + "'"
+    assert len(at_the_limit.encode()) <= CEL_SELECTOR_MAX_LENGTH and analyse(at_the_limit).error is None
+    assert "bytes, longer than" in (analyse(at_the_limit + " && true" * 4).error or "")  # bytes, not characters

@@ -35,6 +35,7 @@ from cryptography.x509.oid import NameOID
 from dra_guard.admission import webhook as webhook_module
 from dra_guard.admission.deploy import AdmissionGuardSpec, WebhookDeployment, admission_guard_objects
 from dra_guard.admission.serving import (
+    PROBE_LIMITS,
     ConnectionLimits,
     Limits,
     ServingCertificate,
@@ -408,23 +409,88 @@ def test_malformed_http_is_answered_400_in_json(tmp_path: Path) -> None:
         assert response["allowed"] is True
 
 
-def test_connections_past_the_cap_are_closed_and_the_probes_still_answer(tmp_path: Path) -> None:
+def test_idle_connections_at_the_cap_make_way_and_busy_ones_keep_newcomers_out(tmp_path: Path) -> None:
+    """At the cap a new connection closes the idle one accepted first (silent, or kept
+    alive): idle connections never keep the API server out (128 silent ones used to shut
+    the review port for 32 s).  Busy ones are never closed for it: then the newcomer is
+    refused as it is accepted, before its handshake, and the probes still answer."""
     limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
     with serving(tmp_path, connections=limits) as running:
         held = [running.connect() for _ in range(3)]
         time.sleep(0.1)
-        extra = running.connect()  # the handshake completes; the connection is then closed
-        assert closed_within(extra, 2) < 1
-        extra.close()
+        response, _ = running.review(PLAIN_POD)  # a fourth connection: the first idle one made way
+        assert response["allowed"] is True
+        assert closed_within(held[0], 2) < 1
+        for sock in held[1:]:
+            sock.close()
+        time.sleep(0.2)
+        busy = [running.connect() for _ in range(3)]
+        for sock in busy:  # a request begun: its head sent, its body still to come
+            sock.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(0.2)
+        assert _refused(running)
         assert running.probe("/readyz") == (200, {"status": "ok"})
         assert running.probe("/healthz") == (200, {"status": "ok"})
-        for sock in held:
+        for sock in busy:
             sock.close()
         time.sleep(0.2)
         response, _ = running.review(PLAIN_POD)
         assert response["allowed"] is True
+    assert [event["port"] for event in running.events("connection evicted")] == ["review"]
     (refused,) = running.events("connection refused")
     assert refused["limit"] == 3 and refused["port"] == "review"
+
+
+def _refused(running: Running) -> bool:
+    """Whether a new connection is closed unanswered: during its handshake, or right after."""
+    try:
+        sock = running.connect()
+    except (ssl.SSLError, ConnectionError):
+        return True
+    try:
+        return closed_within(sock, 2) < 1
+    finally:
+        sock.close()
+
+
+def test_silent_connections_cannot_hold_the_probe_port(tmp_path: Path) -> None:
+    """The kubelet's probes get through however many silent connections hold the probe
+    port: 8 of them used to fail every probe until the kubelet restarted the pod."""
+    with serving(tmp_path) as running:
+        port = running.server.probe_port
+        assert port is not None
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(PROBE_LIMITS.max_connections)]
+        time.sleep(0.1)
+        for _ in range(3):
+            assert running.probe("/healthz") == (200, {"status": "ok"})
+        for sock in silent:
+            sock.close()
+
+
+def test_connections_that_never_finish_their_handshake_count_against_the_cap(tmp_path: Path) -> None:
+    """asyncio holds 256 KiB for each TLS handshake under way; 780 connections that never
+    said hello took the process past its memory limit when nothing counted them.  Now half
+    the cap may be handshaking: past that a connection is dropped as it is accepted, the
+    probes and the connections already made go on, and the port opens again as the
+    handshakes let in time out."""
+    limits = ConnectionLimits(4, read_header_timeout=30.0, idle_timeout=30, tls_handshake_timeout=2.0)
+    with serving(tmp_path, connections=limits) as running:
+        kept = http.client.HTTPSConnection("127.0.0.1", running.port, context=running.client, timeout=10)
+        kept.connect()  # made before the flood, and kept alive through it
+        silent = [socket.create_connection(("127.0.0.1", running.port), timeout=5) for _ in range(40)]
+        time.sleep(0.2)
+        # Dropped at once, not when a handshake that never began times out (2 s).
+        dropped = sum(closed_within(sock, 3) < 0.5 for sock in silent[2:])
+        assert dropped == len(silent) - 2  # all but the two handshakes the cap lets wait
+        assert running.probe("/healthz") == (200, {"status": "ok"})
+        kept.request("POST", "/validate", body=json.dumps(admission_review(PLAIN_POD)).encode())
+        assert json.loads(kept.getresponse().read())["response"]["allowed"] is True
+        kept.close()
+        for sock in silent:
+            sock.close()
+        time.sleep(3.0)  # the handshakes that were let in time out (2 s, and half a second's grace)
+        response, _ = running.review(PLAIN_POD)
+        assert response["allowed"] is True
 
 
 def test_reviews_past_the_cap_wait_then_get_429_and_the_probes_still_answer(tmp_path: Path) -> None:
@@ -882,3 +948,40 @@ def test_the_webhooks_own_handler_gets_its_lines_without_records(monkeypatch: py
     line = json.dumps(collected[0], ensure_ascii=False, sort_keys=True)
     assert direct.getvalue() == recorded.getvalue() == line + "\n"
     assert collected == [{"time": 1796560000.123, **fields}]
+
+
+def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cel-python parses at some 30 us a byte: a review of 51 KB of crafted CEL held the loop,
+    the probe port and every other connection for 1.5 s.  One holding a CEL expression is
+    reviewed in a thread; a small one without runs inline, as before."""
+    inline: list[str] = []
+    real = webhook_module._inline
+
+    def recorded(review: Any, uid: str) -> Any:
+        inline.append(uid)
+        return real(review, uid)
+
+    monkeypatch.setattr(webhook_module, "_inline", recorded)
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "r",
+                        "exactly": {
+                            "deviceClassName": "gpu.example.com",
+                            "selectors": [{"cel": {"expression": "device.attributes['x'].a" + "[0]" * 100}}],
+                        },
+                    }
+                ]
+            }
+        },
+    }
+    with serving(tmp_path) as running:
+        running.review(PLAIN_POD)
+        assert len(inline) == 1
+        running.review(claim)
+        assert len(inline) == 1

@@ -4,8 +4,10 @@ The review port is HTTPS on uvicorn's h11 protocol with kube-apiserver's own dea
 (k8s.io/apiserver pkg/server/secure_serving.go: `ReadHeaderTimeout` 32 s, `IdleTimeout`
 90 s), which uvicorn lacks for the first: a connection that has not sent a whole request
 head within `read_header_timeout` of connecting (or of its first byte after a kept-alive
-response) is closed, so are idle kept-alive connections after `idle_timeout`, and one
-connection past `max_connections` is closed as soon as it is accepted. The request body is
+response) is closed, so are idle kept-alive connections after `idle_timeout`; at
+`max_connections` a new connection closes the idle one accepted first, or is itself closed
+when none is idle, and TLS handshakes under way are capped at half of it (a connection past
+that is dropped as it is accepted). The request body is
 read by the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
@@ -40,6 +42,7 @@ import ssl
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -493,13 +496,38 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
 
     refused = _Throttled("connection refused")
     slow = _Throttled("connection closed")
+    evicted = _Throttled("connection evicted")
+    #: This port's connections accepted and not yet made (their TLS handshake runs).
+    accepted: weakref.WeakSet[BoundedH11Protocol] = weakref.WeakSet()
 
     class BoundedH11Protocol(H11Protocol):
         _head_deadline: asyncio.TimerHandle | None = None
+        _accepted_at = 0.0
+        _made = False
+        _evicted = False
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            # Made as a connection is accepted, before its TLS handshake: asyncio holds a
+            # buffer of 256 KiB for each handshake (up to TLS_HANDSHAKE_TIMEOUT), so those
+            # have a cap of their own, half the connections' -- 780 connections that never
+            # said hello took the process past its memory limit when nothing counted them.
+            # They make no idle connection give way: the API server's kept-alive ones stay.
+            super().__init__(*args, **kwargs)
+            now = self.loop.time()
+            handshaking = sum(
+                not other._made and now - other._accepted_at <= limits.tls_handshake_timeout + 0.5 for other in accepted
+            )
+            if handshaking >= max(1, limits.max_connections // 2):
+                refused(port=port, reason="at the limit of handshakes under way", limit=limits.max_connections // 2)
+                # Out of the loop's accept: it drops the socket (closed with it, unanswered).
+                raise ConnectionRefusedError(f"{port}: at the limit of handshakes under way")
+            self._accepted_at = now
+            accepted.add(self)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            self._made = True
             super().connection_made(transport)
-            if len(self.connections) > limits.max_connections:
+            if _live(self._peers()) > limits.max_connections and not _evict_idle(self._peers(), self):
                 refused(port=port, reason="at the connection limit", limit=limits.max_connections)
                 # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
                 transport.abort()
@@ -537,6 +565,25 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 slow(port=port, reason=f"no request head within {limits.read_header_timeout:g} s")
                 self.transport.abort()
 
+        def _peers(self) -> list[BoundedH11Protocol]:
+            """This port's connections made (uvicorn's set; each is one of these)."""
+            return [connection for connection in self.connections if isinstance(connection, BoundedH11Protocol)]
+
+        def idle(self) -> bool:
+            """No request under way: none begun (or only part of its head), none answered."""
+            return (
+                self._made
+                and not self._evicted
+                and self.conn.their_state is h11.IDLE
+                and (self.cycle is None or self.cycle.response_complete)
+            )
+
+        def evict(self) -> None:
+            self._evicted = True
+            evicted(port=port, reason="an idle connection made way for a new one", limit=limits.max_connections)
+            self._disarm()
+            self.transport.abort()
+
         def send_400_response(self, msg: str) -> None:
             """What uvicorn answers a request h11 cannot parse, in JSON as every other answer
             (uvicorn's own is text/plain); the connection is closed, as uvicorn closes it."""
@@ -556,6 +603,20 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             except h11.LocalProtocolError:
                 pass  # a response had started already: nothing more can be said on it
             self.transport.close()
+
+    def _live(connections: Iterable[BoundedH11Protocol]) -> int:
+        return sum(not connection._evicted for connection in connections)
+
+    def _evict_idle(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol | None = None) -> bool:
+        """Close the idle connection accepted first, to make way for a new one: idle ones
+        (kept alive, or opened and silent) never keep a client out at the cap -- 128 silent
+        connections used to shut the review port for 32 s, and 8 the probes' (the API server
+        and the kubelet open another when theirs is closed)."""
+        idle = [connection for connection in connections if connection is not newcomer and connection.idle()]
+        if not idle:
+            return False
+        min(idle, key=lambda connection: connection._accepted_at).evict()
+        return True
 
     return BoundedH11Protocol
 

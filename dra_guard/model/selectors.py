@@ -107,11 +107,24 @@ def _fast_analyse(expression: str) -> SelectorAnalysis | None:
         position = conjunction.end()
 
 
+#: The longest CEL selector the API server accepts (k8s.io/api resource/v1,
+#: `CELSelectorExpressionMaxLength`).  Longer ones are never parsed: cel-python's parser
+#: takes some 30 us and 3 KiB of memory a byte, and one of 100 KB sent straight to the
+#: webhook took the process past its memory limit.
+CEL_SELECTOR_MAX_LENGTH = 10 * 1024
+
+
 @lru_cache(maxsize=8192)
 def analyse(expression: str) -> SelectorAnalysis:
     fast = _fast_analyse(expression)
     if fast is not None:
         return fast
+    # Bytes, as Go's len() counts them.
+    size = len(expression) if expression.isascii() else len(expression.encode("utf-8", "surrogatepass"))
+    if size > CEL_SELECTOR_MAX_LENGTH:
+        return SelectorAnalysis(
+            error=f"{size:,} bytes, longer than the API server accepts ({CEL_SELECTOR_MAX_LENGTH:,})", pins=()
+        )
     return _parse_and_analyse(expression)
 
 
