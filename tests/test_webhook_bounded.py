@@ -985,3 +985,9 @@ def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monke
         assert len(inline) == 1
         running.review(claim)
         assert len(inline) == 1
+        # The key spelt with an escape is still JSON's "expression".
+        escaped = json.dumps(admission_review(claim)).replace('"expression"', '"expr\\u0065ssion"')
+        assert '"expression"' not in escaped
+        status, payload, _ = running.post(escaped.encode())
+        assert status == 200 and payload["response"]["allowed"] is False
+        assert len(inline) == 1

@@ -361,7 +361,9 @@ class Webhook:
                 await _respond(send, body.status, {"error": body.reason}, body.headers)
             return
         size = len(body)
-        holds_cel = b'"expression"' in body  # a CEL selector, most likely: see `_answer`
+        # A CEL selector, most likely (see `_answer`); an escape may spell its key otherwise,
+        # so a body with any is taken to hold one too (Go's encoder writes `&&` as \u0026).
+        holds_cel = b'"expression"' in body or b"\\u" in body
         slots = self._semaphore()
         held = False
         try:
