@@ -952,8 +952,9 @@ def test_the_webhooks_own_handler_gets_its_lines_without_records(monkeypatch: py
 
 def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """cel-python parses at some 30 us a byte: a review of 51 KB of crafted CEL held the loop,
-    the probe port and every other connection for 1.5 s.  One holding a CEL expression is
-    reviewed in a thread; a small one without runs inline, as before."""
+    the probe port and every other connection for 1.5 s.  One holding an expression the
+    fast path does not read is reviewed in a thread, however its key is spelt; a small one
+    without such (a plain pin) runs inline, as before."""
     inline: list[str] = []
     real = webhook_module._inline
 
@@ -991,3 +992,8 @@ def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monke
         status, payload, _ = running.post(escaped.encode())
         assert status == 200 and payload["response"]["allowed"] is False
         assert len(inline) == 1
+        # A selector the fast path reads (a plain pin) needs no parser: reviewed inline.
+        selectors = claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"]  # type: ignore[index]
+        selectors[0]["cel"]["expression"] = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+        running.review(claim)
+        assert len(inline) == 2

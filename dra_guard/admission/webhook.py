@@ -50,6 +50,7 @@ from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
 from dra_guard.model.manifest import get_path
+from dra_guard.model.selectors import analysed_at_once
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
 from dra_guard.rules import Registry, Rule
@@ -361,8 +362,8 @@ class Webhook:
                 await _respond(send, body.status, {"error": body.reason}, body.headers)
             return
         size = len(body)
-        # A CEL selector, most likely (see `_answer`); an escape may spell its key otherwise,
-        # so a body with any is taken to hold one too (Go's encoder writes `&&` as \u0026).
+        # Where it may hold a CEL expression (an escape may spell the key otherwise), the
+        # parsed object is looked at before it is reviewed on the loop (`_answer`).
         holds_cel = b'"expression"' in body or b"\\u" in body
         slots = self._semaphore()
         held = False
@@ -405,9 +406,10 @@ class Webhook:
         send.uid = request["uid"]
         # The lookups share the review's deadline, leaving the engine and the answer a moment.
         review_call = functools.partial(self.review, request, deadline=clock.lookups_until)
-        # CEL is parsed in pure Python at some 30 us a byte: a review holding any waits in a
-        # thread, so that a crafted selector cannot hold the loop (and the probes) for seconds.
-        if size <= INLINE_REVIEW_BYTES and not holds_cel and self._reads_nothing(request):
+        # CEL is parsed in pure Python at some 30 us a byte: a review whose object holds an
+        # expression the fast path does not read waits in a thread, so that a crafted
+        # selector cannot hold the loop (and the probes) for seconds.
+        if size <= INLINE_REVIEW_BYTES and not (holds_cel and _parses_cel(request)) and self._reads_nothing(request):
             # Reviewed on the loop, at once: less than a thread's round trip costs.
             try:
                 response, error = _inline(review_call, request["uid"])
@@ -800,6 +802,24 @@ async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
     except asyncio.TimeoutError:
         return False
     return True
+
+
+def _parses_cel(request: Mapping[str, Any]) -> bool:
+    """Whether the review's objects hold a CEL expression (`expression`: a device or
+    DeviceClass selector) that `analyse` would hand to the parser."""
+    pending: list[Any] = [request.get("object"), request.get("oldObject")]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "expression" and isinstance(item, str):
+                    if not analysed_at_once(item):
+                        return True
+                elif isinstance(item, dict | list):
+                    pending.append(item)
+        elif isinstance(value, list):
+            pending.extend(item for item in value if isinstance(item, dict | list))
+    return False
 
 
 def _inline(review: Callable[[], dict[str, Any]], uid: str) -> tuple[dict[str, Any], Exception | None]:
