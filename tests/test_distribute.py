@@ -202,12 +202,6 @@ def _global(module: str, name: str) -> bytes:
     return b"\x80\x04" + b"".join(b"\x8c" + bytes([len(part)]) + part for part in encoded) + b"\x93."
 
 
-def _global(module: str, name: str) -> bytes:
-    """A pickle (protocol 4) of nothing but the global `module`.`name`."""
-    encoded = [part.encode() for part in (module, name)]
-    return b"\x80\x04" + b"".join(b"\x8c" + bytes([len(part)]) + part for part in encoded) + b"\x93."
-
-
 def test_a_part_that_names_anything_but_checking_facts_is_refused() -> None:
     checker = Checker()
     for harmful in (
@@ -836,7 +830,7 @@ def test_processes_with_any_hash_seed_agree_byte_for_byte(tmp_path: Path) -> Non
 
 
 def _children(pid: int) -> set[int]:
-    found = set()
+    found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
         found.update(int(child) for child in (task / "children").read_text().split())
     return found
@@ -844,6 +838,9 @@ def _children(pid: int) -> set[int]:
 
 @pytest.mark.e2e
 @pytest.mark.skipif(sys.platform != "linux", reason="workers die with the check through Linux's prctl")
+@pytest.mark.skipif(
+    not Path(f"/proc/self/task/{os.getpid()}/children").exists(), reason="the kernel lists no children in /proc"
+)
 @pytest.mark.parametrize("signal_number", [15, 1])  # SIGTERM, SIGHUP
 def test_workers_die_with_a_killed_check(signal_number: int, tmp_path: Path) -> None:
     """A check killed while its workers read (a CI job cancelled, a terminal closed) takes
