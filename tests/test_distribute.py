@@ -709,6 +709,22 @@ def _working_directory(path: Path) -> Iterator[None]:
 
 
 @pytest.mark.e2e
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_in_the_tree_never_hangs_a_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each shard hashes the whole input's contents: a FIFO a walk meets is opened as the
+    check opens an input (non-blocking, regular files only), not read until a writer comes.
+    The merge reports it as `check` does."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "pod.yaml").write_text(POD)
+    os.mkfifo(tree / "pipe.yaml")
+    one = _cli(["check", "--format", "json", str(tree)], capsys)
+    assert one[0] == 2 and "not a regular file" in one[2]
+    facts = _shards(["-j", "1", str(tree)], 2, tmp_path, capsys)  # before: the first shard never returned
+    assert _cli(["merge", "--format", "json", *facts], capsys) == one
+
+
+@pytest.mark.e2e
 def test_merge_keeps_its_facts_and_the_shards_day(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

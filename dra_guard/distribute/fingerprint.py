@@ -15,44 +15,49 @@ from datetime import date
 from enum import Enum
 from typing import Any
 
-from dra_guard.read.inputs import CHART, FILE, RENDERED, Unit
-from dra_guard.read.walk import STDIN
+from dra_guard.distribute.pool import dispatchable
+from dra_guard.read.files import open_input
+from dra_guard.read.inputs import CHART, RENDERED, Unit
 from dra_guard.ruleapi.config import Config
 from dra_guard.ruleapi.options import Secret
 
-#: Bytes read at a time when a file's contents are hashed.
-_CHUNK = 1 << 20
 
-
-def input_digest(units: Iterable[Unit]) -> str:
-    """Every part of the input, in order, with its contents: each file's bytes, what the
-    kustomizations rendered, each chart folder's files.  Standard input counts by name only:
-    each shard has its own (a CI matrix gives it none)."""
+def input_digest(units: Iterable[Unit], limit: int) -> str:
+    """Every part of the input, in order, with its contents: each file's bytes (read as the
+    check reads them, at most `limit`), what the kustomizations rendered, each chart folder's
+    files.  Standard input counts by name only: each shard has its own (a CI matrix gives it
+    none)."""
     digest = hashlib.blake2b(digest_size=32)
     for unit in units:
         digest.update(json.dumps([unit.position, unit.kind, unit.path, unit.found]).encode("utf-8", "surrogateescape"))
-        if unit.kind == FILE and unit.path != STDIN:
-            _file(digest, unit.path)
+        if dispatchable(unit):
+            _file(digest, unit.path, limit)
         elif unit.kind == RENDERED:
             for item in unit.rendered:  # documents and errors: dataclasses, whose repr holds their values
                 digest.update(repr(item).encode("utf-8", "surrogateescape"))
         elif unit.kind == CHART:
-            _folder(digest, unit.path)
+            _folder(digest, unit.path, limit)
     return digest.hexdigest()
 
 
-def _file(digest: Any, path: str) -> None:
-    """The file's bytes; what stops them being read (gone, unreadable) stands in for them,
-    as the check itself reports it."""
+def _file(digest: Any, path: str, limit: int) -> None:
+    """The file's bytes, opened as the check opens an input (`open_input`: non-blocking,
+    regular files only, so a FIFO in the tree never hangs a shard); what stops them being
+    read (gone, no regular file, past `limit`) stands in for them, as the check reports it."""
+    opened = open_input(path, limit)
+    if isinstance(opened, str):
+        digest.update(("\0" + opened).encode("utf-8", "surrogateescape"))
+        return
     try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-    except OSError as error:
-        digest.update(f"\0unreadable: {type(error).__name__} {error.errno}".encode())
+        for block in [opened.data] if opened.data is not None else opened.blocks():
+            digest.update(block)
+        if opened.problem is not None:
+            digest.update(("\0" + opened.problem).encode("utf-8", "surrogateescape"))
+    finally:
+        opened.close()
 
 
-def _folder(digest: Any, folder: str) -> None:
+def _folder(digest: Any, folder: str, limit: int) -> None:
     """Each regular file under `folder` (links not followed into other folders), by its
     path relative to the folder, in sorted order."""
     for root, folders, files in os.walk(folder):
@@ -60,7 +65,7 @@ def _folder(digest: Any, folder: str) -> None:
         for name in sorted(files):
             path = os.path.join(root, name)
             digest.update(os.path.relpath(path, folder).encode("utf-8", "surrogateescape") + b"\0")
-            _file(digest, path)
+            _file(digest, path, limit)
 
 
 def config_fingerprint(config: Config) -> str:

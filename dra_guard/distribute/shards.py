@@ -117,7 +117,7 @@ def check_shard(inputs: Inputs, config: Config, shard: Shard, workers: int, toda
         "python": _PYTHON,
         "shard": shard.index,
         "shards": shard.count,
-        "input": input_digest(units),
+        "input": input_digest(units, inputs.max_bytes),
         "parts": len(units),
         "configuration": config_fingerprint(config),
         "today": today.isoformat(),
