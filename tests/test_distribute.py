@@ -12,7 +12,6 @@ processes (in any order, any number, one dying, a part that does not pickle), fa
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import errno
 import hashlib
@@ -25,7 +24,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -680,7 +679,9 @@ def test_damaged_or_hand_edited_facts_are_input_errors(tmp_path: Path, capsys: p
 
 
 @pytest.mark.e2e
-def test_shards_of_two_checkouts_do_not_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_shards_of_two_checkouts_do_not_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same files, in the same order and of the same sizes, but other contents (a matrix
     job run again after the branch moved): the inputs differ, and merge says so."""
     pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec: {containers: [{name: c, image: x}]}\n"
@@ -691,21 +692,11 @@ def test_shards_of_two_checkouts_do_not_merge(tmp_path: Path, capsys: pytest.Cap
     mixed = []
     for checkout, index in (("a", 1), ("b", 2)):
         mixed.append(str(tmp_path / f"facts-{checkout}"))
-        with _working_directory(tmp_path / checkout):
-            code, _, _ = _cli(["check", "-j", "1", "--shard", f"{index}/2", "--facts-out", mixed[-1], "."], capsys)
+        monkeypatch.chdir(tmp_path / checkout)
+        code, _, _ = _cli(["check", "-j", "1", "--shard", f"{index}/2", "--facts-out", mixed[-1], "."], capsys)
         assert code == 0
     code, out, err = _cli(["merge", *mixed], capsys)
     assert (code, out) == (2, "") and "their inputs (the files, their order or their contents) differ" in err, err
-
-
-@contextlib.contextmanager
-def _working_directory(path: Path) -> Iterator[None]:
-    before = os.getcwd()
-    os.chdir(path)
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 @pytest.mark.e2e

@@ -497,7 +497,8 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
     refused = _Throttled("connection refused")
     slow = _Throttled("connection closed")
     evicted = _Throttled("connection evicted")
-    #: This port's connections accepted and not yet made (their TLS handshake runs).
+    #: This port's connections since they were accepted: each counts as a handshake under
+    #: way until it is made (or its handshake deadline has passed).
     accepted: weakref.WeakSet[BoundedH11Protocol] = weakref.WeakSet()
 
     class BoundedH11Protocol(H11Protocol):
@@ -527,7 +528,8 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             self._made = True
             super().connection_made(transport)
-            if _live(self._peers()) > limits.max_connections and not _evict_idle(self._peers(), self):
+            peers = self._peers()
+            if _live(peers) > limits.max_connections and not _evict_idle(peers, self):
                 refused(port=port, reason="at the connection limit", limit=limits.max_connections)
                 # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
                 transport.abort()
@@ -607,7 +609,7 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
     def _live(connections: Iterable[BoundedH11Protocol]) -> int:
         return sum(not connection._evicted for connection in connections)
 
-    def _evict_idle(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol | None = None) -> bool:
+    def _evict_idle(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol) -> bool:
         """Close the idle connection accepted first, to make way for a new one: idle ones
         (kept alive, or opened and silent) never keep a client out at the cap -- 128 silent
         connections used to shut the review port for 32 s, and 8 the probes' (the API server

@@ -200,9 +200,10 @@ class KubernetesTemplates:
         return found
 
 
-#: Reviews of bodies up to this size that read nothing from the API server and hold no CEL
-#: run on the event loop (`Webhook._reads_nothing`): the engine takes a few milliseconds at
-#: most on them, so the probes and other connections wait no longer than that.
+#: Reviews of bodies up to this size that read nothing from the API server
+#: (`Webhook._reads_nothing`) and hold no CEL the parser must read (`_parses_cel`) run on
+#: the event loop: the engine takes a few milliseconds at most on them, so the probes and
+#: other connections wait no longer than that.
 INLINE_REVIEW_BYTES = 64 * 1024
 
 
@@ -393,7 +394,7 @@ class Webhook:
         problem: str,
         slots: asyncio.Semaphore,
         size: int,
-        holds_cel: bool = False,
+        holds_cel: bool,
         clock: _Clock,
     ) -> None:
         """Review a parsed body in the slot taken for it (given back here) and answer it."""

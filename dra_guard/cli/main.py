@@ -518,16 +518,22 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
 
 
 def _refuses_to_overwrite_settings(arguments: argparse.Namespace, config_file: str | None, stderr: TextIO) -> bool:
-    """Whether -o, --write-baseline or --facts-out names one of the command's own settings
-    files (said on `stderr`): it would be replaced by what the command writes."""
-    for flag, path in (
-        ("the report", arguments.output),
-        ("the baseline", arguments.write_baseline),
-        ("the facts", getattr(arguments, "facts_out", None)),
+    """Whether -o, --write-baseline or --facts-out names one of the files the command reads
+    besides its input (said on `stderr`): it would be replaced by what the command writes.
+    A baseline brought up to date in place (--write-baseline onto --baseline) is what
+    --write-baseline is for."""
+    read = [("the configuration file", config_file), *(("a --slices file", path) for path in arguments.slices)]
+    read += [("one of the facts files", path) for path in getattr(arguments, "facts", ())]
+    baseline = [("the --baseline file", arguments.baseline)]
+    for flag, path, guarded in (
+        ("the report", arguments.output, read + baseline),
+        ("the baseline", arguments.write_baseline, read),
+        ("the facts", getattr(arguments, "facts_out", None), read + baseline),
     ):
-        setting = _setting_overwritten(path, arguments, config_file)
-        if setting == "the --baseline file" and path == arguments.write_baseline:
-            continue  # a baseline brought up to date in place: what --write-baseline is for
+        if path is None or path == "-":
+            continue
+        target = os.path.realpath(path)
+        setting = next((what for what, given in guarded if given and os.path.realpath(given) == target), None)
         if setting is not None:
             stderr.write(printable(f"dra-guard: refusing to write {flag} to {path}: it is {setting}\n"))
             return True
@@ -608,10 +614,6 @@ def run_merge(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     if isinstance(setup, int):
         return setup
     if _refuses_to_overwrite_settings(arguments, found[1], stderr):
-        return EXIT_ERROR
-    output = arguments.output
-    if output is not None and any(os.path.realpath(output) == os.path.realpath(path) for path in arguments.facts):
-        stderr.write(printable(f"dra-guard: refusing to write the report to {output}: it is one of the facts files\n"))
         return EXIT_ERROR
     facts: list[tuple[str, bytes]] = []
     for path in arguments.facts:
@@ -725,17 +727,6 @@ def _read_baseline(path: str, max_bytes: int) -> list[BaselineEntry]:
     if isinstance(data, str):
         raise ValueError(f"baseline {path}: {data}")
     return parse_baseline(data, path)
-
-
-def _setting_overwritten(path: str | None, arguments: argparse.Namespace, config_file: str | None) -> str | None:
-    """What of the command's own settings a report, baseline or facts file at `path` would
-    replace (None: nothing): the configuration, a --slices file or the --baseline."""
-    if path is None or path == "-":
-        return None
-    target = os.path.realpath(path)
-    named = [("the configuration file", config_file), ("the --baseline file", arguments.baseline)]
-    named += [("a --slices file", slices) for slices in arguments.slices]
-    return next((what for what, setting in named if setting and os.path.realpath(setting) == target), None)
 
 
 def _baseline_refused(path: str, output: str | None, paths: Sequence[str]) -> str | None:

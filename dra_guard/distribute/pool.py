@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sys
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -179,7 +180,6 @@ def _die_with(parent: int) -> None:
     if sys.platform != "linux":
         return
     import ctypes
-    import os
     import signal
 
     try:
@@ -271,7 +271,6 @@ class Workers:
     check's `Claims` (`submit_taken`)."""
 
     def __init__(self, config: Config, max_bytes: int, workers: int, claims: Claims) -> None:
-        import os
         from concurrent.futures import ProcessPoolExecutor
 
         self._pool = ProcessPoolExecutor(

@@ -9,6 +9,7 @@ from typing import Any
 
 from dra_guard.contract.findings import InputError
 from dra_guard.migrate.migration import FileMigration, LocatedReport
+from dra_guard.read.walk import LINK_NOT_FOLLOWED
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,7 @@ class Unmigrated:
             f"dra-guard: {chart}: a Helm chart, not migrated; render it (helm template) and migrate the output"
             for chart in self.charts
         ]
-        lines += [
-            f"dra-guard: {link}: a symlinked folder, not followed by a walk: not migrated; name it to migrate it"
-            for link in self.links
-        ]
+        lines += [f"dra-guard: {link}: {LINK_NOT_FOLLOWED}: not migrated; name it to migrate it" for link in self.links]
         if self.skipped:
             lines.append(f"dra-guard: {len(self.skipped)} file(s) found are no Kubernetes manifests, left alone")
         return lines

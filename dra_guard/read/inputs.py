@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, Protocol
 from dra_guard.contract.findings import InputError, Unchecked
 from dra_guard.read.files import Opened, open_input, read_input
 from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_blocks, iter_bytes
-from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Selection
+from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, LINK_NOT_FOLLOWED, STDIN, Selection
 from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
 #: How long one `helm template` may take.
@@ -151,7 +151,7 @@ def _partly(folder: str, reason: str) -> Unchecked:
 
 
 def _link(folder: str) -> Unchecked:
-    return Unchecked(folder, "a symlinked folder, not followed by a walk: name it to check it", "symlinked folder")
+    return Unchecked(folder, f"{LINK_NOT_FOLLOWED}: name it to check it", "symlinked folder")
 
 
 def kustomize_hint(folder: str) -> str:

@@ -232,6 +232,8 @@ def _skipped_folder(name: str) -> bool:
 
 #: What a walk or a glob yields: a candidate file, a Helm chart folder, a symlinked folder it did not enter.
 _FILE, _CHART, _LINK = "file", "chart", "link"
+#: Why a symlinked folder in `Selection.links` was left out, as check and migrate say it.
+LINK_NOT_FOLLOWED = "a symlinked folder, not followed by a walk"
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -488,9 +490,15 @@ def _takes_file(states: frozenset[int], name: str, segments: Sequence[str]) -> b
         if segment == "**":
             if not name.startswith(".") and all(after == "**" for after in segments[index:]):
                 return True
-        elif index == last and (segment.startswith(".") or not name.startswith(".")) and fnmatch.fnmatch(name, segment):
+        elif index == last and _name_matches(segment, name):
             return True
     return False
+
+
+def _name_matches(segment: str, name: str) -> bool:
+    """Whether a pattern segment other than `**` matches `name` as in glob: a hidden name
+    only if the segment starts with a dot."""
+    return (segment.startswith(".") or not name.startswith(".")) and fnmatch.fnmatch(name, segment)
 
 
 def _closure(states: Iterable[int], segments: Sequence[str]) -> frozenset[int]:
@@ -508,7 +516,7 @@ def _advance(states: frozenset[int], name: str, segments: Sequence[str]) -> froz
     """The positions in `segments` a path at `states` reaches with one more name.
 
     `**` matches any name but one a walk skips (hidden, `node_modules`, ...); another
-    segment matches as in glob: a hidden name only if the segment starts with a dot.
+    segment matches as in glob (`_name_matches`).
     """
     after: list[int] = []
     for index in states:
@@ -518,6 +526,6 @@ def _advance(states: frozenset[int], name: str, segments: Sequence[str]) -> froz
         if segment == "**":
             if not _skipped_folder(name):
                 after.append(index)
-        elif (segment.startswith(".") or not name.startswith(".")) and fnmatch.fnmatch(name, segment):
+        elif _name_matches(segment, name):
             after.append(index + 1)
     return _closure(after, segments)
