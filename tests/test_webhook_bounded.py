@@ -351,7 +351,8 @@ def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
     it is refused with 429 and its connection closed, and what it had sent is given back;
     the slow clients' bytes are given back when they go away."""
     budget, declared, sent = 16 * 1024, 8 * 1024, 3 * 1024
-    with serving(tmp_path, max_reviews=2, body_bytes=budget, max_body=declared) as running:
+    # None of these bodies has stalled (test_stalled_bodies_are_cut_off_to_make_room_for_others).
+    with serving(tmp_path, max_reviews=2, body_bytes=budget, max_body=declared, stalled_body=60.0) as running:
         slow = [running.connect() for _ in range(running.app.max_reviews + 2)]
         for sock in slow:
             sock.sendall(_partial_request(declared, b"x" * sent))
@@ -375,6 +376,74 @@ def test_slow_bodies_hold_their_bytes_not_review_slots(tmp_path: Path) -> None:
         wait_for(lambda: running.app.body_bytes_in_flight == 0, 10)
     (refused,) = running.events("refused")
     assert refused["limit"] == budget and "bytes of request bodies in flight" in refused["reason"]
+
+
+def test_stalled_bodies_are_cut_off_to_make_room_for_others(tmp_path: Path) -> None:
+    """Bodies still arriving `stalled_body` after their heads give way to a body that would
+    not fit the budget: the oldest are cut off (a 408 that says why, and the connection
+    closed), only as many as make room, and the newcomer is reviewed.  Six clients sending
+    most of a 3 MiB body with ?timeout=30s used to keep every review out for 30 s (429).
+    Bodies that cannot make room enough together are left alone, and the newcomer gets its
+    429 as before."""
+    budget, declared, sent = 16 * 1024, 8 * 1024, 3 * 1024
+    with serving(tmp_path, body_bytes=budget, max_body=declared, stalled_body=0.3) as running:
+        slow = []
+        for count in range(1, 6):  # one after another, so that the first is the oldest
+            slow.append(running.connect())
+            slow[-1].sendall(_partial_request(declared, b"x" * sent, "?timeout=30s"))
+            wait_for(lambda count=count: running.app.body_bytes_in_flight == count * sent, 10)
+        time.sleep(0.5)  # all five have stalled; 15 KiB held, 1 KiB left
+        padded = json.loads(json.dumps(PLAIN_POD))
+        padded["metadata"]["annotations"] = {"padding": "p" * 6000}
+        response, elapsed = running.review(padded, "?timeout=30s")
+        assert response["allowed"] is True and elapsed < 2
+        for sock in slow[:2]:  # 6 KiB needed, 1 KiB free: the two oldest made room
+            status, headers, payload = _answer_of(sock)
+            assert status == b"HTTP/1.1 408 Request Timeout" and headers["connection"] == "close"
+            assert payload["error"] == (
+                "the request body was still arriving 0.3 s after its head; it was cut off to make room for others"
+            )
+        assert running.app.body_bytes_in_flight == 3 * sent  # the other three hold theirs
+        for sock in slow[2:]:
+            sock.settimeout(0.2)
+            with pytest.raises(TimeoutError):
+                sock.recv(1)
+        # 9 KiB held by stalled bodies and 7 KiB free: a body of 8 KiB plus a stalled one
+        # that cannot make room for a larger one.  A body too large for all the stalled
+        # bytes together cuts none of them off.
+        status, payload, _ = running.post(b"x" * (declared + 1))
+        assert status == 413
+        assert running.app.body_bytes_in_flight == 3 * sent
+        for sock in slow[2:]:
+            sock.close()
+        wait_for(lambda: running.app.body_bytes_in_flight == 0, 10)
+    cut = [event for event in running.events("refused") if "cut off" in event["reason"]]
+    assert len(cut) == 2 and all(event["limit"] == budget for event in cut)
+
+
+def test_young_bodies_are_not_cut_off(tmp_path: Path) -> None:
+    """Stalled bodies are cut off only when together they make room: when the bytes held are
+    young (or too few), the newcomer is refused (429) and nobody is cut off."""
+    budget, declared, sent = 16 * 1024, 8 * 1024, 3 * 1024
+    with serving(tmp_path, body_bytes=budget, max_body=declared, stalled_body=0.4) as running:
+        old = running.connect()
+        old.sendall(_partial_request(declared, b"x" * sent, "?timeout=30s"))
+        wait_for(lambda: running.app.body_bytes_in_flight == sent, 10)
+        time.sleep(0.6)  # the first has stalled: 3 KiB that could be cut off
+        young = [running.connect() for _ in range(4)]
+        for sock in young:
+            sock.sendall(_partial_request(declared, b"x" * sent, "?timeout=30s"))
+        wait_for(lambda: running.app.body_bytes_in_flight == 5 * sent, 10)
+        # 1 KiB free, 3 KiB stalled: a 6 KiB body needs 5 KiB more, and gets a 429.
+        padded = json.loads(json.dumps(PLAIN_POD))
+        padded["metadata"]["annotations"] = {"padding": "p" * 6000}
+        status, payload, _ = running.post(json.dumps(admission_review(padded)).encode())
+        assert status == 429 and "bytes of request bodies in flight" in payload["error"]
+        assert running.app.body_bytes_in_flight == 5 * sent
+        for sock in (old, *young):
+            sock.close()
+        wait_for(lambda: running.app.body_bytes_in_flight == 0, 10)
+    assert not [event for event in running.events("refused") if "cut off" in event["reason"]]
 
 
 def _answer_of(sock: ssl.SSLSocket) -> tuple[bytes, dict[str, str], Any]:
@@ -414,7 +483,8 @@ def test_idle_connections_at_the_cap_make_way_and_busy_ones_keep_newcomers_out(t
     alive): idle connections never keep the API server out (128 silent ones used to shut
     the review port for 32 s).  Busy ones are never closed for it: then the newcomer is
     refused as it is accepted, before its handshake, and the probes still answer."""
-    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
+    # Busy: their bodies have not stalled (test_stalled_requests_at_the_cap_make_way).
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30, stalled_body_timeout=30.0)
     with serving(tmp_path, connections=limits) as running:
         held = [running.connect() for _ in range(3)]
         time.sleep(0.1)
@@ -439,6 +509,40 @@ def test_idle_connections_at_the_cap_make_way_and_busy_ones_keep_newcomers_out(t
     assert [event["port"] for event in running.events("connection evicted")] == ["review"]
     (refused,) = running.events("connection refused")
     assert refused["limit"] == 3 and refused["port"] == "review"
+
+
+def test_stalled_requests_at_the_cap_make_way(tmp_path: Path) -> None:
+    """At the cap a new connection closes the one whose request body has stalled longest
+    (its head sent, its body still arriving `stalled_body_timeout` later), before any idle
+    one: 128 clients sending a head and no body used to keep the API server out for the
+    review's deadline, up to 30 s.  A request whose body has not stalled is left alone."""
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30, stalled_body_timeout=0.3)
+    with serving(tmp_path, connections=limits) as running:
+        idle = running.connect()  # accepted first: the one an idle-first choice would close
+        time.sleep(0.1)
+        stalled = []
+        for _ in range(2):
+            stalled.append(running.connect())
+            stalled[-1].sendall(_partial_request(1000, b'{"apiVersion": ', "?timeout=30s"))
+            time.sleep(0.1)
+        time.sleep(0.4)  # both have stalled
+        response, _ = running.review(PLAIN_POD)  # a fourth: the oldest stalled one made way
+        assert response["allowed"] is True
+        assert closed_within(stalled[0], 2) < 1
+        time.sleep(0.2)  # the review's connection is gone: two left
+        filler = running.connect()
+        time.sleep(0.1)
+        response, _ = running.review(PLAIN_POD)  # at the cap again: the other stalled one
+        assert response["allowed"] is True
+        assert closed_within(stalled[1], 2) < 1
+        for sock in (idle, filler):  # neither idle one was closed
+            sock.settimeout(0.2)
+            with pytest.raises(TimeoutError):
+                sock.recv(1)
+            sock.close()
+    # Logged once in ten seconds (the first of them, with a count of those since).
+    (evicted,) = running.events("connection evicted")
+    assert evicted["reason"] == "a request body still arriving 0.3 s after its head made way for a new connection"
 
 
 def _refused(running: Running) -> bool:

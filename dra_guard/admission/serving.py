@@ -5,10 +5,11 @@ The review port is HTTPS on uvicorn's h11 protocol with kube-apiserver's own dea
 90 s), which uvicorn lacks for the first: a connection that has not sent a whole request
 head within `read_header_timeout` of connecting (or of its first byte after a kept-alive
 response) is closed, so are idle kept-alive connections after `idle_timeout`; at
-`max_connections` a new connection closes the idle one accepted first, or is itself closed
-when none is idle, and TLS handshakes under way are capped at half of it (a connection past
-that is dropped as it is accepted). The request body is
-read by the application under the review's deadline (`dra_guard.admission.webhook`).
+`max_connections` a new connection closes the one whose request body has stalled longest
+(still arriving `stalled_body_timeout` after its head), else the idle one accepted first,
+or is itself closed when there is neither, and TLS handshakes under way are capped at half
+of it (a connection past that is dropped as it is accepted). The request body is read by
+the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
 (`MEMORY_LIMIT_MIB`, `Limits.for_memory`): an eighth of it for connections at
@@ -76,6 +77,13 @@ IDLE_TIMEOUT = 90
 #: held by asyncio's TLS layer, before the connection cap counts it.  The API server's client
 #: finishes in milliseconds on a cluster network.
 TLS_HANDSHAKE_TIMEOUT = 10.0
+#: A request body still arriving this long after its head is stalled: it may be cut off to
+#: make room for another request, at the connection cap (`ConnectionLimits`) and when the
+#: budget of body bytes is spent (`dra_guard.admission.webhook`).  The API server writes an
+#: AdmissionReview (3 MiB at most) right behind its head; at 1 s that is 25 Mbit/s.  Without
+#: it, six clients sending most of a 3 MiB body with `?timeout=30s` held the 16 MiB budget,
+#: and 128 sending a head alone held every connection, for 30 s at a time, again and again.
+STALLED_BODY_SECONDS = 1.0
 #: The longest request head accepted (h11's default); the API server's are a few hundred bytes.
 MAX_HEADER_BYTES = 16 * 1024
 #: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
@@ -138,6 +146,7 @@ class ConnectionLimits:
     max_header_bytes: int = MAX_HEADER_BYTES
     backlog: int = BACKLOG
     tls_handshake_timeout: float = TLS_HANDSHAKE_TIMEOUT
+    stalled_body_timeout: float = STALLED_BODY_SECONDS
 
 
 #: The probe port's: a few connections, short deadlines (the kubelet's probes time out in 2 s).
@@ -504,6 +513,8 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
     class BoundedH11Protocol(H11Protocol):
         _head_deadline: asyncio.TimerHandle | None = None
         _accepted_at = 0.0
+        #: When the request under way had its head read (loop time).
+        _request_at = 0.0
         _made = False
         _evicted = False
 
@@ -529,7 +540,7 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             self._made = True
             super().connection_made(transport)
             peers = self._peers()
-            if _live(peers) > limits.max_connections and not _evict_idle(peers, self):
+            if _live(peers) > limits.max_connections and not _make_way(peers, self):
                 refused(port=port, reason="at the connection limit", limit=limits.max_connections)
                 # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
                 transport.abort()
@@ -551,6 +562,14 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             super().connection_lost(exc)
+
+        def handle_events(self) -> None:
+            # uvicorn starts a request's cycle here, from data_received or, for a request
+            # the client sent early, as the previous answer completes.
+            cycle = self.cycle
+            super().handle_events()
+            if self.cycle is not cycle:
+                self._request_at = self.loop.time()
 
         def _arm(self) -> None:
             self._disarm()
@@ -580,9 +599,18 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 and (self.cycle is None or self.cycle.response_complete)
             )
 
-        def evict(self) -> None:
+        def stalled(self, now: float) -> bool:
+            """A request whose body is still arriving `stalled_body_timeout` after its head."""
+            return (
+                self._made
+                and not self._evicted
+                and self.conn.their_state is h11.SEND_BODY
+                and now - self._request_at > limits.stalled_body_timeout
+            )
+
+        def evict(self, reason: str) -> None:
             self._evicted = True
-            evicted(port=port, reason="an idle connection made way for a new one", limit=limits.max_connections)
+            evicted(port=port, reason=reason, limit=limits.max_connections)
             self._disarm()
             self.transport.abort()
 
@@ -609,15 +637,26 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
     def _live(connections: Iterable[BoundedH11Protocol]) -> int:
         return sum(not connection._evicted for connection in connections)
 
-    def _evict_idle(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol) -> bool:
-        """Close the idle connection accepted first, to make way for a new one: idle ones
-        (kept alive, or opened and silent) never keep a client out at the cap -- 128 silent
-        connections used to shut the review port for 32 s, and 8 the probes' (the API server
-        and the kubelet open another when theirs is closed)."""
-        idle = [connection for connection in connections if connection is not newcomer and connection.idle()]
+    def _make_way(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol) -> bool:
+        """Close a connection to make way for a new one: the one whose request body has
+        stalled longest, else the idle one accepted first.  Neither keeps a client out at
+        the cap: 128 silent connections used to shut the review port for 32 s, and 8 the
+        probes' (the API server and the kubelet open another when theirs is closed); 128
+        sending a request head and no body shut it for the review's deadline, up to 30 s.
+        A request whose body flows, or that is being reviewed, is never cut off."""
+        others = [connection for connection in connections if connection is not newcomer]
+        now = newcomer.loop.time()
+        stalled = [connection for connection in others if connection.stalled(now)]
+        if stalled:
+            min(stalled, key=lambda connection: connection._request_at).evict(
+                f"a request body still arriving {limits.stalled_body_timeout:g} s after its head made way for a "
+                "new connection"
+            )
+            return True
+        idle = [connection for connection in others if connection.idle()]
         if not idle:
             return False
-        min(idle, key=lambda connection: connection._accepted_at).evict()
+        min(idle, key=lambda connection: connection._accepted_at).evict("an idle connection made way for a new one")
         return True
 
     return BoundedH11Protocol

@@ -18,8 +18,10 @@ traceback in the log line). ResourceClaims that the control plane writes for pod
 policies admit them (dra_guard.admission.policy says who writes them, from upstream source).
 
 It is bounded: a request's body is read first, its bytes held within a budget of body bytes
-in flight (`body_bytes`; a body that would pass it gets a 429), and must arrive within the
-review's deadline, which is the API server's `?timeout=` less a margin; then at most
+in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies still arriving
+`stalled_body` after their heads hold enough of it: those are cut off with a 408 instead),
+and must arrive within the review's deadline, which is the API server's `?timeout=` less a
+margin; then at most
 `max_reviews` reviews are parsed and checked at once (the others wait for a slot within
 their deadline, then get a 429), so a slow body never holds a slot; and the claim
 templates looked up are only those the object's pod specs (or pod groups) name in
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
-from dra_guard.admission.serving import Limits, ServingCertificate, log_event
+from dra_guard.admission.serving import STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
@@ -251,8 +253,11 @@ class Webhook:
     #: Reviews parsed and checked at once; the others wait for a slot within their deadline.
     max_reviews: int = DEFAULT_MAX_REVIEWS
     #: Bytes of request bodies received and not yet parsed (bodies are read before a slot is
-    #: taken); a body that would go past it is refused with 429.
+    #: taken); a body that would go past it is refused with 429, unless stalled bodies make
+    #: way for it.
     body_bytes: int = DEFAULT_BODY_BYTES
+    #: Seconds after its head that a body still arriving is stalled (`_BodyBudget`).
+    stalled_body: float = STALLED_BODY_SECONDS
     max_templates: int = MAX_TEMPLATE_LOOKUPS
     cache_seconds: float = TEMPLATE_CACHE_SECONDS
     #: The serving certificate: /readyz fails while it is not valid.
@@ -280,7 +285,7 @@ class Webhook:
                 f"the budget for request bodies in flight ({self.body_bytes} bytes) is smaller than the largest body "
                 f"accepted ({self.max_body} bytes)"
             )
-        self._bodies = _BodyBudget(self.body_bytes)
+        self._bodies = _BodyBudget(self.body_bytes, self.stalled_body)
 
     @property
     def body_bytes_in_flight(self) -> int:
@@ -718,21 +723,79 @@ async def _by(deadline: float, awaitable: Awaitable[T]) -> T:
     return await asyncio.wait_for(awaitable, timeout=left)  # pragma: no cover - Python 3.10
 
 
+class _Arrival:
+    """One request body being received: its chunks so far, the bytes of the budget it holds,
+    since when it is read (`time.monotonic()`), and the task reading it, cancelled if it is
+    cut off."""
+
+    __slots__ = ("chunks", "cut_off", "held", "since", "task")
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.chunks: list[bytes] = []
+        self.held, self.since, self.task, self.cut_off = 0, time.monotonic(), task, False
+
+
 class _BodyBudget:
     """Bytes of request bodies received and not yet parsed, at most `limit` (used on the
-    event loop only)."""
+    event loop only).
 
-    def __init__(self, limit: int) -> None:
-        self.limit, self.held = limit, 0
+    A body that would pass the limit is refused at once, never waiting: bodies that each
+    held part of the budget while waiting for the rest of it could wait for one another
+    until their deadlines.  Unless bodies still arriving `stalled` seconds after they began
+    hold enough of it: those are cut off, oldest first, and the newcomer goes on.  The API
+    server writes a body right behind its head, so only a client that sends slowly, on
+    purpose or not, ever holds bytes that long; without this, six of them sending most of a
+    3 MiB body with `?timeout=30s` kept every review out for 30 s, and again.
+    """
 
-    def take(self, size: int) -> bool:
-        if self.held + size > self.limit:
+    def __init__(self, limit: int, stalled: float) -> None:
+        self.limit, self.held, self.stalled = limit, 0, stalled
+        #: Bodies still arriving, oldest first (a dict keeps the order they were added in).
+        self._arriving: dict[_Arrival, None] = {}
+
+    def arriving(self) -> _Arrival:
+        """A body begins: it holds nothing yet."""
+        arrival = _Arrival(asyncio.current_task())
+        self._arriving[arrival] = None
+        return arrival
+
+    def arrived(self, arrival: _Arrival) -> None:
+        """A body is whole (or refused): what it holds can no longer be cut off."""
+        self._arriving.pop(arrival, None)
+
+    def take(self, arrival: _Arrival, size: int) -> bool:
+        if self.held + size > self.limit and not self._make_room(arrival, size):
             return False
         self.held += size
+        arrival.held += size
         return True
 
     def give(self, size: int) -> None:
         self.held -= size
+
+    def _make_room(self, newcomer: _Arrival, size: int) -> bool:
+        """Cut off stalled bodies, oldest first, until `size` more bytes fit; none when all
+        of them would not make room enough."""
+        cutoff = time.monotonic() - self.stalled
+        stalled = [arrival for arrival in self._arriving if arrival is not newcomer and arrival.since <= cutoff]
+        if self.held - sum(arrival.held for arrival in stalled) + size > self.limit:
+            return False
+        for arrival in stalled:
+            if self.held + size <= self.limit:
+                break
+            self._cut_off(arrival)
+        return True
+
+    def _cut_off(self, arrival: _Arrival) -> None:
+        # Its bytes are given back now, for the newcomer, and freed with them; its task,
+        # waiting for more of its body (the only place it waits while arriving), is woken
+        # to answer 408.
+        self.arrived(arrival)
+        self.held -= arrival.held
+        arrival.chunks.clear()
+        arrival.held, arrival.cut_off = 0, True
+        if arrival.task is not None:
+            arrival.task.cancel()
 
 
 @dataclass(frozen=True)
@@ -754,22 +817,43 @@ class _Refusal:
 async def _read_body(receive: Receive, limit: int, deadline: float, budget: _BodyBudget) -> bytes | _Refusal:
     """The body, its bytes taken from `budget` as they arrive (the caller gives them back),
     or why not (what it had taken given back)."""
-    chunks: list[bytes] = []
+    arrival = budget.arriving()
     try:
-        refusal = await _receive_body(receive, limit, deadline, budget, chunks)
+        refusal = await _receive_body(receive, limit, deadline, budget, arrival)
+    except asyncio.CancelledError:
+        if not arrival.cut_off or _cancelled_otherwise():
+            budget.give(arrival.held)
+            raise
+        refusal = _Refusal(
+            408,
+            f"the request body was still arriving {budget.stalled:g} s after its head; it was cut off to make "
+            "room for others",
+            budget.limit,
+        )
     except BaseException:
-        budget.give(sum(map(len, chunks)))
+        budget.give(arrival.held)
         raise
+    finally:
+        budget.arrived(arrival)
     if refusal is not None:
-        budget.give(sum(map(len, chunks)))
+        budget.give(arrival.held)
         return refusal
-    return b"".join(chunks)
+    return b"".join(arrival.chunks)
+
+
+def _cancelled_otherwise() -> bool:
+    """Whether the running task, cancelled to cut its body off, was also cancelled by
+    something else (the server stopping): that cancellation goes on (Python 3.11+ counts
+    them; 3.10 cannot tell, and answers the 408)."""
+    task = asyncio.current_task()
+    uncancel = getattr(task, "uncancel", None)
+    return uncancel is not None and uncancel() > 0
 
 
 async def _receive_body(
-    receive: Receive, limit: int, deadline: float, budget: _BodyBudget, chunks: list[bytes]
+    receive: Receive, limit: int, deadline: float, budget: _BodyBudget, arrival: _Arrival
 ) -> _Refusal | None:
-    """Appends the body's chunks to `chunks`, each once `budget` has taken it."""
+    """Appends the body's chunks to `arrival.chunks`, each once `budget` has taken it."""
     size = 0
     while True:
         try:
@@ -782,13 +866,11 @@ async def _receive_body(
         size += len(chunk)
         if size > limit:
             return _Refusal(413, f"request body larger than {limit} bytes", limit)
-        if not budget.take(len(chunk)):
-            # Refused at once, never waiting: bodies that each held part of the budget while
-            # waiting for the rest of it could wait for one another until their deadlines.
+        if not budget.take(arrival, len(chunk)):
             return _Refusal(
                 429, f"dra-guard webhook: {budget.limit} bytes of request bodies in flight; try again", budget.limit
             )
-        chunks.append(chunk)
+        arrival.chunks.append(chunk)
         if not message.get("more_body", False):
             return None
 
