@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Generator
 from typing import Any
 
@@ -16,6 +18,14 @@ __all__ = ["REPO_ROOT"]
 
 os.environ.setdefault("CDK8S_CHECK_UPGRADE", "false")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+# The processes the tests start keep their temporary files in one folder of the session's,
+# removed when it ends: cdk8s' `Testing.app()` makes a `cdk8s.outdir.*` folder in node's
+# TMPDIR for every app and never removes it (thousands piled up in /tmp).  This
+# process's own (pytest's tmp_path among them) stay where they were.
+tempfile.tempdir = tempfile.gettempdir()
+_PROCESS_TMP = tempfile.mkdtemp(prefix="dra-guard-tests-")
+os.environ["TMPDIR"] = _PROCESS_TMP
 
 # In CI (`CI` set, as .ci/run and every hosted runner set it) every Hypothesis test is
 # derandomized and keeps no example database: the same commit draws the same examples, so a
@@ -60,3 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
         start(self, *args, **kwargs)
 
     subprocess.Popen.__init__ = guarded  # type: ignore[method-assign]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_PROCESS_TMP, ignore_errors=True)
