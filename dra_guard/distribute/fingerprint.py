@@ -18,6 +18,7 @@ from typing import Any
 from dra_guard.distribute.pool import dispatchable
 from dra_guard.read.files import open_input
 from dra_guard.read.inputs import CHART, RENDERED, Unit
+from dra_guard.read.walk import walk_tree
 from dra_guard.ruleapi.config import Config
 from dra_guard.ruleapi.options import Secret
 
@@ -60,7 +61,7 @@ def _file(digest: Any, path: str, limit: int) -> None:
 def _folder(digest: Any, folder: str, limit: int) -> None:
     """Each regular file under `folder` (links not followed into other folders), by its
     path relative to the folder, in sorted order."""
-    for root, folders, files in os.walk(folder):
+    for root, folders, files in walk_tree(folder):
         folders.sort()
         for name in sorted(files):
             path = os.path.join(root, name)

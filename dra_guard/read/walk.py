@@ -34,7 +34,7 @@ import fnmatch
 import glob
 import os
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -130,6 +130,8 @@ class Ignores:
         self._specs: dict[str, GitIgnoreSpec | None] = {}
         #: Per directory: the repository root above it (None: not in a repository).
         self._roots: dict[str, str | None] = {}
+        #: Per (directory, its repository root): what its .gitignore files say (`_folder`).
+        self._folders: dict[tuple[str, str], _Folder] = {}
 
     def excluded(self, path: str, is_dir: bool = False) -> bool:
         """Named by an exclude pattern, or ignored by git."""
@@ -147,9 +149,23 @@ class Ignores:
         return False
 
     def _repository_of(self, directory: str) -> str | None:
-        if directory not in self._roots:
-            self._roots[directory] = repository_root(directory)
-        return self._roots[directory]
+        """`repository_root(directory)` of an absolute path, remembered for every folder
+        passed on the way up: each folder is looked at once, however deep the walk."""
+        passed = []
+        while directory not in self._roots:
+            if os.path.exists(os.path.join(directory, ".git")):
+                self._roots[directory] = directory
+                break
+            passed.append(directory)
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                self._roots[directory] = None
+                break
+            directory = parent
+        root = self._roots[directory]
+        for each in passed:
+            self._roots[each] = root
+        return root
 
     def _ignore_spec(self, directory: str, root: str) -> GitIgnoreSpec | None:
         if directory not in self._specs:
@@ -174,32 +190,50 @@ class Ignores:
             return False
         # git never descends into an ignored folder, so an ancestor being ignored settles it;
         # otherwise the deepest .gitignore with a matching pattern decides (`!` re-includes).
-        ancestors = []
-        directory = parent
-        while True:
-            ancestors.append(directory)
-            if directory == root:
-                break
-            directory = os.path.dirname(directory)
-        ancestors.reverse()
-        for index, ancestor in enumerate(ancestors[1:], start=1):
-            if self._decides(ancestors[:index], ancestor, True):
-                return True
-        return self._decides(ancestors, absolute, is_dir)
+        folder = self._folder(parent, root)
+        return folder.ignored or _decides(folder.specs, absolute, is_dir)
 
-    def _decides(self, directories: Sequence[str], path: str, is_dir: bool) -> bool:
-        ignored = False
-        for directory in directories:
-            spec = self._ignore_spec(directory, directories[0])
-            if spec is None:
-                continue
-            relative = _relative(path, directory)
-            if relative is None:
-                continue
-            result = spec.check_file(relative + ("/" if is_dir else ""))
-            if result.include is not None:
-                ignored = result.include
-        return ignored
+    def _folder(self, directory: str, root: str) -> _Folder:
+        """What the repository's .gitignore files say of `directory` (at or below `root`),
+        worked out once a folder: from the nearest folder already known, down."""
+        below: list[str] = []
+        while (directory, root) not in self._folders and directory != root:
+            below.append(directory)
+            directory = os.path.dirname(directory)
+        known = self._folders.get((directory, root))
+        if known is None:  # the root: ignored by nothing
+            known = self._folders[(root, root)] = _Folder(False, self._specs_at(root, root, ()))
+        for each in reversed(below):
+            ignored = known.ignored or _decides(known.specs, each, True)
+            known = self._folders[(each, root)] = _Folder(ignored, self._specs_at(each, root, known.specs))
+        return known
+
+    def _specs_at(
+        self, directory: str, root: str, above: tuple[tuple[str, GitIgnoreSpec], ...]
+    ) -> tuple[tuple[str, GitIgnoreSpec], ...]:
+        spec = self._ignore_spec(directory, root)
+        return above if spec is None else (*above, (directory, spec))
+
+
+class _Folder(NamedTuple):
+    """A folder of a repository: whether git ignores it (it, or a folder above it, matched),
+    and the .gitignore files from the repository's root down to it, with their folders."""
+
+    ignored: bool
+    specs: tuple[tuple[str, GitIgnoreSpec], ...]
+
+
+def _decides(specs: Sequence[tuple[str, GitIgnoreSpec]], path: str, is_dir: bool) -> bool:
+    """Whether the deepest of `specs` with a pattern that matches `path` ignores it."""
+    ignored = False
+    for directory, spec in specs:
+        relative = _relative(path, directory)
+        if relative is None:
+            continue
+        result = spec.check_file(relative + ("/" if is_dir else ""))
+        if result.include is not None:
+            ignored = result.include
+    return ignored
 
 
 def chart_of(path: str) -> str | None:
@@ -378,13 +412,44 @@ def _inside(path: str, folders: Iterable[str]) -> bool:
 
 
 def _reporter(errors: list[InputError], directory: str) -> Callable[[OSError], None]:
-    """os.walk's `onerror`: a folder that cannot be listed is an input error in `errors`."""
+    """walk_tree's `onerror`: a folder that cannot be listed is an input error in `errors`."""
 
     def unreadable(error: OSError) -> None:
         path = error.filename if isinstance(error.filename, str) else directory
         errors.append(InputError(path, None, f"cannot read: {error.strerror or error}"))
 
     return unreadable
+
+
+def walk_tree(top: str, onerror: Callable[[OSError], None] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """`os.walk(top)`, top down, links not followed, in the same order, without recursion:
+    before Python 3.12 os.walk recurses once a level, and a tree 1,200 folders deep (a
+    path of 2,400 characters, well within what Linux allows) raised RecursionError.
+
+    As with os.walk, the caller may prune or reorder `folders` in place before the walk
+    goes on below them.
+    """
+    pending = [top]
+    while pending:
+        root = pending.pop()
+        try:
+            with os.scandir(root) as listing:
+                entries = list(listing)
+        except OSError as error:
+            if onerror is not None:
+                onerror(error)
+            continue
+        folders: list[str] = []
+        names: list[str] = []
+        for entry in entries:
+            try:
+                is_folder = entry.is_dir()
+            except OSError:
+                is_folder = False
+            (folders if is_folder else names).append(entry.name)
+        yield root, folders, names
+        below = [os.path.join(root, folder) for folder in folders]
+        pending.extend(path for path in reversed(below) if not os.path.islink(path))
 
 
 def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tuple[str, str]]:
@@ -396,8 +461,8 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tu
     that is no regular file (a FIFO, a socket, a device), as reading it refuses it.
     """
     found: list[tuple[str, str]] = []
-    # os.walk rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
-    for root, folders, names in os.walk(directory, onerror=_reporter(errors, directory)):
+    # os.scandir rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
+    for root, folders, names in walk_tree(directory, _reporter(errors, directory)):
         kept = []
         for folder in folders:
             path = os.path.join(root, folder)
@@ -405,7 +470,7 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tu
                 continue
             if os.path.isfile(os.path.join(path, CHART_FILE)):
                 found.append((path, _CHART))  # a linked chart too: it is rendered, not walked
-            elif os.path.islink(path):  # os.walk lists it and does not enter it: name it
+            elif os.path.islink(path):  # walk_tree lists it and does not enter it: name it
                 found.append((path, _LINK))
             else:
                 kept.append(folder)
@@ -413,7 +478,7 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tu
         for name in names:
             path = os.path.join(root, name)
             wanted = name.lower().endswith(MANIFEST_SUFFIXES) or name in KUSTOMIZATION_FILE_NAMES
-            # Everything but a folder (os.walk put folders, and links to them, in `folders`):
+            # Everything but a folder (walk_tree put folders, and links to them, in `folders`):
             # what is no regular file is refused when it is read.
             if wanted and not ignores.excluded(path):
                 found.append((path, _FILE))
@@ -426,7 +491,7 @@ def _glob(pattern: str, errors: list[InputError]) -> list[tuple[str, str]]:
     and not as much below the folder they lead to (a loop back into the tree is no gap).
 
     A pattern without `**` is glob's.  With one, the folder before its first wildcard is
-    walked (os.walk, links not followed) and each path below matched a name at a time
+    walked (walk_tree, links not followed) and each path below matched a name at a time
     (`_advance`): Python's glob follows every symlinked folder under `**`, with no loop
     check (one loop selects each file dozens of times, two never finish).
     """
@@ -453,7 +518,7 @@ def _glob(pattern: str, errors: list[InputError]) -> list[tuple[str, str]]:
     states_at: dict[str, frozenset[int]] = {}
     links: list[tuple[str, frozenset[int]]] = []
     reached = {top: _closure([0], rest)}
-    for root, folders, names in os.walk(top, onerror=_reporter(errors, top)):
+    for root, folders, names in walk_tree(top, _reporter(errors, top)):
         states = reached.pop(root)
         states_at[os.path.normpath(os.path.join(real_top, os.path.relpath(root, top)))] = states
         kept = []
