@@ -716,6 +716,33 @@ def test_a_fifo_in_the_tree_never_hangs_a_shard(tmp_path: Path, capsys: pytest.C
 
 
 @pytest.mark.e2e
+def test_facts_files_written_into_the_tree_are_not_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Shards run one after another in one checkout, each writing its facts into the tree
+    the next walks: a facts file a walk or glob finds is dra-guard's own output, left out as
+    the report file is, so the shards select the same files (merge refused them as shards of
+    different inputs) and a later check reports what it would have without them.  Named on
+    the command line, it is read as any file named."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "pod.yaml").write_text(POD)
+    (tree / "notes.json").write_text('{"format": "not facts"}\n')  # an ordinary JSON file: skipped, counted
+    one = _cli(["check", "--format", "json", str(tree)], capsys)
+    facts = []
+    for index in (1, 2):
+        facts.append(str(tree / f"shard-{index}.json"))
+        code, out, _ = _cli(["check", "-j", "1", str(tree), "--shard", f"{index}/2", "--facts-out", facts[-1]], capsys)
+        assert (code, out) == (0, "")
+    assert _cli(["merge", "--format", "json", *facts], capsys) == one
+    assert _cli(["check", "--format", "json", str(tree)], capsys) == one
+    assert (
+        _cli(["check", "--format", "json", str(tree / "*.json"), str(tree / "pod.yaml")], capsys)[1]
+        == _cli(["check", "--format", "json", str(tree / "notes*.json"), str(tree / "pod.yaml")], capsys)[1]
+    )
+    code, out, _ = _cli(["check", facts[0]], capsys)
+    assert code == 2 and f"{facts[0]}: error: " in out
+
+
+@pytest.mark.e2e
 def test_merge_keeps_its_facts_and_the_shards_day(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -478,11 +478,15 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     if config_file:
         excludes.append(Patterns(os.path.dirname(os.path.abspath(config_file)), config.get(EXCLUDE)))
     output = arguments.output if shard is None else arguments.facts_out
+    from dra_guard.distribute.facts_file import is_facts_file
+
+    # Shards' facts files in the tree are left out: every shard selects the same files.
     selection = select(
         arguments.paths,
         ignores=Ignores(excludes, gitignore=not arguments.no_ignore),
         named_like_found=arguments.skip_non_manifests,
         output=output,
+        ours=is_facts_file,
     )
     if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
         what = "the report" if shard is None else "the facts"

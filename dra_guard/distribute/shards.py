@@ -33,15 +33,13 @@ from typing import Any
 from dra_guard import __version__
 from dra_guard.contract.findings import InputError, Report, Unchecked
 from dra_guard.distribute.codec import dump_part, dump_value, load_part, load_value
+from dra_guard.distribute.facts_file import FORMAT, FORMAT_VERSION
 from dra_guard.distribute.fingerprint import config_fingerprint, input_digest
 from dra_guard.distribute.pool import Done, Job, check_in_place, dispatchable, in_order, plan
 from dra_guard.engine.run import Checker
 from dra_guard.read.inputs import Inputs, Unit
 from dra_guard.ruleapi.config import Config
 
-FORMAT = "dra-guard facts"
-#: 2: the header holds the body's checksum, and the input's digest covers its contents.
-FORMAT_VERSION = 2
 #: The most shards of one check: more than any CI matrix runs (GitHub Actions: 256 jobs).
 MAX_SHARDS = 10_000
 _SHARD = re.compile(r"([0-9]+)/([0-9]+)", re.ASCII)

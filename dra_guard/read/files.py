@@ -101,6 +101,21 @@ def read_stream(stream: BinaryIO, limit: int, option: str = LIMIT_OPTION) -> byt
     return b"".join(chunks)
 
 
+def read_head(path: str, size: int) -> bytes:
+    """Up to the first `size` bytes of a regular file, opened as an input is (never waiting
+    on a FIFO); empty for anything else, or what cannot be read."""
+    try:
+        descriptor = os.open(path, _OPEN_FLAGS)
+    except OSError:
+        return b""
+    try:
+        return os.read(descriptor, size) if stat.S_ISREG(os.fstat(descriptor).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(descriptor)
+
+
 def read_input(path: str, limit: int, stdin: BinaryIO | None = None) -> bytes | str:
     """An input's bytes (read from `stdin` when it is given: the input `-`), or why it was
     not read, as an input error says it."""

@@ -310,6 +310,7 @@ def select(
     ignores: Ignores | None = None,
     named_like_found: bool = False,
     output: str | None = None,
+    ours: Callable[[str], bool] | None = None,
 ) -> Selection:
     """Candidates, charts, symlinked folders not entered and errors for the paths given on
     the command line.
@@ -320,8 +321,10 @@ def select(
     files.  `named_like_found` treats named files as a walk treats what it finds
     (pre-commit passes every staged file by name): not-manifests skipped, exclude
     patterns applied (not `.gitignore`: git lists tracked files whatever it says).
-    `output`, the report file, is never a candidate.  A file reached twice (named twice,
-    through a link, by two patterns) is a candidate once, as first spelt.
+    `output`, the report file, is never a candidate, nor is a `.json` file a walk or glob
+    finds that `ours` says dra-guard wrote (a shard's facts file: see
+    `dra_guard.distribute.facts_file`).  A file reached twice (named twice, through a link,
+    by two patterns) is a candidate once, as first spelt.
     """
     ignores = ignores or Ignores()
     selection = Selection()
@@ -339,6 +342,8 @@ def select(
                 selection.output_found = True
             else:
                 selection.output_named = True
+            return
+        if found and ours is not None and path.lower().endswith(".json") and ours(path):
             return
         # A file that cannot be stat'ed is told by its path (reading it reports why).
         key = identity or (path if path == STDIN else os.path.normpath(path))

@@ -1,0 +1,32 @@
+"""What marks a facts file (`dra-guard check --shard I/N --facts-out F`), apart from the
+shards machinery so that a walk can tell one without importing it.
+
+A facts file is dra-guard's own output, never an input: a walk that meets one (the facts of
+shard 1, written into the tree that shard 2 then walks) leaves it out, as it leaves out the
+report file, so that every shard selects the same files and a check of the tree reports
+what it would have without it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from dra_guard.read.files import read_head
+
+FORMAT = "dra-guard facts"
+#: 2: the header holds the body's checksum, and the input's digest covers its contents.
+FORMAT_VERSION = 2
+#: A header is a few hundred bytes: its keys, four SHA-256 digests and small values.
+_HEADER_BYTES = 4096
+
+
+def is_facts_file(path: str) -> bool:
+    """Whether `path` is a regular file whose first line is a facts header (any version)."""
+    line, newline, _ = read_head(path, _HEADER_BYTES).partition(b"\n")
+    if not newline or not line.startswith(b"{"):
+        return False
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(header, dict) and header.get("format") == FORMAT
