@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import io
+import itertools
 import json
 import os
 import signal
@@ -125,20 +126,23 @@ def test_an_over_long_path_is_an_input_error(project: Path) -> None:
     assert code == EXIT_ERROR
     assert f"{named}: error: cannot read: {os.strerror(errno.ENAMETOOLONG)}" in text and "DRA001" in text
     # A tree deeper than a path may be long (PATH_MAX): the walk says where it had to stop.
-    descriptor = os.open(project, os.O_RDONLY)
+    # Folders opened one below the other, kept open to remove them afterwards (no path
+    # reaches the deepest, so pytest could not remove them: they piled up as garbage-*).
+    descriptors = [os.open(project, os.O_RDONLY)]
     try:
         for _ in range(24):
-            os.mkdir("d" * 200, dir_fd=descriptor)
-            deeper = os.open("d" * 200, os.O_RDONLY, dir_fd=descriptor)
-            os.close(descriptor)
-            descriptor = deeper
+            os.mkdir("d" * 200, dir_fd=descriptors[-1])
+            descriptors.append(os.open("d" * 200, os.O_RDONLY, dir_fd=descriptors[-1]))
+        code, document, _ = report(".")
+        assert code == EXIT_ERROR and rules_of(document) == [("./legacy.yaml", "DRA001")]
+        ((file, message),) = errors_of(document)
+        assert file.startswith("./" + "d" * 200) and len(file) > 4000
+        assert message == f"cannot read: {os.strerror(errno.ENAMETOOLONG)}"
     finally:
-        os.close(descriptor)
-    code, document, _ = report(".")
-    assert code == EXIT_ERROR and rules_of(document) == [("./legacy.yaml", "DRA001")]
-    ((file, message),) = errors_of(document)
-    assert file.startswith("./" + "d" * 200) and len(file) > 4000
-    assert message == f"cannot read: {os.strerror(errno.ENAMETOOLONG)}"
+        for parent, child in reversed(list(itertools.pairwise(descriptors))):
+            os.close(child)
+            os.rmdir("d" * 200, dir_fd=parent)
+        os.close(descriptors[0])
 
 
 @needs_fifo

@@ -10,7 +10,10 @@ from __future__ import annotations
 import io
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from dra_guard.cli.main import main
 from dra_guard.read.walk import walk_tree
@@ -34,14 +37,35 @@ def _deep_tree(root: Path) -> Path:
     return folder
 
 
+@pytest.fixture
+def deep_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """`tmp_path` as the working directory, emptied afterwards without recursion: pytest
+    removes old temporary folders with shutil.rmtree, which recurses a level at a time
+    before Python 3.12 and would fail on this tree in a later session."""
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    folders, pending = [], [str(tmp_path)]
+    while pending:
+        folder = pending.pop()
+        folders.append(folder)
+        with os.scandir(folder) as listing:
+            for entry in listing:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for folder in reversed(folders[1:]):
+        os.rmdir(folder)
+
+
 def check(*arguments: str) -> tuple[int, str, str]:
     stdout, stderr = io.StringIO(), io.StringIO()
     code = main(["check", "--jobs", "1", "--format", "json", *arguments], stdout, stderr)
     return code, stdout.getvalue(), stderr.getvalue()
 
 
-def test_a_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path, monkeypatch: object) -> None:
-    monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]
+@pytest.mark.usefixtures("deep_tmp")
+def test_a_tree_deeper_than_the_recursion_limit_is_walked() -> None:
     _deep_tree(Path("root"))
     for given in ("root", "root/**/*.yaml", "root/**"):
         code, out, err = check(given)
@@ -51,11 +75,11 @@ def test_a_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path, monkey
     assert code == 0 and "facts written to facts.json" in err
 
 
-def test_gitignore_files_at_every_depth_of_a_deep_repository(tmp_path: Path, monkeypatch: object) -> None:
+@pytest.mark.usefixtures("deep_tmp")
+def test_gitignore_files_at_every_depth_of_a_deep_repository() -> None:
     """In a repository, each folder's .gitignore files are worked out once (they were read
     again for every path, a walk cubic in the depth: 2 s at 300 folders deep), with git's
     rules as before: the deepest matching pattern decides, `!` re-includes."""
-    monkeypatch.chdir(tmp_path)  # type: ignore[attr-defined]
     deepest = _deep_tree(Path("root"))
     Path("root/.git").mkdir()
     Path("root/.gitignore").write_text("*.skip.yaml\n")
