@@ -8,7 +8,7 @@ response) is closed, so are idle kept-alive connections after `idle_timeout`; at
 `max_connections` a new connection closes the one whose request body has stalled longest
 (still arriving `stalled_body_timeout` after its head), else the idle one accepted first,
 or is itself closed when there is neither, and TLS handshakes under way are capped at half
-of it (a connection past that is dropped as it is accepted). The request body is read by
+of it (past that, the oldest handshake under way is cut off for the newcomer). The request body is read by
 the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
@@ -513,6 +513,7 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
     class BoundedH11Protocol(H11Protocol):
         _head_deadline: asyncio.TimerHandle | None = None
         _accepted_at = 0.0
+        _handshake: asyncio.Transport | None = None
         #: When the request under way had its head read (loop time).
         _request_at = 0.0
         _made = False
@@ -524,17 +525,47 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             # have a cap of their own, half the connections' -- 780 connections that never
             # said hello took the process past its memory limit when nothing counted them.
             # They make no idle connection give way: the API server's kept-alive ones stay.
+            # At that cap the oldest handshake under way is cut off for the newcomer, as a
+            # stalled request makes way at the connection cap: refusing the newcomer let 64
+            # connections that never said hello shut the port for the handshake deadline,
+            # again and again; now a flood must outpace handshakes that take milliseconds.
             super().__init__(*args, **kwargs)
             now = self.loop.time()
-            handshaking = sum(
-                not other._made and now - other._accepted_at <= limits.tls_handshake_timeout + 0.5 for other in accepted
-            )
-            if handshaking >= max(1, limits.max_connections // 2):
-                refused(port=port, reason="at the limit of handshakes under way", limit=limits.max_connections // 2)
-                # Out of the loop's accept: it drops the socket (closed with it, unanswered).
-                raise ConnectionRefusedError(f"{port}: at the limit of handshakes under way")
+            since = now - limits.tls_handshake_timeout - 0.5
+            handshaking = [
+                other for other in accepted if not other._made and not other._evicted and other._accepted_at >= since
+            ]
+            if len(handshaking) >= max(1, limits.max_connections // 2):
+                oldest = min(
+                    (other for other in handshaking if other._handshake is not None),
+                    key=lambda other: other._accepted_at,
+                    default=None,
+                )
+                if oldest is None:
+                    refused(port=port, reason="at the limit of handshakes under way", limit=limits.max_connections // 2)
+                    # Out of the loop's accept: it drops the socket (closed with it, unanswered).
+                    raise ConnectionRefusedError(f"{port}: at the limit of handshakes under way")
+                oldest.cut_handshake()
             self._accepted_at = now
             accepted.add(self)
+
+        def handshake_began(self, transport: asyncio.Transport) -> None:
+            """The TLS transport this connection's handshake runs on (`_bound_tls`), by which
+            the handshake can be cut off before the connection is made."""
+            self._handshake = transport
+
+        def cut_handshake(self) -> None:
+            self._evicted = True
+            evicted(
+                port=port,
+                reason="the oldest TLS handshake under way made way for a new connection",
+                limit=limits.max_connections // 2,
+            )
+            if self._handshake is not None:
+                self._handshake.abort()
+                # A connection accepted in this turn of the loop has no socket under its TLS
+                # yet (asyncio attaches it in the next): the second abort finds it there.
+                self.loop.call_soon(self._handshake.abort)
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             self._made = True
@@ -667,12 +698,15 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
 Asgi = Callable[..., Any]
 
 
-def _bound_tls_handshakes(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-    """Give every TLS server this loop creates a handshake deadline of `seconds`.
+def _bound_tls(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+    """Give every TLS server this loop creates a handshake deadline of `seconds`, and tell
+    each connection's protocol the transport its handshake runs on (`handshake_began`).
 
     uvicorn creates its listening server with `loop.create_server(..., ssl=context)` and no
     way to pass `ssl_handshake_timeout`, so this loop's (our own, in the webhook's thread)
-    create_server adds it."""
+    create_server adds it.  asyncio hands the protocol nothing before the handshake ends,
+    so the loop's `_make_ssl_transport` (asyncio's own event loops have it; without it, a
+    handshake cannot be cut off and the newcomer is refused at the cap instead) is wrapped."""
     create_server = loop.create_server
 
     async def with_deadline(*args: Any, **kwargs: Any) -> Any:
@@ -681,6 +715,18 @@ def _bound_tls_handshakes(loop: asyncio.AbstractEventLoop, seconds: float) -> No
         return await create_server(*args, **kwargs)
 
     loop.create_server = with_deadline  # type: ignore[method-assign]
+    make_ssl_transport = getattr(loop, "_make_ssl_transport", None)
+    if make_ssl_transport is None:
+        return
+
+    def telling_the_protocol(rawsock: Any, protocol: Any, *args: Any, **kwargs: Any) -> Any:
+        transport = make_ssl_transport(rawsock, protocol, *args, **kwargs)
+        began = getattr(protocol, "handshake_began", None)
+        if began is not None:
+            began(transport)
+        return transport
+
+    loop._make_ssl_transport = telling_the_protocol  # type: ignore[attr-defined]
 
 
 class WebhookServer:
@@ -738,7 +784,7 @@ class WebhookServer:
         return uvicorn.Server(config)
 
     async def serve(self) -> None:
-        _bound_tls_handshakes(asyncio.get_running_loop(), self.limits.connections.tls_handshake_timeout)
+        _bound_tls(asyncio.get_running_loop(), self.limits.connections.tls_handshake_timeout)
         review = self._server(self.app, self.limits.connections, "review", self.certificate.context)
         pairs = [(review, self.review_socket)]
         if self.probe_socket is not None:
