@@ -478,14 +478,15 @@ def test_malformed_http_is_answered_400_in_json(tmp_path: Path) -> None:
         assert response["allowed"] is True
 
 
-def test_idle_connections_at_the_cap_make_way_and_busy_ones_keep_newcomers_out(tmp_path: Path) -> None:
+def test_idle_connections_at_the_cap_make_way_and_reviews_keep_newcomers_out(tmp_path: Path) -> None:
     """At the cap a new connection closes the idle one accepted first (silent, or kept
     alive): idle connections never keep the API server out (128 silent ones used to shut
-    the review port for 32 s).  Busy ones are never closed for it: then the newcomer is
-    refused as it is accepted, before its handshake, and the probes still answer."""
-    # Busy: their bodies have not stalled (test_stalled_requests_at_the_cap_make_way).
-    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30, stalled_body_timeout=30.0)
-    with serving(tmp_path, connections=limits) as running:
+    the review port for 32 s).  Connections whose requests are being reviewed are never
+    closed for it: then the newcomer is refused as it is accepted, and the probes still
+    answer."""
+    gate = Gate()
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
+    with serving(tmp_path, connections=limits, templates=gate, max_reviews=3, cache_seconds=0) as running:
         held = [running.connect() for _ in range(3)]
         time.sleep(0.1)
         response, _ = running.review(PLAIN_POD)  # a fourth connection: the first idle one made way
@@ -494,21 +495,67 @@ def test_idle_connections_at_the_cap_make_way_and_busy_ones_keep_newcomers_out(t
         for sock in held[1:]:
             sock.close()
         time.sleep(0.2)
-        busy = [running.connect() for _ in range(3)]
-        for sock in busy:  # a request begun: its head sent, its body still to come
-            sock.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
-        time.sleep(0.2)
+        answers: list[tuple[dict[str, Any], float]] = []
+        reviewed = [
+            threading.Thread(target=lambda name=name: answers.append(running.review(pod(name), "?timeout=5s")))
+            for name in ("slice-a", "slice-b", "slice-c")  # three lookups, none shared
+        ]
+        for thread in reviewed:  # each review waits in its template lookup (one handshake at a time: the cap's)
+            thread.start()
+            assert gate.waiting.acquire(timeout=5)
         assert _refused(running)
         assert running.probe("/readyz") == (200, {"status": "ok"})
         assert running.probe("/healthz") == (200, {"status": "ok"})
-        for sock in busy:
-            sock.close()
-        time.sleep(0.2)
+        gate.open.set()
+        for thread in reviewed:
+            thread.join(10)
+        assert len(answers) == 3
         response, _ = running.review(PLAIN_POD)
         assert response["allowed"] is True
     assert [event["port"] for event in running.events("connection evicted")] == ["review"]
     (refused,) = running.events("connection refused")
     assert refused["limit"] == 3 and refused["port"] == "review"
+
+
+def test_requests_that_never_stall_nor_idle_still_make_way(tmp_path: Path) -> None:
+    """Clients pipelining tiny requests, each body a byte sent a moment late, are never
+    stalled (each request is young) nor idle: at the cap the one whose body has been
+    arriving longest makes way.  They used to keep every newcomer out for 7 KB/s at the
+    default cap of 128."""
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n"
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
+    with serving(tmp_path, connections=limits) as running:
+        trickling = [running.connect() for _ in range(3)]
+        for sock in trickling:
+            sock.sendall(request)
+        for _ in range(3):
+            time.sleep(0.3)
+            for sock in trickling:
+                sock.sendall(b"x" + request)
+        response, _ = running.review(PLAIN_POD)
+        assert response["allowed"] is True
+        for sock in trickling:
+            sock.close()
+    (evicted,) = running.events("connection evicted")
+    assert evicted["reason"] == "the request body arriving longest made way for a new connection"
+
+
+def test_connections_the_server_closed_make_way_at_once(tmp_path: Path) -> None:
+    """A connection the server answered and closed waits for the client's TLS close (up to
+    asyncio's 30 s, now TLS_SHUTDOWN_TIMEOUT, 2 s): at the cap it is the first to make way.
+    Clients that sent `Connection: close` and stayed silent held every place for 30 s."""
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
+    with serving(tmp_path, connections=limits) as running:
+        silent = [running.connect() for _ in range(3)]
+        for sock in silent:  # answered, then never read nor closed: no close_notify comes
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        time.sleep(0.3)
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 1
+        for sock in silent:  # the others are let go within the shutdown deadline
+            assert closed_within(sock, 4) < 3.5
+    (evicted,) = running.events("connection evicted")
+    assert evicted["reason"].startswith("a connection closed by the server, waiting for the client's TLS close")
 
 
 def test_stalled_requests_at_the_cap_make_way(tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ import logging
 import os
 import socket
 import ssl
+import sys
 import tempfile
 import threading
 import time
@@ -84,6 +85,9 @@ TLS_HANDSHAKE_TIMEOUT = 10.0
 #: it, six clients sending most of a 3 MiB body with `?timeout=30s` held the 16 MiB budget,
 #: and 128 sending a head alone held every connection, for 30 s at a time, again and again.
 STALLED_BODY_SECONDS = 1.0
+#: How long a connection the server closed waits for the client's TLS close_notify (asyncio's
+#: default is 30 s, held below the connection cap; Go's server does not wait at all).
+TLS_SHUTDOWN_TIMEOUT = 2.0
 #: The longest request head accepted (h11's default); the API server's are a few hundred bytes.
 MAX_HEADER_BYTES = 16 * 1024
 #: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
@@ -409,18 +413,24 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 class _Throttled:
-    """Logs an event at most once per `interval` seconds, with how often it happened."""
+    """Logs an event at most once per `interval` seconds for each reason, with how often it
+    happened for that reason: one reason's flood (idle connections closed for newcomers)
+    hides no other (requests cut off in the middle)."""
 
     def __init__(self, event: str, interval: float = 10.0) -> None:
         self.event, self.interval = event, interval
-        self._count, self._last = 0, 0.0
+        #: Per reason: how often since it was last logged, and when that was.
+        self._seen: dict[Any, tuple[int, float]] = {}
 
     def __call__(self, **fields: Any) -> None:
-        self._count += 1
+        reason = fields.get("reason")
+        count, last = self._seen.get(reason, (0, float("-inf")))
+        count += 1
         now = time.monotonic()
-        if now - self._last >= self.interval:
-            log_event(event=self.event, count=self._count, **fields)
-            self._count, self._last = 0, now
+        if now - last >= self.interval:
+            log_event(event=self.event, count=count, **fields)
+            count, last = 0, now
+        self._seen[reason] = (count, last)
 
 
 class CoalescedWrites(asyncio.Transport):
@@ -630,14 +640,17 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 and (self.cycle is None or self.cycle.response_complete)
             )
 
+        def receiving(self) -> bool:
+            """A request whose body is still arriving."""
+            return self._made and not self._evicted and self.conn.their_state is h11.SEND_BODY
+
         def stalled(self, now: float) -> bool:
             """A request whose body is still arriving `stalled_body_timeout` after its head."""
-            return (
-                self._made
-                and not self._evicted
-                and self.conn.their_state is h11.SEND_BODY
-                and now - self._request_at > limits.stalled_body_timeout
-            )
+            return self.receiving() and now - self._request_at > limits.stalled_body_timeout
+
+        def closing(self) -> bool:
+            """Answered and closed by the server: its TLS close waits for the client's."""
+            return self._made and not self._evicted and self.transport.is_closing()
 
         def evict(self, reason: str) -> None:
             self._evicted = True
@@ -669,14 +682,24 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         return sum(not connection._evicted for connection in connections)
 
     def _make_way(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol) -> bool:
-        """Close a connection to make way for a new one: the one whose request body has
-        stalled longest, else the idle one accepted first.  Neither keeps a client out at
-        the cap: 128 silent connections used to shut the review port for 32 s, and 8 the
-        probes' (the API server and the kubelet open another when theirs is closed); 128
-        sending a request head and no body shut it for the review's deadline, up to 30 s.
-        A request whose body flows, or that is being reviewed, is never cut off."""
+        """Close a connection to make way for a new one, the first there is of: one the
+        server has closed, still waiting for the client's TLS close (clients that sent
+        `Connection: close` and stayed silent held the cap for asyncio's 30 s); the one
+        whose request body has stalled longest; the idle one accepted first; the one whose
+        request body has been arriving longest, however briefly (clients pipelining tiny
+        requests, each body a byte sent half a second late, were never stalled nor idle).
+        None of them keeps a client out at the cap: 128 silent connections used to shut the
+        review port for 32 s, and 8 the probes' (the API server and the kubelet open
+        another when theirs is closed); 128 sending a request head and no body shut it for
+        the review's deadline, up to 30 s.  A request being reviewed is never cut off."""
         others = [connection for connection in connections if connection is not newcomer]
         now = newcomer.loop.time()
+        closing = [connection for connection in others if connection.closing()]
+        if closing:
+            min(closing, key=lambda connection: connection._accepted_at).evict(
+                "a connection closed by the server, waiting for the client's TLS close, made way for a new connection"
+            )
+            return True
         stalled = [connection for connection in others if connection.stalled(now)]
         if stalled:
             min(stalled, key=lambda connection: connection._request_at).evict(
@@ -685,10 +708,16 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             )
             return True
         idle = [connection for connection in others if connection.idle()]
-        if not idle:
-            return False
-        min(idle, key=lambda connection: connection._accepted_at).evict("an idle connection made way for a new one")
-        return True
+        if idle:
+            min(idle, key=lambda connection: connection._accepted_at).evict("an idle connection made way for a new one")
+            return True
+        receiving = [connection for connection in others if connection.receiving()]
+        if receiving:
+            min(receiving, key=lambda connection: connection._request_at).evict(
+                "the request body arriving longest made way for a new connection"
+            )
+            return True
+        return False
 
     return BoundedH11Protocol
 
@@ -699,7 +728,8 @@ Asgi = Callable[..., Any]
 
 
 def _bound_tls(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
-    """Give every TLS server this loop creates a handshake deadline of `seconds`, and tell
+    """Give every TLS server this loop creates a handshake deadline of `seconds` (and a close
+    deadline of `TLS_SHUTDOWN_TIMEOUT`), and tell
     each connection's protocol the transport its handshake runs on (`handshake_began`).
 
     uvicorn creates its listening server with `loop.create_server(..., ssl=context)` and no
@@ -712,6 +742,8 @@ def _bound_tls(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
     async def with_deadline(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("ssl") is not None:
             kwargs.setdefault("ssl_handshake_timeout", seconds)
+            if sys.version_info >= (3, 11):  # the parameter came in 3.11
+                kwargs.setdefault("ssl_shutdown_timeout", TLS_SHUTDOWN_TIMEOUT)
         return await create_server(*args, **kwargs)
 
     loop.create_server = with_deadline  # type: ignore[method-assign]
