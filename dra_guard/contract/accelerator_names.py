@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
+
+from dra_guard.contract.memo import memo_short
 
 
 class NameFamily(NamedTuple):
@@ -178,14 +179,14 @@ NOT_ACCELERATORS = frozenset({"nvidia.com/hostdev", "nvidia.com/mlnxnics", "nvid
 NOT_ACCELERATOR_PREFIXES = ("nvidia.com/rdma_shared_device_", "nvidia.com/sriov_")
 
 
-@lru_cache(maxsize=4096)
+@memo_short(maxsize=4096)
 def family_of(name: str) -> NameFamily | None:
     """The device-plugin family that registers `name` for accelerators, if one does (no
     NIC name is in one: the admission policy tests the families alone).
 
     Asked for every resource name of every container (`cpu`, `memory`, ...) and tested
     against each family's names, prefixes and pattern: the answers are kept, for the
-    few names an input repeats (bounded: a name is any string an input holds)."""
+    few names an input repeats (only short names: a name is any string an input holds)."""
     return next((family for family in FAMILIES if family.has(name)), None)
 
 

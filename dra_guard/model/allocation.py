@@ -39,9 +39,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any, Literal
 
+from dra_guard.contract.memo import memo_short
 from dra_guard.model.manifest import DeviceRequestView, cel_expressions, get_path, items, mapping, text
 
 #: Search steps one claim may take before the verdict is "undecided" (a bound, not a limit
@@ -316,7 +316,7 @@ def _attribute_value(typed: object) -> Any:
 _Outcome = Literal["true", "false", "missing", "unknown"]
 
 
-@lru_cache(maxsize=1024)
+@memo_short(maxsize=1024)
 def _program(expression: str) -> Any:
     import celpy
 
@@ -327,7 +327,7 @@ def _program(expression: str) -> Any:
         return None
 
 
-@lru_cache(maxsize=4096)
+@memo_short(maxsize=4096)
 def _referenced_domains(expression: str) -> tuple[str, ...]:
     return tuple(sorted({a or b for a, b in _DOMAIN_REFERENCE.findall(expression)}))
 

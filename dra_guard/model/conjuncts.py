@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from dra_guard.contract.memo import SHORT
+
 #: How deeply groups may nest inside a conjunct the pattern still reads.
 DEPTH = 2
 
@@ -127,9 +129,16 @@ GUARD_TERM = (
 )
 
 
-@lru_cache(maxsize=8192)
 def has_conjunct(expression: str, term: str) -> bool:
-    """Whether a top-level conjunct of `expression` is `term` (RE2, as CEL's `matches`)."""
+    """Whether a top-level conjunct of `expression` is `term` (RE2, as CEL's `matches`);
+    remembered for expressions of at most `memo.SHORT` characters (`dra_guard.contract.memo`)."""
+    return _has_conjunct_remembered(expression, term) if len(expression) <= SHORT else _has_conjunct(expression, term)
+
+
+def _has_conjunct(expression: str, term: str) -> bool:
     import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 
     return re2.search(conjunct_pattern(term), expression) is not None
+
+
+_has_conjunct_remembered = lru_cache(maxsize=8192)(_has_conjunct)

@@ -15,6 +15,8 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from dra_guard.contract.memo import memo_short
+
 
 class Pin(NamedTuple):
     domain: str
@@ -126,7 +128,7 @@ def analysed_at_once(expression: str) -> bool:
     return _fast_analyse(expression) is not None or _size(expression) > CEL_SELECTOR_MAX_LENGTH
 
 
-@lru_cache(maxsize=8192)
+@memo_short(maxsize=8192)
 def analyse(expression: str) -> SelectorAnalysis:
     fast = _fast_analyse(expression)
     if fast is not None:

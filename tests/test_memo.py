@@ -1,0 +1,71 @@
+"""Caches of answers about an input's strings keep only short strings.
+
+The webhook runs for weeks, and a client that reaches it directly can send a new long string
+in every review: lru_caches of 8,192 answers keyed by whatever came in held 8,192 of them
+(24 GiB of 3 MiB selectors).  Each cache keyed by an input's strings keeps at most
+`memo.SHORT` characters a key; longer ones are answered, not remembered.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dra_guard.admission import emulate
+from dra_guard.contract.accelerator_names import family_of
+from dra_guard.contract.memo import SHORT, memo_short
+from dra_guard.model import allocation, selectors
+from dra_guard.model.conjuncts import has_conjunct
+
+
+def test_short_strings_are_remembered_and_long_ones_are_not() -> None:
+    calls: list[str] = []
+
+    @memo_short(maxsize=16, short=8)
+    def length(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    assert [length("short"), length("short"), length("x" * 9), length("x" * 9)] == [5, 5, 9, 9]
+    assert calls == ["short", "x" * 9, "x" * 9]
+    assert length.__name__ == "length"
+
+
+# Each function a review reaches with a string of its object, as it is asked.
+ASKED: dict[str, Callable[[str], Any]] = {
+    "selectors.analyse": selectors.analyse,
+    "conjuncts.has_conjunct": lambda text: has_conjunct(text, 'device.driver == "gpu.nvidia.com"'),
+    "accelerator_names.family_of": family_of,
+    "allocation._referenced_domains": allocation._referenced_domains,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ASKED))
+def test_long_strings_asked_are_not_kept(name: str) -> None:
+    ask, count, size = ASKED[name], 200, 64 * 1024
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for index in range(count):
+            # A new string each time, as each review brings its own (a selector the fast
+            # path cannot read: over 10 KiB, so that no parser runs).
+            ask(f'device.attributes["x{index}"] == "' + "y" * size + '"')
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < count * size // 20, f"{name} kept {kept:,} bytes of {count * size:,} asked"
+
+
+def test_compiled_programs_are_kept_for_short_expressions_only() -> None:
+    short = 'device.driver == "gpu.nvidia.com"'
+    assert len(short) <= SHORT
+    for program in (allocation._program, emulate._program):
+        assert program(short) is program(short)  # remembered: the same compiled program
+        long = short + " && true" * (SHORT // 8 + 1)
+        assert program(long) is not program(long)
