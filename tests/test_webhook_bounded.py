@@ -53,6 +53,7 @@ from dra_guard.admission.webhook import (
 from dra_guard.cli.admission import template_api_version
 from dra_guard.cli.main import main
 from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+from dra_guard.model import selectors as selectors_module
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from tests.webhook_apiserver import Answer, api_server, in_cluster_templates
@@ -1154,3 +1155,63 @@ def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monke
         selectors[0]["cel"]["expression"] = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
         running.review(claim)
         assert len(inline) == 2
+
+
+def _claim_with_selectors(*expressions: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "default"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": f"r{index}",
+                            "exactly": {
+                                "deviceClassName": "gpu.example.com",
+                                "selectors": [{"cel": {"expression": expression}}],
+                            },
+                        }
+                        for index, expression in enumerate(expressions)
+                    ]
+                }
+            }
+        },
+    }
+
+
+def test_a_review_holding_more_cel_than_it_may_parse_is_denied_unparsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review's thread holds its slot until the parser is done, past the deadline: a claim
+    template with 150 selectors of 10 KiB (within etcd's 1.5 MiB) kept a slot for 45 s, and
+    four of them every review out.  More than `max_cel_parse_bytes` of CEL the fast path
+    does not read is denied without a parse, saying why; a selector of the longest the API
+    server accepts (10 KiB) is still parsed and checked."""
+    parsed: list[int] = []
+    real = selectors_module._parse_and_analyse
+
+    def counted(expression: str) -> Any:
+        parsed.append(len(expression))
+        return real(expression)
+
+    monkeypatch.setattr(selectors_module, "_parse_and_analyse", counted)
+
+    # Valid CEL the fast path does not read, of about `size` bytes, a new one each time.
+    def crafted(size: int, tag: str) -> str:
+        return f"device.attributes['{tag}'].a" + "[0]" * ((size - 30) // 3)
+
+    with serving(tmp_path) as running:
+        one = crafted(10 * 1024 - 8, "one")
+        response, _ = running.review(_claim_with_selectors(one))
+        assert parsed == [len(one)] and "more than" not in response.get("status", {}).get("message", "")
+        heavy = _claim_with_selectors(*(crafted(9 * 1024, f"t{index}") for index in range(20)))
+        response, elapsed = running.review(heavy)
+        assert parsed == [len(one)]  # none of the 180 KiB parsed
+        assert response["allowed"] is False and elapsed < 1
+        assert response["status"]["message"] == (
+            "dra-guard webhook: the ResourceClaimTemplate holds more than 16,384 bytes of CEL selectors that must be "
+            "parsed to be checked (the webhook parses at most that much for one review, so that no review holds its "
+            "slot for seconds); denied. `dra-guard check` reads it whole"
+        )

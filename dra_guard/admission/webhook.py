@@ -84,6 +84,13 @@ DEFAULT_BODY_BYTES = _DEFAULT_LIMITS.body_bytes
 #: Not an API limit (the API sets none for a pod's claims): a bound on the lookups one
 #: review may cost, above what a workload needs (the builders' pods name one or two).
 MAX_TEMPLATE_LOOKUPS = 8
+#: Bytes of CEL selectors that the parser must read (those the fast path does not) in one
+#: review.  cel-python parses some 12 to 30 us a byte in a review's thread, which holds its
+#: slot until it is done, past the review's deadline: a Pod or claim template holding 150
+#: selectors of 10 KiB each (within etcd's 1.5 MiB) kept a slot for 45 s, and four of them
+#: every review out.  16 KiB (about half a second) is more than a real object holds, and
+#: takes one selector of the longest the API server accepts (10 KiB).
+MAX_CEL_PARSE_BYTES = 16 * 1024
 #: How long a looked-up template (or its absence) is reused; a template's spec is immutable.
 TEMPLATE_CACHE_SECONDS = 5.0
 TEMPLATE_CACHE_SIZE = 1024
@@ -203,7 +210,7 @@ class KubernetesTemplates:
 
 
 #: Reviews of bodies up to this size that read nothing from the API server
-#: (`Webhook._reads_nothing`) and hold no CEL the parser must read (`_parses_cel`) run on
+#: (`Webhook._reads_nothing`) and hold no CEL the parser must read (`_cel_to_parse`) run on
 #: the event loop: the engine takes a few milliseconds at most on them, so the probes and
 #: other connections wait no longer than that.
 INLINE_REVIEW_BYTES = 64 * 1024
@@ -259,6 +266,8 @@ class Webhook:
     #: Seconds after its head that a body still arriving is stalled (`_BodyBudget`).
     stalled_body: float = STALLED_BODY_SECONDS
     max_templates: int = MAX_TEMPLATE_LOOKUPS
+    #: Bytes of CEL the parser may read for one review; an object with more is denied.
+    max_cel_parse_bytes: int = MAX_CEL_PARSE_BYTES
     cache_seconds: float = TEMPLATE_CACHE_SECONDS
     #: The serving certificate: /readyz fails while it is not valid.
     certificate: ServingCertificate | None = None
@@ -411,11 +420,12 @@ class Webhook:
         request = review["request"]
         send.uid = request["uid"]
         # The lookups share the review's deadline, leaving the engine and the answer a moment.
-        review_call = functools.partial(self.review, request, deadline=clock.lookups_until)
+        cel_bytes = _cel_to_parse(request, self.max_cel_parse_bytes) if holds_cel else 0
+        review_call = functools.partial(self.review, request, deadline=clock.lookups_until, cel_bytes=cel_bytes)
         # CEL is parsed in pure Python at some 30 us a byte: a review whose object holds an
         # expression the fast path does not read waits in a thread, so that a crafted
         # selector cannot hold the loop (and the probes) for seconds.
-        if size <= INLINE_REVIEW_BYTES and not (holds_cel and _parses_cel(request)) and self._reads_nothing(request):
+        if size <= INLINE_REVIEW_BYTES and not cel_bytes and self._reads_nothing(request):
             # Reviewed on the loop, at once: less than a thread's round trip costs.
             try:
                 response, error = _inline(review_call, request["uid"])
@@ -458,11 +468,16 @@ class Webhook:
 
     # --- the review --------------------------------------------------------------
 
-    def review(self, request: Mapping[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+    def review(
+        self, request: Mapping[str, Any], *, deadline: float | None = None, cel_bytes: int | None = None
+    ) -> dict[str, Any]:
         """The AdmissionReview response for one request; template lookups end by `deadline`
-        (`time.monotonic()`; default: `self.deadline` from now)."""
+        (`time.monotonic()`; default: `self.deadline` from now).  `cel_bytes`: what
+        `_cel_to_parse` says of it, when the caller has asked already."""
         if deadline is None:
             deadline = time.monotonic() + self.deadline
+        if cel_bytes is None:
+            cel_bytes = _cel_to_parse(request, self.max_cel_parse_bytes)
         obj = request.get("object")
         uid = request["uid"]
         operation = str(request.get("operation") or "")
@@ -476,6 +491,13 @@ class Webhook:
             )
         if self._written_by_claim_writer(request, obj):
             return {"uid": uid, "allowed": True}
+        if cel_bytes > self.max_cel_parse_bytes:
+            return _denial(
+                uid,
+                f"dra-guard webhook: the {obj.get('kind') or 'object'} holds more than {self.max_cel_parse_bytes:,} "
+                "bytes of CEL selectors that must be parsed to be checked (the webhook parses at most that much for "
+                "one review, so that no review holds its slot for seconds); denied. `dra-guard check` reads it whole",
+            )
         namespace = str(request.get("namespace") or "")
         reviewed = _with_namespace(obj, namespace)
         names = sorted(set(template_names(reviewed)))
@@ -887,22 +909,23 @@ async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
     return True
 
 
-def _parses_cel(request: Mapping[str, Any]) -> bool:
-    """Whether the review's objects hold a CEL expression (`expression`: a device or
-    DeviceClass selector) that `analyse` would hand to the parser."""
+def _cel_to_parse(request: Mapping[str, Any], most: int) -> int:
+    """Bytes of the review's CEL expressions (`expression`: a device or DeviceClass
+    selector) that `analyse` would hand to the parser, counted until they pass `most`."""
+    total = 0
     pending: list[Any] = [request.get("object"), request.get("oldObject")]
-    while pending:
+    while pending and total <= most:
         value = pending.pop()
         if isinstance(value, dict):
             for key, item in value.items():
                 if key == "expression" and isinstance(item, str):
                     if not analysed_at_once(item):
-                        return True
+                        total += len(item.encode("utf-8", "surrogatepass"))
                 elif isinstance(item, dict | list):
                     pending.append(item)
         elif isinstance(value, list):
             pending.extend(item for item in value if isinstance(item, dict | list))
-    return False
+    return total
 
 
 def _inline(review: Callable[[], dict[str, Any]], uid: str) -> tuple[dict[str, Any], Exception | None]:
