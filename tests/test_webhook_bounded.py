@@ -422,6 +422,38 @@ def test_stalled_bodies_are_cut_off_to_make_room_for_others(tmp_path: Path) -> N
     assert len(cut) == 2 and all(event["limit"] == budget for event in cut)
 
 
+def test_a_body_still_flowing_is_cut_off_after_one_that_stopped(tmp_path: Path) -> None:
+    """Among stalled bodies the one silent longest goes first: an older body whose bytes still
+    come (a slow honest client) is left while a younger one that stopped is cut off."""
+    budget, declared = 16 * 1024, 8 * 1024
+    with serving(tmp_path, body_bytes=budget, max_body=declared, stalled_body=0.3) as running:
+        flowing = running.connect()
+        flowing.sendall(_partial_request(declared, b"x" * 3072, "?timeout=30s"))
+        time.sleep(0.1)
+        stopped = running.connect()
+        stopped.sendall(_partial_request(declared, b"x" * 3072, "?timeout=30s"))
+        for _ in range(5):  # both stall (0.3 s); the first keeps sending a little
+            time.sleep(0.1)
+            flowing.sendall(b"x" * 50)
+        young = running.connect()  # not yet stalled: never cut off here
+        young.sendall(_partial_request(declared, b"x" * 6144, "?timeout=30s"))
+        wait_for(lambda: running.app.body_bytes_in_flight == 3072 + 250 + 3072 + 6144, 10)
+        flowing.sendall(b"x" * 50)
+        # About 3.4 KiB free: a 5.3 KiB review needs one of the two stalled bodies' 3 KiB.
+        padded = json.loads(json.dumps(PLAIN_POD))
+        padded["metadata"]["annotations"] = {"padding": "p" * 5000}
+        response, _ = running.review(padded, "?timeout=30s")
+        assert response["allowed"] is True
+        status, _, payload = _answer_of(stopped)
+        assert status == b"HTTP/1.1 408 Request Timeout" and "cut off" in payload["error"]
+        for sock in (flowing, young):
+            sock.settimeout(0.2)
+            with pytest.raises(TimeoutError):
+                sock.recv(1)
+            sock.close()
+        wait_for(lambda: running.app.body_bytes_in_flight == 0, 10)
+
+
 def test_young_bodies_are_not_cut_off(tmp_path: Path) -> None:
     """Stalled bodies are cut off only when together they make room: when the bytes held are
     young (or too few), the newcomer is refused (429) and nobody is cut off."""

@@ -747,14 +747,15 @@ async def _by(deadline: float, awaitable: Awaitable[T]) -> T:
 
 class _Arrival:
     """One request body being received: its chunks so far, the bytes of the budget it holds,
-    since when it is read (`time.monotonic()`), and the task reading it, cancelled if it is
-    cut off."""
+    since when it is read and when its last chunk came (`time.monotonic()`), and the task
+    reading it, cancelled if it is cut off."""
 
-    __slots__ = ("chunks", "cut_off", "held", "since", "task")
+    __slots__ = ("chunks", "cut_off", "held", "last", "since", "task")
 
     def __init__(self, task: asyncio.Task[Any] | None) -> None:
         self.chunks: list[bytes] = []
-        self.held, self.since, self.task, self.cut_off = 0, time.monotonic(), task, False
+        self.held, self.task, self.cut_off = 0, task, False
+        self.since = self.last = time.monotonic()
 
 
 class _BodyBudget:
@@ -764,7 +765,7 @@ class _BodyBudget:
     A body that would pass the limit is refused at once, never waiting: bodies that each
     held part of the budget while waiting for the rest of it could wait for one another
     until their deadlines.  Unless bodies still arriving `stalled` seconds after they began
-    hold enough of it: those are cut off, oldest first, and the newcomer goes on.  The API
+    hold enough of it: those are cut off, the one silent longest first, and the newcomer goes on.  The API
     server writes a body right behind its head, so only a client that sends slowly, on
     purpose or not, ever holds bytes that long; without this, six of them sending most of a
     3 MiB body with `?timeout=30s` kept every review out for 30 s, and again.
@@ -790,16 +791,21 @@ class _BodyBudget:
             return False
         self.held += size
         arrival.held += size
+        arrival.last = time.monotonic()
         return True
 
     def give(self, size: int) -> None:
         self.held -= size
 
     def _make_room(self, newcomer: _Arrival, size: int) -> bool:
-        """Cut off stalled bodies, oldest first, until `size` more bytes fit; none when all
-        of them would not make room enough."""
+        """Cut off stalled bodies until `size` more bytes fit, the one silent longest first
+        (then the oldest): a body still flowing is the last to go, one that stopped the
+        first; none when all of them would not make room enough."""
         cutoff = time.monotonic() - self.stalled
-        stalled = [arrival for arrival in self._arriving if arrival is not newcomer and arrival.since <= cutoff]
+        stalled = sorted(
+            (arrival for arrival in self._arriving if arrival is not newcomer and arrival.since <= cutoff),
+            key=lambda arrival: (arrival.last, arrival.since),
+        )
         if self.held - sum(arrival.held for arrival in stalled) + size > self.limit:
             return False
         for arrival in stalled:
