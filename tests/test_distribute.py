@@ -740,6 +740,18 @@ def test_facts_files_written_into_the_tree_are_not_inputs(tmp_path: Path, capsys
     )
     code, out, _ = _cli(["check", facts[0]], capsys)
     assert code == 2 and f"{facts[0]}: error: " in out
+    # A file that only begins like facts hides nothing: kubectl reads a JSON file as a
+    # stream of objects, and would create the Pod behind the header line.
+    header = Path(facts[0]).read_bytes().partition(b"\n")[0]
+    gpu_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "hidden"},
+        "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+    }
+    (tree / "look-alike.json").write_bytes(header + b"\n" + json.dumps(gpu_pod).encode())
+    code, out, _ = _cli(["check", "--format", "json", str(tree)], capsys)
+    assert code == 2 and '"rule": "DRA001"' in out and "look-alike.json" in out
 
 
 @pytest.mark.e2e

@@ -20,10 +20,20 @@ FORMAT_VERSION = 2
 _HEADER_BYTES = 4096
 
 
+#: What the payload begins with: pickle's protocol marker (`codec.dump_value`).
+_PAYLOAD_START = b"\x80"
+
+
 def is_facts_file(path: str) -> bool:
-    """Whether `path` is a regular file whose first line is a facts header (any version)."""
-    line, newline, _ = read_head(path, _HEADER_BYTES).partition(b"\n")
-    if not newline or not line.startswith(b"{"):
+    """Whether `path` is a regular file whose first line is a facts header (any version)
+    followed by a pickled payload.
+
+    The payload is what makes it safe to leave out: a file that only begins like a facts
+    file could hide a manifest behind that line (kubectl reads a JSON file as a stream of
+    objects and applies each it can), but none can follow a byte 0x80, which no JSON or
+    YAML reader gets past."""
+    line, newline, rest = read_head(path, _HEADER_BYTES).partition(b"\n")
+    if not newline or not line.startswith(b"{") or not rest.startswith(_PAYLOAD_START):
         return False
     try:
         header = json.loads(line)
