@@ -908,6 +908,45 @@ def test_the_real_clients_lookup_gets_what_is_left_of_the_deadline(tmp_path: Pat
     assert elapsed < 1.0  # the client's 2 s, cut to the 0.3 s left
 
 
+def test_a_template_larger_than_the_webhook_reads_is_a_failed_lookup(tmp_path: Path) -> None:
+    """etcd keeps objects of up to 1.5 MiB: a tenant's Pod naming 8 such templates cost a
+    review about 96 MiB once parsed, three times its allowance.  A template past
+    MAX_TEMPLATE_BYTES is not parsed: the lookup fails, and the review denies, saying why."""
+    padding = "p" * (webhook_module.MAX_TEMPLATE_BYTES + 1)
+    big = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "slice", "namespace": "tenant-a", "annotations": {"padding": padding}},
+        "spec": {"spec": {}},
+    }
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, big)
+        templates = in_cluster_templates(tmp_path, server)
+        response = Webhook(RULES, Config(), templates=templates).review(request_for(pod("slice")))
+    assert response["allowed"] is False
+    assert "ResourceClaimTemplate tenant-a/slice: " in response["status"]["message"]
+    assert (
+        f"bytes, more than the webhook reads for one template ({webhook_module.MAX_TEMPLATE_BYTES:,})"
+        in (response["status"]["message"])
+    )
+
+
+def test_the_template_cache_is_bounded_in_bytes_and_lets_expired_entries_go() -> None:
+    cache = webhook_module._TemplateCache(ttl=0.2, size=1024, most_bytes=10_000, entry_bytes=3_000)
+    template = {"metadata": {"annotations": {"a": "x" * 2_000}}}
+    for index in range(20):
+        cache.put(("ns", f"t{index}"), template)
+        assert cache.held_bytes <= 10_000
+    assert [cache.get(("ns", f"t{index}"))[0] for index in range(20)].count(True) == 4  # the newest four
+    cache.put(("ns", "huge"), {"a": "x" * 3_000})  # past entry_bytes: not kept
+    assert cache.get(("ns", "huge")) == (False, None)
+    cache.put(("ns", "absent"), None)  # "no such template" weighs nothing
+    assert cache.get(("ns", "absent")) == (True, None)
+    time.sleep(0.25)
+    cache.put(("ns", "new"), template)  # the expired go as a new one comes
+    assert cache.held_bytes == len(json.dumps(template, separators=(",", ":")))
+
+
 def test_the_timeout_parameter_is_parsed_as_client_go_writes_it() -> None:
     assert [parse_go_duration(text) for text in ("5s", "4.5s", "1m30s", "800ms", "10", "", "5 s", "abc")] == [
         5.0,

@@ -94,6 +94,16 @@ MAX_CEL_PARSE_BYTES = 16 * 1024
 #: How long a looked-up template (or its absence) is reused; a template's spec is immutable.
 TEMPLATE_CACHE_SECONDS = 5.0
 TEMPLATE_CACHE_SIZE = 1024
+#: The most JSON a template read from the API server may be: etcd keeps objects of up to
+#: 1.5 MiB, and a tenant's 8 such templates named by one Pod, parsed (about eight times the
+#: JSON), were 96 MiB for one review, three times its allowance (serving.REVIEW_MIB).  Real
+#: templates are a few KiB; a larger one is a failed lookup, so the review denies.
+MAX_TEMPLATE_BYTES = 256 * 1024
+#: JSON bytes of the templates the cache keeps, all together (about eight times that once
+#: parsed), and the most one of them may be to be kept: 1,024 templates of 1.5 MiB each
+#: would have been 12 GiB.
+TEMPLATE_CACHE_BYTES = 1024 * 1024
+TEMPLATE_CACHE_ENTRY_BYTES = 64 * 1024
 REVIEW_API = "admission.k8s.io/v1"
 #: The operations whose AdmissionRequest has no `object`.
 OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
@@ -187,6 +197,11 @@ class KubernetesTemplates:
                 body = response.data
             finally:
                 response.release_conn()
+            if len(body) > MAX_TEMPLATE_BYTES:
+                raise TemplateLookupError(
+                    f"{which}: {len(body):,} bytes, more than the webhook reads for one template "
+                    f"({MAX_TEMPLATE_BYTES:,})"
+                )
         except ApiException as error:
             if error.status == 404:
                 return None
@@ -217,29 +232,53 @@ INLINE_REVIEW_BYTES = 64 * 1024
 
 
 class _TemplateCache:
-    """Lookups of the last `ttl` seconds, found or not (never failures), at most `size` of them."""
+    """Lookups of the last `ttl` seconds, found or not (never failures): at most `size` of
+    them and `most_bytes` of their JSON, none of more than `entry_bytes`."""
 
-    def __init__(self, ttl: float, size: int) -> None:
-        self.ttl, self.size = ttl, size
-        self._entries: OrderedDict[tuple[str, str], tuple[float, Mapping[str, Any] | None]] = OrderedDict()
+    def __init__(
+        self,
+        ttl: float,
+        size: int,
+        most_bytes: int = TEMPLATE_CACHE_BYTES,
+        entry_bytes: int = TEMPLATE_CACHE_ENTRY_BYTES,
+    ) -> None:
+        self.ttl, self.size, self.most_bytes, self.entry_bytes = ttl, size, most_bytes, entry_bytes
+        #: key -> (when it expires, the template or None, its JSON bytes); the oldest first.
+        self._entries: OrderedDict[tuple[str, str], tuple[float, Mapping[str, Any] | None, int]] = OrderedDict()
+        self.held_bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[str, str]) -> tuple[bool, Mapping[str, Any] | None]:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry[0] <= time.monotonic():
-                self._entries.pop(key, None)
+                self._drop(key)
                 return False, None
             return True, entry[1]
 
     def put(self, key: tuple[str, str], value: Mapping[str, Any] | None) -> None:
         if self.ttl <= 0:
             return
+        weight = 0 if value is None else len(json.dumps(value, separators=(",", ":")))
+        now = time.monotonic()
         with self._lock:
-            self._entries[key] = (time.monotonic() + self.ttl, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            self._drop(key)
+            if weight > self.entry_bytes:
+                return
+            self._entries[key] = (now + self.ttl, value, weight)
+            self.held_bytes += weight
+            # Every entry lives as long: the oldest go first, when expired or when too many.
+            while self._entries and (
+                len(self._entries) > self.size
+                or self.held_bytes > self.most_bytes
+                or next(iter(self._entries.values()))[0] <= now
+            ):
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.held_bytes -= entry[2]
 
 
 @dataclass
