@@ -752,6 +752,17 @@ def test_facts_files_written_into_the_tree_are_not_inputs(tmp_path: Path, capsys
     (tree / "look-alike.json").write_bytes(header + b"\n" + json.dumps(gpu_pod).encode())
     code, out, _ = _cli(["check", "--format", "json", str(tree)], capsys)
     assert code == 2 and '"rule": "DRA001"' in out and "look-alike.json" in out
+    # Nor one whose header line is itself a Kubernetes object, the pickle behind it: kubectl
+    # decodes the line (a List's items are created) before it fails on the pickle.  The
+    # check reads it and refuses it whole (binary): an input error, never a silent pass.
+    (tree / "look-alike.json").unlink()
+    fields = json.loads(header)
+    fields.update({"kind": "List", "apiVersion": "v1", "items": [gpu_pod]})
+    payload = Path(facts[0]).read_bytes().partition(b"\n")[2]
+    (tree / "header-object.json").write_bytes(json.dumps(fields).encode() + b"\n" + payload)
+    code, out, _ = _cli(["check", "--format", "json", str(tree)], capsys)
+    errors = [(error["file"], error["message"]) for error in json.loads(out)["errors"]]
+    assert code == 2 and errors == [(str(tree / "header-object.json"), "binary file, not a YAML or JSON manifest")]
 
 
 @pytest.mark.e2e

@@ -22,16 +22,23 @@ _HEADER_BYTES = 4096
 
 #: What the payload begins with: pickle's protocol marker (`codec.dump_value`).
 _PAYLOAD_START = b"\x80"
+#: The keys of a header (`shards.check_shard`), exactly: one holding anything else, such as
+#: `kind` and `items`, may be a Kubernetes object itself.
+HEADER_KEYS = frozenset(
+    {"configuration", "dra-guard", "format", "input", "parts", "python"}
+    | {"sha256", "shard", "shards", "today", "version"}
+)
 
 
 def is_facts_file(path: str) -> bool:
     """Whether `path` is a regular file whose first line is a facts header (any version)
     followed by a pickled payload.
 
-    The payload is what makes it safe to leave out: a file that only begins like a facts
-    file could hide a manifest behind that line (kubectl reads a JSON file as a stream of
-    objects and applies each it can), but none can follow a byte 0x80, which no JSON or
-    YAML reader gets past."""
+    Both make it safe to leave out: kubectl reads a JSON file as a stream of objects and
+    applies each it can, so a file that only begins like a facts file could hide a manifest
+    behind that line, or in it (`{"format": "dra-guard facts", "kind": "List", "items":
+    [...]}`); but the header's keys are dra-guard's alone, and nothing can follow a byte
+    0x80, which no JSON or YAML reader gets past."""
     line, newline, rest = read_head(path, _HEADER_BYTES).partition(b"\n")
     if not newline or not line.startswith(b"{") or not rest.startswith(_PAYLOAD_START):
         return False
@@ -39,4 +46,4 @@ def is_facts_file(path: str) -> bool:
         header = json.loads(line)
     except ValueError:
         return False
-    return isinstance(header, dict) and header.get("format") == FORMAT
+    return isinstance(header, dict) and header.keys() == HEADER_KEYS and header.get("format") == FORMAT

@@ -33,7 +33,7 @@ from typing import Any
 from dra_guard import __version__
 from dra_guard.contract.findings import InputError, Report, Unchecked
 from dra_guard.distribute.codec import dump_part, dump_value, load_part, load_value
-from dra_guard.distribute.facts_file import FORMAT, FORMAT_VERSION
+from dra_guard.distribute.facts_file import FORMAT, FORMAT_VERSION, HEADER_KEYS
 from dra_guard.distribute.fingerprint import config_fingerprint, input_digest
 from dra_guard.distribute.pool import Done, Job, check_in_place, dispatchable, in_order, plan
 from dra_guard.engine.run import Checker
@@ -128,6 +128,7 @@ def check_shard(inputs: Inputs, config: Config, shard: Shard, workers: int, toda
     }
     payload = dump_value(body)
     header["sha256"] = hashlib.sha256(payload).hexdigest()
+    assert header.keys() == HEADER_KEYS  # what a walk tells a facts file by (facts_file.py)
     return json.dumps(header, sort_keys=True).encode("utf-8") + b"\n" + payload
 
 
