@@ -1286,3 +1286,60 @@ def test_a_review_holding_more_cel_than_it_may_parse_is_denied_unparsed(
             "parsed to be checked (the webhook parses at most that much for one review, so that no review holds its "
             "slot for seconds); denied. `dra-guard check` reads it whole"
         )
+
+
+class _Served:
+    """Claim templates by name, as the API server would give them, and which were asked."""
+
+    def __init__(self, **templates: dict[str, Any]) -> None:
+        self.templates, self.asked = templates, []
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.asked.append(name)
+        template = self.templates.get(name)
+        return None if template is None else {**template, "metadata": {"name": name, "namespace": namespace}}
+
+
+def _crafted_cel(size: int, tag: str) -> str:
+    """Valid CEL of about `size` bytes that the fast path does not read."""
+    return f"device.attributes['{tag}'].a" + "[0]" * ((size - 30) // 3)
+
+
+def test_the_cel_of_the_templates_a_pod_names_counts_and_is_never_parsed_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Pod holds no CEL, but the templates it names may: their selectors count against the
+    review's cap with its own (a Pod naming 8 templates of just under 16 KiB each held a slot
+    for 2.5 s, every time), and a review that would parse any is never run on the event loop,
+    even with every template cached (such Pods froze the loop, the probes with it, for 2.4 s)."""
+    inline: list[str] = []
+    real = webhook_module._inline
+
+    def recorded(review: Any, uid: str) -> Any:
+        inline.append(uid)
+        return real(review, uid)
+
+    monkeypatch.setattr(webhook_module, "_inline", recorded)
+    small = _claim_with_selectors(_crafted_cel(2 * 1024, "small"))
+    heavy = _claim_with_selectors(*(_crafted_cel(9 * 1024, f"h{index}") for index in range(2)))
+    source = _Served(small=small, heavy=heavy)
+    with serving(tmp_path, templates=source) as running:
+        for _ in range(2):  # looked up, then cached: a thread both times
+            response, _ = running.review(pod("small"))
+            assert "bytes of CEL" not in response.get("status", {}).get("message", "")
+        assert inline == [] and source.asked == ["small"]
+        response, _ = running.review(pod("heavy"))
+        assert response["allowed"] is False
+        assert response["status"]["message"].startswith(
+            "dra-guard webhook: the Pod and the claim templates it names hold more than 16,384 bytes of CEL selectors"
+        )
+        running.review(PLAIN_POD)
+        assert len(inline) == 1  # a Pod naming no template still runs inline
+
+
+def test_an_updates_old_object_does_not_count_against_the_cel_cap() -> None:
+    claim = _claim_with_selectors(_crafted_cel(9 * 1024, "one"))
+    request = request_for(claim)
+    request.update(operation="UPDATE", oldObject=claim)
+    response = Webhook(RULES, Config()).review(request)
+    assert "bytes of CEL" not in response.get("status", {}).get("message", "")

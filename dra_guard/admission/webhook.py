@@ -459,7 +459,7 @@ class Webhook:
         request = review["request"]
         send.uid = request["uid"]
         # The lookups share the review's deadline, leaving the engine and the answer a moment.
-        cel_bytes = _cel_to_parse(request, self.max_cel_parse_bytes) if holds_cel else 0
+        cel_bytes = _cel_to_parse(request.get("object"), self.max_cel_parse_bytes) if holds_cel else 0
         review_call = functools.partial(self.review, request, deadline=clock.lookups_until, cel_bytes=cel_bytes)
         # CEL is parsed in pure Python at some 30 us a byte: a review whose object holds an
         # expression the fast path does not read waits in a thread, so that a crafted
@@ -480,10 +480,12 @@ class Webhook:
         await _respond(send, 200, _review_answer(response))
 
     def _reads_nothing(self, request: Mapping[str, Any]) -> bool:
-        """Whether the review reads nothing from the API server: no template source, or every
-        template it names is cached.  Such a review of a small object takes well under a
-        millisecond, less than handing it to a thread and back (bench/webhook_load.py), so it
-        runs on the event loop; one that may wait on a lookup never does."""
+        """Whether the review reads nothing from the API server and parses no CEL of the
+        templates it names: no template source, or every template it names is cached and
+        holds no selector the parser must read.  Such a review of a small object takes well
+        under a millisecond, less than handing it to a thread and back
+        (bench/webhook_load.py), so it runs on the event loop; one that may wait on a lookup,
+        or on the parser, never does (a Pod naming cached templates of CEL froze the loop)."""
         if isinstance(self.templates, NoTemplates):
             return True
         obj = request.get("object")
@@ -491,7 +493,13 @@ class Webhook:
             return True
         namespace = str(request.get("namespace") or "")
         names = set(template_names(obj))  # the namespace the object lands in changes no name
-        return len(names) > self.max_templates or all(self._cache.get((namespace, name))[0] for name in names)
+        if len(names) > self.max_templates:
+            return True
+        for name in names:
+            hit, template = self._cache.get((namespace, name))
+            if not hit or (template is not None and _cel_to_parse(template, 0)):
+                return False
+        return True
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -516,7 +524,7 @@ class Webhook:
         if deadline is None:
             deadline = time.monotonic() + self.deadline
         if cel_bytes is None:
-            cel_bytes = _cel_to_parse(request, self.max_cel_parse_bytes)
+            cel_bytes = _cel_to_parse(request.get("object"), self.max_cel_parse_bytes)
         obj = request.get("object")
         uid = request["uid"]
         operation = str(request.get("operation") or "")
@@ -531,12 +539,7 @@ class Webhook:
         if self._written_by_claim_writer(request, obj):
             return {"uid": uid, "allowed": True}
         if cel_bytes > self.max_cel_parse_bytes:
-            return _denial(
-                uid,
-                f"dra-guard webhook: the {obj.get('kind') or 'object'} holds more than {self.max_cel_parse_bytes:,} "
-                "bytes of CEL selectors that must be parsed to be checked (the webhook parses at most that much for "
-                "one review, so that no review holds its slot for seconds); denied. `dra-guard check` reads it whole",
-            )
+            return self._too_much_cel(uid, f"the {obj.get('kind') or 'object'} holds")
         namespace = str(request.get("namespace") or "")
         reviewed = _with_namespace(obj, namespace)
         names = sorted(set(template_names(reviewed)))
@@ -558,6 +561,14 @@ class Webhook:
                     for failure in failures
                 ),
             )
+        # The templates' selectors are parsed too: they count against the same cap (a Pod
+        # naming 8 templates of 16 KiB of CEL each held a slot for 2.5 s, every time).
+        left = self.max_cel_parse_bytes - cel_bytes
+        for template in templates:
+            left -= _cel_to_parse(template, left)
+            if left < 0:
+                holder = f"the {obj.get('kind') or 'object'} and the claim templates it names hold"
+                return self._too_much_cel(uid, holder)
         missing = self._missing_templates(obj, names, templates)
         if missing:
             return _denial(
@@ -656,6 +667,14 @@ class Webhook:
         for failure in failures:
             log_event(event="template lookup failed", error=failure)
         return found, failures
+
+    def _too_much_cel(self, uid: str, holder: str) -> dict[str, Any]:
+        return _denial(
+            uid,
+            f"dra-guard webhook: {holder} more than {self.max_cel_parse_bytes:,} bytes of CEL selectors that must "
+            "be parsed to be checked (the webhook parses at most that much for one review, so that no review holds "
+            "its slot for seconds); denied. `dra-guard check` reads it whole",
+        )
 
     def _lookup(self, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
         if isinstance(self.templates, KubernetesTemplates):
@@ -954,11 +973,12 @@ async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
     return True
 
 
-def _cel_to_parse(request: Mapping[str, Any], most: int) -> int:
-    """Bytes of the review's CEL expressions (`expression`: a device or DeviceClass
-    selector) that `analyse` would hand to the parser, counted until they pass `most`."""
+def _cel_to_parse(value: Any, most: int) -> int:
+    """Bytes of the CEL expressions in `value` (an object, or a template read for it; under
+    `expression`: a device or DeviceClass selector) that `analyse` would hand to the parser,
+    counted until they pass `most`.  An UPDATE's old object is not checked, so not counted."""
     total = 0
-    pending: list[Any] = [request.get("object"), request.get("oldObject")]
+    pending: list[Any] = [value]
     while pending and total <= most:
         value = pending.pop()
         if isinstance(value, dict):
