@@ -1343,3 +1343,19 @@ def test_an_updates_old_object_does_not_count_against_the_cel_cap() -> None:
     request.update(operation="UPDATE", oldObject=claim)
     response = Webhook(RULES, Config()).review(request)
     assert "bytes of CEL" not in response.get("status", {}).get("message", "")
+
+
+def test_a_review_waits_for_a_slot_two_seconds_at_most(tmp_path: Path) -> None:
+    """Waiting for a slot until a 30 s deadline kept a connection that nothing at the cap can
+    close (neither idle nor arriving): 128 of them queued behind busy reviews held the port.
+    A review waits SLOT_WAIT_SECONDS at most, then gets its 429."""
+    gate = Gate()
+    with serving(tmp_path, templates=gate, max_reviews=1, cache_seconds=0) as running:
+        hung = threading.Thread(target=lambda: running.review(pod("slice"), "?timeout=5s"))
+        hung.start()
+        assert gate.waiting.acquire(timeout=5)
+        status, payload, elapsed = running.post(json.dumps(admission_review(PLAIN_POD)).encode(), "?timeout=30s")
+        assert status == 429 and "1 reviews in flight" in payload["error"]
+        assert webhook_module.SLOT_WAIT_SECONDS - 0.2 < elapsed < webhook_module.SLOT_WAIT_SECONDS + 1.0
+        gate.open.set()
+        hung.join(10)

@@ -22,7 +22,7 @@ in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies sti
 `stalled_body` after their heads hold enough of it: those are cut off with a 408 instead),
 and must arrive within the review's deadline, which is the API server's `?timeout=` less a
 margin; then at most
-`max_reviews` reviews are parsed and checked at once (the others wait for a slot within
+`max_reviews` reviews are parsed and checked at once (the others wait for a slot, 2 s at most, within
 their deadline, then get a 429), so a slow body never holds a slot; and the claim
 templates looked up are only those the object's pod specs (or pod groups) name in
 `resourceClaims`, at most `max_templates` of them, with one deadline for all and a short
@@ -80,6 +80,11 @@ _DEFAULT_LIMITS = Limits.for_memory()
 DEFAULT_MAX_REVIEWS = _DEFAULT_LIMITS.max_reviews
 #: Bytes of request bodies received and not yet parsed.
 DEFAULT_BODY_BYTES = _DEFAULT_LIMITS.body_bytes
+#: The longest a review whose body has come waits for a slot (less when its deadline is
+#: nearer): a request waiting is neither idle nor arriving, so nothing makes it give way at
+#: the connection cap, and 128 of them queued behind reviews kept busy, with `?timeout=30s`,
+#: held every connection; after this they get a 429 and their connections go idle.
+SLOT_WAIT_SECONDS = 2.0
 #: Claim templates looked up for one object (distinct names in its pods' `resourceClaims`).
 #: Not an API limit (the API sets none for a pod's claims): a bound on the lookups one
 #: review may cost, above what a workload needs (the builders' pods name one or two).
@@ -296,7 +301,7 @@ class Webhook:
     #: Seconds for a review without the API server's `?timeout=`.
     deadline: float = DEFAULT_DEADLINE_SECONDS
     ready: bool = True
-    #: Reviews parsed and checked at once; the others wait for a slot within their deadline.
+    #: Reviews parsed and checked at once; the others wait for a slot (SLOT_WAIT_SECONDS at most).
     max_reviews: int = DEFAULT_MAX_REVIEWS
     #: Bytes of request bodies received and not yet parsed (bodies are read before a slot is
     #: taken); a body that would go past it is refused with 429, unless stalled bodies make
@@ -422,7 +427,7 @@ class Webhook:
         slots = self._semaphore()
         held = False
         try:
-            held = await _take(slots, clock.deadline)
+            held = await _take(slots, min(clock.deadline, time.monotonic() + SLOT_WAIT_SECONDS))
             review, problem = _parse_review(body) if held else (None, "")
         except BaseException:
             if held:
