@@ -172,7 +172,9 @@ class Ignores:
             lines: list[str] = []
             sources = [os.path.join(directory, ".gitignore")]
             if directory == root:
-                sources.append(os.path.join(root, ".git", "info", "exclude"))
+                # Before the root's .gitignore: in one spec the later match wins, and git
+                # lets a .gitignore's pattern (`!keep.yaml`) win over info/exclude's.
+                sources.insert(0, os.path.join(root, ".git", "info", "exclude"))
             for source in sources:
                 try:
                     with open(source, encoding="utf-8", errors="replace") as handle:
@@ -230,10 +232,26 @@ def _decides(specs: Sequence[tuple[str, GitIgnoreSpec]], path: str, is_dir: bool
         relative = _relative(path, directory)
         if relative is None:
             continue
-        result = spec.check_file(relative + ("/" if is_dir else ""))
-        if result.include is not None:
-            ignored = result.include
+        include = _folder_matches(spec, relative) if is_dir else spec.check_file(relative).include
+        if include is not None:
+            ignored = include
     return ignored
+
+
+def _folder_matches(spec: GitIgnoreSpec, relative: str) -> bool | None:
+    """What the last of `spec`'s patterns that matches the folder `relative` says (True:
+    ignore), None when none does.  As `spec.check_file(relative + "/")`, except that a
+    pattern ending in `/**` matches only what is inside its folder, as in git, not the folder
+    itself: pathspec matches `a/**` to `a/`, so `a/**` with `!a/keep.yaml` left the folder
+    unwalked and `a/keep.yaml`, which git keeps, unchecked."""
+    include = None
+    for pattern in spec.patterns:
+        if pattern.include is None:
+            continue
+        text = str(getattr(pattern, "pattern", "")).removeprefix("!")
+        if pattern.match_file(relative if text.endswith("/**") else relative + "/"):
+            include = pattern.include
+    return include
 
 
 def chart_of(path: str) -> str | None:
