@@ -1179,11 +1179,8 @@ def test_the_webhooks_own_handler_gets_its_lines_without_records(monkeypatch: py
     assert collected == [{"time": 1796560000.123, **fields}]
 
 
-def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """cel-python parses at some 30 us a byte: a review of 51 KB of crafted CEL held the loop,
-    the probe port and every other connection for 1.5 s.  One holding an expression the
-    fast path does not read is reviewed in a thread, however its key is spelt; a small one
-    without such (a plain pin) runs inline, as before."""
+def _inline_reviews(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The uids of the reviews run on the event loop (`_inline`), as they run."""
     inline: list[str] = []
     real = webhook_module._inline
 
@@ -1192,6 +1189,15 @@ def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monke
         return real(review, uid)
 
     monkeypatch.setattr(webhook_module, "_inline", recorded)
+    return inline
+
+
+def test_a_review_holding_cel_never_runs_on_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cel-python parses at some 30 us a byte: a review of 51 KB of crafted CEL held the loop,
+    the probe port and every other connection for 1.5 s.  One holding an expression the
+    fast path does not read is reviewed in a thread, however its key is spelt; a small one
+    without such (a plain pin) runs inline, as before."""
+    inline = _inline_reviews(monkeypatch)
     claim = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -1269,15 +1275,11 @@ def test_a_review_holding_more_cel_than_it_may_parse_is_denied_unparsed(
 
     monkeypatch.setattr(selectors_module, "_parse_and_analyse", counted)
 
-    # Valid CEL the fast path does not read, of about `size` bytes, a new one each time.
-    def crafted(size: int, tag: str) -> str:
-        return f"device.attributes['{tag}'].a" + "[0]" * ((size - 30) // 3)
-
     with serving(tmp_path) as running:
-        one = crafted(10 * 1024 - 8, "one")
+        one = _crafted_cel(10 * 1024 - 8, "one")
         response, _ = running.review(_claim_with_selectors(one))
         assert parsed == [len(one)] and "more than" not in response.get("status", {}).get("message", "")
-        heavy = _claim_with_selectors(*(crafted(9 * 1024, f"t{index}") for index in range(20)))
+        heavy = _claim_with_selectors(*(_crafted_cel(9 * 1024, f"t{index}") for index in range(20)))
         response, elapsed = running.review(heavy)
         assert parsed == [len(one)]  # none of the 180 KiB parsed
         assert response["allowed"] is False and elapsed < 1
@@ -1312,14 +1314,7 @@ def test_the_cel_of_the_templates_a_pod_names_counts_and_is_never_parsed_on_the_
     review's cap with its own (a Pod naming 8 templates of just under 16 KiB each held a slot
     for 2.5 s, every time), and a review that would parse any is never run on the event loop,
     even with every template cached (such Pods froze the loop, the probes with it, for 2.4 s)."""
-    inline: list[str] = []
-    real = webhook_module._inline
-
-    def recorded(review: Any, uid: str) -> Any:
-        inline.append(uid)
-        return real(review, uid)
-
-    monkeypatch.setattr(webhook_module, "_inline", recorded)
+    inline = _inline_reviews(monkeypatch)
     small = _claim_with_selectors(_crafted_cel(2 * 1024, "small"))
     heavy = _claim_with_selectors(*(_crafted_cel(9 * 1024, f"h{index}") for index in range(2)))
     source = _Served(small=small, heavy=heavy)
