@@ -8,6 +8,7 @@ not ignored: in a repository without commits, every file is untracked).
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 from pathlib import Path
 
@@ -44,6 +45,21 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         {".gitignore": "**/gen/**\n"},
         ["gen/a.yaml", "x/gen/b.yaml", "x/gen.yaml", "x/y/z.yaml"],
     ),
+    # A negated folder pattern puts back that folder, not what a pattern ignores below it.
+    "negated-folder-keeps-what-is-ignored-below": (
+        {".gitignore": "**/gen\n!d/\n"},
+        ["d/gen/x.yaml", "d/y.yaml", "gen/z.yaml"],
+    ),
+    # `!a` names a folder or file called a: not the files inside a folder of that name.
+    "negated-name-is-not-its-contents": (
+        {".gitignore": "*.yaml\n!a\n"},
+        ["a/x.yaml", "a.yaml", "b/a/y.yaml"],
+    ),
+    # A bare `*` matches everything, a `!` after it puts back what it names.
+    "star-then-negation": (
+        {"sub/.gitignore": "!*.yaml\n*\n", ".gitignore": "!keep/\n"},
+        ["sub/a.yaml", "sub/c/y.yaml", "keep/k.yaml"],
+    ),
 }
 
 
@@ -66,3 +82,38 @@ def test_a_walk_leaves_out_what_git_ignores(case: str, tmp_path: Path, monkeypat
     expected = sorted(name for name in listed if name.endswith(".yaml"))
     walked = sorted(os.path.relpath(candidate.path) for candidate in select(["."]).files)
     assert walked == expected
+
+
+#: Patterns drawn for random repositories (the shapes git's rules treat apart).
+PATTERNS = (
+    "a", "b/", "/a", "*.yaml", "!x.yaml", "!a", "!b/", "a/**", "**/b", "**/c/x.yaml",
+    "c/*", "!c/d", "a/b", "/b/", "x.yaml", "!*.yaml", "d", "*", "!d/", "**/a/",
+)  # fmt: skip
+
+
+def _drawn(root: Path, draw: random.Random, depth: int = 0) -> None:
+    for name in draw.sample("abcd", draw.randint(0, 3)):
+        if depth < 3:
+            (root / name).mkdir()
+            _drawn(root / name, draw, depth + 1)
+    for name in draw.sample(["x.yaml", "y.yaml", "a.yaml"], draw.randint(1, 2)):
+        (root / name).write_text("kind: ConfigMap\n")
+    if draw.random() < 0.5:
+        (root / ".gitignore").write_text("\n".join(draw.sample(PATTERNS, draw.randint(1, 3))) + "\n")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_walk_of_a_drawn_repository_leaves_out_what_git_ignores(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    draw = random.Random(seed)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    _drawn(tmp_path, draw)
+    if draw.random() < 0.3:
+        (tmp_path / ".git" / "info" / "exclude").write_text("\n".join(draw.sample(PATTERNS, 2)) + "\n")
+    monkeypatch.chdir(tmp_path)
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    walked = sorted(os.path.relpath(candidate.path) for candidate in select(["."]).files)
+    assert walked == sorted(name for name in listed if name.endswith(".yaml"))

@@ -232,24 +232,33 @@ def _decides(specs: Sequence[tuple[str, GitIgnoreSpec]], path: str, is_dir: bool
         relative = _relative(path, directory)
         if relative is None:
             continue
-        include = _folder_matches(spec, relative) if is_dir else spec.check_file(relative).include
+        include = _git_matches(spec, relative, is_dir)
         if include is not None:
             ignored = include
     return ignored
 
 
-def _folder_matches(spec: GitIgnoreSpec, relative: str) -> bool | None:
-    """What the last of `spec`'s patterns that matches the folder `relative` says (True:
-    ignore), None when none does.  As `spec.check_file(relative + "/")`, except that a
-    pattern ending in `/**` matches only what is inside its folder, as in git, not the folder
-    itself: pathspec matches `a/**` to `a/`, so `a/**` with `!a/keep.yaml` left the folder
-    unwalked and `a/keep.yaml`, which git keeps, unchecked."""
+def _git_matches(spec: GitIgnoreSpec, relative: str, is_dir: bool) -> bool | None:
+    """What the last of `spec`'s patterns that matches `relative` (a folder when `is_dir`)
+    says (True: ignore), None when none does, as git matches: the pattern must match the
+    path itself.  pathspec's `check_file` also takes a pattern that matches a folder above
+    it (git settles that one at that folder: `_Folder.ignored`), so `!a` put back every
+    file below a folder named `a` that `*.yaml` ignores, and `!d/` everything below `d`;
+    and it takes `a/**` for the folder `a`, though it matches only what is inside `a`, so
+    `a/**` with `!a/keep.yaml` left `a/keep.yaml`, which git keeps, unchecked."""
     include = None
+    path = relative + "/" if is_dir else relative
     for pattern in spec.patterns:
         if pattern.include is None:
             continue
-        text = str(getattr(pattern, "pattern", "")).removeprefix("!")
-        if pattern.match_file(relative if text.endswith("/**") else relative + "/"):
+        if str(getattr(pattern, "pattern", "")).removeprefix("!").endswith("/**"):
+            matched = bool(pattern.match_file(relative))  # inside its folder, at any depth
+        else:
+            found = getattr(pattern.match_file(path), "match", None)
+            # pathspec ends a pattern's regex where a folder of the path ends (`ps_d`); a bare
+            # `*` is the regex `.`, which matches any path, as in git.
+            matched = found is not None and (found.end() == len(path) or "ps_d" not in found.re.groupindex)
+        if matched:
             include = pattern.include
     return include
 
