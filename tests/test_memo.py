@@ -62,10 +62,30 @@ def test_long_strings_asked_are_not_kept(name: str) -> None:
     assert kept < count * size // 20, f"{name} kept {kept:,} bytes of {count * size:,} asked"
 
 
-def test_compiled_programs_are_kept_for_short_expressions_only() -> None:
+def test_compiled_programs_are_kept_up_to_the_longest_selector() -> None:
+    """DRA014 compiles a selector for each device it tries: one of up to 10 KiB (the API
+    server's longest) is kept, or 1,000 devices compiled an 8 KiB one 1,000 times (51 s);
+    a longer one, which the API server refuses, is not.  The policies' own programs are
+    always kept: their expressions are ours, not an input's."""
     short = 'device.driver == "gpu.nvidia.com"'
     assert len(short) <= SHORT
-    for program in (allocation._program, emulate._program):
-        assert program(short) is program(short)  # remembered: the same compiled program
-        long = short + " && true" * (SHORT // 8 + 1)
-        assert program(long) is not program(long)
+    long = short + " && true" * (SHORT // 8 + 1)
+    assert SHORT < len(long) <= selectors.CEL_SELECTOR_MAX_LENGTH
+    too_long = short + " && true" * (selectors.CEL_SELECTOR_MAX_LENGTH // 8 + 1)
+    for expression in (short, long):
+        assert allocation._program(expression) is allocation._program(expression)
+        assert emulate._program(expression) is emulate._program(expression)
+    assert allocation._program(too_long) is not allocation._program(too_long)
+
+
+def test_a_second_tier_keeps_a_few_longer_strings() -> None:
+    calls: list[str] = []
+
+    @memo_short(maxsize=16, short=8, longer=16, longer_maxsize=1)
+    def length(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    for text in ("x" * 12, "x" * 12, "y" * 12, "x" * 12, "z" * 17, "z" * 17):
+        length(text)
+    assert calls == ["x" * 12, "y" * 12, "x" * 12, "z" * 17, "z" * 17]  # one longer kept at a time

@@ -27,9 +27,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dra_guard.contract.memo import memo_short
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ TENANT_USER: Mapping[str, Any] = {"username": "alice", "groups": ["system:authen
 OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
 
 
-@memo_short(maxsize=4096)
+@lru_cache(maxsize=4096)  # the policies' own expressions (up to 39 KiB), not an input's
 def _program(expression: str) -> Any:
     import celpy
 

@@ -21,16 +21,23 @@ T = TypeVar("T")
 SHORT = 1024
 
 
-def memo_short(maxsize: int, short: int = SHORT) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+def memo_short(
+    maxsize: int, short: int = SHORT, *, longer: int = 0, longer_maxsize: int = 0
+) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
     """`lru_cache(maxsize)` for a function of one string, for strings of at most `short`
-    characters: at most `maxsize` * `short` characters kept."""
+    characters, and a second one of `longer_maxsize` answers for strings of at most
+    `longer` (where a longer string costs much to answer again: a CEL program, a parse);
+    at most `maxsize` * `short` + `longer_maxsize` * `longer` characters kept."""
 
     def wrap(function: Callable[[str], T]) -> Callable[[str], T]:
         cached = functools.lru_cache(maxsize=maxsize)(function)
+        cached_longer = functools.lru_cache(maxsize=longer_maxsize)(function) if longer_maxsize else function
 
         @functools.wraps(function)
         def call(key: str) -> T:
-            return cached(key) if len(key) <= short else function(key)
+            if len(key) <= short:
+                return cached(key)
+            return cached_longer(key) if len(key) <= longer else function(key)
 
         return call
 

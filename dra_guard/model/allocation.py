@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from dra_guard.contract.memo import memo_short
 from dra_guard.model.manifest import DeviceRequestView, cel_expressions, get_path, items, mapping, text
+from dra_guard.model.selectors import CEL_SELECTOR_MAX_LENGTH
 
 #: Search steps one claim may take before the verdict is "undecided" (a bound, not a limit
 #: real claims reach: a claim for 8 of 64 candidate devices needs a few hundred).
@@ -316,7 +317,9 @@ def _attribute_value(typed: object) -> Any:
 _Outcome = Literal["true", "false", "missing", "unknown"]
 
 
-@memo_short(maxsize=1024)
+# A selector is compiled for every device it is tried on: long ones (up to the 10 KiB the
+# API server accepts) are kept too, a few of them, or each device compiles them again.
+@memo_short(maxsize=1024, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=64)
 def _program(expression: str) -> Any:
     import celpy
 
@@ -327,7 +330,7 @@ def _program(expression: str) -> Any:
         return None
 
 
-@memo_short(maxsize=4096)
+@memo_short(maxsize=4096, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=64)
 def _referenced_domains(expression: str) -> tuple[str, ...]:
     return tuple(sorted({a or b for a, b in _DOMAIN_REFERENCE.findall(expression)}))
 

@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from dra_guard.contract.memo import SHORT
+from dra_guard.contract.memo import memo_short
 
 
 class Pin(NamedTuple):
@@ -128,19 +128,12 @@ def analysed_at_once(expression: str) -> bool:
     return _fast_analyse(expression) is not None or _size(expression) > CEL_SELECTOR_MAX_LENGTH
 
 
+@memo_short(maxsize=8192, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=256)
 def analyse(expression: str) -> SelectorAnalysis:
     """What a selector pins and whether it guards exclusivity, remembered: expressions of up
     to `memo.SHORT` characters, the usual, 8,192 of them; longer ones the API server accepts
     (at most 10 KiB), 256 of them (2.5 MiB), so that a template read for review after review
     is parsed once; none longer (`dra_guard.contract.memo`)."""
-    if len(expression) <= SHORT:
-        return _analyse_short(expression)
-    if len(expression) <= CEL_SELECTOR_MAX_LENGTH:
-        return _analyse_long(expression)
-    return _analyse(expression)
-
-
-def _analyse(expression: str) -> SelectorAnalysis:
     fast = _fast_analyse(expression)
     if fast is not None:
         return fast
@@ -150,10 +143,6 @@ def _analyse(expression: str) -> SelectorAnalysis:
             error=f"{size:,} bytes, longer than the API server accepts ({CEL_SELECTOR_MAX_LENGTH:,})", pins=()
         )
     return _parse_and_analyse(expression)
-
-
-_analyse_short = lru_cache(maxsize=8192)(_analyse)
-_analyse_long = lru_cache(maxsize=256)(_analyse)
 
 
 def _parse_and_analyse(expression: str) -> SelectorAnalysis:
