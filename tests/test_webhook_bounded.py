@@ -1354,3 +1354,42 @@ def test_a_review_waits_for_a_slot_two_seconds_at_most(tmp_path: Path) -> None:
         assert webhook_module.SLOT_WAIT_SECONDS - 0.2 < elapsed < webhook_module.SLOT_WAIT_SECONDS + 1.0
         gate.open.set()
         hung.join(10)
+
+
+def test_only_what_the_engine_parses_counts_and_large_cached_templates_go_to_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An `expression` in a driver's opaque parameters is never parsed: it does not count
+    against the CEL cap (Pods naming such a template were denied).  And the templates a
+    review reads from the cache count in the bytes that decide whether it runs on the loop:
+    a small Pod naming 8 cached templates of 60 KiB held the loop 32 ms."""
+    inline = _inline_reviews(monkeypatch)
+    opaque = _claim_with_selectors("device.driver == 'gpu.nvidia.com'")
+    opaque["spec"]["spec"]["devices"]["config"] = [
+        {"opaque": {"driver": "gpu.nvidia.com", "parameters": {"expression": _crafted_cel(9 * 1024, f"p{i}")}}}
+        for i in range(2)
+    ]
+    pinned = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"  # read without a parser
+    source = _Served(opaque=opaque, large=_claim_with_selectors(*[pinned] * 200), small=_claim_with_selectors(pinned))
+    monkeypatch.setattr(webhook_module, "INLINE_REVIEW_BYTES", 16 * 1024)
+    with serving(tmp_path, templates=source) as running:
+        for _ in range(2):  # looked up, then cached
+            response, _ = running.review(pod("opaque"))
+            assert "bytes of CEL" not in response.get("status", {}).get("message", "")
+        for _ in range(2):  # the second time cached: about 30 KiB, more than a review may hold on the loop
+            running.review(pod("large"))
+        running.review(pod("small"))
+        assert inline == []  # the first small one was looked up
+        running.review(pod("small"))  # cached and small: on the loop
+        assert len(inline) == 1
+
+
+def test_a_review_given_its_cached_templates_looks_none_up() -> None:
+    """The event loop hands an inline review the templates it found in the cache: a review
+    thread dropping them from the cache meanwhile cannot make a lookup run on the loop."""
+    source = _Served()  # would answer "no such template", and record the ask
+    template = _claim_with_selectors("device.driver == 'gpu.nvidia.com'")
+    template["metadata"] = {"name": "slice", "namespace": "tenant-a"}
+    hook = Webhook(RULES, Config(), templates=source)
+    response = hook.review(request_for(pod("slice")), cached={"slice": template})
+    assert source.asked == [] and "does not exist" not in response.get("status", {}).get("message", "")

@@ -229,10 +229,10 @@ class KubernetesTemplates:
         return found
 
 
-#: Reviews of bodies up to this size that read nothing from the API server
-#: (`Webhook._reads_nothing`) and hold no CEL the parser must read (`_cel_to_parse`) run on
-#: the event loop: the engine takes a few milliseconds at most on them, so the probes and
-#: other connections wait no longer than that.
+#: Reviews of bodies up to this size, with the cached templates they name, that read
+#: nothing from the API server (`Webhook._cached_for_inline`) and hold no CEL the parser
+#: must read (`_cel_to_parse`) run on the event loop: the engine takes a few milliseconds at
+#: most on them, so the probes and other connections wait no longer than that.
 INLINE_REVIEW_BYTES = 64 * 1024
 
 
@@ -254,12 +254,17 @@ class _TemplateCache:
         self._lock = threading.Lock()
 
     def get(self, key: tuple[str, str]) -> tuple[bool, Mapping[str, Any] | None]:
+        hit, value, _ = self.entry(key)
+        return hit, value
+
+    def entry(self, key: tuple[str, str]) -> tuple[bool, Mapping[str, Any] | None, int]:
+        """Whether `key` is cached, its template (None: there is none) and its JSON bytes."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or entry[0] <= time.monotonic():
                 self._drop(key)
-                return False, None
-            return True, entry[1]
+                return False, None, 0
+            return True, entry[1], entry[2]
 
     def put(self, key: tuple[str, str], value: Mapping[str, Any] | None) -> None:
         if self.ttl <= 0:
@@ -469,10 +474,13 @@ class Webhook:
         # CEL is parsed in pure Python at some 30 us a byte: a review whose object holds an
         # expression the fast path does not read waits in a thread, so that a crafted
         # selector cannot hold the loop (and the probes) for seconds.
-        if size <= INLINE_REVIEW_BYTES and not cel_bytes and self._reads_nothing(request):
-            # Reviewed on the loop, at once: less than a thread's round trip costs.
+        cached = self._cached_for_inline(request) if size <= INLINE_REVIEW_BYTES and not cel_bytes else None
+        if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
+            # Reviewed on the loop, at once: less than a thread's round trip costs.  With the
+            # templates found in the cache here: no lookup can run on the loop, even if
+            # another review's thread drops them from the cache meanwhile.
             try:
-                response, error = _inline(review_call, request["uid"])
+                response, error = _inline(functools.partial(review_call, cached=cached[0]), request["uid"])
             finally:
                 slots.release()
         else:
@@ -484,27 +492,32 @@ class Webhook:
         _log_review(request, response, error, clock)
         await _respond(send, 200, _review_answer(response))
 
-    def _reads_nothing(self, request: Mapping[str, Any]) -> bool:
-        """Whether the review reads nothing from the API server and parses no CEL of the
-        templates it names: no template source, or every template it names is cached and
-        holds no selector the parser must read.  Such a review of a small object takes well
-        under a millisecond, less than handing it to a thread and back
-        (bench/webhook_load.py), so it runs on the event loop; one that may wait on a lookup,
-        or on the parser, never does (a Pod naming cached templates of CEL froze the loop)."""
+    def _cached_for_inline(self, request: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any] | None], int] | None:
+        """The templates the review names, by name, and their JSON bytes, when the review
+        reads nothing from the API server and parses no CEL of them: no template source, or
+        every template it names is cached and holds no selector the parser must read; None
+        otherwise.  Such a review of a small object takes well under a millisecond, less
+        than handing it to a thread and back (bench/webhook_load.py), so it runs on the event
+        loop; one that may wait on a lookup, or on the parser, never does (a Pod naming
+        cached templates of CEL froze the loop)."""
         if isinstance(self.templates, NoTemplates):
-            return True
+            return {}, 0
         obj = request.get("object")
         if not isinstance(obj, Mapping):
-            return True
+            return {}, 0
         namespace = str(request.get("namespace") or "")
         names = set(template_names(obj))  # the namespace the object lands in changes no name
         if len(names) > self.max_templates:
-            return True
+            return {}, 0
+        found: dict[str, Mapping[str, Any] | None] = {}
+        weight = 0
         for name in names:
-            hit, template = self._cache.get((namespace, name))
+            hit, template, size = self._cache.entry((namespace, name))
             if not hit or (template is not None and _cel_to_parse(template, 0)):
-                return False
-        return True
+                return None
+            found[name] = template
+            weight += size
+        return found, weight
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -521,11 +534,17 @@ class Webhook:
     # --- the review --------------------------------------------------------------
 
     def review(
-        self, request: Mapping[str, Any], *, deadline: float | None = None, cel_bytes: int | None = None
+        self,
+        request: Mapping[str, Any],
+        *,
+        deadline: float | None = None,
+        cel_bytes: int | None = None,
+        cached: Mapping[str, Mapping[str, Any] | None] | None = None,
     ) -> dict[str, Any]:
         """The AdmissionReview response for one request; template lookups end by `deadline`
         (`time.monotonic()`; default: `self.deadline` from now).  `cel_bytes`: what
-        `_cel_to_parse` says of it, when the caller has asked already."""
+        `_cel_to_parse` says of it, when the caller has asked already; `cached`: the
+        templates it names, already found in the cache (none is looked up then)."""
         if deadline is None:
             deadline = time.monotonic() + self.deadline
         if cel_bytes is None:
@@ -555,7 +574,7 @@ class Webhook:
                 f"in its pods' resourceClaims; the webhook reads at most {self.max_templates} for one review, so "
                 "the claim rules cannot be checked; denied",
             )
-        templates, failures = self._templates_named(names, namespace, deadline)
+        templates, failures = self._templates_named(names, namespace, deadline, cached or {})
         if failures:
             # The rules that need these templates cannot be checked: fail closed.
             return _denial(
@@ -645,14 +664,19 @@ class Webhook:
         )
 
     def _templates_named(
-        self, names: Sequence[str], namespace: str, deadline: float
+        self,
+        names: Sequence[str],
+        namespace: str,
+        deadline: float,
+        cached: Mapping[str, Mapping[str, Any] | None],
     ) -> tuple[list[Mapping[str, Any]], list[str]]:
-        """The templates of `names` that exist, and what could not be read by `deadline`."""
+        """The templates of `names` that exist (those in `cached` as they are there), and
+        what could not be read by `deadline`."""
         found: list[Mapping[str, Any]] = []
         failures: list[str] = []
         for name in names:
             which = f"ResourceClaimTemplate {namespace}/{name}"
-            hit, template = self._cache.get((namespace, name))
+            hit, template = (True, cached[name]) if name in cached else self._cache.get((namespace, name))
             if not hit:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -979,22 +1003,24 @@ async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
 
 
 def _cel_to_parse(value: Any, most: int) -> int:
-    """Bytes of the CEL expressions in `value` (an object, or a template read for it; under
-    `expression`: a device or DeviceClass selector) that `analyse` would hand to the parser,
-    counted until they pass `most`.  An UPDATE's old object is not checked, so not counted."""
+    """Bytes of the CEL selectors in `value` (an object, or a template read for it: the
+    `expression` of a `cel` mapping, as every device and DeviceClass selector spells it)
+    that `analyse` would hand to the parser, counted until they pass `most`.  An `expression`
+    elsewhere (a driver's opaque parameters) is never parsed, so never counted; nor is an
+    UPDATE's old object, which is not checked."""
     total = 0
-    pending: list[Any] = [value]
+    pending: list[tuple[Any, bool]] = [(value, False)]
     while pending and total <= most:
-        value = pending.pop()
+        value, selector = pending.pop()
         if isinstance(value, dict):
             for key, item in value.items():
-                if key == "expression" and isinstance(item, str):
+                if key == "expression" and selector and isinstance(item, str):
                     if not analysed_at_once(item):
                         total += len(item.encode("utf-8", "surrogatepass"))
                 elif isinstance(item, dict | list):
-                    pending.append(item)
+                    pending.append((item, key == "cel"))
         elif isinstance(value, list):
-            pending.extend(item for item in value if isinstance(item, dict | list))
+            pending.extend((item, False) for item in value if isinstance(item, dict | list))
     return total
 
 
