@@ -55,6 +55,22 @@ CASES: dict[str, tuple[dict[str, str], list[str]]] = {
         {".gitignore": "*.yaml\n!a\n"},
         ["a/x.yaml", "a.yaml", "b/a/y.yaml"],
     ),
+    # The allow-list idiom: ignore everything, then put back folders and manifests.
+    "allow-list": (
+        {".gitignore": "*\n!*/\n!*.yaml\n"},
+        ["x.yaml", "deploy/x.yaml", "deploy/prod/claim.yaml", "deploy/notes.txt"],
+    ),
+    # `a/**/` is every folder inside a (not a), and a trailing space is no part of a pattern.
+    "folders-inside-and-trailing-space": (
+        {".gitignore": "a/**/\nb/** \n!b/keep.yaml\n"},
+        ["a/keep.yaml", "a/c/drop.yaml", "b/keep.yaml", "b/drop.yaml"],
+    ),
+    # git matches bytes: `?/` is a one-byte folder name, never `é` (two bytes in UTF-8); and
+    # a line that ends in a lone backslash is no pattern, not the end of the walk.
+    "bytes-and-a-lone-backslash": (
+        {".gitignore": "?/\nbroken\\\n"},
+        ["é/x.yaml", "a/y.yaml", "broken\\/z.yaml", "w.yaml"],
+    ),
     # A bare `*` matches everything, a `!` after it puts back what it names.
     "star-then-negation": (
         {"sub/.gitignore": "!*.yaml\n*\n", ".gitignore": "!keep/\n"},
@@ -77,8 +93,8 @@ def test_a_walk_leaves_out_what_git_ignores(case: str, tmp_path: Path, monkeypat
     _repository(tmp_path, ignores, files)
     monkeypatch.chdir(tmp_path)
     listed = subprocess.run(
-        ["git", "ls-files", "--others", "--exclude-standard"], check=True, capture_output=True, text=True
-    ).stdout.split()
+        ["git", "ls-files", "--others", "--exclude-standard", "-z"], check=True, capture_output=True, text=True
+    ).stdout.split("\0")  # -z: names as they are (git quotes what is not ASCII otherwise)
     expected = sorted(name for name in listed if name.endswith(".yaml"))
     walked = sorted(os.path.relpath(candidate.path) for candidate in select(["."]).files)
     assert walked == expected
@@ -88,11 +104,12 @@ def test_a_walk_leaves_out_what_git_ignores(case: str, tmp_path: Path, monkeypat
 PATTERNS = (
     "a", "b/", "/a", "*.yaml", "!x.yaml", "!a", "!b/", "a/**", "**/b", "**/c/x.yaml",
     "c/*", "!c/d", "a/b", "/b/", "x.yaml", "!*.yaml", "d", "*", "!d/", "**/a/",
+    "*/", "**/", "!*/", "a/**/", "a/** ", "?/", "[!a]", "é", "!é/", "\\!x.yaml", "x.yaml ",
 )  # fmt: skip
 
 
 def _drawn(root: Path, draw: random.Random, depth: int = 0) -> None:
-    for name in draw.sample("abcd", draw.randint(0, 3)):
+    for name in draw.sample(["a", "b", "c", "d", "é"], draw.randint(0, 3)):
         if depth < 3:
             (root / name).mkdir()
             _drawn(root / name, draw, depth + 1)
@@ -102,7 +119,7 @@ def _drawn(root: Path, draw: random.Random, depth: int = 0) -> None:
         (root / ".gitignore").write_text("\n".join(draw.sample(PATTERNS, draw.randint(1, 3))) + "\n")
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(80))
 def test_a_walk_of_a_drawn_repository_leaves_out_what_git_ignores(
     seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -113,7 +130,7 @@ def test_a_walk_of_a_drawn_repository_leaves_out_what_git_ignores(
         (tmp_path / ".git" / "info" / "exclude").write_text("\n".join(draw.sample(PATTERNS, 2)) + "\n")
     monkeypatch.chdir(tmp_path)
     listed = subprocess.run(
-        ["git", "ls-files", "--others", "--exclude-standard"], check=True, capture_output=True, text=True
-    ).stdout.split()
+        ["git", "ls-files", "--others", "--exclude-standard", "-z"], check=True, capture_output=True, text=True
+    ).stdout.split("\0")  # -z: names as they are (git quotes what is not ASCII otherwise)
     walked = sorted(os.path.relpath(candidate.path) for candidate in select(["."]).files)
     assert walked == sorted(name for name in listed if name.endswith(".yaml"))

@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import glob
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -107,9 +109,25 @@ def repository_root(start: str) -> str | None:
 
 
 def _spec(lines: Iterable[str]) -> GitIgnoreSpec:
+    """The patterns of a .gitignore's lines; a line pathspec cannot read (one ending in a lone
+    backslash) is left out, as git leaves it out, instead of ending the walk in a traceback."""
     from pathspec import GitIgnoreSpec
 
-    return GitIgnoreSpec.from_lines(lines)
+    readable = []
+    for line in map(_as_bytes, lines):
+        try:
+            GitIgnoreSpec.from_lines([line])
+        except ValueError:  # pathspec's GitIgnorePatternError
+            continue
+        readable.append(line)
+    return GitIgnoreSpec.from_lines(readable)
+
+
+def _as_bytes(text: str) -> str:
+    """`text` as its UTF-8 bytes, one character each: git matches patterns to paths byte by
+    byte, so `?` and `[!a]` take one byte, never the two of `é` (pathspec, matching
+    characters, took `?/` for the folder `é`, which git keeps).  Patterns and paths alike."""
+    return text if text.isascii() else text.encode("utf-8", "surrogateescape").decode("latin-1")
 
 
 def _relative(path: str, base: str) -> str | None:
@@ -247,20 +265,39 @@ def _git_matches(spec: GitIgnoreSpec, relative: str, is_dir: bool) -> bool | Non
     and it takes `a/**` for the folder `a`, though it matches only what is inside `a`, so
     `a/**` with `!a/keep.yaml` left `a/keep.yaml`, which git keeps, unchecked."""
     include = None
+    relative = _as_bytes(relative)
     path = relative + "/" if is_dir else relative
     for pattern in spec.patterns:
         if pattern.include is None:
             continue
-        if str(getattr(pattern, "pattern", "")).removeprefix("!").endswith("/**"):
-            matched = bool(pattern.match_file(relative))  # inside its folder, at any depth
+        text = _TRAILING_BLANKS.sub("", str(getattr(pattern, "pattern", ""))).removeprefix("!")
+        if text.endswith("/**/"):  # the folders inside its folder, at any depth
+            matched = is_dir and bool(pattern.match_file(relative))
+        elif text.endswith("/**"):  # everything inside its folder, at any depth
+            matched = bool(pattern.match_file(relative))
         else:
-            found = getattr(pattern.match_file(path), "match", None)
-            # pathspec ends a pattern's regex where a folder of the path ends (`ps_d`); a bare
-            # `*` is the regex `.`, which matches any path, as in git.
-            matched = found is not None and (found.end() == len(path) or "ps_d" not in found.re.groupindex)
+            regex = getattr(pattern, "regex", None)
+            if regex is None or "ps_d" not in regex.groupindex:
+                # A bare `*` is the regex `.`: it matches any path, as in git.
+                matched = bool(pattern.match_file(path))
+            else:
+                # pathspec ends a pattern's regex where a folder of the path ends (`ps_d`),
+                # and some are not anchored (`*/` is `(?P<ps_d>/)`): the pattern matches
+                # the path itself where it can match right up to the path's end.
+                matched = _to_the_end(regex.pattern).search(path) is not None
         if matched:
             include = pattern.include
     return include
+
+
+#: Trailing spaces of a pattern, which git drops unless escaped (`\ `).
+_TRAILING_BLANKS = re.compile(r"(?<!\\) +$")
+
+
+@functools.lru_cache(maxsize=1024)
+def _to_the_end(regex: str) -> re.Pattern[str]:
+    """`regex`, matched only where it ends at the end of the text."""
+    return re.compile(f"(?:{regex})\\Z")
 
 
 def chart_of(path: str) -> str | None:
