@@ -318,11 +318,14 @@ _Outcome = Literal["true", "false", "missing", "unknown"]
 
 
 # A selector is compiled for every device it is tried on: long ones (up to the 10 KiB the
-# API server accepts) are kept too, a few of them, or each device compiles them again.
-@memo_short(maxsize=1024, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=64)
+# API server accepts) are kept too, a few, or each device compiles them again.  A compiled
+# program is large (about 6 MiB for 10 KiB of CEL, measured), so few are kept.
+@memo_short(maxsize=128, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=8)
 def _program(expression: str) -> Any:
     import celpy
 
+    if len(expression.encode("utf-8", "surrogatepass")) > CEL_SELECTOR_MAX_LENGTH:
+        return None  # longer than the API server accepts (DRA002 says so): "unknown", not compiled
     environment = celpy.Environment()
     try:
         return environment.program(environment.compile(expression))
