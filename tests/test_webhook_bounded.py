@@ -1399,3 +1399,37 @@ def test_a_review_given_its_cached_templates_looks_none_up() -> None:
     hook = Webhook(RULES, Config(), templates=source)
     response = hook.review(request_for(pod("slice")), cached={"slice": template})
     assert source.asked == [] and "does not exist" not in response.get("status", {}).get("message", "")
+
+
+def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reviews whose object holds CEL to parse take all the slots but one: crafted ones of
+    16 KiB of CEL each, sent on 128 connections at 400 KB/s, held every slot and the queue,
+    and every other review got its 429.  One past that gets a 429 at once; a review with
+    nothing to parse is answered meanwhile."""
+    parsing, go = threading.Semaphore(0), threading.Event()
+    real = selectors_module._parse_and_analyse
+
+    def held(expression: str) -> Any:
+        parsing.release()
+        go.wait(10)
+        return real(expression)
+
+    monkeypatch.setattr(selectors_module, "_parse_and_analyse", held)
+    with serving(tmp_path, max_reviews=2) as running:
+        first = threading.Thread(target=lambda: running.review(_claim_with_selectors(_crafted_cel(2048, "one"))))
+        first.start()
+        assert parsing.acquire(timeout=5)
+        status, payload, elapsed = running.post(
+            json.dumps(admission_review(_claim_with_selectors(_crafted_cel(2048, "two")))).encode()
+        )
+        assert (
+            status == 429
+            and payload["error"] == "dra-guard webhook: 1 reviews parsing CEL selectors in flight; try again"
+        )
+        assert elapsed < 1
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 1
+        go.set()
+        first.join(10)
+    (refused,) = [event for event in running.events("refused") if event["reason"] == "parsing CEL"]
+    assert refused["limit"] == 1

@@ -351,6 +351,8 @@ class Webhook:
                 f"accepted ({self.max_body} bytes)"
             )
         self._bodies = _BodyBudget(self.body_bytes, self.stalled_body)
+        #: Reviews parsing CEL in their threads now (used on the event loop only).
+        self._parsing = 0
 
     @property
     def body_bytes_in_flight(self) -> int:
@@ -481,6 +483,22 @@ class Webhook:
         # CEL is parsed in pure Python at some 30 us a byte: a review whose object holds an
         # expression the fast path does not read waits in a thread, so that a crafted
         # selector cannot hold the loop (and the probes) for seconds.
+        if cel_bytes and cel_bytes <= self.max_cel_parse_bytes:
+            # Reviews that parse CEL get all the slots but one: the others always find one.
+            # Crafted reviews of 16 KiB of CEL each (0.4 s of parsing), sent on 128
+            # connections at 400 KB/s, used to hold every slot and queue, so every other
+            # review got its 429.  Past the cap nothing is parsed: those are denied at once.
+            if self._parsing >= max(1, self.max_reviews - 1):
+                slots.release()
+                limit = max(1, self.max_reviews - 1)
+                log_event(event="refused", reason="parsing CEL", limit=limit, ms=clock.ms())
+                message = f"dra-guard webhook: {limit} reviews parsing CEL selectors in flight; try again"
+                await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
+                return
+            self._parsing += 1
+            parsing = True
+        else:
+            parsing = False
         cached = self._cached_for_inline(request) if size <= INLINE_REVIEW_BYTES and not cel_bytes else None
         if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
             # Reviewed on the loop, at once: less than a thread's round trip costs.  With the
@@ -495,9 +513,14 @@ class Webhook:
             # The slot is given back when the review's thread is done, not at the deadline:
             # a review that overran still holds its memory.
             future.add_done_callback(functools.partial(_release, slots))
+            if parsing:
+                future.add_done_callback(self._parsed)
             response, error = await _awaited(future, clock, request["uid"])
         _log_review(request, response, error, clock)
         await _respond(send, 200, _review_answer(response))
+
+    def _parsed(self, future: asyncio.Future[Any]) -> None:
+        self._parsing -= 1
 
     def _cached_for_inline(self, request: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any] | None], int] | None:
         """The templates the review names, by name, and their JSON bytes, when the review
