@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dra_guard.read.walk import select
+from dra_guard.read.walk import Ignores, Patterns, select
 
 pytestmark = pytest.mark.e2e  # git runs (tests/conftest.py)
 
@@ -134,3 +134,14 @@ def test_a_walk_of_a_drawn_repository_leaves_out_what_git_ignores(
     ).stdout.split("\0")  # -z: names as they are (git quotes what is not ASCII otherwise)
     walked = sorted(os.path.relpath(candidate.path) for candidate in select(["."]).files)
     assert walked == sorted(name for name in listed if name.endswith(".yaml"))
+
+
+def test_exclude_patterns_match_names_that_are_not_ascii(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--exclude` patterns are matched as they are written (ab0b81c turned them into bytes
+    for git's matching, but not the paths they are matched to: `é/` excluded nothing)."""
+    (tmp_path / "é").mkdir()
+    (tmp_path / "é" / "x.yaml").write_text("kind: ConfigMap\n")
+    (tmp_path / "y.yaml").write_text("kind: ConfigMap\n")
+    monkeypatch.chdir(tmp_path)
+    ignores = Ignores([Patterns(str(tmp_path), ("é/",))])
+    assert [os.path.relpath(candidate.path) for candidate in select(["."], ignores=ignores).files] == ["y.yaml"]

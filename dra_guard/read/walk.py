@@ -31,14 +31,13 @@ from __future__ import annotations
 
 import errno
 import fnmatch
-import functools
 import glob
 import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dra_guard.contract.findings import InputError
 
@@ -109,18 +108,62 @@ def repository_root(start: str) -> str | None:
 
 
 def _spec(lines: Iterable[str]) -> GitIgnoreSpec:
-    """The patterns of a .gitignore's lines; a line pathspec cannot read (one ending in a lone
-    backslash) is left out, as git leaves it out, instead of ending the walk in a traceback."""
+    """The exclude patterns of `lines`, matched by pathspec (`Ignores.matches_exclude`)."""
     from pathspec import GitIgnoreSpec
 
-    readable = []
+    return GitIgnoreSpec([pattern for line in lines for pattern in _compiled(line)])
+
+
+def _compiled(line: str) -> list[Any]:
+    """pathspec's pattern of one line; none for a line it cannot read (one ending in a lone
+    backslash), which git leaves out too, instead of ending the walk in a traceback."""
+    from pathspec import GitIgnoreSpec
+
+    try:
+        return list(GitIgnoreSpec.from_lines([line]).patterns)
+    except ValueError:  # pathspec's GitIgnorePatternError
+        return []
+
+
+class _GitPattern(NamedTuple):
+    """One .gitignore pattern, ready to match a path as git does (`_git_matches`)."""
+
+    #: True: it ignores; False: it puts back (`!`).
+    include: bool
+    #: Searched in the path, or in the path without its folder's trailing slash (`inside`).
+    regex: re.Pattern[str]
+    #: It matches what is inside its folder, at any depth (`a/**`), not the path itself.
+    inside: bool
+    #: It matches folders only (`a/**/`).
+    folders_only: bool
+
+
+def _git_patterns(lines: Iterable[str]) -> tuple[_GitPattern, ...]:
+    """The patterns of a .gitignore's lines, each worked out once.
+
+    pathspec's regular expressions also match a path where a folder above it matches (git
+    settles that one at that folder: `_Folder.ignored`), so `!a` put back every file below
+    a folder named `a` that `*.yaml` ignores, and `!d/` everything below `d`; and `a/**`
+    matches the folder `a` itself, though it matches only what is inside `a`, so `a/**`
+    with `!a/keep.yaml` left `a/keep.yaml`, which git keeps, unchecked.  Each regular
+    expression here therefore matches only where it can end at the path's end (pathspec
+    leaves some unanchored: `*/` is `(?P<ps_d>/)`), except `a/**` and `a/**/`, which match
+    what is inside, and a bare `*` (the regular expression `.`), which matches anything.
+    Trailing spaces are no part of a pattern, as in git; patterns and paths are matched as
+    their bytes (`_as_bytes`).
+    """
+    patterns: list[_GitPattern] = []
     for line in map(_as_bytes, lines):
-        try:
-            GitIgnoreSpec.from_lines([line])
-        except ValueError:  # pathspec's GitIgnorePatternError
-            continue
-        readable.append(line)
-    return GitIgnoreSpec.from_lines(readable)
+        for pattern in _compiled(line):
+            if pattern.include is None or pattern.regex is None:
+                continue
+            text = _TRAILING_SPACES.sub("", str(pattern.pattern)).removeprefix("!")
+            regex: re.Pattern[str] = pattern.regex
+            inside = text.endswith(("/**", "/**/"))
+            if not inside and "ps_d" in regex.groupindex:
+                regex = re.compile(f"(?:{regex.pattern})\\Z")
+            patterns.append(_GitPattern(bool(pattern.include), regex, inside, text.endswith("/**/")))
+    return tuple(patterns)
 
 
 def _as_bytes(text: str) -> str:
@@ -144,8 +187,8 @@ class Ignores:
     def __init__(self, excludes: Sequence[Patterns] = (), gitignore: bool = True) -> None:
         self._excludes = [(os.path.abspath(item.base), _spec(item.patterns)) for item in excludes if item.patterns]
         self._gitignore = gitignore
-        #: Per directory: its ignore spec (None: no .gitignore there).
-        self._specs: dict[str, GitIgnoreSpec | None] = {}
+        #: Per directory: the patterns of its .gitignore (none: no .gitignore there).
+        self._specs: dict[str, tuple[_GitPattern, ...]] = {}
         #: Per directory: the repository root above it (None: not in a repository).
         self._roots: dict[str, str | None] = {}
         #: Per (directory, its repository root): what its .gitignore files say (`_folder`).
@@ -185,7 +228,7 @@ class Ignores:
             self._roots[each] = root
         return root
 
-    def _ignore_spec(self, directory: str, root: str) -> GitIgnoreSpec | None:
+    def _ignore_spec(self, directory: str, root: str) -> tuple[_GitPattern, ...]:
         if directory not in self._specs:
             lines: list[str] = []
             sources = [os.path.join(directory, ".gitignore")]
@@ -199,7 +242,7 @@ class Ignores:
                         lines.extend(handle.read().splitlines())
                 except OSError:
                     continue
-            self._specs[directory] = _spec(lines) if any(line.strip() for line in lines) else None
+            self._specs[directory] = _git_patterns(lines)
         return self._specs[directory]
 
     def _git_ignored(self, path: str, is_dir: bool) -> bool:
@@ -229,10 +272,10 @@ class Ignores:
         return known
 
     def _specs_at(
-        self, directory: str, root: str, above: tuple[tuple[str, GitIgnoreSpec], ...]
-    ) -> tuple[tuple[str, GitIgnoreSpec], ...]:
-        spec = self._ignore_spec(directory, root)
-        return above if spec is None else (*above, (directory, spec))
+        self, directory: str, root: str, above: tuple[tuple[str, tuple[_GitPattern, ...]], ...]
+    ) -> tuple[tuple[str, tuple[_GitPattern, ...]], ...]:
+        patterns = self._ignore_spec(directory, root)
+        return (*above, (directory, patterns)) if patterns else above
 
 
 class _Folder(NamedTuple):
@@ -240,10 +283,10 @@ class _Folder(NamedTuple):
     and the .gitignore files from the repository's root down to it, with their folders."""
 
     ignored: bool
-    specs: tuple[tuple[str, GitIgnoreSpec], ...]
+    specs: tuple[tuple[str, tuple[_GitPattern, ...]], ...]
 
 
-def _decides(specs: Sequence[tuple[str, GitIgnoreSpec]], path: str, is_dir: bool) -> bool:
+def _decides(specs: Sequence[tuple[str, tuple[_GitPattern, ...]]], path: str, is_dir: bool) -> bool:
     """Whether the deepest of `specs` with a pattern that matches `path` ignores it."""
     ignored = False
     for directory, spec in specs:
@@ -256,48 +299,22 @@ def _decides(specs: Sequence[tuple[str, GitIgnoreSpec]], path: str, is_dir: bool
     return ignored
 
 
-def _git_matches(spec: GitIgnoreSpec, relative: str, is_dir: bool) -> bool | None:
-    """What the last of `spec`'s patterns that matches `relative` (a folder when `is_dir`)
-    says (True: ignore), None when none does, as git matches: the pattern must match the
-    path itself.  pathspec's `check_file` also takes a pattern that matches a folder above
-    it (git settles that one at that folder: `_Folder.ignored`), so `!a` put back every
-    file below a folder named `a` that `*.yaml` ignores, and `!d/` everything below `d`;
-    and it takes `a/**` for the folder `a`, though it matches only what is inside `a`, so
-    `a/**` with `!a/keep.yaml` left `a/keep.yaml`, which git keeps, unchecked."""
+def _git_matches(patterns: Sequence[_GitPattern], relative: str, is_dir: bool) -> bool | None:
+    """What the last of `patterns` that matches `relative` (a folder when `is_dir`) says
+    (True: ignore), None when none does, as git matches (`_git_patterns`)."""
     include = None
     relative = _as_bytes(relative)
     path = relative + "/" if is_dir else relative
-    for pattern in spec.patterns:
-        if pattern.include is None:
+    for pattern in patterns:
+        if pattern.folders_only and not is_dir:
             continue
-        text = _TRAILING_BLANKS.sub("", str(getattr(pattern, "pattern", ""))).removeprefix("!")
-        if text.endswith("/**/"):  # the folders inside its folder, at any depth
-            matched = is_dir and bool(pattern.match_file(relative))
-        elif text.endswith("/**"):  # everything inside its folder, at any depth
-            matched = bool(pattern.match_file(relative))
-        else:
-            regex = getattr(pattern, "regex", None)
-            if regex is None or "ps_d" not in regex.groupindex:
-                # A bare `*` is the regex `.`: it matches any path, as in git.
-                matched = bool(pattern.match_file(path))
-            else:
-                # pathspec ends a pattern's regex where a folder of the path ends (`ps_d`),
-                # and some are not anchored (`*/` is `(?P<ps_d>/)`): the pattern matches
-                # the path itself where it can match right up to the path's end.
-                matched = _to_the_end(regex.pattern).search(path) is not None
-        if matched:
+        if pattern.regex.search(relative if pattern.inside else path) is not None:
             include = pattern.include
     return include
 
 
-#: Trailing spaces of a pattern, which git drops unless escaped (`\ `).
-_TRAILING_BLANKS = re.compile(r"(?<!\\) +$")
-
-
-@functools.lru_cache(maxsize=1024)
-def _to_the_end(regex: str) -> re.Pattern[str]:
-    """`regex`, matched only where it ends at the end of the text."""
-    return re.compile(f"(?:{regex})\\Z")
+#: Trailing spaces of a pattern, which git drops unless escaped (`\\ `).
+_TRAILING_SPACES = re.compile(r"(?<!\\) +$")
 
 
 def chart_of(path: str) -> str | None:
@@ -510,15 +527,17 @@ def walk_tree(top: str, onerror: Callable[[OSError], None] | None = None) -> Ite
             continue
         folders: list[str] = []
         names: list[str] = []
+        links: set[str] = set()
         for entry in entries:
             try:
                 is_folder = entry.is_dir()
+                if is_folder and entry.is_symlink():  # told by the listing: no lstat
+                    links.add(entry.name)
             except OSError:
                 is_folder = False
             (folders if is_folder else names).append(entry.name)
         yield root, folders, names
-        below = [os.path.join(root, folder) for folder in folders]
-        pending.extend(path for path in reversed(below) if not os.path.islink(path))
+        pending.extend(os.path.join(root, folder) for folder in reversed(folders) if folder not in links)
 
 
 def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tuple[str, str]]:
