@@ -5,11 +5,12 @@ The review port is HTTPS on uvicorn's h11 protocol with kube-apiserver's own dea
 90 s), which uvicorn lacks for the first: a connection that has not sent a whole request
 head within `read_header_timeout` of connecting (or of its first byte after a kept-alive
 response) is closed, so are idle kept-alive connections after `idle_timeout`; at
-`max_connections` a new connection closes the one whose request body has stalled longest
-(still arriving `stalled_body_timeout` after its head), else the idle one accepted first,
-or is itself closed when there is neither, and TLS handshakes under way are capped at half
-of it (past that, the oldest handshake under way is cut off for the newcomer). The request body is read by
-the application under the review's deadline (`dra_guard.admission.webhook`).
+`max_connections` a new connection closes another that is not under review (`_make_way`:
+one the server closed, then the one whose body has stalled longest, then the idle one
+accepted first, then the one whose body has been arriving longest), or is itself closed
+when every other is under review; TLS handshakes under way are capped at half of it (past
+that, the oldest handshake under way is cut off for the newcomer). The request body is read
+by the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
 (`MEMORY_LIMIT_MIB`, `Limits.for_memory`): an eighth of it for connections at
@@ -37,6 +38,7 @@ import datetime
 import itertools
 import json
 import logging
+import operator
 import os
 import socket
 import ssl
@@ -694,29 +696,32 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         the review's deadline, up to 30 s.  A request being reviewed is never cut off."""
         others = [connection for connection in connections if connection is not newcomer]
         now = newcomer.loop.time()
-        closing = [connection for connection in others if connection.closing()]
-        if closing:
-            min(closing, key=lambda connection: connection._accepted_at).evict(
-                "a connection closed by the server, waiting for the client's TLS close, made way for a new connection"
-            )
-            return True
-        stalled = [connection for connection in others if connection.stalled(now)]
-        if stalled:
-            min(stalled, key=lambda connection: connection._request_at).evict(
+        accepted_at, request_at = operator.attrgetter("_accepted_at"), operator.attrgetter("_request_at")
+        # (which, the first of them to go, why), in the order they make way.
+        choices = (
+            (
+                BoundedH11Protocol.closing,
+                accepted_at,
+                "a connection closed by the server, waiting for the client's TLS close, made way for a new connection",
+            ),
+            (
+                lambda connection: connection.stalled(now),
+                request_at,
                 f"a request body still arriving {limits.stalled_body_timeout:g} s after its head made way for a "
-                "new connection"
-            )
-            return True
-        idle = [connection for connection in others if connection.idle()]
-        if idle:
-            min(idle, key=lambda connection: connection._accepted_at).evict("an idle connection made way for a new one")
-            return True
-        receiving = [connection for connection in others if connection.receiving()]
-        if receiving:
-            min(receiving, key=lambda connection: connection._request_at).evict(
-                "the request body arriving longest made way for a new connection"
-            )
-            return True
+                "new connection",
+            ),
+            (BoundedH11Protocol.idle, accepted_at, "an idle connection made way for a new one"),
+            (
+                BoundedH11Protocol.receiving,
+                request_at,
+                "the request body arriving longest made way for a new connection",
+            ),
+        )
+        for which, first, reason in choices:
+            candidates = [connection for connection in others if which(connection)]
+            if candidates:
+                min(candidates, key=first).evict(reason)
+                return True
         return False
 
     return BoundedH11Protocol
