@@ -21,9 +21,9 @@ It is bounded: a request's body is read first, its bytes held within a budget of
 in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies still arriving
 `stalled_body` after their heads hold enough of it: those are cut off with a 408 instead),
 and must arrive within the review's deadline, which is the API server's `?timeout=` less a
-margin; then at most
-`max_reviews` reviews are parsed and checked at once (the others wait for a slot, 2 s at most, within
-their deadline, then get a 429), so a slow body never holds a slot; and the claim
+margin; then at most `max_reviews` reviews are parsed and checked at once (the others wait
+for a slot, 2 s at most, within their deadline, then get a 429), so a slow body never holds
+a slot; those that parse CEL take all slots but one; and the claim
 templates looked up are only those the object's pod specs (or pod groups) name in
 `resourceClaims`, at most `max_templates` of them, with one deadline for all and a short
 cache. dra_guard.admission.serving serves it.
@@ -52,7 +52,7 @@ from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
 from dra_guard.model.manifest import get_path
-from dra_guard.model.selectors import analysed_at_once
+from dra_guard.model.selectors import analysed_at_once, byte_length
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
 from dra_guard.rules import Registry, Rule
@@ -488,9 +488,9 @@ class Webhook:
             # Crafted reviews of 16 KiB of CEL each (0.4 s of parsing), sent on 128
             # connections at 400 KB/s, used to hold every slot and queue, so every other
             # review got its 429.  Past the cap nothing is parsed: those are denied at once.
-            if self._parsing >= max(1, self.max_reviews - 1):
+            limit = max(1, self.max_reviews - 1)
+            if self._parsing >= limit:
                 slots.release()
-                limit = max(1, self.max_reviews - 1)
                 log_event(event="refused", reason="parsing CEL", limit=limit, ms=clock.ms())
                 message = f"dra-guard webhook: {limit} reviews parsing CEL selectors in flight; try again"
                 await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
@@ -882,9 +882,9 @@ class _BodyBudget:
     A body that would pass the limit is refused at once, never waiting: bodies that each
     held part of the budget while waiting for the rest of it could wait for one another
     until their deadlines.  Unless bodies still arriving `stalled` seconds after they began
-    hold enough of it: those are cut off, the one silent longest first, and the newcomer goes on.  The API
-    server writes a body right behind its head, so only a client that sends slowly, on
-    purpose or not, ever holds bytes that long; without this, six of them sending most of a
+    hold enough of it: those are cut off, the one silent longest first, and the newcomer
+    goes on.  The API server writes a body right behind its head, so only a client that
+    sends slowly, on purpose or not, ever holds bytes that long; without this, six of them sending most of a
     3 MiB body with `?timeout=30s` kept every review out for 30 s, and again.
     """
 
@@ -1046,7 +1046,7 @@ def _cel_to_parse(value: Any, most: int) -> int:
             for key, item in value.items():
                 if key == "expression" and selector and isinstance(item, str):
                     if not analysed_at_once(item):
-                        total += len(item.encode("utf-8", "surrogatepass"))
+                        total += byte_length(item)
                 elif isinstance(item, dict | list):
                     pending.append((item, key == "cel"))
         elif isinstance(value, list):

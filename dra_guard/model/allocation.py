@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from dra_guard.contract.memo import memo_short
 from dra_guard.model.manifest import DeviceRequestView, cel_expressions, get_path, items, mapping, text
-from dra_guard.model.selectors import CEL_SELECTOR_MAX_LENGTH
+from dra_guard.model.selectors import CEL_SELECTOR_MAX_LENGTH, byte_length
 
 #: Search steps one claim may take before the verdict is "undecided" (a bound, not a limit
 #: real claims reach: a claim for 8 of 64 candidate devices needs a few hundred).
@@ -324,7 +324,7 @@ _Outcome = Literal["true", "false", "missing", "unknown"]
 def _program(expression: str) -> Any:
     import celpy
 
-    if len(expression.encode("utf-8", "surrogatepass")) > CEL_SELECTOR_MAX_LENGTH:
+    if byte_length(expression) > CEL_SELECTOR_MAX_LENGTH:
         return None  # longer than the API server accepts (DRA002 says so): "unknown", not compiled
     environment = celpy.Environment()
     try:

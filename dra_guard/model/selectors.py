@@ -116,7 +116,7 @@ def _fast_analyse(expression: str) -> SelectorAnalysis | None:
 CEL_SELECTOR_MAX_LENGTH = 10 * 1024
 
 
-def _size(expression: str) -> int:
+def byte_length(expression: str) -> int:
     """Its length in bytes, as Go's len() counts them."""
     return len(expression) if expression.isascii() else len(expression.encode("utf-8", "surrogatepass"))
 
@@ -125,7 +125,7 @@ def analysed_at_once(expression: str) -> bool:
     """Whether `analyse(expression)` needs no parser: the fast path reads it, or it is too
     long to parse.  The webhook reviews an object on its event loop only when this holds for
     each of its expressions."""
-    return _fast_analyse(expression) is not None or _size(expression) > CEL_SELECTOR_MAX_LENGTH
+    return _fast_analyse(expression) is not None or byte_length(expression) > CEL_SELECTOR_MAX_LENGTH
 
 
 @memo_short(maxsize=8192, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=256)
@@ -137,7 +137,7 @@ def analyse(expression: str) -> SelectorAnalysis:
     fast = _fast_analyse(expression)
     if fast is not None:
         return fast
-    size = _size(expression)
+    size = byte_length(expression)
     if size > CEL_SELECTOR_MAX_LENGTH:
         return SelectorAnalysis(
             error=f"{size:,} bytes, longer than the API server accepts ({CEL_SELECTOR_MAX_LENGTH:,})", pins=()
