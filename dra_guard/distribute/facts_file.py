@@ -18,8 +18,6 @@ FORMAT = "dra-guard facts"
 FORMAT_VERSION = 2
 #: A header is a few hundred bytes: its keys, four SHA-256 digests and small values.
 _HEADER_BYTES = 4096
-
-
 #: What the payload begins with: pickle's protocol marker (`codec.dump_value`).
 _PAYLOAD_START = b"\x80"
 #: The keys of a header (`shards.check_shard`), exactly: one holding anything else, such as
@@ -31,8 +29,8 @@ HEADER_KEYS = frozenset(
 
 
 def is_facts_file(path: str) -> bool:
-    """Whether `path` is a regular file whose first line is a facts header (any version)
-    followed by a pickled payload.
+    """Whether `path` is a regular file whose first line is a facts header with this
+    version's keys, followed by a pickled payload.
 
     Both make it safe to leave out: kubectl reads a JSON file as a stream of objects and
     applies each it can, so a file that only begins like a facts file could hide a manifest
