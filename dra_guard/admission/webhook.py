@@ -23,7 +23,7 @@ in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies sti
 and must arrive within the review's deadline, which is the API server's `?timeout=` less a
 margin; then at most `max_reviews` reviews are parsed and checked at once (the others wait
 for a slot, 2 s at most, within their deadline, then get a 429), so a slow body never holds
-a slot; those that parse CEL take all slots but one; and the claim
+a slot; those whose body holds CEL wait, as long, for one of all the places but one; and the claim
 templates looked up are only those the object's pod specs (or pod groups) name in
 `resourceClaims`, at most `max_templates` of them, with one deadline for all and a short
 cache. dra_guard.admission.serving serves it.
@@ -343,7 +343,7 @@ class Webhook:
         self._claim_writers = frozenset(writers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
         self._executor: ThreadPoolExecutor | None = None
-        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, asyncio.Semaphore] | None = None
         self._lock = threading.Lock()
         if self.body_bytes < self.max_body:
             raise ValueError(
@@ -351,8 +351,6 @@ class Webhook:
                 f"accepted ({self.max_body} bytes)"
             )
         self._bodies = _BodyBudget(self.body_bytes, self.stalled_body)
-        #: Reviews parsing CEL in their threads now (used on the event loop only).
-        self._parsing = 0
 
     @property
     def body_bytes_in_flight(self) -> int:
@@ -435,28 +433,40 @@ class Webhook:
                 await _respond(send, body.status, {"error": body.reason}, body.headers)
             return
         size = len(body)
-        # Where it may hold a CEL expression (an escape may spell the key otherwise), the
-        # parsed object is looked at before it is reviewed on the loop (`_answer`).
-        holds_cel = b'"expression"' in body or b"\\u" in body
-        slots = self._semaphore()
-        held = False
+        # Where it may hold a CEL expression, the parsed object is looked at before it is
+        # reviewed on the loop (`_answer`).
+        holds_cel = _EXPRESSION_KEY.search(body) is not None
+        slots, parsers = self._semaphores()
+        # Such a body waits for a place among the reviews that may parse CEL before it waits
+        # for a slot (always in that order: no two requests wait on each other), so they
+        # never hold the last slot (`_answer` gives the place back unless the review parses).
+        gate = parsers if holds_cel else None
+        until = min(clock.deadline, time.monotonic() + SLOT_WAIT_SECONDS)
+        gated = held = False
         try:
-            held = await _take(slots, min(clock.deadline, time.monotonic() + SLOT_WAIT_SECONDS))
+            gated = gate is None or await _take(gate, until)
+            held = gated and await _take(slots, until)
             review, problem = _parse_review(body) if held else (None, "")
         except BaseException:
             if held:
                 slots.release()
+            if gated and gate is not None:
+                gate.release()
             raise
         finally:
             # Parsed in the slot, which holds what the body became; the bytes leave the budget.
             self._bodies.give(size)
             del body
         if not held:
-            log_event(event="refused", reason="overloaded", limit=self.max_reviews, ms=clock.ms())
-            message = f"dra-guard webhook: {self.max_reviews} reviews in flight; none finished in time"
+            if gated and gate is not None:
+                gate.release()
+            limit = self.max_reviews if gated else self._parser_limit
+            log_event(event="refused", reason="overloaded" if gated else "parsing CEL", limit=limit, ms=clock.ms())
+            what = "reviews" if gated else "reviews that may parse CEL selectors"
+            message = f"dra-guard webhook: {limit} {what} in flight; none finished in time"
             await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
             return
-        await self._answer(review, send, problem=problem, slots=slots, size=size, holds_cel=holds_cel, clock=clock)
+        await self._answer(review, send, problem=problem, slots=slots, gate=gate, size=size, clock=clock)
 
     async def _answer(
         self,
@@ -465,62 +475,58 @@ class Webhook:
         *,
         problem: str,
         slots: asyncio.Semaphore,
+        gate: asyncio.Semaphore | None,
         size: int,
-        holds_cel: bool,
         clock: _Clock,
     ) -> None:
-        """Review a parsed body in the slot taken for it (given back here) and answer it."""
+        """Review a parsed body in the slot taken for it and, where its body may hold CEL, the
+        place among the reviews that may parse CEL (`gate`); both are given back here, or
+        when the review's thread is done."""
         if review is None:
             slots.release()
+            if gate is not None:
+                gate.release()
             log_event(event="refused", reason=problem)
             await _respond(send, 400, {"error": problem})
             return
-        request = review["request"]
-        send.uid = request["uid"]
-        # The lookups share the review's deadline, leaving the engine and the answer a moment.
-        cel_bytes = _cel_to_parse(request.get("object"), self.max_cel_parse_bytes) if holds_cel else 0
-        review_call = functools.partial(self.review, request, deadline=clock.lookups_until, cel_bytes=cel_bytes)
-        # CEL is parsed in pure Python at some 30 us a byte: a review whose object holds an
-        # expression the fast path does not read waits in a thread, so that a crafted
-        # selector cannot hold the loop (and the probes) for seconds.
-        if cel_bytes and cel_bytes <= self.max_cel_parse_bytes:
-            # Reviews that parse CEL get all the slots but one: the others always find one.
-            # Crafted reviews of 16 KiB of CEL each (0.4 s of parsing), sent on 128
-            # connections at 400 KB/s, used to hold every slot and queue, so every other
-            # review got its 429.  Past the cap nothing is parsed: those are denied at once.
-            limit = max(1, self.max_reviews - 1)
-            if self._parsing >= limit:
-                slots.release()
-                log_event(event="refused", reason="parsing CEL", limit=limit, ms=clock.ms())
-                message = f"dra-guard webhook: {limit} reviews parsing CEL selectors in flight; try again"
-                await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
-                return
-            self._parsing += 1
-            parsing = True
-        else:
-            parsing = False
-        cached = self._cached_for_inline(request) if size <= INLINE_REVIEW_BYTES and not cel_bytes else None
-        if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
-            # Reviewed on the loop, at once: less than a thread's round trip costs.  With the
-            # templates found in the cache here: no lookup can run on the loop, even if
-            # another review's thread drops them from the cache meanwhile.
-            try:
+        # Until a review's thread takes them over, they are given back here, whatever
+        # happens: a slot lost to an internal error would be lost for good.
+        handed = False
+        try:
+            request = review["request"]
+            send.uid = request["uid"]
+            # A review whose object holds an expression the fast path does not read parses
+            # it in pure Python at some 30 us a byte, in a thread, so that a crafted selector
+            # cannot hold the loop (and the probes) for seconds.  It keeps its place among
+            # the parsers until its thread is done; any other gives it back now (past the
+            # cap nothing is parsed: the review is denied at once).
+            cel_bytes = _cel_to_parse(request.get("object"), self.max_cel_parse_bytes) if gate is not None else 0
+            parsing = bool(cel_bytes) and cel_bytes <= self.max_cel_parse_bytes
+            if gate is not None and not parsing:
+                gate.release()
+                gate = None
+            # The lookups share the review's deadline, leaving the engine and the answer a moment.
+            review_call = functools.partial(self.review, request, deadline=clock.lookups_until, cel_bytes=cel_bytes)
+            cached = self._cached_for_inline(request) if size <= INLINE_REVIEW_BYTES and not cel_bytes else None
+            if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
+                # Reviewed on the loop, at once: less than a thread's round trip costs.  With
+                # the templates found in the cache here: no lookup can run on the loop, even
+                # if another review's thread drops them from the cache meanwhile.
                 response, error = _inline(functools.partial(review_call, cached=cached[0]), request["uid"])
-            finally:
+            else:
+                future = asyncio.get_running_loop().run_in_executor(self._pool(), review_call)
+                # Given back when the review's thread is done, not at the deadline: a review
+                # that overran still holds its memory, and its parser runs on.
+                future.add_done_callback(functools.partial(_release, (slots, gate)))
+                handed = True
+                response, error = await _awaited(future, clock, request["uid"])
+        finally:
+            if not handed:
                 slots.release()
-        else:
-            future = asyncio.get_running_loop().run_in_executor(self._pool(), review_call)
-            # The slot is given back when the review's thread is done, not at the deadline:
-            # a review that overran still holds its memory.
-            future.add_done_callback(functools.partial(_release, slots))
-            if parsing:
-                future.add_done_callback(self._parsed)
-            response, error = await _awaited(future, clock, request["uid"])
+                if gate is not None:
+                    gate.release()
         _log_review(request, response, error, clock)
         await _respond(send, 200, _review_answer(response))
-
-    def _parsed(self, future: asyncio.Future[Any]) -> None:
-        self._parsing -= 1
 
     def _cached_for_inline(self, request: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any] | None], int] | None:
         """The templates the review names, by name, and their JSON bytes, when the review
@@ -549,11 +555,18 @@ class Webhook:
             weight += size
         return found, weight
 
-    def _semaphore(self) -> asyncio.Semaphore:
+    @property
+    def _parser_limit(self) -> int:
+        """Reviews that may parse CEL at once: all but one of the slots."""
+        return max(1, self.max_reviews - 1)
+
+    def _semaphores(self) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
+        """The review slots and the places among the reviews that may parse CEL, of the
+        running loop."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
-            self._slots = (loop, asyncio.Semaphore(self.max_reviews))
-        return self._slots[1]
+            self._slots = (loop, asyncio.Semaphore(self.max_reviews), asyncio.Semaphore(self._parser_limit))
+        return self._slots[1], self._slots[2]
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -833,11 +846,29 @@ def _denial(uid: str, message: str, warnings: Sequence[str] = ()) -> dict[str, A
     return response
 
 
+def _spelled_in_json(word: str) -> bytes:
+    """A pattern of the JSON string `word`, each character as itself or as a `\\u` escape
+    (its hex digits in either case): every way a JSON text may spell the key."""
+
+    def escaped(char: str) -> bytes:
+        return b"\\\\u" + b"".join(b"[%s%s]" % (d.encode(), d.upper().encode()) for d in f"{ord(char):04x}")
+
+    return b'"' + b"".join(b"(?:" + re.escape(char.encode()) + b"|" + escaped(char) + b")" for char in word) + b'"'
+
+
+#: The key `expression`, however the body spells it: a review whose body holds none parses
+#: no CEL of its object (kube-apiserver escapes `<`, `>` and `&` as `\\u003c`..., so a
+#: Pod's `sh -c "a && b"` holds escapes, and is not taken for CEL).
+_EXPRESSION_KEY = re.compile(_spelled_in_json("expression"))
+
+
 def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
     try:
-        review = json.loads(body)
+        # UTF-8 only, as the API server writes it: json.loads would also read bytes in UTF-16
+        # or UTF-32, which `_EXPRESSION_KEY` does not see, so CEL would pass the gate unseen.
+        review = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        return None, "the body is not JSON"
+        return None, "the body is not JSON in UTF-8"
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
         return None, "not an AdmissionReview"
     if review.get("apiVersion") != REVIEW_API:
@@ -1143,8 +1174,10 @@ def _log_review(
     )
 
 
-def _release(slots: asyncio.Semaphore, future: asyncio.Future[Any]) -> None:
-    slots.release()
+def _release(held: tuple[asyncio.Semaphore, asyncio.Semaphore | None], future: asyncio.Future[Any]) -> None:
+    for semaphore in held:
+        if semaphore is not None:
+            semaphore.release()
     if not future.cancelled():
         future.exception()  # retrieved (and answered) by the request, or left after its deadline
 
