@@ -6,6 +6,7 @@ drivers' source (each file cites repository, file and commit).
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -15,7 +16,16 @@ import pytest
 import yaml
 
 from dra_guard import AcceleratorSlice, claim_template
-from dra_guard.model.allocation import Allocator, Inventory, Verdict, constraints_of, quantity, requests_of
+from dra_guard.model.allocation import (
+    Allocator,
+    EvaluationOverdue,
+    Inventory,
+    Verdict,
+    constraints_of,
+    evaluations_until,
+    quantity,
+    requests_of,
+)
 from dra_guard.model.manifest import claim_devices, device_requests
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -410,3 +420,16 @@ def test_point5_a_device_naming_a_counter_set_the_pool_lacks_makes_the_pool_inva
 def test_point5_counter_values_are_quantities(text: str, value: Fraction) -> None:
     assert quantity(text) == value
     assert quantity("lots") is None and quantity(True) is None
+
+
+def test_evaluating_past_the_deadline_raises_instead_of_deciding() -> None:
+    """Within `evaluations_until`, a selector evaluated on a device after the deadline raises
+    EvaluationOverdue (the webhook's review thread keeps its slot until it ends); outside it
+    nothing changes."""
+    hopper = "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"
+    claim = raw_claim(exactly("gpu", "gpu.nvidia.com", hopper, count=8))
+    with evaluations_until(time.monotonic() - 1), pytest.raises(EvaluationOverdue, match="deadline passed"):
+        decide(claim, "nvidia-8gpu-pcieroot")
+    with evaluations_until(time.monotonic() + 60):
+        assert decide(claim, "nvidia-8gpu-pcieroot").status == "satisfiable"
+    assert decide(claim, "nvidia-8gpu-pcieroot").status == "satisfiable"

@@ -36,7 +36,10 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -338,6 +341,28 @@ def _referenced_domains(expression: str) -> tuple[str, ...]:
     return tuple(sorted({a or b for a, b in _DOMAIN_REFERENCE.findall(expression)}))
 
 
+#: When selectors may no longer be evaluated (`time.monotonic()`), in this context; None:
+#: whenever.  The webhook sets it to the review's deadline (`evaluations_until`).
+_EVALUATE_UNTIL: ContextVar[float | None] = ContextVar("evaluate_until", default=None)
+
+
+class EvaluationOverdue(Exception):
+    """Selectors were still being evaluated at the deadline `evaluations_until` set."""
+
+
+@contextmanager
+def evaluations_until(deadline: float | None) -> Iterator[None]:
+    """Within it, evaluating a selector on a device after `deadline` raises
+    EvaluationOverdue, so that a caller with a deadline (the webhook, whose review thread
+    keeps its slot until it ends) is not held past it by an inventory of thousands of
+    devices; the rule fails, which the engine reports as an input error, never as a pass."""
+    token = _EVALUATE_UNTIL.set(deadline)
+    try:
+        yield
+    finally:
+        _EVALUATE_UNTIL.reset(token)
+
+
 class _Evaluator:
     """Evaluates selectors on devices, memoised per (expression, device)."""
 
@@ -348,6 +373,12 @@ class _Evaluator:
         key = (expression, id(device))
         cached = self._results.get(key)
         if cached is None:
+            deadline = _EVALUATE_UNTIL.get()
+            if deadline is not None and time.monotonic() > deadline:
+                raise EvaluationOverdue(
+                    "the deadline passed while its selectors were being evaluated on the devices of the "
+                    "ResourceSlices given, so whether the claim can be allocated is not known"
+                )
             cached = self._results[key] = _evaluate(expression, device)
         return cached
 
