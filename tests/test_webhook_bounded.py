@@ -55,9 +55,12 @@ from dra_guard.admission.webhook import (
 from dra_guard.cli.admission import template_api_version
 from dra_guard.cli.main import main
 from dra_guard.contract.catalog import KUBERNETES_VERSIONS
+from dra_guard.model import allocation as allocation_module
 from dra_guard.model import selectors as selectors_module
+from dra_guard.read.config_file import parse_config
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
+from testkit.paths import REPO_ROOT
 from tests.webhook_apiserver import Answer, api_server, in_cluster_templates
 
 NOW = datetime.datetime.now(datetime.timezone.utc)
@@ -193,6 +196,7 @@ def serving(
     min_version: str = "1.2",
     ciphers: str | None = None,
     pair: Pair | None = None,
+    config: Config | None = None,
     **app_settings: Any,
 ) -> Iterator[Running]:
     authority = Authority()
@@ -206,7 +210,7 @@ def serving(
     logger.setLevel(logging.INFO)
     try:
         certificate.load()
-        app = Webhook(RULES, Config(), certificate=certificate, **app_settings)
+        app = Webhook(RULES, config or Config(), certificate=certificate, **app_settings)
         connections = connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1)
         limits = Limits(connections, app.max_reviews, app.body_bytes)
         server = WebhookServer(
@@ -1429,12 +1433,14 @@ def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypa
             )
             response, elapsed = running.review(PLAIN_POD)
             assert response["allowed"] is True and elapsed < 1
-            status, payload, elapsed = running.post(escaped)
-            assert status == 200 and payload["response"]["allowed"] is True and elapsed < 1
+            # Nor do those whose body says `expression` where nothing is parsed.
+            for body in (escaped, *_saying_expression_and_parsing_nothing()):
+                status, payload, elapsed = running.post(body)
+                assert status == 200 and "allowed" in payload["response"] and elapsed < 1, payload
             status, payload, elapsed = second.result(10)
         assert status == 429 and 1.5 < elapsed < 5
         assert payload["error"] == (
-            "dra-guard webhook: 1 reviews that may parse CEL selectors in flight; none finished in time"
+            "dra-guard webhook: 1 reviews parsing CEL selectors in flight; none finished in time"
         )
         with ThreadPoolExecutor(1) as pool:
             third = pool.submit(running.review, _claim_with_selectors(_crafted_cel(2048, "three")))
@@ -1446,6 +1452,26 @@ def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypa
         first.join(10)
     (refused,) = [event for event in running.events("refused") if event["reason"] == "parsing CEL"]
     assert refused["limit"] == 1
+
+
+def _saying_expression_and_parsing_nothing() -> list[bytes]:
+    """Bodies holding the key `expression` whose review parses no CEL: a claim the fast path
+    reads, a Pod whose args say it, a claim the control plane writes (admitted unchecked)."""
+    fast = _claim_with_selectors("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'")
+    written = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "p-c0", "namespace": "tenant-a"},
+        "spec": _claim_with_selectors(_crafted_cel(2048, "written"))["spec"]["spec"],
+    }
+    review = admission_review(written)
+    review["request"]["kind"] = {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"}
+    review["request"]["userInfo"] = {"username": "system:serviceaccount:kube-system:resource-claim-controller"}
+    return [
+        json.dumps(admission_review(fast)).encode(),
+        json.dumps(admission_review(pod(args=["--mode", "expression"]))).encode(),
+        json.dumps(review).encode(),
+    ]
 
 
 def test_a_burst_of_reviews_parsing_cel_is_answered_in_full(tmp_path: Path) -> None:
@@ -1460,7 +1486,9 @@ def test_a_burst_of_reviews_parsing_cel_is_answered_in_full(tmp_path: Path) -> N
     assert not [event for event in running.events("refused") if event["reason"] == "parsing CEL"]
 
 
-def test_a_body_in_utf16_is_refused_not_reviewed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_body_in_utf16_or_past_what_json_reads_is_refused_not_reviewed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The API server writes UTF-8.  json.loads also reads UTF-16 and UTF-32 bytes, where the
     key `expression` is not the bytes the gate looks for: a claim of 40 KiB of CEL in
     UTF-16 was parsed on the event loop, past the CEL cap."""
@@ -1470,6 +1498,10 @@ def test_a_body_in_utf16_is_refused_not_reviewed(tmp_path: Path, monkeypatch: py
         for encoding in ("utf-16", "utf-16-le", "utf-32"):
             status, payload, _ = running.post(body.encode(encoding))
             assert (status, payload) == (400, {"error": "the body is not JSON in UTF-8"})
+        # Nor is an integer too long for json.loads (a ValueError of its own: it was a 500).
+        huge = body.replace('"name": "t"', '"n": ' + "9" * 5000 + ', "name": "t"', 1)
+        status, payload, _ = running.post(huge.encode())
+        assert (status, payload) == (400, {"error": "the body is not JSON in UTF-8"})
         response, _ = running.review(_claim_with_selectors(*[_crafted_cel(10_000, f"t{i}") for i in range(4)]))
         assert response["allowed"] is False and "more than 16,384 bytes of CEL" in response["status"]["message"]
     assert not inline
@@ -1491,3 +1523,36 @@ def test_the_expression_key_is_seen_however_it_is_spelled(seed: int) -> None:
         text = '{"' + spelled(word) + '": "x"}'
         assert json.loads(text) == {word: "x"}
         assert (webhook_module._EXPRESSION_KEY.search(text.encode()) is not None) == (word == "expression")
+
+
+def test_selectors_are_evaluated_on_devices_until_the_reviews_deadline_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ResourceSlices configured, DRA014 tries each selector on every device; over a
+    large inventory (a crafted 5 KiB selector took 17 s) the review's thread, and its slot,
+    went on long after the answer.  Past the review's deadline no selector is evaluated: the
+    rule fails, the review is denied (it was already, at the deadline), the slot comes back."""
+    real = allocation_module._evaluate
+
+    def slow(expression: str, device: Any) -> Any:
+        time.sleep(0.4)
+        return real(expression, device)
+
+    monkeypatch.setattr(allocation_module, "_evaluate", slow)
+    slices = REPO_ROOT / "tests" / "fixtures" / "slices" / "nvidia-8gpu-pcieroot.yaml"
+    config = parse_config({"resource-slices": [str(slices)]}, RULES)
+    selector = "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"
+    claim = _claim_with_selectors(selector)
+    claim["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "gpu.nvidia.com"
+    request = admission_review(claim)["request"]
+    app = Webhook(RULES, config)
+    started = time.monotonic()
+    answer = app.review(request, checks_until=started + 0.5)
+    assert time.monotonic() - started < 1.5  # 8 devices at 0.4 s each: 3.2 s without the deadline
+    assert answer["allowed"] is False
+    assert "rule DRA014 failed" in answer["status"]["message"] and "deadline passed" in answer["status"]["message"]
+    with serving(tmp_path, config=config, max_reviews=2) as running:
+        response, elapsed = running.review(claim, "?timeout=2s")
+        assert response["allowed"] is False and elapsed < 2.5
+        time.sleep(0.6)
+        assert running.app._slots is not None and running.app._slots[1]._value == 2  # type: ignore[attr-defined]

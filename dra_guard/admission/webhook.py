@@ -23,10 +23,11 @@ in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies sti
 and must arrive within the review's deadline, which is the API server's `?timeout=` less a
 margin; then at most `max_reviews` reviews are parsed and checked at once (the others wait
 for a slot, 2 s at most, within their deadline, then get a 429), so a slow body never holds
-a slot; those whose body holds CEL wait, as long, for one of all the places but one; and the claim
-templates looked up are only those the object's pod specs (or pod groups) name in
-`resourceClaims`, at most `max_templates` of them, with one deadline for all and a short
-cache. dra_guard.admission.serving serves it.
+a slot; those whose object holds CEL to parse wait, as long, for one of all the places but
+one (`Webhook._placed`); the claim templates looked up are only those the object's pod specs
+(or pod groups) name in `resourceClaims`, at most `max_templates` of them, with one deadline
+for all and a short cache; and no selector is evaluated on a device past the review's
+deadline. dra_guard.admission.serving serves it.
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
 from dra_guard.admission.serving import STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
+from dra_guard.model.allocation import evaluations_until
 from dra_guard.model.manifest import get_path
 from dra_guard.model.selectors import analysed_at_once, byte_length
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
@@ -433,80 +435,109 @@ class Webhook:
                 await _respond(send, body.status, {"error": body.reason}, body.headers)
             return
         size = len(body)
-        # Where it may hold a CEL expression, the parsed object is looked at before it is
-        # reviewed on the loop (`_answer`).
-        holds_cel = _EXPRESSION_KEY.search(body) is not None
         slots, parsers = self._semaphores()
-        # Such a body waits for a place among the reviews that may parse CEL before it waits
-        # for a slot (always in that order: no two requests wait on each other), so they
-        # never hold the last slot (`_answer` gives the place back unless the review parses).
-        gate = parsers if holds_cel else None
         until = min(clock.deadline, time.monotonic() + SLOT_WAIT_SECONDS)
-        gated = held = False
         try:
-            gated = gate is None or await _take(gate, until)
-            held = gated and await _take(slots, until)
-            review, problem = _parse_review(body) if held else (None, "")
-        except BaseException:
-            if held:
-                slots.release()
-            if gated and gate is not None:
-                gate.release()
-            raise
+            placed = await self._placed(body, slots, parsers, until)
         finally:
             # Parsed in the slot, which holds what the body became; the bytes leave the budget.
             self._bodies.give(size)
             del body
-        if not held:
-            if gated and gate is not None:
-                gate.release()
-            limit = self.max_reviews if gated else self._parser_limit
-            log_event(event="refused", reason="overloaded" if gated else "parsing CEL", limit=limit, ms=clock.ms())
-            what = "reviews" if gated else "reviews that may parse CEL selectors"
+        if isinstance(placed, str):
+            limit = self._parser_limit if placed == "parsing CEL" else self.max_reviews
+            log_event(event="refused", reason=placed, limit=limit, ms=clock.ms())
+            what = "reviews parsing CEL selectors" if placed == "parsing CEL" else "reviews"
             message = f"dra-guard webhook: {limit} {what} in flight; none finished in time"
             await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
             return
-        await self._answer(review, send, problem=problem, slots=slots, gate=gate, size=size, clock=clock)
+        await self._answer(placed, send, slots=slots, parsers=parsers, size=size, clock=clock)
+
+    async def _placed(
+        self, body: bytes, slots: asyncio.Semaphore, parsers: asyncio.Semaphore, until: float
+    ) -> _Parsed | str:
+        """`body` parsed in a review slot, with a place among the reviews parsing CEL when its
+        object has CEL to parse; or why not ("overloaded", "parsing CEL"), by `until`.
+
+        Reviews parsing CEL hold all the slots but one, so that a review with nothing to parse
+        always finds one: crafted reviews of 16 KiB of CEL each, sent on 128 connections at
+        400 KB/s, held every slot and queue.  Only what the object holds decides (a Pod whose
+        args say `expression` parses nothing), so such reviews never wait behind the parsers.
+        A place is taken at once when one is free; otherwise the slot is given back with
+        what the body became, and the review waits for a place, then a slot (waits always in
+        that order: no two requests wait on each other), and parses the body again."""
+        if not await _take(slots, until):
+            return "overloaded"
+        try:
+            parsed = self._parse(body)
+            if not parsed.parses_cel or not parsers.locked():
+                if parsed.parses_cel:
+                    await parsers.acquire()  # free: taken without a wait
+                return parsed
+        except BaseException:
+            slots.release()
+            raise
+        slots.release()
+        del parsed
+        if not await _take(parsers, until):
+            return "parsing CEL"
+        try:
+            if not await _take(slots, until):
+                parsers.release()
+                return "overloaded"
+        except BaseException:
+            parsers.release()
+            raise
+        try:
+            parsed = self._parse(body)  # the same bytes: the same object, with CEL to parse
+        except BaseException:
+            slots.release()
+            parsers.release()
+            raise
+        return parsed
+
+    def _parse(self, body: bytes) -> _Parsed:
+        """The review in `body` (or why it is none) and the bytes of CEL its object holds
+        that the parser must read (`_cel_to_parse`: none for a claim the control plane writes,
+        which is admitted unchecked)."""
+        review, problem = _parse_review(body)
+        cel_bytes = 0
+        if review is not None and _EXPRESSION_KEY.search(body) is not None:
+            request = review["request"]
+            obj = request.get("object")
+            if not isinstance(obj, Mapping) or not self._written_by_claim_writer(request, obj):
+                cel_bytes = _cel_to_parse(obj, self.max_cel_parse_bytes)
+        return _Parsed(review, problem, cel_bytes, 0 < cel_bytes <= self.max_cel_parse_bytes)
 
     async def _answer(
         self,
-        review: dict[str, Any] | None,
+        parsed: _Parsed,
         send: _Exchange,
         *,
-        problem: str,
         slots: asyncio.Semaphore,
-        gate: asyncio.Semaphore | None,
+        parsers: asyncio.Semaphore,
         size: int,
         clock: _Clock,
     ) -> None:
-        """Review a parsed body in the slot taken for it and, where its body may hold CEL, the
-        place among the reviews that may parse CEL (`gate`); both are given back here, or
-        when the review's thread is done."""
-        if review is None:
+        """Review a parsed body in the slot taken for it, and the place among the parsers
+        where it parses CEL; both are given back here, or when the review's thread is done."""
+        review = parsed.review
+        if review is None:  # which parses nothing, so holds no place among the parsers
             slots.release()
-            if gate is not None:
-                gate.release()
-            log_event(event="refused", reason=problem)
-            await _respond(send, 400, {"error": problem})
+            log_event(event="refused", reason=parsed.problem)
+            await _respond(send, 400, {"error": parsed.problem})
             return
+        gate = parsers if parsed.parses_cel else None
         # Until a review's thread takes them over, they are given back here, whatever
         # happens: a slot lost to an internal error would be lost for good.
         handed = False
         try:
             request = review["request"]
             send.uid = request["uid"]
-            # A review whose object holds an expression the fast path does not read parses
-            # it in pure Python at some 30 us a byte, in a thread, so that a crafted selector
-            # cannot hold the loop (and the probes) for seconds.  It keeps its place among
-            # the parsers until its thread is done; any other gives it back now (past the
-            # cap nothing is parsed: the review is denied at once).
-            cel_bytes = _cel_to_parse(request.get("object"), self.max_cel_parse_bytes) if gate is not None else 0
-            parsing = bool(cel_bytes) and cel_bytes <= self.max_cel_parse_bytes
-            if gate is not None and not parsing:
-                gate.release()
-                gate = None
+            cel_bytes = parsed.cel_bytes
             # The lookups share the review's deadline, leaving the engine and the answer a moment.
-            review_call = functools.partial(self.review, request, deadline=clock.lookups_until, cel_bytes=cel_bytes)
+            review_call = functools.partial(
+                self.review, request, deadline=clock.lookups_until, checks_until=clock.deadline, cel_bytes=cel_bytes
+            )
             cached = self._cached_for_inline(request) if size <= INLINE_REVIEW_BYTES and not cel_bytes else None
             if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
                 # Reviewed on the loop, at once: less than a thread's round trip costs.  With
@@ -514,6 +545,9 @@ class Webhook:
                 # if another review's thread drops them from the cache meanwhile.
                 response, error = _inline(functools.partial(review_call, cached=cached[0]), request["uid"])
             else:
+                # A review whose object holds CEL the fast path does not read parses it in
+                # pure Python at some 30 us a byte: in a thread, so that a crafted selector
+                # cannot hold the loop (and the probes) for seconds.
                 future = asyncio.get_running_loop().run_in_executor(self._pool(), review_call)
                 # Given back when the review's thread is done, not at the deadline: a review
                 # that overran still holds its memory, and its parser runs on.
@@ -581,11 +615,13 @@ class Webhook:
         request: Mapping[str, Any],
         *,
         deadline: float | None = None,
+        checks_until: float | None = None,
         cel_bytes: int | None = None,
         cached: Mapping[str, Mapping[str, Any] | None] | None = None,
     ) -> dict[str, Any]:
         """The AdmissionReview response for one request; template lookups end by `deadline`
-        (`time.monotonic()`; default: `self.deadline` from now).  `cel_bytes`: what
+        (`time.monotonic()`; default: `self.deadline` from now), selectors are evaluated on
+        devices until `checks_until` (default: no end).  `cel_bytes`: what
         `_cel_to_parse` says of it, when the caller has asked already; `cached`: the
         templates it names, already found in the cache (none is looked up then)."""
         if deadline is None:
@@ -647,7 +683,10 @@ class Webhook:
                     for name in missing
                 ),
             )
-        report = _check(reviewed, templates, self._engine_config(reviewed))
+        # A selector tried on every device of large ResourceSlices (DRA014, where they are
+        # configured) could hold the review's thread, and its slot, long past the answer.
+        with evaluations_until(checks_until):
+            report = _check(reviewed, templates, self._engine_config(reviewed))
         mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
         blocking = [finding for finding in mine if finding.severity >= self.fail_on]
         warnings = [_message(finding) for finding in mine if finding.severity < self.fail_on]
@@ -862,12 +901,22 @@ def _spelled_in_json(word: str) -> bytes:
 _EXPRESSION_KEY = re.compile(_spelled_in_json("expression"))
 
 
+class _Parsed(NamedTuple):
+    """A request body, parsed: the review (None: `problem` says why), the bytes of CEL its
+    object holds that the parser must read, and whether it will parse them (not past the cap)."""
+
+    review: dict[str, Any] | None
+    problem: str
+    cel_bytes: int
+    parses_cel: bool
+
+
 def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
     try:
         # UTF-8 only, as the API server writes it: json.loads would also read bytes in UTF-16
         # or UTF-32, which `_EXPRESSION_KEY` does not see, so CEL would pass the gate unseen.
         review = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # bad UTF-8 or JSON, an integer of over 4,300 digits
         return None, "the body is not JSON in UTF-8"
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
         return None, "not an AdmissionReview"
