@@ -17,7 +17,7 @@ import pytest
 
 from dra_guard.admission import emulate
 from dra_guard.contract.accelerator_names import family_of
-from dra_guard.contract.memo import SHORT, memo_short
+from dra_guard.contract.memo import SHORT, known_memo, memo_short
 from dra_guard.model import allocation, selectors
 from dra_guard.model.conjuncts import has_conjunct
 
@@ -89,3 +89,39 @@ def test_a_second_tier_keeps_a_few_longer_strings() -> None:
     for text in ("x" * 12, "x" * 12, "y" * 12, "x" * 12, "z" * 17, "z" * 17):
         length(text)
     assert calls == ["x" * 12, "y" * 12, "x" * 12, "z" * 17, "z" * 17]  # one longer kept at a time
+
+
+def test_a_known_memo_says_what_it_holds_and_keeps_as_memo_short_does() -> None:
+    """`known_memo` keeps what `memo_short` keeps, least recently used dropped first, and
+    `holds` says whether asking costs nothing now (the webhook: whether a review parses)."""
+    calls: list[str] = []
+
+    @known_memo(maxsize=2, short=8, longer=16, longer_maxsize=1)
+    def length(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    assert not length.holds("a")
+    for text in ("a", "b", "a", "c"):  # "b" is the least recently used when "c" comes
+        length(text)
+    assert calls == ["a", "b", "c"]
+    assert [length.holds(text) for text in ("a", "b", "c")] == [True, False, True]
+    for text in ("x" * 12, "x" * 12, "y" * 12, "z" * 17, "z" * 17):
+        length(text)
+    assert calls[3:] == ["x" * 12, "y" * 12, "z" * 17, "z" * 17]
+    assert [length.holds(text) for text in ("x" * 12, "y" * 12, "z" * 17)] == [False, True, False]
+    assert length.__name__ == "length"
+
+
+def test_a_known_memo_is_safe_across_threads() -> None:
+    """Review threads ask `analyse` at once: answers stay right and the size bounded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    @known_memo(maxsize=64)
+    def doubled(text: str) -> str:
+        return text * 2
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(doubled, [str(index % 200) for index in range(20_000)]))
+    assert answers == [str(index % 200) * 2 for index in range(20_000)]
+    assert sum(doubled.holds(str(index)) for index in range(200)) == 64

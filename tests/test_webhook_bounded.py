@@ -525,7 +525,9 @@ def test_idle_connections_at_the_cap_make_way_and_reviews_keep_newcomers_out(tmp
     answer."""
     gate = Gate()
     limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30)
-    with serving(tmp_path, connections=limits, templates=gate, max_reviews=3, cache_seconds=0) as running:
+    # Four slots: the three reviews that look templates up hold the three places among the
+    # parsers (a template read may hold CEL), and one slot is left to the others.
+    with serving(tmp_path, connections=limits, templates=gate, max_reviews=4, cache_seconds=0) as running:
         held = [running.connect() for _ in range(3)]
         time.sleep(0.1)
         response, _ = running.review(PLAIN_POD)  # a fourth connection: the first idle one made way
@@ -689,18 +691,35 @@ def test_connections_that_never_finish_their_handshake_count_against_the_cap(tmp
     assert not running.events("connection refused")
 
 
-def test_reviews_past_the_cap_wait_then_get_429_and_the_probes_still_answer(tmp_path: Path) -> None:
-    """Two review slots, both held by reviews whose template lookups hang: the next review
+def _hanging_checks(monkeypatch: pytest.MonkeyPatch) -> Gate:
+    """Reviews of objects named `hang` wait in the engine, in their threads, until the gate
+    opens: they hold a slot and no place among the parsers (nothing to read or parse)."""
+    gate = Gate()
+    real = webhook_module._check
+
+    def check(reviewed: Any, templates: Any, config: Any) -> Any:
+        if (reviewed.get("metadata") or {}).get("name") == "hang":
+            gate.waiting.release()
+            gate.open.wait(20)
+        return real(reviewed, templates, config)
+
+    monkeypatch.setattr(webhook_module, "_check", check)
+    monkeypatch.setattr(webhook_module, "INLINE_REVIEW_BYTES", 0)  # every review in a thread
+    return gate
+
+
+def test_reviews_past_the_cap_wait_then_get_429_and_the_probes_still_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two review slots, both held by reviews that hang in their threads: the next review
     waits for a slot until its deadline, then gets a 429 (JSON); the probes answer; the
     hung reviews are denied at their deadline, and their slots come back only when their
-    lookups return (their memory is held until then)."""
-    gate = Gate()
-    with serving(tmp_path, templates=gate, max_reviews=2, cache_seconds=0) as running:
+    threads end (their memory is held until then)."""
+    gate = _hanging_checks(monkeypatch)
+    hang = {**PLAIN_POD, "metadata": {**PLAIN_POD["metadata"], "name": "hang"}}
+    with serving(tmp_path, max_reviews=2) as running:
         answers: list[tuple[dict[str, Any], float]] = []
-        hung = [
-            threading.Thread(target=lambda: answers.append(running.review(pod("slice"), "?timeout=2s")))
-            for _ in range(2)
-        ]
+        hung = [threading.Thread(target=lambda: answers.append(running.review(hang, "?timeout=2s"))) for _ in range(2)]
         for thread in hung:
             thread.start()
         for _ in hung:
@@ -1556,3 +1575,49 @@ def test_selectors_are_evaluated_on_devices_until_the_reviews_deadline_only(
         assert response["allowed"] is False and elapsed < 2.5
         time.sleep(0.6)
         assert running.app._slots is not None and running.app._slots[1]._value == 2  # type: ignore[attr-defined]
+
+
+def test_pods_naming_templates_of_cel_take_a_place_among_the_parsers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Pod holds no CEL, but the claim templates it names may: Pods naming 300 templates of
+    distinct 8 KiB selectors (past what `analyse` keeps) held every slot, and plain Pods got
+    429s (5 of 6).  Such a review takes a place among the parsers too (a template not in the
+    cache may hold CEL), and gives it back as soon as it has read its templates when they
+    hold none to parse; so a review with nothing to read or parse always finds a slot."""
+    parsing, go = threading.Semaphore(0), threading.Event()
+    real = selectors_module._parse_and_analyse
+
+    def held(expression: str) -> Any:
+        parsing.release()
+        go.wait(10)
+        return real(expression)
+
+    monkeypatch.setattr(selectors_module, "_parse_and_analyse", held)
+    fast = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    fresh = uuid.uuid4().hex  # CEL no other test had parsed (its analysis would be kept)
+    source = _Served(
+        one=_claim_with_selectors(_crafted_cel(2048, "one" + fresh)),
+        two=_claim_with_selectors(_crafted_cel(2048, "two" + fresh)),
+        clean=_claim_with_selectors(fast),
+    )
+    with serving(tmp_path, max_reviews=2, templates=source) as running:
+        first = threading.Thread(target=lambda: running.review(pod("one")))
+        first.start()
+        assert parsing.acquire(timeout=5)
+        assert running.app._slots is not None
+        places = running.app._slots[2]
+        assert places.free == 0
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 1
+        status, payload, elapsed = running.post(json.dumps(admission_review(pod("two"))).encode())
+        assert status == 429 and 1.5 < elapsed < 5
+        assert payload["error"] == "dra-guard webhook: 1 reviews parsing CEL selectors in flight; none finished in time"
+        go.set()
+        first.join(10)
+        # A template read and found to hold no CEL to parse gives the place back at once;
+        # once cached, a Pod naming it takes none.
+        response, _ = running.review(pod("clean"))
+        assert "allowed" in response and places.free == 1
+        assert running.app._parse(json.dumps(admission_review(pod("clean"))).encode()).may_parse is False
+        assert running.app._parse(json.dumps(admission_review(pod("two"))).encode()).may_parse is True

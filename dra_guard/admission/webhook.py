@@ -23,16 +23,17 @@ in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies sti
 and must arrive within the review's deadline, which is the API server's `?timeout=` less a
 margin; then at most `max_reviews` reviews are parsed and checked at once (the others wait
 for a slot, 2 s at most, within their deadline, then get a 429), so a slow body never holds
-a slot; those whose object holds CEL to parse wait, as long, for one of all the places but
-one (`Webhook._placed`); the claim templates looked up are only those the object's pod specs
-(or pod groups) name in `resourceClaims`, at most `max_templates` of them, with one deadline
-for all and a short cache; and no selector is evaluated on a device past the review's
-deadline. dra_guard.admission.serving serves it.
+a slot; those that may parse CEL (their object's, or their claim templates') wait, as long,
+for one of all the places but one (`Webhook._placed`); the claim templates looked up are
+only those the object's pod specs (or pod groups) name in `resourceClaims`, at most
+`max_templates` of them, with one deadline for all and a short cache; and no selector is
+evaluated on a device past the review's deadline. dra_guard.admission.serving serves it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -54,7 +55,7 @@ from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
 from dra_guard.model.allocation import evaluations_until
 from dra_guard.model.manifest import get_path
-from dra_guard.model.selectors import analysed_at_once, byte_length
+from dra_guard.model.selectors import analysed_at_once, byte_length, parsed_already
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
 from dra_guard.rules import Registry, Rule
@@ -345,7 +346,7 @@ class Webhook:
         self._claim_writers = frozenset(writers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
         self._executor: ThreadPoolExecutor | None = None
-        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, asyncio.Semaphore] | None = None
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, _Places] | None = None
         self._lock = threading.Lock()
         if self.body_bytes < self.max_body:
             raise ValueError(
@@ -452,16 +453,15 @@ class Webhook:
             return
         await self._answer(placed, send, slots=slots, parsers=parsers, size=size, clock=clock)
 
-    async def _placed(
-        self, body: bytes, slots: asyncio.Semaphore, parsers: asyncio.Semaphore, until: float
-    ) -> _Parsed | str:
-        """`body` parsed in a review slot, with a place among the reviews parsing CEL when its
-        object has CEL to parse; or why not ("overloaded", "parsing CEL"), by `until`.
+    async def _placed(self, body: bytes, slots: asyncio.Semaphore, parsers: _Places, until: float) -> _Parsed | str:
+        """`body` parsed in a review slot, with a place among the reviews that may parse CEL
+        when it may (`_parse`); or why not ("overloaded", "parsing CEL"), by `until`.
 
-        Reviews parsing CEL hold all the slots but one, so that a review with nothing to parse
-        always finds one: crafted reviews of 16 KiB of CEL each, sent on 128 connections at
-        400 KB/s, held every slot and queue.  Only what the object holds decides (a Pod whose
-        args say `expression` parses nothing), so such reviews never wait behind the parsers.
+        Reviews that may parse CEL hold all the slots but one, so that a review with nothing
+        to parse always finds one: crafted reviews of 16 KiB of CEL each, sent on 128
+        connections at 400 KB/s, held every slot and queue, and so did Pods naming templates
+        of distinct CEL.  Only what the review will read decides (a Pod whose args say
+        `expression` parses nothing), so other reviews never wait behind the parsers.
         A place is taken at once when one is free; otherwise the slot is given back with
         what the body became, and the review waits for a place, then a slot (waits always in
         that order: no two requests wait on each other), and parses the body again."""
@@ -469,44 +469,63 @@ class Webhook:
             return "overloaded"
         try:
             parsed = self._parse(body)
-            if not parsed.parses_cel or not parsers.locked():
-                if parsed.parses_cel:
-                    await parsers.acquire()  # free: taken without a wait
+            if not parsed.may_parse or parsers.take_now():
                 return parsed
         except BaseException:
             slots.release()
             raise
         slots.release()
         del parsed
-        if not await _take(parsers, until):
+        if not await parsers.take(until):
             return "parsing CEL"
         try:
             if not await _take(slots, until):
-                parsers.release()
+                parsers.give()
                 return "overloaded"
         except BaseException:
-            parsers.release()
+            parsers.give()
             raise
         try:
-            parsed = self._parse(body)  # the same bytes: the same object, with CEL to parse
+            parsed = self._parse(body)  # the same bytes: the same object, which may parse CEL
         except BaseException:
             slots.release()
-            parsers.release()
+            parsers.give()
             raise
         return parsed
 
     def _parse(self, body: bytes) -> _Parsed:
-        """The review in `body` (or why it is none) and the bytes of CEL its object holds
-        that the parser must read (`_cel_to_parse`: none for a claim the control plane writes,
-        which is admitted unchecked)."""
+        """The review in `body` (or why it is none), the bytes of CEL its object holds that
+        the parser must read (`_cel_to_parse`: none for a claim the control plane writes,
+        which is admitted unchecked), and whether it may parse CEL: its object's, or that of
+        the claim templates it names (`_templates_may_parse`)."""
         review, problem = _parse_review(body)
-        cel_bytes = 0
-        if review is not None and _EXPRESSION_KEY.search(body) is not None:
-            request = review["request"]
-            obj = request.get("object")
-            if not isinstance(obj, Mapping) or not self._written_by_claim_writer(request, obj):
-                cel_bytes = _cel_to_parse(obj, self.max_cel_parse_bytes)
-        return _Parsed(review, problem, cel_bytes, 0 < cel_bytes <= self.max_cel_parse_bytes)
+        if review is None:
+            return _Parsed(None, problem, 0, False)
+        request = review["request"]
+        obj = request.get("object")
+        if isinstance(obj, Mapping) and self._written_by_claim_writer(request, obj):
+            return _Parsed(review, problem, 0, False)
+        cel_bytes = _cel_to_parse(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
+        if cel_bytes > self.max_cel_parse_bytes:
+            return _Parsed(review, problem, cel_bytes, False)  # denied unparsed, nothing looked up
+        return _Parsed(review, problem, cel_bytes, bool(cel_bytes) or self._templates_may_parse(request))
+
+    def _templates_may_parse(self, request: Mapping[str, Any]) -> bool:
+        """Whether the claim templates the review names may hold CEL to parse: one is not in
+        the cache (what it holds is known once read, in the review's thread), or holds CEL
+        whose analysis is not kept."""
+        obj = request.get("object")
+        if isinstance(self.templates, NoTemplates) or not isinstance(obj, Mapping):
+            return False
+        names = set(template_names(obj))
+        if not names or len(names) > self.max_templates:
+            return False  # nothing to read, or denied before anything is
+        namespace = str(request.get("namespace") or "")
+        for name in names:
+            hit, template, _ = self._cache.entry((namespace, name))
+            if not hit or (template is not None and _cel_to_parse(template, 0, unless_kept=True)):
+                return True
+        return False
 
     async def _answer(
         self,
@@ -514,19 +533,20 @@ class Webhook:
         send: _Exchange,
         *,
         slots: asyncio.Semaphore,
-        parsers: asyncio.Semaphore,
+        parsers: _Places,
         size: int,
         clock: _Clock,
     ) -> None:
         """Review a parsed body in the slot taken for it, and the place among the parsers
-        where it parses CEL; both are given back here, or when the review's thread is done."""
+        where it may parse CEL; both are given back here, or by the review's thread (the
+        place as soon as it knows it parses nothing), or when it is done."""
         review = parsed.review
         if review is None:  # which parses nothing, so holds no place among the parsers
             slots.release()
             log_event(event="refused", reason=parsed.problem)
             await _respond(send, 400, {"error": parsed.problem})
             return
-        gate = parsers if parsed.parses_cel else None
+        gate = _Held(parsers) if parsed.may_parse else None
         # Until a review's thread takes them over, they are given back here, whatever
         # happens: a slot lost to an internal error would be lost for good.
         handed = False
@@ -536,9 +556,15 @@ class Webhook:
             cel_bytes = parsed.cel_bytes
             # The lookups share the review's deadline, leaving the engine and the answer a moment.
             review_call = functools.partial(
-                self.review, request, deadline=clock.lookups_until, checks_until=clock.deadline, cel_bytes=cel_bytes
+                self.review,
+                request,
+                deadline=clock.lookups_until,
+                checks_until=clock.deadline,
+                cel_bytes=cel_bytes,
+                place=gate,
             )
-            cached = self._cached_for_inline(request) if size <= INLINE_REVIEW_BYTES and not cel_bytes else None
+            inline = gate is None and size <= INLINE_REVIEW_BYTES and not cel_bytes
+            cached = self._cached_for_inline(request) if inline else None
             if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
                 # Reviewed on the loop, at once: less than a thread's round trip costs.  With
                 # the templates found in the cache here: no lookup can run on the loop, even
@@ -551,14 +577,14 @@ class Webhook:
                 future = asyncio.get_running_loop().run_in_executor(self._pool(), review_call)
                 # Given back when the review's thread is done, not at the deadline: a review
                 # that overran still holds its memory, and its parser runs on.
-                future.add_done_callback(functools.partial(_release, (slots, gate)))
+                future.add_done_callback(functools.partial(_release, slots, gate))
                 handed = True
                 response, error = await _awaited(future, clock, request["uid"])
         finally:
             if not handed:
                 slots.release()
                 if gate is not None:
-                    gate.release()
+                    gate.give()
         _log_review(request, response, error, clock)
         await _respond(send, 200, _review_answer(response))
 
@@ -594,12 +620,11 @@ class Webhook:
         """Reviews that may parse CEL at once: all but one of the slots."""
         return max(1, self.max_reviews - 1)
 
-    def _semaphores(self) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
-        """The review slots and the places among the reviews that may parse CEL, of the
-        running loop."""
+    def _semaphores(self) -> tuple[asyncio.Semaphore, _Places]:
+        """The review slots and the places among the reviews parsing CEL, of the running loop."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
-            self._slots = (loop, asyncio.Semaphore(self.max_reviews), asyncio.Semaphore(self._parser_limit))
+            self._slots = (loop, asyncio.Semaphore(self.max_reviews), _Places(self._parser_limit, loop))
         return self._slots[1], self._slots[2]
 
     def _pool(self) -> ThreadPoolExecutor:
@@ -618,10 +643,12 @@ class Webhook:
         checks_until: float | None = None,
         cel_bytes: int | None = None,
         cached: Mapping[str, Mapping[str, Any] | None] | None = None,
+        place: _Held | None = None,
     ) -> dict[str, Any]:
         """The AdmissionReview response for one request; template lookups end by `deadline`
         (`time.monotonic()`; default: `self.deadline` from now), selectors are evaluated on
-        devices until `checks_until` (default: no end).  `cel_bytes`: what
+        devices until `checks_until` (default: no end).  `place`: the place among the parsers
+        the review holds, given back once it knows it parses nothing.  `cel_bytes`: what
         `_cel_to_parse` says of it, when the caller has asked already; `cached`: the
         templates it names, already found in the cache (none is looked up then)."""
         if deadline is None:
@@ -683,6 +710,8 @@ class Webhook:
                     for name in missing
                 ),
             )
+        if place is not None and not cel_bytes and not any(_cel_to_parse(t, 0, unless_kept=True) for t in templates):
+            place.give()  # nothing to parse after all: another review may have it now
         # A selector tried on every device of large ResourceSlices (DRA014, where they are
         # configured) could hold the review's thread, and its slot, long past the answer.
         with evaluations_until(checks_until):
@@ -901,14 +930,79 @@ def _spelled_in_json(word: str) -> bytes:
 _EXPRESSION_KEY = re.compile(_spelled_in_json("expression"))
 
 
+class _Places:
+    """The places among the reviews parsing CEL (all the slots but one).  Taken on the event
+    loop, which may wait for one (`take`), or in a review's thread, which never waits, as it
+    holds a slot (`take_now`: the claim templates it read hold CEL to parse); given back
+    from either (`give`)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.limit = limit
+        self._free = limit
+        self._lock = threading.Lock()
+        self._loop = loop
+        self._loop_thread = threading.get_ident()  # made on the loop (`Webhook._semaphores`)
+        self._given = asyncio.Event()
+
+    @property
+    def free(self) -> int:
+        return self._free
+
+    def take_now(self) -> bool:
+        """A place if one is free, without waiting; whether one was taken."""
+        with self._lock:
+            if self._free <= 0:
+                return False
+            self._free -= 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            if self._free >= self.limit:
+                raise ValueError("a place among the CEL parsers given back that was not taken")
+            self._free += 1
+        if threading.get_ident() == self._loop_thread:
+            self._given.set()
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
+            self._loop.call_soon_threadsafe(self._given.set)
+
+    async def take(self, until: float) -> bool:
+        """A place, waited for until `until` (`time.monotonic()`); whether one was taken."""
+        while not self.take_now():
+            self._given.clear()
+            if self.take_now():  # given back between the two
+                return True
+            try:
+                await _by(until, self._given.wait())
+            except asyncio.TimeoutError:
+                return False
+        return True
+
+
+class _Held:
+    """A place taken among the parsers, given back once: by the review's thread as soon as
+    it knows it parses nothing, or when the review is done, whichever comes first."""
+
+    def __init__(self, places: _Places) -> None:
+        self._places: _Places | None = places
+        self._lock = threading.Lock()
+
+    def give(self) -> None:
+        with self._lock:
+            places, self._places = self._places, None
+        if places is not None:
+            places.give()
+
+
 class _Parsed(NamedTuple):
     """A request body, parsed: the review (None: `problem` says why), the bytes of CEL its
-    object holds that the parser must read, and whether it will parse them (not past the cap)."""
+    object holds that the parser must read, and whether the review may parse CEL (`Webhook._parse`)."""
 
     review: dict[str, Any] | None
     problem: str
     cel_bytes: int
-    parses_cel: bool
+    may_parse: bool
 
 
 def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
@@ -1112,12 +1206,14 @@ async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
     return True
 
 
-def _cel_to_parse(value: Any, most: int) -> int:
+def _cel_to_parse(value: Any, most: int, *, unless_kept: bool = False) -> int:
     """Bytes of the CEL selectors in `value` (an object, or a template read for it: the
     `expression` of a `cel` mapping, as every device and DeviceClass selector spells it)
-    that `analyse` would hand to the parser, counted until they pass `most`.  An `expression`
-    elsewhere (a driver's opaque parameters) is never parsed, so never counted; nor is an
-    UPDATE's old object, which is not checked."""
+    that `analyse` would hand to the parser, counted until they pass `most`; `unless_kept`:
+    only those it would parse now, its answer not kept.  An `expression` elsewhere (a
+    driver's opaque parameters) is never parsed, so never counted; nor is an UPDATE's old
+    object, which is not checked."""
+    at_once = parsed_already if unless_kept else analysed_at_once
     total = 0
     pending: list[tuple[Any, bool]] = [(value, False)]
     while pending and total <= most:
@@ -1125,7 +1221,7 @@ def _cel_to_parse(value: Any, most: int) -> int:
         if isinstance(value, dict):
             for key, item in value.items():
                 if key == "expression" and selector and isinstance(item, str):
-                    if not analysed_at_once(item):
+                    if not at_once(item):
                         total += byte_length(item)
                 elif isinstance(item, dict | list):
                     pending.append((item, key == "cel"))
@@ -1223,10 +1319,10 @@ def _log_review(
     )
 
 
-def _release(held: tuple[asyncio.Semaphore, asyncio.Semaphore | None], future: asyncio.Future[Any]) -> None:
-    for semaphore in held:
-        if semaphore is not None:
-            semaphore.release()
+def _release(slots: asyncio.Semaphore, place: _Held | None, future: asyncio.Future[Any]) -> None:
+    slots.release()
+    if place is not None:
+        place.give()
     if not future.cancelled():
         future.exception()  # retrieved (and answered) by the request, or left after its deadline
 

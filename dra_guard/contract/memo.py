@@ -12,8 +12,10 @@ names of at most 316); a longer one is answered each time it is asked.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -40,5 +42,79 @@ def memo_short(
             return cached_longer(key) if len(key) <= longer else function(key)
 
         return call
+
+    return wrap
+
+
+class _Kept(Generic[T]):
+    """Up to `size` answers, the least recently used dropped first; safe across threads."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._answers: OrderedDict[str, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[bool, T | None]:
+        with self._lock:
+            if key not in self._answers:
+                return False, None
+            self._answers.move_to_end(key)
+            return True, self._answers[key]
+
+    def put(self, key: str, answer: T) -> None:
+        with self._lock:
+            self._answers[key] = answer
+            self._answers.move_to_end(key)
+            if len(self._answers) > self._size:
+                self._answers.popitem(last=False)
+
+    def holds(self, key: str) -> bool:
+        with self._lock:
+            return key in self._answers
+
+
+class KnownMemo(Generic[T]):
+    """`memo_short`'s cache, which can also say whether it holds an answer (`holds`), for
+    a caller that must know whether asking costs anything (the webhook: whether a review
+    will parse CEL).  A little slower than `lru_cache`'s, so only where that is asked."""
+
+    def __init__(
+        self, function: Callable[[str], T], maxsize: int, short: int, longer: int, longer_maxsize: int
+    ) -> None:
+        self._function = function
+        self._short, self._longer = short, longer
+        self._kept: _Kept[T] = _Kept(maxsize)
+        self._kept_longer: _Kept[T] = _Kept(longer_maxsize)
+        functools.update_wrapper(self, function)
+
+    def _tier(self, key: str) -> _Kept[T] | None:
+        if len(key) <= self._short:
+            return self._kept
+        return self._kept_longer if len(key) <= self._longer else None
+
+    def __call__(self, key: str) -> T:
+        tier = self._tier(key)
+        if tier is None:
+            return self._function(key)
+        found, answer = tier.get(key)
+        if found:
+            return answer  # type: ignore[return-value]
+        answer = self._function(key)
+        tier.put(key, answer)
+        return answer
+
+    def holds(self, key: str) -> bool:
+        """Whether the answer for `key` is kept: asking for it now costs nothing."""
+        tier = self._tier(key)
+        return tier is not None and tier.holds(key)
+
+
+def known_memo(
+    maxsize: int, short: int = SHORT, *, longer: int = 0, longer_maxsize: int = 0
+) -> Callable[[Callable[[str], T]], KnownMemo[T]]:
+    """`memo_short`, as a `KnownMemo` (it can say whether it holds an answer)."""
+
+    def wrap(function: Callable[[str], T]) -> KnownMemo[T]:
+        return KnownMemo(function, maxsize, short, longer, longer_maxsize)
 
     return wrap

@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from dra_guard.contract.memo import memo_short
+from dra_guard.contract.memo import known_memo
 
 
 class Pin(NamedTuple):
@@ -128,7 +128,14 @@ def analysed_at_once(expression: str) -> bool:
     return _fast_analyse(expression) is not None or byte_length(expression) > CEL_SELECTOR_MAX_LENGTH
 
 
-@memo_short(maxsize=8192, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=256)
+def parsed_already(expression: str) -> bool:
+    """Whether `analyse(expression)` needs no parser now: `analysed_at_once`, or its answer
+    is kept.  The webhook's review threads take a place among the parsers only when some
+    selector of the templates they read is not (`dra_guard.admission.webhook`)."""
+    return analysed_at_once(expression) or analyse.holds(expression)
+
+
+@known_memo(maxsize=8192, longer=CEL_SELECTOR_MAX_LENGTH, longer_maxsize=256)
 def analyse(expression: str) -> SelectorAnalysis:
     """What a selector pins and whether it guards exclusivity, remembered: expressions of up
     to `memo.SHORT` characters, the usual, 8,192 of them; longer ones the API server accepts
