@@ -1426,12 +1426,9 @@ def test_a_review_given_its_cached_templates_looks_none_up() -> None:
     assert source.asked == [] and "does not exist" not in response.get("status", {}).get("message", "")
 
 
-def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reviews whose body holds CEL take all the slots but one: crafted ones of 16 KiB of CEL
-    each, sent on 128 connections at 400 KB/s, held every slot and the queue, and every
-    other review got its 429.  One past that waits for a place among them as for a slot
-    (2 s at most), so that an API server sending a few at once is answered; a review with
-    nothing to parse is answered meanwhile, a Pod whose `&&` the API server escapes too."""
+def _held_parser(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Semaphore, threading.Event]:
+    """Every CEL parse waits until `go` is set; `parsing` is released as each begins.  Only
+    CEL no test parsed before is parsed (`analyse` keeps its answers): tests give fresh tags."""
     parsing, go = threading.Semaphore(0), threading.Event()
     real = selectors_module._parse_and_analyse
 
@@ -1441,15 +1438,25 @@ def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypa
         return real(expression)
 
     monkeypatch.setattr(selectors_module, "_parse_and_analyse", held)
+    return parsing, go
+
+
+def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reviews whose body holds CEL take all the slots but one: crafted ones of 16 KiB of CEL
+    each, sent on 128 connections at 400 KB/s, held every slot and the queue, and every
+    other review got its 429.  One past that waits for a place among them as for a slot
+    (2 s at most), so that an API server sending a few at once is answered; a review with
+    nothing to parse is answered meanwhile, a Pod whose `&&` the API server escapes too."""
+    parsing, go = _held_parser(monkeypatch)
     escaped = json.dumps(admission_review(pod(args=["sh", "-c", "a && b"]))).encode().replace(b"&", b"\\u0026")
+    fresh = uuid.uuid4().hex
     with serving(tmp_path, max_reviews=2) as running:
-        first = threading.Thread(target=lambda: running.review(_claim_with_selectors(_crafted_cel(2048, "one"))))
+        first = threading.Thread(target=lambda: running.review(_claim_with_selectors(_crafted_cel(2048, "1" + fresh))))
         first.start()
         assert parsing.acquire(timeout=5)
         with ThreadPoolExecutor(1) as pool:
-            second = pool.submit(
-                running.post, json.dumps(admission_review(_claim_with_selectors(_crafted_cel(2048, "two")))).encode()
-            )
+            crafted = _claim_with_selectors(_crafted_cel(2048, "2" + fresh))
+            second = pool.submit(running.post, json.dumps(admission_review(crafted)).encode())
             response, elapsed = running.review(PLAIN_POD)
             assert response["allowed"] is True and elapsed < 1
             # Nor do those whose body says `expression` where nothing is parsed.
@@ -1462,7 +1469,7 @@ def test_reviews_parsing_cel_leave_a_slot_to_the_others(tmp_path: Path, monkeypa
             "dra-guard webhook: 1 reviews parsing CEL selectors in flight; none finished in time"
         )
         with ThreadPoolExecutor(1) as pool:
-            third = pool.submit(running.review, _claim_with_selectors(_crafted_cel(2048, "three")))
+            third = pool.submit(running.review, _claim_with_selectors(_crafted_cel(2048, "3" + fresh)))
             time.sleep(0.5)
             assert not third.done()
             go.set()
@@ -1585,15 +1592,7 @@ def test_pods_naming_templates_of_cel_take_a_place_among_the_parsers(
     429s (5 of 6).  Such a review takes a place among the parsers too (a template not in the
     cache may hold CEL), and gives it back as soon as it has read its templates when they
     hold none to parse; so a review with nothing to read or parse always finds a slot."""
-    parsing, go = threading.Semaphore(0), threading.Event()
-    real = selectors_module._parse_and_analyse
-
-    def held(expression: str) -> Any:
-        parsing.release()
-        go.wait(10)
-        return real(expression)
-
-    monkeypatch.setattr(selectors_module, "_parse_and_analyse", held)
+    parsing, go = _held_parser(monkeypatch)
     fast = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
     fresh = uuid.uuid4().hex  # CEL no other test had parsed (its analysis would be kept)
     source = _Served(
