@@ -12,7 +12,6 @@ names of at most 316); a longer one is answered each time it is asked.
 from __future__ import annotations
 
 import functools
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -47,30 +46,34 @@ def memo_short(
 
 
 class _Kept(Generic[T]):
-    """Up to `size` answers, the least recently used dropped first; safe across threads."""
+    """Up to `size` answers, the least recently used dropped first.  Safe across threads
+    without a lock (a check imports no `threading`: tests/test_cold_start.py): each
+    OrderedDict call is atomic under the GIL, and a key dropped by another thread between
+    two calls is a miss, answered again."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._answers: OrderedDict[str, T] = OrderedDict()
-        self._lock = threading.Lock()
 
     def get(self, key: str) -> tuple[bool, T | None]:
-        with self._lock:
-            if key not in self._answers:
-                return False, None
+        try:
+            answer = self._answers[key]
             self._answers.move_to_end(key)
-            return True, self._answers[key]
+        except KeyError:
+            return False, None
+        return True, answer
 
     def put(self, key: str, answer: T) -> None:
-        with self._lock:
-            self._answers[key] = answer
-            self._answers.move_to_end(key)
-            if len(self._answers) > self._size:
-                self._answers.popitem(last=False)
+        answers = self._answers
+        answers[key] = answer
+        while len(answers) > self._size:
+            try:
+                answers.popitem(last=False)
+            except KeyError:  # emptied by another thread meanwhile
+                break
 
     def holds(self, key: str) -> bool:
-        with self._lock:
-            return key in self._answers
+        return key in self._answers
 
 
 class KnownMemo(Generic[T]):
