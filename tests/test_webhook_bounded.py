@@ -1620,3 +1620,30 @@ def test_pods_naming_templates_of_cel_take_a_place_among_the_parsers(
         assert "allowed" in response and places.free == 1
         assert running.app._parse(json.dumps(admission_review(pod("clean"))).encode()).may_parse is False
         assert running.app._parse(json.dumps(admission_review(pod("two"))).encode()).may_parse is True
+
+
+def test_a_review_that_waited_for_a_place_and_then_needs_none_gives_it_back(tmp_path: Path) -> None:
+    """Two replicas of a Deployment name one template not yet cached: the first takes the
+    only place and looks the template up; the second waits for the place, gets it once the
+    first has cached the template (nothing to parse in it), parses its body again and finds
+    it needs no place.  It gave the place back to nobody: two such pairs, and every review
+    that may parse CEL got a 429 until the process restarted."""
+
+    class Slow(_Served):
+        def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+            time.sleep(0.5)
+            return super().get(namespace, name)
+
+    fast = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    source = Slow(**{f"t{index}": _claim_with_selectors(fast) for index in range(3)})
+    with serving(tmp_path, max_reviews=2, templates=source) as running, ThreadPoolExecutor(2) as pool:
+        for name in ("t0", "t1"):
+            first = pool.submit(running.review, pod(name))
+            time.sleep(0.05)
+            second = pool.submit(running.review, pod(name))
+            assert all("allowed" in answer.result(10)[0] for answer in (first, second))
+        time.sleep(0.3)
+        assert running.app._slots is not None
+        assert running.app._slots[2].free == running.app._slots[2].limit == 1
+        response, _ = running.review(pod("t2"))
+        assert "allowed" in response

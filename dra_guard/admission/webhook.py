@@ -451,11 +451,14 @@ class Webhook:
             message = f"dra-guard webhook: {limit} {what} in flight; none finished in time"
             await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
             return
-        await self._answer(placed, send, slots=slots, parsers=parsers, size=size, clock=clock)
+        parsed, place = placed
+        await self._answer(parsed, send, slots=slots, place=place, size=size, clock=clock)
 
-    async def _placed(self, body: bytes, slots: asyncio.Semaphore, parsers: _Places, until: float) -> _Parsed | str:
-        """`body` parsed in a review slot, with a place among the reviews that may parse CEL
-        when it may (`_parse`); or why not ("overloaded", "parsing CEL"), by `until`.
+    async def _placed(
+        self, body: bytes, slots: asyncio.Semaphore, parsers: _Places, until: float
+    ) -> tuple[_Parsed, _Held | None] | str:
+        """`body` parsed in a review slot, with the place it holds among the reviews that may
+        parse CEL when it may (`_parse`); or why not ("overloaded", "parsing CEL"), by `until`.
 
         Reviews that may parse CEL hold all the slots but one, so that a review with nothing
         to parse always finds one: crafted reviews of 16 KiB of CEL each, sent on 128
@@ -464,13 +467,17 @@ class Webhook:
         `expression` parses nothing), so other reviews never wait behind the parsers.
         A place is taken at once when one is free; otherwise the slot is given back with
         what the body became, and the review waits for a place, then a slot (waits always in
-        that order: no two requests wait on each other), and parses the body again."""
+        that order: no two requests wait on each other), and parses the body again.  Parsed
+        again, it may parse nothing after all (the templates it names were cached meanwhile,
+        with nothing to parse): the place is given back then."""
         if not await _take(slots, until):
             return "overloaded"
         try:
             parsed = self._parse(body)
-            if not parsed.may_parse or parsers.take_now():
-                return parsed
+            if not parsed.may_parse:
+                return parsed, None
+            if parsers.take_now():
+                return parsed, _Held(parsers)
         except BaseException:
             slots.release()
             raise
@@ -486,12 +493,15 @@ class Webhook:
             parsers.give()
             raise
         try:
-            parsed = self._parse(body)  # the same bytes: the same object, which may parse CEL
+            parsed = self._parse(body)
         except BaseException:
             slots.release()
             parsers.give()
             raise
-        return parsed
+        if not parsed.may_parse:
+            parsers.give()
+            return parsed, None
+        return parsed, _Held(parsers)
 
     def _parse(self, body: bytes) -> _Parsed:
         """The review in `body` (or why it is none), the bytes of CEL its object holds that
@@ -533,7 +543,7 @@ class Webhook:
         send: _Exchange,
         *,
         slots: asyncio.Semaphore,
-        parsers: _Places,
+        place: _Held | None,
         size: int,
         clock: _Clock,
     ) -> None:
@@ -546,7 +556,6 @@ class Webhook:
             log_event(event="refused", reason=parsed.problem)
             await _respond(send, 400, {"error": parsed.problem})
             return
-        gate = _Held(parsers) if parsed.may_parse else None
         # Until a review's thread takes them over, they are given back here, whatever
         # happens: a slot lost to an internal error would be lost for good.
         handed = False
@@ -561,9 +570,9 @@ class Webhook:
                 deadline=clock.lookups_until,
                 checks_until=clock.deadline,
                 cel_bytes=cel_bytes,
-                place=gate,
+                place=place,
             )
-            inline = gate is None and size <= INLINE_REVIEW_BYTES and not cel_bytes
+            inline = place is None and size <= INLINE_REVIEW_BYTES and not cel_bytes
             cached = self._cached_for_inline(request) if inline else None
             if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
                 # Reviewed on the loop, at once: less than a thread's round trip costs.  With
@@ -577,14 +586,14 @@ class Webhook:
                 future = asyncio.get_running_loop().run_in_executor(self._pool(), review_call)
                 # Given back when the review's thread is done, not at the deadline: a review
                 # that overran still holds its memory, and its parser runs on.
-                future.add_done_callback(functools.partial(_release, slots, gate))
+                future.add_done_callback(functools.partial(_release, slots, place))
                 handed = True
                 response, error = await _awaited(future, clock, request["uid"])
         finally:
             if not handed:
                 slots.release()
-                if gate is not None:
-                    gate.give()
+                if place is not None:
+                    place.give()
         _log_review(request, response, error, clock)
         await _respond(send, 200, _review_answer(response))
 
