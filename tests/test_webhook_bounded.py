@@ -1647,3 +1647,31 @@ def test_a_review_that_waited_for_a_place_and_then_needs_none_gives_it_back(tmp_
         assert running.app._slots[2].free == running.app._slots[2].limit == 1
         response, _ = running.review(pod("t2"))
         assert "allowed" in response
+
+
+def test_with_resource_slices_every_selector_counts_as_cel_to_parse() -> None:
+    """With ResourceSlices configured, DRA014 compiles every selector with cel-python and
+    runs it on every device, the plain pins the fast path reads included.  A claim of 512
+    such selectors (51 KB) was reviewed on the event loop for 1.4 s, the probes with it, and
+    larger ones held every slot without a place.  There, every selector counts: against
+    the 16 KiB cap, and for a place among the parsers; without slices, or with DRA014
+    disabled, the fast path's pins count for nothing, as before."""
+    slices = REPO_ROOT / "tests" / "fixtures" / "slices" / "nvidia-8gpu-pcieroot.yaml"
+    pin = "device.attributes['gpu.nvidia.com'].architecture == 'Hopper'"
+    small = json.dumps(admission_review(_claim_with_selectors(pin))).encode()
+    large_claim = _claim_with_selectors(*(pin + " " * index for index in range(300)))  # 18 KB of pins
+    large = json.dumps(admission_review(large_claim)).encode()
+    with_slices = Webhook(RULES, parse_config({"resource-slices": [str(slices)]}, RULES))
+    without = Webhook(RULES, Config())
+    disabled = Webhook(RULES, parse_config({"resource-slices": [str(slices)], "disable": ["DRA014"]}, RULES))
+    parsed = with_slices._parse(small)
+    assert parsed.may_parse and parsed.cel_bytes == len(pin)
+    for other in (without, disabled):
+        assert other._parse(small)[2:] == (0, False)
+    answer = with_slices.review(admission_review(large_claim)["request"])
+    assert answer["allowed"] is False and "more than 16,384 bytes of CEL" in answer["status"]["message"]
+    assert with_slices._parse(large).may_parse is False  # denied unparsed: no place needed
+    for other in (without, disabled):
+        assert "more than 16,384 bytes" not in other.review(admission_review(large_claim)["request"]).get(
+            "status", {}
+        ).get("message", "")

@@ -354,6 +354,15 @@ class Webhook:
                 f"accepted ({self.max_body} bytes)"
             )
         self._bodies = _BodyBudget(self.body_bytes, self.stalled_body)
+        # With ResourceSlices configured, DRA014 compiles every selector with cel-python
+        # (and runs it on every device), the plain pins the fast path reads included: then
+        # every selector counts as CEL to parse (`_cel_bytes`).
+        slices = self.registry.options.get("resource-slices")
+        self._compiles_every_selector = (
+            slices is not None
+            and bool(getattr(self.config.get(slices), "slices", ()))
+            and "DRA014" not in self.config.get(DISABLE)
+        )
 
     @property
     def body_bytes_in_flight(self) -> int:
@@ -515,10 +524,15 @@ class Webhook:
         obj = request.get("object")
         if isinstance(obj, Mapping) and self._written_by_claim_writer(request, obj):
             return _Parsed(review, problem, 0, False)
-        cel_bytes = _cel_to_parse(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
+        cel_bytes = self._cel_bytes(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
         if cel_bytes > self.max_cel_parse_bytes:
             return _Parsed(review, problem, cel_bytes, False)  # denied unparsed, nothing looked up
         return _Parsed(review, problem, cel_bytes, bool(cel_bytes) or self._templates_may_parse(request))
+
+    def _cel_bytes(self, value: Any, most: int, *, unless_kept: bool = False) -> int:
+        """`_cel_to_parse` as this webhook reads CEL: every selector where DRA014 compiles
+        them all (ResourceSlices configured)."""
+        return _cel_to_parse(value, most, unless_kept=unless_kept, every=self._compiles_every_selector)
 
     def _templates_may_parse(self, request: Mapping[str, Any]) -> bool:
         """Whether the claim templates the review names may hold CEL to parse: one is not in
@@ -533,7 +547,7 @@ class Webhook:
         namespace = str(request.get("namespace") or "")
         for name in names:
             hit, template, _ = self._cache.entry((namespace, name))
-            if not hit or (template is not None and _cel_to_parse(template, 0, unless_kept=True)):
+            if not hit or (template is not None and self._cel_bytes(template, 0, unless_kept=True)):
                 return True
         return False
 
@@ -618,7 +632,7 @@ class Webhook:
         weight = 0
         for name in names:
             hit, template, size = self._cache.entry((namespace, name))
-            if not hit or (template is not None and _cel_to_parse(template, 0)):
+            if not hit or (template is not None and self._cel_bytes(template, 0)):
                 return None
             found[name] = template
             weight += size
@@ -663,7 +677,7 @@ class Webhook:
         if deadline is None:
             deadline = time.monotonic() + self.deadline
         if cel_bytes is None:
-            cel_bytes = _cel_to_parse(request.get("object"), self.max_cel_parse_bytes)
+            cel_bytes = self._cel_bytes(request.get("object"), self.max_cel_parse_bytes)
         obj = request.get("object")
         uid = request["uid"]
         operation = str(request.get("operation") or "")
@@ -704,7 +718,7 @@ class Webhook:
         # naming 8 templates of 16 KiB of CEL each held a slot for 2.5 s, every time).
         left = self.max_cel_parse_bytes - cel_bytes
         for template in templates:
-            left -= _cel_to_parse(template, left)
+            left -= self._cel_bytes(template, left)
             if left < 0:
                 holder = f"the {obj.get('kind') or 'object'} and the claim templates it names hold"
                 return self._too_much_cel(uid, holder)
@@ -719,7 +733,7 @@ class Webhook:
                     for name in missing
                 ),
             )
-        if place is not None and not cel_bytes and not any(_cel_to_parse(t, 0, unless_kept=True) for t in templates):
+        if place is not None and not cel_bytes and not any(self._cel_bytes(t, 0, unless_kept=True) for t in templates):
             place.give()  # nothing to parse after all: another review may have it now
         # A selector tried on every device of large ResourceSlices (DRA014, where they are
         # configured) could hold the review's thread, and its slot, long past the answer.
@@ -1215,14 +1229,15 @@ async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
     return True
 
 
-def _cel_to_parse(value: Any, most: int, *, unless_kept: bool = False) -> int:
+def _cel_to_parse(value: Any, most: int, *, unless_kept: bool = False, every: bool = False) -> int:
     """Bytes of the CEL selectors in `value` (an object, or a template read for it: the
     `expression` of a `cel` mapping, as every device and DeviceClass selector spells it)
     that `analyse` would hand to the parser, counted until they pass `most`; `unless_kept`:
-    only those it would parse now, its answer not kept.  An `expression` elsewhere (a
+    only those it would parse now, its answer not kept; `every`: every selector (DRA014
+    compiles them all where ResourceSlices are configured).  An `expression` elsewhere (a
     driver's opaque parameters) is never parsed, so never counted; nor is an UPDATE's old
     object, which is not checked."""
-    at_once = parsed_already if unless_kept else analysed_at_once
+    at_once = _never if every else parsed_already if unless_kept else analysed_at_once
     total = 0
     pending: list[tuple[Any, bool]] = [(value, False)]
     while pending and total <= most:
@@ -1237,6 +1252,10 @@ def _cel_to_parse(value: Any, most: int, *, unless_kept: bool = False) -> int:
         elif isinstance(value, list):
             pending.extend((item, False) for item in value if isinstance(item, dict | list))
     return total
+
+
+def _never(expression: str) -> bool:
+    return False
 
 
 def _inline(review: Callable[[], dict[str, Any]], uid: str) -> tuple[dict[str, Any], Exception | None]:
