@@ -1667,7 +1667,7 @@ def test_with_resource_slices_every_selector_counts_as_cel_to_parse() -> None:
     parsed = with_slices._parse(small)
     assert parsed.may_parse and parsed.cel_bytes == len(pin)
     for other in (without, disabled):
-        assert other._parse(small)[2:] == (0, False)
+        assert other._parse(small)[2:4] == (0, False)
     answer = with_slices.review(admission_review(large_claim)["request"])
     assert answer["allowed"] is False and "more than 16,384 bytes of CEL" in answer["status"]["message"]
     assert with_slices._parse(large).may_parse is False  # denied unparsed: no place needed
@@ -1675,3 +1675,88 @@ def test_with_resource_slices_every_selector_counts_as_cel_to_parse() -> None:
         assert "more than 16,384 bytes" not in other.review(admission_review(large_claim)["request"]).get(
             "status", {}
         ).get("message", "")
+
+
+def test_an_error_after_the_uid_is_read_is_a_denial_of_that_review(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deciding whether a review may parse CEL runs before its slot is kept; an error there
+    (a `userInfo.username` that is a list raised a TypeError) was an HTTP 500, which
+    `failurePolicy: Ignore` admits.  The uid is known as soon as the body is read: the
+    answer is a denial of that review (code 500), and such a username is no writer's."""
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "tenant-a"},
+        "spec": _claim_with_selectors(_crafted_cel(512, uuid.uuid4().hex))["spec"]["spec"],
+    }
+    review = admission_review(claim)
+    review["request"]["kind"] = {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"}
+    review["request"]["userInfo"] = {"username": ["system:serviceaccount:kube-system:resource-claim-controller"]}
+    status, payload = _asgi(Webhook(RULES, Config()), json.dumps(review).encode())
+    assert status == 200 and payload["response"]["uid"] == review["request"]["uid"]
+    assert "allowed" in payload["response"] and payload["response"].get("status", {}).get("code") != 500
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("deciding broke")
+
+    monkeypatch.setattr(Webhook, "_written_by_claim_writer", broken)
+    status, payload = _asgi(Webhook(RULES, Config()), json.dumps(review).encode())
+    assert status == 200 and payload["response"]["uid"] == review["request"]["uid"]
+    assert payload["response"]["allowed"] is False and payload["response"]["status"]["code"] == 500
+
+
+def test_bodies_waiting_for_a_place_hold_a_quarter_of_the_bodies_budget_at_most(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review waiting for a place among the parsers keeps its body in the budget of body
+    bytes, and nothing can make it give way: six padded claims filled the 16 MiB budget
+    while the parsers were busy, and a plain Pod got a 429.  Past a quarter of the budget
+    such a body is refused at once; the others are answered meanwhile."""
+    parsing, go = _held_parser(monkeypatch)
+    fresh = uuid.uuid4().hex
+    with serving(tmp_path, max_reviews=2, max_body=1024 * 1024, body_bytes=4 * 1024 * 1024) as running:
+        first = threading.Thread(target=lambda: running.review(_claim_with_selectors(_crafted_cel(1024, "1" + fresh))))
+        first.start()
+        assert parsing.acquire(timeout=5)
+        padded = _claim_with_selectors(_crafted_cel(1024, "2" + fresh))
+        padded["metadata"]["annotations"] = {"padding": "p" * 600_000}
+        body = json.dumps(admission_review(padded)).encode()
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(running.post, body)
+            time.sleep(0.3)
+            assert running.app._waiting_bytes == len(body)
+            status, payload, elapsed = running.post(body)  # 1.2 MB would wait: past 1 MiB
+            assert status == 429 and elapsed < 1
+            assert payload["error"] == (
+                "dra-guard webhook: 1 reviews parsing CEL selectors in flight, and 1048576 bytes of request "
+                "bodies waiting for them; try again"
+            )
+            response, elapsed = running.review(PLAIN_POD)
+            assert response["allowed"] is True and elapsed < 1
+            go.set()
+            status, _, _ = waiting.result(10)
+        assert status == 200 and running.app._waiting_bytes == 0
+        first.join(10)
+    assert [event["reason"] for event in running.events("refused")] == ["waiting bodies"]
+
+
+def test_a_review_checks_the_templates_that_decided_its_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a Pod's review needs a place is decided from the cached templates it names;
+    its thread used to read the cache again, and a template dropped meanwhile (its 5 s
+    over, or evicted) was looked up again: recreated with fresh CEL, it was parsed without a
+    place.  The review is handed the templates that decided, and looks none up."""
+    fast = "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"
+    source = _Served(clean=_claim_with_selectors(fast))
+    real = Webhook._parse
+
+    def then_dropped(self: Webhook, body: bytes, *rest: Any) -> Any:
+        parsed = real(self, body, *rest)
+        self._cache._drop(("tenant-a", "clean"))
+        source.templates["clean"] = _claim_with_selectors(_crafted_cel(2048, uuid.uuid4().hex))
+        return parsed
+
+    with serving(tmp_path, templates=source) as running:
+        running.review(pod("clean"))
+        assert source.asked == ["clean"]
+        monkeypatch.setattr(Webhook, "_parse", then_dropped)
+        running.review(pod("clean"))
+        assert source.asked == ["clean"]  # nothing looked up: the cached template decided

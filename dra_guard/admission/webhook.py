@@ -240,7 +240,7 @@ class KubernetesTemplates:
 
 
 #: Reviews of bodies up to this size, with the cached templates they name, that read
-#: nothing from the API server (`Webhook._cached_for_inline`) and hold no CEL the parser
+#: nothing from the API server (`Webhook._cached_templates`) and hold no CEL the parser
 #: must read (`_cel_to_parse`) run on the event loop: the engine takes a few milliseconds at
 #: most on them, so the probes and other connections wait no longer than that.
 INLINE_REVIEW_BYTES = 64 * 1024
@@ -354,6 +354,9 @@ class Webhook:
                 f"accepted ({self.max_body} bytes)"
             )
         self._bodies = _BodyBudget(self.body_bytes, self.stalled_body)
+        #: Bytes of the bodies waiting for a place among the parsers (`_placed`).
+        self._waiting_bytes = 0
+        self._waiting_bytes_limit = self.body_bytes // 4
         # With ResourceSlices configured, DRA014 compiles every selector with cel-python
         # (and runs it on every device), the plain pins the fast path reads included: then
         # every selector counts as CEL to parse (`_cel_bytes`).
@@ -448,26 +451,25 @@ class Webhook:
         slots, parsers = self._semaphores()
         until = min(clock.deadline, time.monotonic() + SLOT_WAIT_SECONDS)
         try:
-            placed = await self._placed(body, slots, parsers, until)
+            placed = await self._placed(body, slots, parsers, until, send)
         finally:
             # Parsed in the slot, which holds what the body became; the bytes leave the budget.
             self._bodies.give(size)
             del body
         if isinstance(placed, str):
-            limit = self._parser_limit if placed == "parsing CEL" else self.max_reviews
+            limit, message = self._refusal(placed)
             log_event(event="refused", reason=placed, limit=limit, ms=clock.ms())
-            what = "reviews parsing CEL selectors" if placed == "parsing CEL" else "reviews"
-            message = f"dra-guard webhook: {limit} {what} in flight; none finished in time"
             await _respond(send, 429, {"error": message}, [(b"retry-after", b"1")])
             return
         parsed, place = placed
         await self._answer(parsed, send, slots=slots, place=place, size=size, clock=clock)
 
     async def _placed(
-        self, body: bytes, slots: asyncio.Semaphore, parsers: _Places, until: float
+        self, body: bytes, slots: asyncio.Semaphore, parsers: _Places, until: float, exchange: _Exchange
     ) -> tuple[_Parsed, _Held | None] | str:
         """`body` parsed in a review slot, with the place it holds among the reviews that may
-        parse CEL when it may (`_parse`); or why not ("overloaded", "parsing CEL"), by `until`.
+        parse CEL when it may (`_parse`); or why not ("overloaded", "parsing CEL", "waiting
+        bodies"), by `until`.
 
         Reviews that may parse CEL hold all the slots but one, so that a review with nothing
         to parse always finds one: crafted reviews of 16 KiB of CEL each, sent on 128
@@ -478,11 +480,14 @@ class Webhook:
         what the body became, and the review waits for a place, then a slot (waits always in
         that order: no two requests wait on each other), and parses the body again.  Parsed
         again, it may parse nothing after all (the templates it names were cached meanwhile,
-        with nothing to parse): the place is given back then."""
+        with nothing to parse): the place is given back then.  The body waits in the
+        budget of body bytes, which nothing can make give way: the bodies waiting so hold a
+        quarter of it at most, or a few reviews kept waiting behind the parsers, 16 MiB of
+        them, would have every other request refused."""
         if not await _take(slots, until):
             return "overloaded"
         try:
-            parsed = self._parse(body)
+            parsed = self._parse(body, exchange)
             if not parsed.may_parse:
                 return parsed, None
             if parsers.take_now():
@@ -492,7 +497,15 @@ class Webhook:
             raise
         slots.release()
         del parsed
-        if not await parsers.take(until):
+        size = len(body)
+        if self._waiting_bytes + size > self._waiting_bytes_limit:
+            return "waiting bodies"
+        self._waiting_bytes += size
+        try:
+            placed = await parsers.take(until)
+        finally:
+            self._waiting_bytes -= size
+        if not placed:
             return "parsing CEL"
         try:
             if not await _take(slots, until):
@@ -502,7 +515,7 @@ class Webhook:
             parsers.give()
             raise
         try:
-            parsed = self._parse(body)
+            parsed = self._parse(body, exchange)
         except BaseException:
             slots.release()
             parsers.give()
@@ -512,44 +525,32 @@ class Webhook:
             return parsed, None
         return parsed, _Held(parsers)
 
-    def _parse(self, body: bytes) -> _Parsed:
-        """The review in `body` (or why it is none), the bytes of CEL its object holds that
-        the parser must read (`_cel_to_parse`: none for a claim the control plane writes,
-        which is admitted unchecked), and whether it may parse CEL: its object's, or that of
-        the claim templates it names (`_templates_may_parse`)."""
+    def _parse(self, body: bytes, exchange: _Exchange | None = None) -> _Parsed:
+        """The review in `body` (or why it is none; its uid told to `exchange` at once, so
+        that any error after is a denial of it), the bytes of CEL its object holds that the
+        parser must read (`_cel_to_parse`: none for a claim the control plane writes, which
+        is admitted unchecked), the claim templates it names as the cache has them
+        (`_cached_templates`), and whether it may parse CEL: its object's, or that of
+        templates it names that are not in the cache or hold CEL not parsed before."""
         review, problem = _parse_review(body)
         if review is None:
-            return _Parsed(None, problem, 0, False)
+            return _Parsed(None, problem, 0, False, None)
         request = review["request"]
+        if exchange is not None:
+            exchange.uid = request["uid"]
         obj = request.get("object")
         if isinstance(obj, Mapping) and self._written_by_claim_writer(request, obj):
-            return _Parsed(review, problem, 0, False)
+            return _Parsed(review, problem, 0, False, _NONE_CACHED)
         cel_bytes = self._cel_bytes(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
         if cel_bytes > self.max_cel_parse_bytes:
-            return _Parsed(review, problem, cel_bytes, False)  # denied unparsed, nothing looked up
-        return _Parsed(review, problem, cel_bytes, bool(cel_bytes) or self._templates_may_parse(request))
+            return _Parsed(review, problem, cel_bytes, False, _NONE_CACHED)  # denied unparsed, nothing read
+        cached = self._cached_templates(request)
+        return _Parsed(review, problem, cel_bytes, bool(cel_bytes) or cached is None or cached.parses_now, cached)
 
     def _cel_bytes(self, value: Any, most: int, *, unless_kept: bool = False) -> int:
         """`_cel_to_parse` as this webhook reads CEL: every selector where DRA014 compiles
         them all (ResourceSlices configured)."""
         return _cel_to_parse(value, most, unless_kept=unless_kept, every=self._compiles_every_selector)
-
-    def _templates_may_parse(self, request: Mapping[str, Any]) -> bool:
-        """Whether the claim templates the review names may hold CEL to parse: one is not in
-        the cache (what it holds is known once read, in the review's thread), or holds CEL
-        whose analysis is not kept."""
-        obj = request.get("object")
-        if isinstance(self.templates, NoTemplates) or not isinstance(obj, Mapping):
-            return False
-        names = set(template_names(obj))
-        if not names or len(names) > self.max_templates:
-            return False  # nothing to read, or denied before anything is
-        namespace = str(request.get("namespace") or "")
-        for name in names:
-            hit, template, _ = self._cache.entry((namespace, name))
-            if not hit or (template is not None and self._cel_bytes(template, 0, unless_kept=True)):
-                return True
-        return False
 
     async def _answer(
         self,
@@ -586,13 +587,23 @@ class Webhook:
                 cel_bytes=cel_bytes,
                 place=place,
             )
-            inline = place is None and size <= INLINE_REVIEW_BYTES and not cel_bytes
-            cached = self._cached_for_inline(request) if inline else None
-            if cached is not None and size + cached[1] <= INLINE_REVIEW_BYTES:
-                # Reviewed on the loop, at once: less than a thread's round trip costs.  With
-                # the templates found in the cache here: no lookup can run on the loop, even
-                # if another review's thread drops them from the cache meanwhile.
-                response, error = _inline(functools.partial(review_call, cached=cached[0]), request["uid"])
+            cached = parsed.cached
+            if cached is not None:
+                # The templates found in the cache when its place was decided: no lookup
+                # (none on the loop), nothing else than what decided it.
+                review_call = functools.partial(review_call, cached=cached.templates)
+            if (
+                place is None
+                and not cel_bytes
+                and cached is not None
+                and not cached.parses
+                and size + cached.weight <= INLINE_REVIEW_BYTES
+            ):
+                # Reviewed on the loop, at once: less than a thread's round trip costs.  Such
+                # a review of a small object takes well under a millisecond
+                # (bench/webhook_load.py); one that may wait on a lookup, or on the parser,
+                # never runs here (a Pod naming cached templates of CEL froze the loop).
+                response, error = _inline(review_call, request["uid"])
             else:
                 # A review whose object holds CEL the fast path does not read parses it in
                 # pure Python at some 30 us a byte: in a thread, so that a crafted selector
@@ -611,32 +622,44 @@ class Webhook:
         _log_review(request, response, error, clock)
         await _respond(send, 200, _review_answer(response))
 
-    def _cached_for_inline(self, request: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any] | None], int] | None:
-        """The templates the review names, by name, and their JSON bytes, when the review
-        reads nothing from the API server and parses no CEL of them: no template source, or
-        every template it names is cached and holds no selector the parser must read; None
-        otherwise.  Such a review of a small object takes well under a millisecond, less
-        than handing it to a thread and back (bench/webhook_load.py), so it runs on the event
-        loop; one that may wait on a lookup, or on the parser, never does (a Pod naming
-        cached templates of CEL froze the loop)."""
-        if isinstance(self.templates, NoTemplates):
-            return {}, 0
+    def _cached_templates(self, request: Mapping[str, Any]) -> _Cached | None:
+        """The claim templates the review names, by name, as the cache has them (a template
+        that does not exist is cached as None), with their JSON bytes and whether their
+        selectors hold CEL to parse; None when one is not in the cache.  Nothing to read
+        (no template source, no name, or more names than are read: denied before any
+        lookup) is an empty `_Cached`.  The review is handed these templates, so that what
+        it checks is what decided its place, even if the cache drops them meanwhile."""
         obj = request.get("object")
-        if not isinstance(obj, Mapping):
-            return {}, 0
-        namespace = str(request.get("namespace") or "")
+        if isinstance(self.templates, NoTemplates) or not isinstance(obj, Mapping):
+            return _NONE_CACHED
         names = set(template_names(obj))  # the namespace the object lands in changes no name
         if len(names) > self.max_templates:
-            return {}, 0
+            return _NONE_CACHED
+        namespace = str(request.get("namespace") or "")
         found: dict[str, Mapping[str, Any] | None] = {}
-        weight = 0
-        for name in names:
+        weight, parses, parses_now = 0, False, False
+        for name in sorted(names):
             hit, template, size = self._cache.entry((namespace, name))
-            if not hit or (template is not None and self._cel_bytes(template, 0)):
+            if not hit:
                 return None
-            found[name] = template
-            weight += size
-        return found, weight
+            found[name], weight = template, weight + size
+            if template is not None and self._cel_bytes(template, 0):
+                parses = True
+                parses_now = parses_now or bool(self._cel_bytes(template, 0, unless_kept=True))
+        return _Cached(found, weight, parses, parses_now)
+
+    def _refusal(self, reason: str) -> tuple[int, str]:
+        """The limit that refused a request for `reason` (`_placed`), and the 429's message."""
+        if reason == "overloaded":
+            return self.max_reviews, f"dra-guard webhook: {self.max_reviews} reviews in flight; none finished in time"
+        if reason == "parsing CEL":
+            limit = self._parser_limit
+            return limit, f"dra-guard webhook: {limit} reviews parsing CEL selectors in flight; none finished in time"
+        limit = self._waiting_bytes_limit
+        return limit, (
+            f"dra-guard webhook: {self._parser_limit} reviews parsing CEL selectors in flight, and {limit} bytes "
+            "of request bodies waiting for them; try again"
+        )
 
     @property
     def _parser_limit(self) -> int:
@@ -794,6 +817,7 @@ class Webhook:
             and obj.get("kind") == "ResourceClaim"
             and request.get("operation") in ("CREATE", "UPDATE")
             and isinstance(user, Mapping)
+            and isinstance(user.get("username"), str)
             and user.get("username") in self._claim_writers
         )
 
@@ -954,10 +978,9 @@ _EXPRESSION_KEY = re.compile(_spelled_in_json("expression"))
 
 
 class _Places:
-    """The places among the reviews parsing CEL (all the slots but one).  Taken on the event
-    loop, which may wait for one (`take`), or in a review's thread, which never waits, as it
-    holds a slot (`take_now`: the claim templates it read hold CEL to parse); given back
-    from either (`give`)."""
+    """The places among the reviews that may parse CEL (all the slots but one).  Taken on
+    the event loop, at once (`take_now`) or waiting for one (`take`); given back from the
+    loop or from a review's thread (`give`: its templates held nothing to parse)."""
 
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         self.limit = limit
@@ -1026,6 +1049,22 @@ class _Parsed(NamedTuple):
     problem: str
     cel_bytes: int
     may_parse: bool
+    #: The claim templates it names, as the cache has them (None: one is not there).
+    cached: _Cached | None
+
+
+class _Cached(NamedTuple):
+    """The claim templates a review names, by name, all found in the cache: their JSON
+    bytes, whether their selectors hold CEL to parse, and CEL not parsed before."""
+
+    templates: Mapping[str, Mapping[str, Any] | None]
+    weight: int
+    parses: bool
+    parses_now: bool
+
+
+#: Nothing to read: no template source, no name, or a review denied before any lookup.
+_NONE_CACHED = _Cached({}, 0, False, False)
 
 
 def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
