@@ -1710,25 +1710,26 @@ def test_bodies_waiting_for_a_place_hold_a_quarter_of_the_bodies_budget_at_most(
     """A review waiting for a place among the parsers keeps its body in the budget of body
     bytes, and nothing can make it give way: six padded claims filled the 16 MiB budget
     while the parsers were busy, and a plain Pod got a 429.  Past a quarter of the budget
-    such a body is refused at once; the others are answered meanwhile."""
+    such a body is refused at once; the others are answered meanwhile.  One body alone
+    waits whatever its size: with 128Mi the quarter (2 MiB) is less than the largest body."""
     parsing, go = _held_parser(monkeypatch)
     fresh = uuid.uuid4().hex
-    with serving(tmp_path, max_reviews=2, max_body=1024 * 1024, body_bytes=4 * 1024 * 1024) as running:
+    with serving(tmp_path, max_reviews=2, max_body=2 * 1024 * 1024, body_bytes=4 * 1024 * 1024) as running:
         first = threading.Thread(target=lambda: running.review(_claim_with_selectors(_crafted_cel(1024, "1" + fresh))))
         first.start()
         assert parsing.acquire(timeout=5)
         padded = _claim_with_selectors(_crafted_cel(1024, "2" + fresh))
-        padded["metadata"]["annotations"] = {"padding": "p" * 600_000}
+        padded["metadata"]["annotations"] = {"padding": "p" * 1_200_000}  # past the quarter: it waits alone
         body = json.dumps(admission_review(padded)).encode()
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(running.post, body)
             time.sleep(0.3)
             assert running.app._waiting_bytes == len(body)
-            status, payload, elapsed = running.post(body)  # 1.2 MB would wait: past 1 MiB
+            status, payload, elapsed = running.post(body)  # two would wait: past 1 MiB
             assert status == 429 and elapsed < 1
             assert payload["error"] == (
-                "dra-guard webhook: 1 reviews parsing CEL selectors in flight, and 1048576 bytes of request "
-                "bodies waiting for them; try again"
+                f"dra-guard webhook: 1 reviews parsing CEL selectors in flight, and {len(body):,} bytes of request "
+                "bodies waiting for them (at most 1,048,576 may); try again"
             )
             response, elapsed = running.review(PLAIN_POD)
             assert response["allowed"] is True and elapsed < 1

@@ -482,8 +482,8 @@ class Webhook:
         again, it may parse nothing after all (the templates it names were cached meanwhile,
         with nothing to parse): the place is given back then.  The body waits in the
         budget of body bytes, which nothing can make give way: the bodies waiting so hold a
-        quarter of it at most, or a few reviews kept waiting behind the parsers, 16 MiB of
-        them, would have every other request refused."""
+        quarter of it at most (one alone may wait whatever its size), or a few reviews kept
+        waiting behind the parsers, 16 MiB of them, would have every other request refused."""
         if not await _take(slots, until):
             return "overloaded"
         try:
@@ -498,8 +498,8 @@ class Webhook:
         slots.release()
         del parsed
         size = len(body)
-        if self._waiting_bytes + size > self._waiting_bytes_limit:
-            return "waiting bodies"
+        if self._waiting_bytes and self._waiting_bytes + size > self._waiting_bytes_limit:
+            return "waiting bodies"  # one body alone always waits: with 128Mi, 3 MiB is past the quarter
         self._waiting_bytes += size
         try:
             placed = await parsers.take(until)
@@ -657,8 +657,8 @@ class Webhook:
             return limit, f"dra-guard webhook: {limit} reviews parsing CEL selectors in flight; none finished in time"
         limit = self._waiting_bytes_limit
         return limit, (
-            f"dra-guard webhook: {self._parser_limit} reviews parsing CEL selectors in flight, and {limit} bytes "
-            "of request bodies waiting for them; try again"
+            f"dra-guard webhook: {self._parser_limit} reviews parsing CEL selectors in flight, and "
+            f"{self._waiting_bytes:,} bytes of request bodies waiting for them (at most {limit:,} may); try again"
         )
 
     @property
