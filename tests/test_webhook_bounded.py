@@ -1606,7 +1606,7 @@ def test_pods_naming_templates_of_cel_take_a_place_among_the_parsers(
         assert parsing.acquire(timeout=5)
         assert running.app._slots is not None
         places = running.app._slots[2]
-        assert places.free == 0
+        assert places._value == 0
         response, elapsed = running.review(PLAIN_POD)
         assert response["allowed"] is True and elapsed < 1
         status, payload, elapsed = running.post(json.dumps(admission_review(pod("two"))).encode())
@@ -1617,7 +1617,7 @@ def test_pods_naming_templates_of_cel_take_a_place_among_the_parsers(
         # A template read and found to hold no CEL to parse gives the place back at once;
         # once cached, a Pod naming it takes none.
         response, _ = running.review(pod("clean"))
-        assert "allowed" in response and places.free == 1
+        assert "allowed" in response and places._value == 1
         assert running.app._parse(json.dumps(admission_review(pod("clean"))).encode()).may_parse is False
         assert running.app._parse(json.dumps(admission_review(pod("two"))).encode()).may_parse is True
 
@@ -1644,7 +1644,7 @@ def test_a_review_that_waited_for_a_place_and_then_needs_none_gives_it_back(tmp_
             assert all("allowed" in answer.result(10)[0] for answer in (first, second))
         time.sleep(0.3)
         assert running.app._slots is not None
-        assert running.app._slots[2].free == running.app._slots[2].limit == 1
+        assert running.app._slots[2]._value == running.app._parser_limit == 1
         response, _ = running.review(pod("t2"))
         assert "allowed" in response
 

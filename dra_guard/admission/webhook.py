@@ -346,7 +346,7 @@ class Webhook:
         self._claim_writers = frozenset(writers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
         self._executor: ThreadPoolExecutor | None = None
-        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, _Places] | None = None
+        self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, asyncio.BoundedSemaphore] | None = None
         self._lock = threading.Lock()
         if self.body_bytes < self.max_body:
             raise ValueError(
@@ -465,7 +465,12 @@ class Webhook:
         await self._answer(parsed, send, slots=slots, place=place, size=size, clock=clock)
 
     async def _placed(
-        self, body: bytes, slots: asyncio.Semaphore, parsers: _Places, until: float, exchange: _Exchange
+        self,
+        body: bytes,
+        slots: asyncio.Semaphore,
+        parsers: asyncio.BoundedSemaphore,
+        until: float,
+        exchange: _Exchange,
     ) -> tuple[_Parsed, _Held | None] | str:
         """`body` parsed in a review slot, with the place it holds among the reviews that may
         parse CEL when it may (`_parse`); or why not ("overloaded", "parsing CEL", "waiting
@@ -490,7 +495,8 @@ class Webhook:
             parsed = self._parse(body, exchange)
             if not parsed.may_parse:
                 return parsed, None
-            if parsers.take_now():
+            if not parsers.locked():
+                await parsers.acquire()  # free: taken without a wait
                 return parsed, _Held(parsers)
         except BaseException:
             slots.release()
@@ -502,26 +508,26 @@ class Webhook:
             return "waiting bodies"  # one body alone always waits: with 128Mi, 3 MiB is past the quarter
         self._waiting_bytes += size
         try:
-            placed = await parsers.take(until)
+            placed = await _take(parsers, until)
         finally:
             self._waiting_bytes -= size
         if not placed:
             return "parsing CEL"
         try:
             if not await _take(slots, until):
-                parsers.give()
+                parsers.release()
                 return "overloaded"
         except BaseException:
-            parsers.give()
+            parsers.release()
             raise
         try:
             parsed = self._parse(body, exchange)
         except BaseException:
             slots.release()
-            parsers.give()
+            parsers.release()
             raise
         if not parsed.may_parse:
-            parsers.give()
+            parsers.release()
             return parsed, None
         return parsed, _Held(parsers)
 
@@ -666,11 +672,11 @@ class Webhook:
         """Reviews that may parse CEL at once: all but one of the slots."""
         return max(1, self.max_reviews - 1)
 
-    def _semaphores(self) -> tuple[asyncio.Semaphore, _Places]:
+    def _semaphores(self) -> tuple[asyncio.Semaphore, asyncio.BoundedSemaphore]:
         """The review slots and the places among the reviews parsing CEL, of the running loop."""
         loop = asyncio.get_running_loop()
         if self._slots is None or self._slots[0] is not loop:
-            self._slots = (loop, asyncio.Semaphore(self.max_reviews), _Places(self._parser_limit, loop))
+            self._slots = (loop, asyncio.Semaphore(self.max_reviews), asyncio.BoundedSemaphore(self._parser_limit))
         return self._slots[1], self._slots[2]
 
     def _pool(self) -> ThreadPoolExecutor:
@@ -977,68 +983,28 @@ def _spelled_in_json(word: str) -> bytes:
 _EXPRESSION_KEY = re.compile(_spelled_in_json("expression"))
 
 
-class _Places:
-    """The places among the reviews that may parse CEL (all the slots but one).  Taken on
-    the event loop, at once (`take_now`) or waiting for one (`take`); given back from the
-    loop or from a review's thread (`give`: its templates held nothing to parse)."""
-
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        self.limit = limit
-        self._free = limit
-        self._lock = threading.Lock()
-        self._loop = loop
-        self._loop_thread = threading.get_ident()  # made on the loop (`Webhook._semaphores`)
-        self._given = asyncio.Event()
-
-    @property
-    def free(self) -> int:
-        return self._free
-
-    def take_now(self) -> bool:
-        """A place if one is free, without waiting; whether one was taken."""
-        with self._lock:
-            if self._free <= 0:
-                return False
-            self._free -= 1
-            return True
-
-    def give(self) -> None:
-        with self._lock:
-            if self._free >= self.limit:
-                raise ValueError("a place among the CEL parsers given back that was not taken")
-            self._free += 1
-        if threading.get_ident() == self._loop_thread:
-            self._given.set()
-            return
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
-            self._loop.call_soon_threadsafe(self._given.set)
-
-    async def take(self, until: float) -> bool:
-        """A place, waited for until `until` (`time.monotonic()`); whether one was taken."""
-        while not self.take_now():
-            self._given.clear()
-            if self.take_now():  # given back between the two
-                return True
-            try:
-                await _by(until, self._given.wait())
-            except asyncio.TimeoutError:
-                return False
-        return True
-
-
 class _Held:
-    """A place taken among the parsers, given back once: by the review's thread as soon as
-    it knows it parses nothing, or when the review is done, whichever comes first."""
+    """A place taken among the parsers (all the slots but one), given back once: by the
+    review's thread as soon as it knows it parses nothing, or when the review is done,
+    whichever comes first.  Made on the event loop, whose semaphore a thread gives back
+    through the loop."""
 
-    def __init__(self, places: _Places) -> None:
-        self._places: _Places | None = places
+    def __init__(self, places: asyncio.BoundedSemaphore) -> None:
+        self._places: asyncio.BoundedSemaphore | None = places
         self._lock = threading.Lock()
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
 
     def give(self) -> None:
         with self._lock:
             places, self._places = self._places, None
-        if places is not None:
-            places.give()
+        if places is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            places.release()
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing waits any more
+            self._loop.call_soon_threadsafe(places.release)
 
 
 class _Parsed(NamedTuple):
@@ -1257,7 +1223,8 @@ async def _receive_body(
 
 
 async def _take(slots: asyncio.Semaphore, deadline: float) -> bool:
-    """A review slot, waited for until `deadline`; whether one was taken."""
+    """A review slot (or a place among the parsers), waited for until `deadline`; whether
+    one was taken."""
     if not slots.locked():
         await slots.acquire()  # a free slot: taken at once, no timer needed
         return True
