@@ -130,8 +130,8 @@ def analysed_at_once(expression: str) -> bool:
 
 def parsed_already(expression: str) -> bool:
     """Whether `analyse(expression)` needs no parser now: `analysed_at_once`, or its answer
-    is kept.  The webhook's review threads take a place among the parsers only when some
-    selector of the templates they read is not (`dra_guard.admission.webhook`)."""
+    is kept.  The webhook gives a review a place among the parsers only when some selector
+    of the claim templates it names is not (`dra_guard.admission.webhook`)."""
     return analysed_at_once(expression) or analyse.holds(expression)
 
 
