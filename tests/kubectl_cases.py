@@ -416,6 +416,22 @@ CASES = [
         refused="64-bit integer",
         kubectl="fails",
     ),
+    Case(
+        "json-non-utf8-between-values-stops-there",
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}\n\xff\n'
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}\n',
+        [cm()],
+        refused="not UTF-8",
+        kubectl="fails",  # Go's json.Decoder: invalid character looking for beginning of value
+    ),
+    Case(
+        "json-non-utf8-in-a-string-stops-at-its-value",
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}\n'
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}, "data": {"a": "caf\xe9"}}\n',
+        [cm()],
+        refused="not UTF-8",
+        kubectl="sends",  # Go's json.Decoder lets the byte through as U+FFFD
+    ),
     Case("json-nan-fails", '{"apiVersion": "v1", "kind": "Pod", "a": NaN}', refused="NaN", kubectl="fails"),
     Case(
         "yaml-flow-mapping-first-is-read-as-json",

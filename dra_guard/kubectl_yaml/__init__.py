@@ -136,18 +136,23 @@ def read(data: bytes, name: str, *, adjust: Callable[[Any], Any] | None = None) 
         yield InputError(name, None, "binary file, not a YAML or JSON manifest")
         return
     json_stream = is_json_stream(data)
+    stop = None  # in a JSON stream, where the bad byte stands in the text (as U+FFFD)
     try:
         text = data.decode("utf-8")
         bad_offset = None
     except UnicodeDecodeError as error:
         # kubectl reads the documents before the one with the bad byte; so do we (up
-        # to the last whole line: a bad byte on a `---` line makes it a bad separator).
+        # to the last whole line: a bad byte on a `---` line makes it a bad separator;
+        # in a JSON stream, up to the last value that ends before it).
         bad_offset = error.start
         text = data[: error.start].decode("utf-8")
-        text = text[: text.rfind("\n") + 1]
+        if json_stream:
+            stop = len(text)
+            text = data.decode("utf-8", errors="replace")
+        else:
+            text = text[: text.rfind("\n") + 1]
     if json_stream:
-        if bad_offset is None:
-            yield from _read_json(text, name, adjust)
+        yield from _read_json(text, name, adjust, stop=stop)
     else:
         yield from _read_yaml(text, name, complete=bad_offset is None, adjust=adjust)
     if bad_offset is not None:
@@ -465,12 +470,14 @@ class _JSONLines:
         return self._lines.of(node_line(self._root, path))
 
 
-def _read_json(text: str, name: str, adjust: Callable[[Any], Any] | None = None) -> Iterator[SentObject | InputError]:
+def _read_json(
+    text: str, name: str, adjust: Callable[[Any], Any] | None = None, stop: int | None = None
+) -> Iterator[SentObject | InputError]:
     from dra_guard.kubectl_yaml.json_stream import json_values, normalize
 
     index = 0
     try:
-        for value in json_values(text):
+        for value in json_values(text, stop):
             index += 1
             if value.refusal is not None:
                 yield InputError(name, value.line, f"document {index}: {value.refusal}; not checked")

@@ -105,20 +105,29 @@ def _decoder(state: _State) -> json.JSONDecoder:
     )
 
 
-def json_values(text: str) -> Iterator[JSONValue]:
-    """Each value of the stream; raises Refusal (kubectl stops) on a syntax error."""
+def json_values(text: str, stop: int | None = None) -> Iterator[JSONValue]:
+    """Each value of the stream; raises Refusal (kubectl stops) on a syntax error.
+
+    `stop`: where the file's first byte that is not UTF-8 stands in `text` (as U+FFFD).
+    Only the values that end before it are given, and a syntax error at or after it ends
+    the stream quietly: the caller reports the byte, which is what stops kubectl there.
+    """
     position = _BLANKS.match(text, 0).end()  # type: ignore[union-attr]
     line = 1 + text.count("\n", 0, position)
-    while position < len(text):
+    while position < len(text) and (stop is None or position < stop):
         state = _State()
         try:
             value, end = _decoder(state).raw_decode(text, position)
         except json.JSONDecodeError as error:
+            if stop is not None and error.pos >= stop:
+                return
             raise Refusal(f"invalid JSON: {error.msg}", line=error.lineno - 1) from None
         except _NotJSON as error:
             raise Refusal(f"invalid JSON: {error} is not a JSON value", line=line - 1) from None
         except RecursionError:
             raise Refusal("JSON nested too deeply to check", kubectl_stops=False, line=line - 1) from None
+        if stop is not None and end > stop:
+            return  # the byte is inside this value: kubectl would send U+FFFD, which we refuse
         item = JSONValue(value, position, end, line, special=state.floats or state.duplicates)
         if state.bad_number is not None:
             item.refusal = f"the number {state.bad_number} does not fit a 64-bit float"
