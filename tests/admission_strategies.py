@@ -76,6 +76,8 @@ RESOURCE_NAMES = (
     "deviceclass.resource.kubernetes.io/gpu.nvidia.com",
     "deviceclass.resource.kubernetes.io/nic.example.com",
 )
+#: Quantities: a zero asks for nothing, however written (the API server stores each as "0").
+QUANTITIES = ("1", "1", 2, "0", 0, "0.0", "0Gi")
 POD_KINDS = {
     "Pod": "v1",
     "PodTemplate": "v1",
@@ -235,7 +237,7 @@ def _resources(draw: st.DrawFn) -> dict[str, Any]:
     for section in ("limits", "requests"):
         names = draw(st.lists(st.sampled_from(RESOURCE_NAMES), unique=True, max_size=2))
         if names:
-            resources[section] = {name: "1" for name in names}
+            resources[section] = {name: draw(st.sampled_from(QUANTITIES)) for name in names}
     return resources
 
 
@@ -331,7 +333,7 @@ def limit_ranges(draw: st.DrawFn) -> dict[str, Any]:
                 max_size=3,
             )
         ):
-            item[field] = {draw(st.sampled_from(RESOURCE_NAMES)): "1"}
+            item[field] = {draw(st.sampled_from(RESOURCE_NAMES)): draw(st.sampled_from(QUANTITIES))}
         limits.append(item)
     metadata: dict[str, Any] = {"name": "limits", "namespace": "team-a"}
     waivers = _waivers(draw, ("DRA001",))

@@ -63,3 +63,45 @@ def test_from_stdin_a_patch_file_cannot_be_verified() -> None:
     assert report.errors == []
     ((path, severity),) = [(finding.path, finding.severity) for finding in report.findings]
     assert path == "/patches/0/path" and severity == Severity.MEDIUM
+
+
+def _json6902(operation: str) -> str:
+    return (
+        "resources: [deployment.yaml]\npatches:\n- target: {kind: Deployment, name: trainer}\n  patch: |-\n"
+        + "".join(f"    {line}\n" for line in operation.splitlines())
+    )
+
+
+GPU_PATH = "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu"
+
+
+def test_json6902_remove_and_test_write_nothing_and_a_zero_asks_for_nothing(tmp_path: Path) -> None:
+    """Patching a GPU out of a vendor's base is no request; nor is writing a zero."""
+    for operation in (
+        f"- op: remove\n  path: {GPU_PATH}",
+        f"- op: test\n  path: {GPU_PATH}\n  value: 1",
+        f"- op: replace\n  path: {GPU_PATH}\n  value: 0",
+        f'- op: add\n  path: {GPU_PATH.rsplit("/", 1)[0]}\n  value: {{nvidia.com/gpu: "0"}}',
+    ):
+        assert _check(tmp_path, _json6902(operation)) == [], operation
+
+
+def test_json6902_add_replace_copy_and_move_ask(tmp_path: Path) -> None:
+    for operation in (
+        f"- op: add\n  path: {GPU_PATH}\n  value: 1",
+        f'- op: replace\n  path: {GPU_PATH}\n  value: "2"',
+        f"- op: add\n  path: {GPU_PATH}",  # no value: kustomize refuses it, we do not pass it
+        f"- op: copy\n  from: /spec/template/spec/containers/0/resources/limits/cpu\n  path: {GPU_PATH}",
+        f"- op: move\n  from: /spec/template/spec/containers/0/resources/limits/cpu\n  path: {GPU_PATH}",
+        f"- op: add\n  path: {GPU_PATH.rsplit('/', 1)[0]}\n  value: {{nvidia.com/gpu: 1}}",
+    ):
+        ((path, severity, _),) = _check(tmp_path, _json6902(operation))
+        assert (path, severity) == ("/patches/0/patch", Severity.CRITICAL), operation
+
+
+def test_a_strategic_merge_null_deletes_and_asks_for_nothing(tmp_path: Path) -> None:
+    deleting = LEGACY_PATCH.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: null")
+    assert (
+        _check(tmp_path, "resources: [deployment.yaml]\npatchesStrategicMerge: [gpu.yaml]\n", **{"gpu.yaml": deleting})
+        == []
+    )

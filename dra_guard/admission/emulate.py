@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from dra_guard.model.extended_resources import asks_nothing
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 
 if TYPE_CHECKING:
@@ -62,8 +63,9 @@ def _program(expression: str) -> Any:
 
 
 def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The object as the API server holds it at admission: nulls dropped, DRA defaults set."""
-    stored: dict[str, Any] = _without_nulls(copy.deepcopy(dict(obj)))
+    """The object as the API server holds it at admission: nulls dropped, zero quantities
+    written "0", DRA defaults set."""
+    stored: dict[str, Any] = _zeros_canonical(_without_nulls(copy.deepcopy(dict(obj))))
     if str(stored.get("apiVersion", "")).startswith("resource.k8s.io/"):
         spec: dict[str, Any] = stored["spec"] if isinstance(stored.get("spec"), dict) else {}
         claim_spec = spec.get("spec") if stored.get("kind") == "ResourceClaimTemplate" else spec
@@ -81,6 +83,27 @@ def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
                     if body["allocationMode"] == "ExactCount":
                         body.setdefault("count", 1)
     return stored
+
+
+#: The fields of a built-in kind that hold resource lists (a container's and a pod's
+#: `resources`, a LimitRange item's bounds and defaults).
+_RESOURCE_LISTS = frozenset({"limits", "requests", "default", "defaultRequest", "max", "min", "maxLimitRequestRatio"})
+
+
+def _zeros_canonical(value: Any) -> Any:
+    """A resource list's zero quantity as the API server writes it back ("0", Quantity's
+    canonical form, whether `0`, `0.0` or `0Gi` was sent): the policies compare with it.
+    Other quantities stay as sent; no policy reads their value."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in _RESOURCE_LISTS and isinstance(item, dict):
+                value[key] = {name: "0" if asks_nothing(quantity) else quantity for name, quantity in item.items()}
+            else:
+                _zeros_canonical(item)
+    elif isinstance(value, list):
+        for item in value:
+            _zeros_canonical(item)
+    return value
 
 
 def _without_nulls(value: Any, raw: bool = False) -> Any:

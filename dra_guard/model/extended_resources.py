@@ -18,6 +18,12 @@
   Dynamo component's `resources.limits.gpu` and `custom` names).
 * KubeVirt: the device-plugin names VMs pass through, `gpus[].deviceName` and
   `hostDevices[].deviceName`.
+* A quantity of zero, or null (which Go decodes as a zero Quantity), asks for nothing: the
+  scheduler's fit check skips a zero request (kubernetes `pkg/scheduler/framework/plugins/
+  noderesources/fit.go`, "Skip in case request quantity is zero") and so does the kubelet's
+  device manager (`pkg/kubelet/cm/devicemanager/manager.go` `devicesToAllocate`, "needed ==
+  0"); `nvidia.com/gpu: 0` in a LimitRange's `max` is how a namespace forbids GPUs.  A JSON
+  6902 `remove` or `test` writes nothing either.
 * Argo Workflows: `podSpecPatch` strings and resource templates' `manifest` strings, read
   as YAML after the `{{...}}` placeholders are filled in, as Argo fills them in; text that
   cannot be read, resource names that hold placeholders, and placeholders that make up a
@@ -26,6 +32,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -46,6 +53,24 @@ ARGO_POD_SPEC_PATCH = "podSpecPatch"
 ARGO_MANIFEST = "manifest"
 #: The keys a ResourceRequirements has (k8s.io/api core/v1 types.go).
 REQUIREMENTS_KEYS = frozenset({"limits", "requests", "claims"})
+#: A resource.Quantity that is zero, however written (`0`, `0.0`, `+0`, `0Gi`, `0m`, `0e3`);
+#: the API server stores each of them as "0".
+ZERO_QUANTITY = re.compile(r"[+-]?(?:0+(?:\.0*)?|\.0+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?")
+
+
+def asks_nothing(quantity: object) -> bool:
+    """Whether a resource list's value asks for none of its resource: zero, or null (Go's
+    Quantity decodes null as zero). Anything else, a value the API server would refuse
+    included, counts as asking."""
+    if quantity is None:
+        return True
+    if isinstance(quantity, str):
+        return ZERO_QUANTITY.fullmatch(quantity.strip()) is not None
+    if isinstance(quantity, (int, float)) and not isinstance(quantity, bool):
+        return quantity == 0
+    return False
+
+
 #: Fields where a whole-value Argo placeholder can only be text: names, images, quantities,
 #: arguments, environment values, and anything in metadata (labels, annotations).
 _SCALAR_FIELDS = frozenset(
@@ -60,6 +85,9 @@ CAP_FIELDS: Mapping[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = 
         # kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go @ 22664681: "Limits define a set of
         # bounds for provisioning capacity".
         ("karpenter.sh", "NodePool"): ((("spec", "limits"), "Karpenter's provisioning bounds"),),
+        # kubernetes-sigs/karpenter pkg/apis/v1/nodeclaim.go: NodeClaimSpec.Resources "models the
+        # resource requirements for the NodeClaim to launch" (the node's size, no pod's request).
+        ("karpenter.sh", "NodeClaim"): ((("spec", "resources"), "the capacity of the node Karpenter launches"),),
         # NVIDIA/KAI-Scheduler pkg/apis/scheduling/v2/queue_types.go @ 72de64fc: quota, limit
         # and over-quota weight per resource.
         ("scheduling.run.ai", "Queue"): ((("spec", "resources"), "KAI Scheduler's queue quota"),),
@@ -240,8 +268,8 @@ def _requirements(path: Path, owner: Mapping[str, Any]) -> Iterator[Asked]:
     """The names in `owner["resources"]` (a container's or a pod's)."""
     resources = mapping(owner.get("resources"))
     for section in REQUIREMENT_SECTIONS:
-        for name in mapping(resources.get(section)):
-            if isinstance(name, str):
+        for name, quantity in mapping(resources.get(section)).items():
+            if isinstance(name, str) and not asks_nothing(quantity):
                 yield Asked((*path, "resources", section, name), name, section)
 
 
@@ -252,8 +280,8 @@ def _limit_range(obj: Mapping[str, Any]) -> Iterator[Asked]:
         injects = text(limit.get("type")) not in ("Pod", "PersistentVolumeClaim")
         fields = (*LIMIT_RANGE_DEFAULTS, *LIMIT_RANGE_BOUNDS) if injects else LIMIT_RANGE_DEFAULTS
         for field in fields:
-            for name in mapping(limit.get(field)):
-                if isinstance(name, str):
+            for name, quantity in mapping(limit.get(field)).items():
+                if isinstance(name, str) and not asks_nothing(quantity):
                     yield Asked(("spec", "limits", index, field, name), name, field)
 
 
@@ -280,8 +308,8 @@ def _anywhere(
                 for section in REQUIREMENT_SECTIONS:
                     quantities = current.get(section)
                     if isinstance(quantities, Mapping) and not (skip and (*path, section) in skip):
-                        for name in quantities:
-                            if not isinstance(name, str):
+                        for name, quantity in quantities.items():
+                            if not isinstance(name, str) or asks_nothing(quantity):
                                 continue
                             if argo and ("{{" in name or is_filled(name)):
                                 why = f"the resource name {name!r} is a placeholder"
@@ -401,20 +429,27 @@ def _in_patch(document: Any) -> Iterator[tuple[Path, str, str]]:
 def _in_operation(index: int, operation: Mapping[str, Any]) -> Iterator[tuple[Path, str, str]]:
     """A JSON 6902 operation names a resource in its `path` (…/limits/nvidia.com~1gpu), in
     the keys of its `value` when the path ends at limits or requests, or anywhere in a
-    `value` that holds ResourceRequirements."""
+    `value` that holds ResourceRequirements.  `remove` and `test` write nothing; `copy` and
+    `move` write a value from elsewhere, which counts as asking."""
+    op = operation.get("op")
+    if op in ("remove", "test"):
+        return
     target = operation.get("path")
     tokens = (
         [token.replace("~1", "/").replace("~0", "~") for token in target.split("/")[1:]]
         if isinstance(target, str)
         else []
     )
+    value = operation.get("value")
+    writes_nothing = op in ("add", "replace") and "value" in operation and asks_nothing(value)
     for position, token in enumerate(tokens[:-1]):
         if token in REQUIREMENT_SECTIONS:
+            if position + 2 == len(tokens) and writes_nothing:
+                continue  # the quantity written is zero
             yield (index, "path"), tokens[position + 1], token
-    value = operation.get("value")
     if tokens and tokens[-1] in REQUIREMENT_SECTIONS and isinstance(value, Mapping):
-        for name in value:
-            if isinstance(name, str):
+        for name, quantity in value.items():
+            if isinstance(name, str) and not asks_nothing(quantity):
                 yield (index, "value", name), name, tokens[-1]
     for found in _anywhere(value, (index, "value"), argo=False, kubevirt=False):
         if isinstance(found, Asked):

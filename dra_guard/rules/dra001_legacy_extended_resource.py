@@ -86,8 +86,12 @@ RATIONALE = (
     "does, and a kustomization's patches (inline, and the files it names; in JSON 6902 operations also "
     "the path, .../limits/nvidia.com~1gpu), all read as kubectl reads YAML (what cannot be read, a "
     "resource name that holds a placeholder, or a placeholder that is a whole value and could add fields, "
-    "is unverifiable, medium). ResourceQuota, Kueue quotas, Karpenter NodePool limits and KAI Scheduler "
-    "Queue resources only cap, and are not requests. Lists are read as kubectl reads them: a List inside "
+    "is unverifiable, medium). ResourceQuota, Kueue quotas, Karpenter NodePool limits and NodeClaim "
+    "resources (the node it launches), and KAI Scheduler Queue resources only cap, and are not requests. "
+    "A quantity of zero, however written (0, \"0\", 0Gi), or null asks for nothing: the scheduler and the "
+    "kubelet's device manager skip it, so a LimitRange whose max is 0 (how a namespace forbids GPUs) "
+    "passes; in a kustomization's JSON 6902 patches, remove and test write nothing, and an add or "
+    "replace of a zero quantity asks for nothing. Lists are read as kubectl reads them: a List inside "
     "a List is refused by kubectl, so it is an input error, not a check of its items."
 )
 REMEDIATION = (
@@ -489,15 +493,23 @@ def _legacy_name(name: str, config: Config) -> str:
     return f"({name} in {exact} || {prefixes} || ({implicit}))"
 
 
+def _asks_legacy(quantities: str, key: str, config: Config) -> str:
+    """CEL: `key` of the `quantities` map is a legacy name with a quantity that is not zero.
+    The API server stores every zero quantity as "0" (Quantity's canonical form), and a
+    zero asks for nothing (`asks_nothing`)."""
+    return f"({_legacy_name(key, config)} && string({quantities}[{key}]) != '0')"
+
+
 def _names_legacy(quantities: str, config: Config) -> str:
-    """CEL: the (guarded) `quantities` map has a legacy key."""
-    return f"(has({quantities}) && {quantities}.exists(k, {_legacy_name('k', config)}))"
+    """CEL: the (guarded) `quantities` map asks for a legacy resource."""
+    return f"(has({quantities}) && {quantities}.exists(k, {_asks_legacy(quantities, 'k', config)}))"
 
 
 def _first_legacy(owner: str, config: Config) -> str:
-    """CEL: the first legacy name in the owner's resources (limits, then requests)."""
+    """CEL: the first legacy name asked for in the owner's resources (limits, then requests)."""
     found = " + ".join(
-        f"(has({owner}.{section}) ? {owner}.{section}.filter(k, {_legacy_name('k', config)}) : [])"
+        f"(has({owner}.{section}) ? {owner}.{section}.filter(k, {_asks_legacy(f'{owner}.{section}', 'k', config)}) "
+        ": [])"
         for section in REQUIREMENT_SECTIONS
     )
     return f"({found})[0]"

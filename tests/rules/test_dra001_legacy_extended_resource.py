@@ -308,3 +308,41 @@ def test_dra001_implicit_name_on_a_configured_per_profile_class() -> None:
     )
     (finding,) = dra001_findings(_asks(dra001.IMPLICIT_DRA_PREFIX + "mig-1g-12gb.gpu.nvidia.com"), config=per_profile)
     assert "only the class's own pin, gpu.nvidia.com/profile == '1g.12gb'" in finding.message
+
+
+@pytest.mark.parametrize("quantity", [0, 0.0, "0", "0.0", "+0", "-0", "0Gi", "0m", "0e3", ".0", None])
+def test_dra001_a_zero_quantity_asks_for_nothing(quantity: object) -> None:
+    """The scheduler and the kubelet's device manager skip a zero request (and Go decodes a
+    null Quantity as zero): no device is allocated, so nothing is legacy."""
+    container = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": quantity, "cpu": 1}}}
+    assert findings(pod(containers=[container])) == []
+    forbidding = _limit_range("Container", "max")
+    forbidding["spec"]["limits"][0]["max"] = {"nvidia.com/gpu": quantity}  # how a namespace forbids GPUs
+    assert findings(forbidding) == []
+    crd = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {"trainer": {"resourcesPerNode": {"limits": {"amd.com/gpu": quantity}}}},
+    }
+    assert findings(crd) == []
+
+
+@pytest.mark.parametrize("quantity", [1, "1", "2", "0.5", "1e0", "00001", "zero", True, [0], {"a": 0}])
+def test_dra001_any_other_quantity_asks(quantity: object) -> None:
+    """Only a zero is nothing; what the API server would refuse (0.5, a word) still counts."""
+    container = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": quantity}}}
+    assert rule_ids(pod(containers=[container])) == {"DRA001"}
+
+
+def test_dra001_a_karpenter_node_claim_sizes_a_node_and_asks_for_nothing() -> None:
+    node_claim = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": "static-gpu"},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+            "resources": {"requests": {"nvidia.com/gpu": 8}},
+        },
+    }
+    assert findings(node_claim) == []
