@@ -88,7 +88,7 @@ RATIONALE = (
     "resource name that holds a placeholder, or a placeholder that is a whole value and could add fields, "
     "is unverifiable, medium). ResourceQuota, Kueue quotas, Karpenter NodePool limits and NodeClaim "
     "resources (the node it launches), and KAI Scheduler Queue resources only cap, and are not requests. "
-    "A quantity of zero, however written (0, \"0\", 0Gi), or null asks for nothing: the scheduler and the "
+    'A quantity of zero, however written (0, "0", 0Gi), or null asks for nothing: the scheduler and the '
     "kubelet's device manager skip it, so a LimitRange whose max is 0 (how a namespace forbids GPUs) "
     "passes; in a kustomization's JSON 6902 patches, remove and test write nothing, and an add or "
     "replace of a zero quantity asks for nothing. Lists are read as kubectl reads them: a List inside "
