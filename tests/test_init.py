@@ -242,6 +242,25 @@ def test_init_pre_commit_adds_a_hook_to_an_existing_config(tmp_path: Path) -> No
     assert repos[1]["hooks"][0]["entry"] == HOOK_ENTRY and repos[1]["hooks"][0]["language"] == "system"
 
 
+@pytest.mark.parametrize(
+    ("target", "text", "said"),
+    [
+        ("pre-commit", "repos:\n- repo: local\n  hooks: 5\n", "a repo's `hooks` is not a list"),
+        ("pre-commit", "repos: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("cdk8s", "app: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ],
+)
+def test_init_refuses_a_file_it_cannot_edit_with_a_clear_error(
+    tmp_path: Path, target: str, text: str, said: str
+) -> None:
+    path = tmp_path / (".pre-commit-config.yaml" if target == "pre-commit" else "cdk8s.yaml")
+    path.write_text(text)
+    result = dra_guard("init", target, cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert said in result.stderr and "left unchanged" in result.stderr
+    assert path.read_text() == text
+
+
 def test_init_ci_workflow_uploads_sarif(tmp_path: Path) -> None:
     result = dra_guard(
         "init", "ci", "--install", "dra-guard @ https://wheels.example/dra_guard-0.1.0-py3-none-any.whl", cwd=tmp_path

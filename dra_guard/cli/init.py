@@ -95,6 +95,8 @@ def _load_round_trip(path: str, real: str) -> Any:
     except YAMLError as error:
         # ruamel's message spans lines (the marks); the CLI's errors are one line each.
         raise ScaffoldError(f"{path}: not valid YAML, left unchanged: {' '.join(str(error).split())}") from None
+    except RecursionError:
+        raise ScaffoldError(f"{path}: YAML nested too deeply to edit, left unchanged") from None
 
 
 def _dump_round_trip(document: Any, path: str, real: str) -> None:
@@ -368,6 +370,8 @@ def init_pre_commit(directory: str, repo: str | None = None, rev: str | None = N
     repos = document.setdefault("repos", [])
     for existing in repos:
         hooks = existing.get("hooks", []) if isinstance(existing, Mapping) else []
+        if not isinstance(hooks, list):
+            raise ScaffoldError(f"{path}: a repo's `hooks` is not a list, left unchanged")
         if any(isinstance(item, Mapping) and item.get("id") == "dra-guard" for item in hooks):
             return Change(path, "unchanged", "a dra-guard hook is already configured")
     repos.append(hook)

@@ -42,6 +42,6 @@ def is_facts_file(path: str) -> bool:
         return False
     try:
         header = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a header nested past Python's stack
         return False
     return isinstance(header, dict) and header.keys() == HEADER_KEYS and header.get("format") == FORMAT

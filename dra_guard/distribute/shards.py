@@ -184,7 +184,7 @@ def _read(name: str, data: bytes) -> _Facts:
     line, newline, payload = data.partition(b"\n")
     try:
         header = json.loads(line) if newline else None
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise FactsError(f"{name}: not a dra-guard facts file (written by `dra-guard check --shard I/N --facts-out`)")

@@ -66,6 +66,8 @@ def parse_baseline(data: bytes, source: str) -> list[BaselineEntry]:
         raise BaselineError(f"baseline {source}: not UTF-8") from None
     except json.JSONDecodeError as error:
         raise BaselineError(f"baseline {source}:{error.lineno}: not JSON: {error.msg}") from None
+    except RecursionError:
+        raise BaselineError(f"baseline {source}: nested too deeply to be a baseline") from None
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise BaselineError(
             f'baseline {source}: not a dra-guard baseline (no "format": "{BASELINE_FORMAT}"); '

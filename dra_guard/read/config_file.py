@@ -68,12 +68,16 @@ def load_config_file(
             document = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{file}: invalid TOML: {error}") from None
+        except RecursionError:
+            raise ConfigError(f"{file}: TOML nested too deeply to be a configuration") from None
         table = document.get("tool", {}).get("dra-guard", {})
         return parse_config(table, catalog, f"{file} [tool.dra-guard]", environ=environ, directory=directory)
     try:
         document = yaml.safe_load(text)
     except (yaml.YAMLError, ValueError) as error:  # ValueError: a date that does not exist (2027-02-30)
         raise ConfigError(f"{file}: invalid YAML: {error}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: YAML nested too deeply to be a configuration") from None
     return parse_config(document or {}, catalog, str(file), environ=environ, directory=directory)
 
 
