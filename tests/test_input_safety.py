@@ -270,3 +270,88 @@ def test_a_failing_stdout_is_named(project: Path, number: int) -> None:
         code, _, stderr = check(*arguments, "legacy.yaml", stdout=_Failing(error))
         assert code == EXIT_ERROR
         assert stderr.startswith(f"dra-guard: cannot write the report to stdout: {os.strerror(number)}\n")
+
+
+def _run_closing(descriptor: int, *arguments: str) -> tuple[int, str]:
+    """`dra-guard ARGUMENTS` in a process whose descriptor 0 or 1 is closed (`<&-`, `>&-`):
+    exit status, and what it wrote (stderr, after stdout where that is open)."""
+    import subprocess
+
+    completed = subprocess.run(
+        [sys.executable, "-c", "import sys; from dra_guard.cli.main import main; sys.exit(main())", *arguments],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        preexec_fn=lambda: os.close(descriptor),
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return completed.returncode, completed.stdout + completed.stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("command", [["check", "-"], ["migrate", "-", "--gpu-product", "A100", "-n", "ns"]])
+def test_a_closed_stdin_is_an_input_error_not_a_traceback(project: Path, command: list[str]) -> None:
+    code, stderr = _run_closing(0, *command)
+    assert code == EXIT_ERROR and "Traceback" not in stderr
+    assert "cannot read: standard input is closed" in stderr
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "command",
+    [["check", "legacy.yaml"], ["check", "--format", "json", "legacy.yaml"], ["rules"], ["admission-policy"]],
+)
+def test_a_closed_stdout_is_named_once_not_a_traceback(project: Path, command: list[str]) -> None:
+    code, stderr = _run_closing(1, *command)
+    assert code == EXIT_ERROR and "Traceback" not in stderr
+    assert stderr.count("standard output is closed") == 1, stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["rules"],
+        ["admission-policy"],
+        ["completion", "bash"],
+        ["migrate", "legacy.yaml", "--gpu-product", "A100", "-n", "ns"],
+    ],
+)
+@pytest.mark.parametrize("number", [errno.ENOSPC, errno.EPIPE])
+def test_every_command_names_a_failing_stdout(project: Path, command: list[str], number: int) -> None:
+    """A full disk is an error for every command; a reader that stops early (`| head`) is
+    one where the output is a product (a policy, migrated manifests), not where people read."""
+    error = (BrokenPipeError if number == errno.EPIPE else OSError)(number, os.strerror(number))
+    err = io.StringIO()
+    code = main(command, _Failing(error), err)
+    if number == errno.EPIPE and command[0] in ("rules", "completion"):
+        assert (code, err.getvalue()) == (EXIT_CLEAN, "")
+    else:
+        assert code == EXIT_ERROR
+        assert err.getvalue().endswith(f"dra-guard: cannot write standard output: {os.strerror(number)}\n")
+
+
+@pytest.mark.parametrize("where", ["config-yaml", "config-toml", "baseline", "facts"])
+def test_input_nested_past_pythons_stack_is_a_clear_error(project: Path, where: str) -> None:
+    """json, PyYAML and tomllib recurse: a file nested 100,000 deep raises RecursionError,
+    which must be an error naming the file, never a traceback (or a lost report)."""
+    deep = "[" * 100_000 + "]" * 100_000
+    if where == "config-yaml":
+        Path("deep.yaml").write_text(f"disable: {deep}\n")
+        code, _, stderr = check("--config", "deep.yaml", "legacy.yaml")
+        assert code == EXIT_ERROR and "deep.yaml: YAML nested too deeply" in stderr
+    elif where == "config-toml":
+        Path("pyproject.toml").write_text(f"[tool.dra-guard]\ndisable = {deep}\n")
+        code, _, stderr = check("--config", "pyproject.toml", "legacy.yaml")
+        assert code == EXIT_ERROR and "pyproject.toml: TOML nested too deeply" in stderr
+    elif where == "baseline":
+        Path("baseline.json").write_text(deep)
+        code, _, stderr = check("--baseline", "baseline.json", "legacy.yaml")
+        assert code == EXIT_ERROR and "baseline baseline.json: nested too deeply" in stderr
+    else:
+        # A .json file a walk finds is first asked whether it is a shard's facts file (its
+        # first line, within the first 4 KiB, parsed); this one is not, nor a manifest.
+        Path("deep.json").write_bytes(b'{"a":' + b"[" * 3000 + b"\n\x80")
+        code, document, _ = report(".")
+        assert code == EXIT_FINDINGS and rules_of(document) == [("./legacy.yaml", "DRA001")]
+        assert document["skipped"] == ["./deep.json"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import gc
 import os
 import sys
@@ -849,59 +850,96 @@ def run_init(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     return EXIT_ERROR if any(isinstance(result, ScaffoldError) for result in results) else EXIT_CLEAN
 
 
+#: Commands that print what people read: a reader that stops early (`| head`) is no error.
+_READ_BY_PEOPLE = frozenset({"rules", "explain", "completion"})
+#: Commands that serve or run and report their own failures (an OSError there is not output's).
+_LONG_RUNNING = frozenset({"webhook", "scrub"})
+
+
 def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    # Python sets sys.stdout and sys.stderr to None when the descriptor is closed (`>&-`):
+    # writing the output then fails as writing to a closed descriptor does, and with no
+    # stderr there is nobody to tell.
+    stdout = stdout or sys.stdout or _closed_output()
+    stderr = stderr or sys.stderr or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process's life
     parser = build_parser(requested_command(sys.argv[1:] if argv is None else argv))
     arguments = parser.parse_args(argv)
     try:
-        if arguments.command == "check":
-            # Importing the rules and parsing make many short-lived, acyclic objects: with
-            # the default thresholds the collector runs again and again and finds nothing
-            # to free (4 % of a cold start, more of a large check).  A short-lived command
-            # can afford fewer collections (mypy does the same).
-            gc.set_threshold(100_000, 50, 100)
-            return run_check(arguments, stdout, stderr)
-        if arguments.command == "merge":
-            gc.set_threshold(100_000, 50, 100)  # as for a check
-            return run_merge(arguments, stdout, stderr)
-        if arguments.command == "rules":
-            return run_rules(arguments.format, stdout)
-        if arguments.command == "explain":
-            return run_explain(arguments.rule, stdout, stderr)
-        if arguments.command == "init":
-            return run_init(arguments, stdout, stderr)
-        if arguments.command == "admission-policy":
-            from dra_guard.cli.admission import run_admission_policy
-
-            return run_admission_policy(arguments, stdout, stderr)
-        if arguments.command == "webhook":
-            from dra_guard.cli.admission import run_webhook
-
-            return run_webhook(arguments, stdout, stderr)
-        if arguments.command == "migrate":
-            from dra_guard.cli.migrate import run_migrate
-
-            return run_migrate(arguments, stdout, stderr)
-        if arguments.command == "scrub":
-            from dra_guard.cli.scrub import run_scrub
-
-            return run_scrub(arguments, stdout, stderr)
-        if arguments.command == "completion":
-            from dra_guard.cli.completion import run_completion
-
-            return run_completion(parser, arguments.shell, stdout)
+        status = _run(arguments, parser, stdout, stderr)
+        stdout.flush()  # a full disk or a closed pipe shows here, not silently at exit
+        return status
     except (RuleModuleError, UnavailableParser) as error:  # DRA_GUARD_EXTRA_RULES, DRA_GUARD_YAML_PARSER
         stderr.write(f"dra-guard: {error}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:  # Ctrl-C: the workers are stopped on the way out (pool.in_order)
         stderr.write("dra-guard: interrupted\n")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # The reader went away (`dra-guard rules | head`): nothing left to say, and nobody
-        # to say it to.  Point stdout at /dev/null so that the exit flush is quiet too.
+    except OSError as error:
+        if arguments.command in _LONG_RUNNING:
+            raise
+        # Standard output went away (`| head`), filled up (`> /dev/full`) or was closed.
+        # Point it at /dev/null so that the exit flush is quiet too.
         _silence(stdout)
-        return EXIT_CLEAN if arguments.command != "check" else EXIT_ERROR
+        if isinstance(error, BrokenPipeError) and arguments.command in _READ_BY_PEOPLE:
+            return EXIT_CLEAN  # the reader had read enough
+        where = error.filename or "standard output"
+        stderr.write(printable(f"dra-guard: cannot write {where}: {error.strerror or error}\n"))
+        return EXIT_ERROR
+
+
+def _closed_output() -> TextIO:
+    import io
+
+    class ClosedOutput(io.TextIOBase):
+        """Unbuffered, so the one failure is reported once (no flush fails again at exit)."""
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, text: str) -> int:
+            raise OSError(errno.EBADF, "standard output is closed")
+
+    return ClosedOutput()  # type: ignore[return-value]  # a TextIOBase, as sys.stdout is
+
+
+def _run(arguments: argparse.Namespace, parser: argparse.ArgumentParser, stdout: TextIO, stderr: TextIO) -> int:
+    """The command `arguments` name, run; its exit status."""
+    if arguments.command == "check":
+        # Importing the rules and parsing make many short-lived, acyclic objects: with
+        # the default thresholds the collector runs again and again and finds nothing
+        # to free (4 % of a cold start, more of a large check).  A short-lived command
+        # can afford fewer collections (mypy does the same).
+        gc.set_threshold(100_000, 50, 100)
+        return run_check(arguments, stdout, stderr)
+    if arguments.command == "merge":
+        gc.set_threshold(100_000, 50, 100)  # as for a check
+        return run_merge(arguments, stdout, stderr)
+    if arguments.command == "rules":
+        return run_rules(arguments.format, stdout)
+    if arguments.command == "explain":
+        return run_explain(arguments.rule, stdout, stderr)
+    if arguments.command == "init":
+        return run_init(arguments, stdout, stderr)
+    if arguments.command == "admission-policy":
+        from dra_guard.cli.admission import run_admission_policy
+
+        return run_admission_policy(arguments, stdout, stderr)
+    if arguments.command == "webhook":
+        from dra_guard.cli.admission import run_webhook
+
+        return run_webhook(arguments, stdout, stderr)
+    if arguments.command == "migrate":
+        from dra_guard.cli.migrate import run_migrate
+
+        return run_migrate(arguments, stdout, stderr)
+    if arguments.command == "scrub":
+        from dra_guard.cli.scrub import run_scrub
+
+        return run_scrub(arguments, stdout, stderr)
+    if arguments.command == "completion":
+        from dra_guard.cli.completion import run_completion
+
+        return run_completion(parser, arguments.shell, stdout)
     parser.print_help(stdout)
     return EXIT_ERROR
 

@@ -179,9 +179,8 @@ class SelectedFiles:
 
 def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: BinaryIO | None) -> SelectedFiles:
     """The files `check` would read for these paths (walks, excludes, .gitignore, charts)."""
-    import sys
 
-    from dra_guard.read.files import read_input
+    from dra_guard.read.files import read_input, standard_input
     from dra_guard.read.inputs import is_manifest
     from dra_guard.read.loader import STDIN_NAME
     from dra_guard.read.walk import STDIN, Ignores, select
@@ -201,7 +200,7 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
         if candidate.found and output_directory and os.path.realpath(candidate.path).startswith(output_directory):
             continue  # what an earlier run wrote into -o is not an input
         data = read_input(
-            candidate.path, invocation.max_file_bytes, (stdin or sys.stdin.buffer) if candidate.path == STDIN else None
+            candidate.path, invocation.max_file_bytes, (stdin or standard_input()) if candidate.path == STDIN else None
         )
         if isinstance(data, str):
             inputs.errors.append(InputError(candidate.path, None, data))

@@ -15,10 +15,13 @@ size and the option.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
+import sys
 from collections.abc import Iterator
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 #: The option that sets the cap, as messages name it.
 LIMIT_OPTION = "max-file-bytes"
@@ -84,6 +87,24 @@ def _read_descriptor(descriptor: int, size: int, limit: int, option: str = LIMIT
     if total > limit:  # it grew while it was read
         raise TooLarge(too_large(f"more than {limit} bytes", limit, option))
     return b"".join(chunks)
+
+
+class _ClosedInput(io.RawIOBase):
+    """Standard input where the process has none (`dra-guard check - <&-`: Python sets
+    `sys.stdin` to None): reading it fails as reading a closed descriptor does."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        raise OSError(errno.EBADF, "standard input is closed")
+
+
+def standard_input() -> BinaryIO:
+    """The process's standard input, as bytes."""
+    if sys.stdin is None:
+        return io.BufferedReader(_ClosedInput())
+    return sys.stdin.buffer
 
 
 def read_stream(stream: BinaryIO, limit: int, option: str = LIMIT_OPTION) -> bytes:

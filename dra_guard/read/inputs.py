@@ -22,13 +22,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
 from dra_guard.contract.findings import InputError, Unchecked
-from dra_guard.read.files import Opened, open_input, read_input
+from dra_guard.read.files import Opened, open_input, read_input, standard_input
 from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_blocks, iter_bytes
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, LINK_NOT_FOLLOWED, STDIN, Selection
 from dra_guard.ruleapi.config import MAX_FILE_BYTES
@@ -247,7 +246,7 @@ class Inputs:
         elif unit.kind == CHART:
             yield from self._chart(unit.path)
         else:
-            stdin = (self._stdin or sys.stdin.buffer) if unit.path == STDIN else None
+            stdin = (self._stdin or standard_input()) if unit.path == STDIN else None
             yield from file_items(unit.path, unit.found, self._max_bytes, self, stdin)
 
     def _kustomizations(self, consumed: set[str]) -> Iterator[Any]:

@@ -14,7 +14,6 @@ Documents before a broken one, and every other file, still load.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -22,7 +21,7 @@ from typing import Any, BinaryIO
 from dra_guard.contract.findings import InputError
 from dra_guard.kubectl_yaml import FastLines, Parsed, SentObject, document_root, read, read_pieces, source_line
 from dra_guard.model.kustomize import PatchFiles, is_kustomization
-from dra_guard.read.files import read_input
+from dra_guard.read.files import read_input, standard_input
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, STDIN, Ignores, select
 from dra_guard.ruleapi.config import MAX_FILE_BYTES
 
@@ -130,7 +129,7 @@ class Source:
         for path in files:
             self.files += 1
             name = STDIN_NAME if path == STDIN else display_name(path)
-            data = read_input(path, self._max_bytes, (self._stdin or sys.stdin.buffer) if path == STDIN else None)
+            data = read_input(path, self._max_bytes, (self._stdin or standard_input()) if path == STDIN else None)
             if isinstance(data, str):
                 yield InputError(name, None, data)
                 continue
