@@ -43,6 +43,11 @@ _ATOMS = st.sampled_from(
         "device.attributes['gpu.nvidia.com'].memory >= 4",
         "'it\\'s' == device.driver",
         "a / b == 1",
+        # Literals the pattern does not read (fail closed), each of which it once misread:
+        # a triple-quoted literal holding a quote, and raw literals ending in a backslash.
+        "\"\"\"a'b\"\"\" == '''a'b''''",
+        "r'\\' == r'\\'",
+        "'' == device.driver",
     ]
 )
 
@@ -101,6 +106,12 @@ def _nesting(expression: str) -> int:
     return deepest
 
 
+def _reads_every_literal(expression: str) -> bool:
+    """No literal the pattern leaves unread (fail closed): an empty one, or one where a
+    backslash stands before a quote (roughly: the substrings, wherever they are)."""
+    return not any(mark in expression for mark in ("''", '""', "\\'", '\\"'))
+
+
 @settings(max_examples=600, derandomize=True, deadline=None)
 @given(EXPRESSIONS)
 def test_the_pattern_sees_a_pin_only_where_the_parser_does(expression: str) -> None:
@@ -109,7 +120,7 @@ def test_the_pattern_sees_a_pin_only_where_the_parser_does(expression: str) -> N
         return  # not CEL: the API server refuses it, and DRA002 reports it
     matched = has_conjunct(expression, TERM)
     assert not matched or parsed, f"pattern sees a pin the parser does not: {expression}"
-    if _nesting(expression) <= DEPTH:
+    if _nesting(expression) <= DEPTH and _reads_every_literal(expression):
         assert matched == parsed, f"pattern {'misses' if parsed else 'invents'} a pin: {expression}"
 
 
@@ -121,7 +132,7 @@ def test_the_guard_pattern_agrees_with_the_parser(expression: str) -> None:
         return
     matched = has_conjunct(expression, GUARD_TERM)
     assert not matched or parsed, expression
-    if _nesting(expression) <= DEPTH:
+    if _nesting(expression) <= DEPTH and _reads_every_literal(expression):
         assert matched == parsed, expression
 
 
@@ -138,6 +149,12 @@ def test_the_guard_pattern_agrees_with_the_parser(expression: str) -> None:
         (f"f(a && b) && {PIN} // a comment with ' and ( in it", True),
         (f"(({PIN}))", True),
         ("device.attributes['gpu.n\\x76idia.com'].profile == 'x'", False),  # escaped domain: not read
+        # A triple-quoted literal holds quotes: `true || (...)` selects every device.
+        (f"\"\"\"a'b\"\"\" == '''a'b''' || '' == '''a'b''' && {PIN}", False),
+        # r'\' is the literal \ (a raw literal's backslash is itself): `true || (...)` again.
+        (f"r'\\' == r'\\' || 'x' == 'x' && {PIN}", False),
+        (f"{PIN[:-10]}r'1g.10gb\\' || true || 'x' == r'y\\'", False),
+        (f"{PIN} && b'\\x00' != br'\\d'", True),  # escapes that are no quotes are read
     ],
 )
 def test_known_shapes(expression: str, pinned: bool) -> None:

@@ -6,7 +6,7 @@ with a regular expression means the engine and the admission policies (CEL's `ma
 also RE2) decide identically, by construction.
 
 The pattern reads the whole expression as CEL's lexer would, as far as `&&` goes: string
-literals (quoted, raw, triple-quoted, bytes) and `//` comments are opaque; parentheses,
+literals (quoted, raw, bytes) and `//` comments are opaque; parentheses,
 brackets and braces nest (to `DEPTH` levels, beyond which a conjunct is not recognised:
 fail closed); a top-level `||` or `?` leaves no conjunct certain, so the pattern cannot
 match. A conjunct counts when it is the term itself, optionally in parentheses, or a
@@ -14,6 +14,19 @@ parenthesised conjunction containing it (so `(a && pin) && b` pins). Everything 
 not a literal, comment or group is matched character by character, so an expression the
 pattern accepts is still compiled elsewhere (the API server refuses invalid CEL before
 admission; the engine reports it under DRA002).
+
+A literal must span exactly what the lexer (cel-go's CEL.g4) makes it span, or a `||` the
+lexer sees could hide in what the pattern takes for a string. Two spellings would let the
+pattern end a literal elsewhere, so neither is read (a selector holding one is not
+recognised: fail closed):
+
+* an empty literal (two quotes): three quotes in a row open a triple-quoted literal, which
+  may hold quotes, where the pattern would read an empty literal and open another;
+* a backslash before a quote: in a raw literal a backslash is itself (`r'\\'` is the
+  literal `\\`), and the pattern, which cannot tell an `r` prefix from the end of a name,
+  would read an escaped quote and end the literal at a later one.
+
+Without them, a literal ends at the next quote of its kind however it is read.
 """
 
 from __future__ import annotations
@@ -26,11 +39,12 @@ from dra_guard.contract.memo import SHORT
 DEPTH = 2
 
 _WS = r"(?:\s|//[^\n]*)*"
-#: A string or bytes literal, quoted once ('...' or "...") with escapes, or raw. Triple-
-#: quoted literals are not read (a conjunct next to one is not recognised: fail closed).
-STRING = r"""[bBrR]{0,2}(?:'(?:[^'\\\n\r]|\\[^\n\r])*'|"(?:[^"\\\n\r]|\\[^\n\r])*")"""
+#: A string or bytes literal, quoted (`'...'`, `"..."`), raw or bytes, neither empty nor
+#: holding an escaped quote (see above); triple-quoted literals are not read.
+_LITERAL = r"""(?:'(?:[^'\\\n\r]|\\[^'"\n\r])+'|"(?:[^"\\\n\r]|\\[^'"\n\r])+")"""
+STRING = rf"[bB]?[rR]?{_LITERAL}"
 #: A string literal (not bytes): the value side of a pin.
-TEXT_STRING = r"""[rR]?(?:'(?:[^'\\\n\r]|\\[^\n\r])*'|"(?:[^"\\\n\r]|\\[^\n\r])*")"""
+TEXT_STRING = rf"[rR]?{_LITERAL}"
 _COMMENT = r"//[^\n]*"
 # One character that is none of: quote, group delimiter, &, |, ?, / (a `/` that does not
 # start a comment is division, matched on its own).
