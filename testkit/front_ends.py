@@ -252,6 +252,7 @@ def views(source: Source) -> Views:
         admitted[key] = check_objects([stored], config, complete=False).findings
         namespace = str(stored["metadata"].get("namespace") or "")
         named = [t for name in sorted(set(_template_names(stored))) if (t := templates.get(namespace, name))]
+        named += [t for name in sorted(set(_claim_names(stored))) if (t := templates.get_claim(namespace, name))]
         reviewed[key] = [
             finding
             for finding in check_objects(
@@ -344,31 +345,38 @@ def as_admitted(obj: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _template_names(obj: Any) -> Iterator[str]:
+def _template_names(obj: Any, field_name: str = "resourceClaimTemplateName") -> Iterator[str]:
     if isinstance(obj, Mapping):
-        name = obj.get("resourceClaimTemplateName")
+        name = obj.get(field_name)
         if isinstance(name, str):
             yield name
         for value in obj.values():
-            yield from _template_names(value)
+            yield from _template_names(value, field_name)
     elif isinstance(obj, list):
         for value in obj:
-            yield from _template_names(value)
+            yield from _template_names(value, field_name)
+
+
+def _claim_names(obj: Any) -> Iterator[str]:
+    return _template_names(obj, "resourceClaimName")
 
 
 class SourceTemplates(TemplateSource):
-    """The cluster's claim templates: those of the source the API server accepts."""
+    """The cluster's claim templates and claims: those of the source the API server accepts."""
 
     def __init__(self, source: Source) -> None:
-        self._templates = {
-            (stored["metadata"]["namespace"], stored["metadata"].get("name")): stored
+        self._objects = {
+            (str(obj.get("kind")), stored["metadata"]["namespace"], stored["metadata"].get("name")): stored
             for obj in source.objects
-            if obj.get("kind") == "ResourceClaimTemplate" and accepted_by_api_server(obj)
+            if obj.get("kind") in ("ResourceClaimTemplate", "ResourceClaim") and accepted_by_api_server(obj)
             for stored in [as_admitted(obj)]
         }
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        return self._templates.get((namespace, name))
+        return self._objects.get(("ResourceClaimTemplate", namespace, name))
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._objects.get(("ResourceClaim", namespace, name))
 
 
 def admission_request(obj: Mapping[str, Any], user: Mapping[str, Any] = TENANT_USER) -> dict[str, Any]:
@@ -599,8 +607,8 @@ CLUSTER = FrontEnd(
         # template missing from the namespace, a PodGroup's claims, ...
         **_rules("DRA001", "DRA005", "DRA009", "DRA014", unseen=[Unseen.OTHER_OBJECTS]),
         # DRA016: whether a pod claim is an accelerator's is in its template or claim; the
-        # webhook reads the templates a pod names, not the ResourceClaims, nor a template the
-        # namespace does not have (the low "not among the checked objects" of `check`).
+        # webhook reads the templates and claims a pod names, but not one the namespace does
+        # not have (the low "not among the checked objects" of `check`; a Pod is then denied).
         **_rules("DRA016", unseen=[Unseen.OTHER_OBJECTS]),
         # DRA004, DRA008, DRA012 (the accelerator rules): a class dra-guard does not know that
         # the input's DeviceClass shows to select a NIC or CPU driver (issue 20, point 6); the

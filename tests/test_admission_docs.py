@@ -41,7 +41,7 @@ def render_coverage() -> str:
             left = [facet for facet in rule.facets if admission.covers is not None and facet not in admission.covers]
             webhook = "—" if not left else "facets " + ", ".join(f"`{facet}`" for facet in left)
         if rule.cross_object:
-            webhook += ", as far as the object and its namespace's claim templates show"
+            webhook += ", as far as the object and the claim templates and claims it names show"
         rows.append(f"| {rule.id} {rule.name} | {policy} | {webhook} |")
     return "\n".join(rows)
 

@@ -1422,7 +1422,7 @@ def test_a_review_given_its_cached_templates_looks_none_up() -> None:
     template = _claim_with_selectors("device.driver == 'gpu.nvidia.com'")
     template["metadata"] = {"name": "slice", "namespace": "tenant-a"}
     hook = Webhook(RULES, Config(), templates=source)
-    response = hook.review(request_for(pod("slice")), cached={"slice": template})
+    response = hook.review(request_for(pod("slice")), cached={("ResourceClaimTemplate", "slice"): template})
     assert source.asked == [] and "does not exist" not in response.get("status", {}).get("message", "")
 
 

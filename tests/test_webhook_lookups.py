@@ -295,3 +295,61 @@ def test_a_133_deployment_needs_the_runtime_config_that_serves_a_version() -> No
     assert _deployment_release(["api/beta=true"]) == ("1.33", "resource.k8s.io/v1beta2")
     with pytest.raises(ValueError, match=r"^runtime_config\[0\]: api/beta takes true or false"):
         spec(["api/beta=maybe"])
+
+
+CLAIM = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {"name": "mine", "namespace": "tenant-a", **TEMPLATE["spec"].get("metadata", {})},
+    "spec": TEMPLATE["spec"]["spec"],
+}
+CLAIM_PATH = "/apis/resource.k8s.io/v1/namespaces/tenant-a/resourceclaims/mine"
+POD_NAMING_A_CLAIM = {
+    **POD,
+    "spec": {**POD["spec"], "resourceClaims": [{"name": "accelerator", "resourceClaimName": "mine"}]},
+}
+WITHOUT_SCRUBBER = {
+    **POD_NAMING_A_CLAIM,
+    "spec": {key: value for key, value in POD_NAMING_A_CLAIM["spec"].items() if key != "initContainers"},
+}
+
+
+def test_a_claim_a_pod_names_is_read_and_the_pod_held_to_it(tmp_path: Path) -> None:
+    """`resourceClaimName`: the webhook reads the ResourceClaim as it reads a template, so a
+    Pod that uses a MIG claim without the scrubber is denied (DRA016), as `dra-guard check`
+    reports it with the claim in its input.  It used to read templates only, and admit it."""
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, CLAIM) if path == CLAIM_PATH else Answer(404, {})
+        claims = in_cluster_templates(tmp_path, server)
+        assert claims.get_claim("tenant-a", "mine") == CLAIM and claims.get_claim("tenant-a", "other") is None
+        webhook = Webhook(RULES, Config(), templates=claims)
+        assert webhook.review(review(POD_NAMING_A_CLAIM))["allowed"] is True
+        response = Webhook(RULES, Config(), templates=claims).review(review(WITHOUT_SCRUBBER))
+        assert response["allowed"] is False
+        assert response["status"]["message"].startswith(
+            "DRA016: Pod/tenant-a/p: pod claim 'accelerator' (ResourceClaim 'mine')"
+        )
+    assert {path for path, _ in server.requests} == {
+        CLAIM_PATH,
+        "/apis/resource.k8s.io/v1/namespaces/tenant-a/resourceclaims/other",
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (Answer(404, {}), "the Pod names ResourceClaim tenant-a/mine, which does not exist (yet)"),
+        (
+            Answer(403, {"kind": "Status", "code": 403, "reason": "Forbidden"}),
+            "cannot read ResourceClaim tenant-a/mine: ",
+        ),
+        (Answer(200, TEMPLATE), "not that ResourceClaim"),
+    ],
+)
+def test_a_claim_that_is_missing_or_cannot_be_read_denies_the_pod(tmp_path: Path, answer: Answer, said: str) -> None:
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: answer
+        response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(
+            review(POD_NAMING_A_CLAIM)
+        )
+    assert response["allowed"] is False and said in response["status"]["message"]

@@ -462,12 +462,19 @@ def webhook_objects(
 
     config_text = webhook_config_text(config, registry)
     service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata()}
-    # `--in-cluster`: the webhook reads the templates a workload names, in any namespace.
+    # `--in-cluster`: the webhook reads the templates and claims a workload names, in any
+    # namespace (get only: it never lists, so it learns nothing no pod names).
     cluster_role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
         "metadata": metadata(namespaced=False),
-        "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaimtemplates"], "verbs": ["get"]}],
+        "rules": [
+            {
+                "apiGroups": ["resource.k8s.io"],
+                "resources": ["resourceclaimtemplates", "resourceclaims"],
+                "verbs": ["get"],
+            }
+        ],
     }
     cluster_role_binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -3,15 +3,16 @@
 The ValidatingAdmissionPolicies (`dra-guard admission-policy`) decide every rule that one
 object shows. This webhook decides the rest with the engine itself: isolation tags
 verified with the HMAC key (CEL has no SHA-256), the rules that need other objects, as far
-as one object and its namespace's claim templates show them, and the rules that have no
+as one object and the claim templates and claims of its namespace that it names show them,
+and the rules that have no
 CEL form. It serves AdmissionReview `admission.k8s.io/v1` as an ASGI application (run by
 uvicorn over HTTPS) with `/healthz` and `/readyz`, a bounded request body, a deadline per
 review, and one JSON log line per request on stderr. The key is read from a file (a
 Secret mount) and never logged.
 
-It fails closed: a CREATE or UPDATE without an object, a claim template it cannot read
-(anything but a 404 from the API server: a refusal, a server error, a timeout, an answer
-that is not a ResourceClaimTemplate), a review past its deadline and a review that raises
+It fails closed: a CREATE or UPDATE without an object, a claim template or claim it cannot
+read (anything but a 404 from the API server: a refusal, a server error, a timeout, an
+answer that is not that object), a review past its deadline and a review that raises
 are denied, with a message that says why (an internal error with status code 500, and its
 traceback in the log line). ResourceClaims that the control plane writes for pods
 (`admission-claim-writers`, by `request.userInfo.username`) are admitted unchecked, as the
@@ -24,9 +25,10 @@ and must arrive within the review's deadline, which is the API server's `?timeou
 margin; then at most `max_reviews` reviews are parsed and checked at once (the others wait
 for a slot, 2 s at most, within their deadline, then get a 429), so a slow body never holds
 a slot; those that may parse CEL (their object's, or their claim templates') wait, as long,
-for one of all the places but one (`Webhook._placed`); the claim templates looked up are
-only those the object's pod specs (or pod groups) name in `resourceClaims`, at most
-`max_templates` of them, with one deadline for all and a short cache; and no selector is
+for one of all the places but one (`Webhook._placed`); the claim templates and claims
+looked up are only those the object's pod specs (or pod groups) name in `resourceClaims`
+(`resourceClaimTemplateName`, `resourceClaimName`), at most `max_templates` of them, with
+one deadline for all and a short cache; and no selector is
 evaluated on a device past the review's deadline. dra_guard.admission.serving serves it.
 """
 
@@ -88,7 +90,8 @@ DEFAULT_BODY_BYTES = _DEFAULT_LIMITS.body_bytes
 #: the connection cap, and 128 of them queued behind reviews kept busy, with `?timeout=30s`,
 #: held every connection; after this they get a 429 and their connections go idle.
 SLOT_WAIT_SECONDS = 2.0
-#: Claim templates looked up for one object (distinct names in its pods' `resourceClaims`).
+#: Claim templates and claims looked up for one object (distinct names in its pods'
+#: `resourceClaims`).
 #: Not an API limit (the API sets none for a pod's claims): a bound on the lookups one
 #: review may cost, above what a workload needs (the builders' pods name one or two).
 MAX_TEMPLATE_LOOKUPS = 8
@@ -121,9 +124,22 @@ class TemplateSource(Protocol):
     """Claim templates of a namespace, by name (the cluster's, for cross-object rules).
 
     `get` returns None when there is no such template, and raises `TemplateLookupError`
-    when it cannot tell."""
+    when it cannot tell. A source that also has `get_claim(namespace, name)`, answering the
+    same way for ResourceClaims (`ClaimSource`), has the claims pods name looked up too."""
 
     def get(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+class ClaimSource(Protocol):
+    """ResourceClaims of a namespace, by name, as `TemplateSource.get` answers for templates."""
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+#: What a pod spec's `resourceClaims` entry names: (kind, name).
+Named = tuple[str, str]
+TEMPLATE_KIND = "ResourceClaimTemplate"
+CLAIM_KIND = "ResourceClaim"
 
 
 class TemplateLookupError(Exception):
@@ -141,7 +157,8 @@ SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 class KubernetesTemplates:
-    """Reads ResourceClaimTemplates from the API server with the `kubernetes` client.
+    """Reads ResourceClaimTemplates (and ResourceClaims, `get_claim`) from the API server
+    with the `kubernetes` client.
 
     `in_cluster()` configures it as a pod: the API server from `KUBERNETES_SERVICE_HOST` and
     `_PORT`, its CA and the service-account token from the mounted files, the token re-read
@@ -183,20 +200,23 @@ class KubernetesTemplates:
         configuration.retries = False
         return cls(ApiClient(configuration), api_version=api_version, timeout=timeout)
 
-    def get(self, namespace: str, name: str, *, timeout: float | None = None) -> Mapping[str, Any] | None:
-        """The template, None on a 404; `timeout` (at most `self.timeout`) for connecting and for reading."""
+    def get(
+        self, namespace: str, name: str, *, timeout: float | None = None, kind: str = TEMPLATE_KIND
+    ) -> Mapping[str, Any] | None:
+        """The template (or claim, for `kind` ResourceClaim), None on a 404; `timeout` (at most
+        `self.timeout`) for connecting and for reading."""
         from kubernetes.client import CustomObjectsApi
         from kubernetes.client.exceptions import ApiException
 
         group, _, version = self.api_version.rpartition("/")
-        which = f"ResourceClaimTemplate {namespace}/{name}"
+        which = f"{kind} {namespace}/{name}"
         try:
             # The object as JSON, not as the client's model: the engine reads manifests.
             response: Any = CustomObjectsApi(self.api_client).get_namespaced_custom_object(
                 group,
                 version,
                 namespace,
-                "resourceclaimtemplates",
+                KIND_RESOURCES[kind][1],
                 name,
                 _preload_content=False,
                 _request_timeout=self.timeout if timeout is None else max(0.01, min(timeout, self.timeout)),
@@ -231,12 +251,16 @@ class KubernetesTemplates:
         metadata = found.get("metadata") if isinstance(found, dict) else None
         if (
             not isinstance(found, dict)
-            or found.get("kind") != "ResourceClaimTemplate"
+            or found.get("kind") != kind
             or not isinstance(metadata, dict)
             or metadata.get("name") != name
         ):
-            raise TemplateLookupError(f"{which}: the API server's answer is not that ResourceClaimTemplate")
+            raise TemplateLookupError(f"{which}: the API server's answer is not that {kind}")
         return found
+
+    def get_claim(self, namespace: str, name: str, *, timeout: float | None = None) -> Mapping[str, Any] | None:
+        """The ResourceClaim, None on a 404 (`get`)."""
+        return self.get(namespace, name, timeout=timeout, kind=CLAIM_KIND)
 
 
 #: Reviews of bodies up to this size, with the cached templates they name, that read
@@ -247,8 +271,10 @@ INLINE_REVIEW_BYTES = 64 * 1024
 
 
 class _TemplateCache:
-    """Lookups of the last `ttl` seconds, found or not (never failures): at most `size` of
-    them and `most_bytes` of their JSON, none of more than `entry_bytes`."""
+    """Lookups of the last `ttl` seconds, found or not (never failures), by (namespace,
+    kind, name): at most `size` of them and `most_bytes` of their JSON, none of more than
+    `entry_bytes`. A template's spec is immutable, and so is a claim's; a claim's status
+    (its allocation) is not, and no rule the webhook runs reads it."""
 
     def __init__(
         self,
@@ -259,15 +285,15 @@ class _TemplateCache:
     ) -> None:
         self.ttl, self.size, self.most_bytes, self.entry_bytes = ttl, size, most_bytes, entry_bytes
         #: key -> (when it expires, the template or None, its JSON bytes); the oldest first.
-        self._entries: OrderedDict[tuple[str, str], tuple[float, Mapping[str, Any] | None, int]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str], tuple[float, Mapping[str, Any] | None, int]] = OrderedDict()
         self.held_bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> tuple[bool, Mapping[str, Any] | None]:
+    def get(self, key: tuple[str, str, str]) -> tuple[bool, Mapping[str, Any] | None]:
         hit, value, _ = self.entry(key)
         return hit, value
 
-    def entry(self, key: tuple[str, str]) -> tuple[bool, Mapping[str, Any] | None, int]:
+    def entry(self, key: tuple[str, str, str]) -> tuple[bool, Mapping[str, Any] | None, int]:
         """Whether `key` is cached, its template (None: there is none) and its JSON bytes."""
         with self._lock:
             entry = self._entries.get(key)
@@ -276,7 +302,7 @@ class _TemplateCache:
                 return False, None, 0
             return True, entry[1], entry[2]
 
-    def put(self, key: tuple[str, str], value: Mapping[str, Any] | None) -> None:
+    def put(self, key: tuple[str, str, str], value: Mapping[str, Any] | None) -> None:
         if self.ttl <= 0:
             return
         weight = 0 if value is None else len(json.dumps(value, separators=(",", ":")))
@@ -295,7 +321,7 @@ class _TemplateCache:
             ):
                 self._drop(next(iter(self._entries)))
 
-    def _drop(self, key: tuple[str, str]) -> None:
+    def _drop(self, key: tuple[str, str, str]) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None:
             self.held_bytes -= entry[2]
@@ -345,6 +371,8 @@ class Webhook:
         writers: tuple[str, ...] = self.config.get(ADMISSION_CLAIM_WRITERS)
         self._claim_writers = frozenset(writers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
+        #: Whether the source reads the claims pods name too (`ClaimSource`).
+        self._reads_claims = callable(getattr(self.templates, "get_claim", None))
         self._executor: ThreadPoolExecutor | None = None
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, asyncio.BoundedSemaphore] | None = None
         self._lock = threading.Lock()
@@ -638,17 +666,17 @@ class Webhook:
         obj = request.get("object")
         if isinstance(self.templates, NoTemplates) or not isinstance(obj, Mapping):
             return _NONE_CACHED
-        names = set(template_names(obj))  # the namespace the object lands in changes no name
+        names = self._named(obj)  # the namespace the object lands in changes no name
         if len(names) > self.max_templates:
             return _NONE_CACHED
         namespace = str(request.get("namespace") or "")
-        found: dict[str, Mapping[str, Any] | None] = {}
+        found: dict[Named, Mapping[str, Any] | None] = {}
         weight, parses, parses_now = 0, False, False
-        for name in sorted(names):
-            hit, template, size = self._cache.entry((namespace, name))
+        for named in names:
+            hit, template, size = self._cache.entry((namespace, *named))
             if not hit:
                 return None
-            found[name], weight = template, weight + size
+            found[named], weight = template, weight + size
             if template is not None and self._cel_bytes(template, 0):
                 parses = True
                 parses_now = parses_now or bool(self._cel_bytes(template, 0, unless_kept=True))
@@ -694,7 +722,7 @@ class Webhook:
         deadline: float | None = None,
         checks_until: float | None = None,
         cel_bytes: int | None = None,
-        cached: Mapping[str, Mapping[str, Any] | None] | None = None,
+        cached: Mapping[Named, Mapping[str, Any] | None] | None = None,
         place: _Held | None = None,
     ) -> dict[str, Any]:
         """The AdmissionReview response for one request; template lookups end by `deadline`
@@ -702,7 +730,7 @@ class Webhook:
         devices until `checks_until` (default: no end).  `place`: the place among the parsers
         the review holds, given back once it knows it parses nothing.  `cel_bytes`: what
         `_cel_to_parse` says of it, when the caller has asked already; `cached`: the
-        templates it names, already found in the cache (none is looked up then)."""
+        templates and claims it names, already found in the cache (none is looked up then)."""
         if deadline is None:
             deadline = time.monotonic() + self.deadline
         if cel_bytes is None:
@@ -724,11 +752,12 @@ class Webhook:
             return self._too_much_cel(uid, f"the {obj.get('kind') or 'object'} holds")
         namespace = str(request.get("namespace") or "")
         reviewed = _with_namespace(obj, namespace)
-        names = sorted(set(template_names(reviewed)))
+        names = self._named(reviewed)
         if len(names) > self.max_templates:
+            what = "ResourceClaimTemplates and ResourceClaims" if self._reads_claims else "ResourceClaimTemplates"
             return _denial(
                 uid,
-                f"dra-guard webhook: the {obj.get('kind') or 'object'} names {len(names)} ResourceClaimTemplates "
+                f"dra-guard webhook: the {obj.get('kind') or 'object'} names {len(names)} {what} "
                 f"in its pods' resourceClaims; the webhook reads at most {self.max_templates} for one review, so "
                 "the claim rules cannot be checked; denied",
             )
@@ -743,23 +772,25 @@ class Webhook:
                     for failure in failures
                 ),
             )
-        # The templates' selectors are parsed too: they count against the same cap (a Pod
-        # naming 8 templates of 16 KiB of CEL each held a slot for 2.5 s, every time).
+        # Their selectors are parsed too: they count against the same cap (a Pod naming 8
+        # templates of 16 KiB of CEL each held a slot for 2.5 s, every time).
         left = self.max_cel_parse_bytes - cel_bytes
         for template in templates:
             left -= self._cel_bytes(template, left)
             if left < 0:
-                holder = f"the {obj.get('kind') or 'object'} and the claim templates it names hold"
+                named = "claim templates and claims" if self._reads_claims else "claim templates"
+                holder = f"the {obj.get('kind') or 'object'} and the {named} it names hold"
                 return self._too_much_cel(uid, holder)
         missing = self._missing_templates(obj, names, templates)
         if missing:
             return _denial(
                 uid,
                 "; ".join(
-                    f"dra-guard webhook: the Pod names ResourceClaimTemplate {namespace}/{name}, which does not "
-                    "exist (yet), so its claim cannot be checked against this pod; denied (create the template "
-                    "first: a controller retries its pods, and they are admitted once it exists)"
-                    for name in missing
+                    f"dra-guard webhook: the Pod names {kind} {namespace}/{name}, which does not exist (yet), so "
+                    f"{'its claim' if kind == TEMPLATE_KIND else 'it'} cannot be checked against this pod; denied "
+                    f"(create the {'template' if kind == TEMPLATE_KIND else 'claim'} first: a controller retries "
+                    "its pods, and they are admitted once it exists)"
+                    for kind, name in missing
                 ),
             )
         if place is not None and not cel_bytes and not any(self._cel_bytes(t, 0, unless_kept=True) for t in templates):
@@ -780,20 +811,21 @@ class Webhook:
         return _denial(uid, "; ".join([*(_message(finding) for finding in blocking), *errors]), warnings)
 
     def _missing_templates(
-        self, obj: Mapping[str, Any], names: Sequence[str], found: Sequence[Mapping[str, Any]]
-    ) -> list[str]:
-        """The templates a Pod names that the API server does not have (a 404, not a failure).
+        self, obj: Mapping[str, Any], names: Sequence[Named], found: Sequence[Mapping[str, Any]]
+    ) -> list[Named]:
+        """The templates and claims a Pod names that the API server does not have (a 404,
+        not a failure).
 
-        Such a pod is denied: were it admitted, the claim made once the template appears would
-        give it the template's devices, and nothing would check the template against this pod
-        (DRA016: no scrubber for a GPU template created afterwards).  Only Pods: a controller
+        Such a pod is denied: were it admitted, the claim made once the template appears (or
+        the claim created afterwards) would give it its devices, and nothing would check it
+        against this pod (DRA016: no scrubber for a GPU claim created afterwards).  Only Pods: a controller
         (a Helm release creating its Deployment before its template) is admitted, and its pods,
         which the controller retries, are checked when they are made.  Without a template
         source (`NoTemplates`) nothing is looked up, so nothing is known to be missing."""
         if isinstance(self.templates, NoTemplates) or obj.get("kind") != "Pod" or obj.get("apiVersion") != "v1":
             return []
-        present = {str((template.get("metadata") or {}).get("name") or "") for template in found}
-        return [name for name in names if name not in present]
+        present = {(str(each.get("kind")), str((each.get("metadata") or {}).get("name") or "")) for each in found}
+        return [named for named in names if named not in present]
 
     def _engine_config(self, obj: Mapping[str, Any]) -> Config:
         """The configuration the engine checks `obj` with: without the rules left to the
@@ -827,34 +859,42 @@ class Webhook:
             and user.get("username") in self._claim_writers
         )
 
+    def _named(self, obj: Mapping[str, Any]) -> list[Named]:
+        """The templates, and the claims where the source reads them, that `obj` names."""
+        named = {(TEMPLATE_KIND, name) for name in template_names(obj)}
+        if self._reads_claims:
+            named.update((CLAIM_KIND, name) for name in claim_names(obj))
+        return sorted(named)
+
     def _templates_named(
         self,
-        names: Sequence[str],
+        names: Sequence[Named],
         namespace: str,
         deadline: float,
-        cached: Mapping[str, Mapping[str, Any] | None],
+        cached: Mapping[Named, Mapping[str, Any] | None],
     ) -> tuple[list[Mapping[str, Any]], list[str]]:
-        """The templates of `names` that exist (those in `cached` as they are there), and
-        what could not be read by `deadline`."""
+        """The templates and claims of `names` that exist (those in `cached` as they are
+        there), and what could not be read by `deadline`."""
         found: list[Mapping[str, Any]] = []
         failures: list[str] = []
-        for name in names:
-            which = f"ResourceClaimTemplate {namespace}/{name}"
-            hit, template = (True, cached[name]) if name in cached else self._cache.get((namespace, name))
+        for named in names:
+            kind, name = named
+            which = f"{kind} {namespace}/{name}"
+            hit, template = (True, cached[named]) if named in cached else self._cache.get((namespace, kind, name))
             if not hit:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     failures.append(f"{which}: no time was left within the review's deadline")
                     continue
                 try:
-                    template = self._lookup(namespace, name, left)
+                    template = self._lookup(kind, namespace, name, left)
                 except TemplateLookupError as error:
                     failures.append(str(error))
                     continue
                 except Exception as error:  # a TemplateSource that raised something else
                     failures.append(f"{which}: {type(error).__name__}: {error}")
                     continue
-                self._cache.put((namespace, name), template)
+                self._cache.put((namespace, kind, name), template)
             if template is not None:
                 found.append(template)
         for failure in failures:
@@ -869,15 +909,18 @@ class Webhook:
             "its slot for seconds); denied. `dra-guard check` reads it whole",
         )
 
-    def _lookup(self, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
+    def _lookup(self, kind: str, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
         if isinstance(self.templates, KubernetesTemplates):
-            return self.templates.get(namespace, name, timeout=seconds)
+            return self.templates.get(namespace, name, timeout=seconds, kind=kind)
+        if kind == CLAIM_KIND:
+            claims: ClaimSource = self.templates  # type: ignore[assignment]  # `_reads_claims` said it has get_claim
+            return claims.get_claim(namespace, name)
         return self.templates.get(namespace, name)
 
 
 def _check(reviewed: Mapping[str, Any], templates: Sequence[Mapping[str, Any]], config: Config) -> Report:
-    """The engine over the reviewed object (origin `review`) and the claim templates read for
-    it (`cluster`).  With them at hand, "template not found" is a real answer (`complete`);
+    """The engine over the reviewed object (origin `review`) and the claim templates and
+    claims read for it (`cluster`).  With them at hand, "template not found" is a real answer (`complete`);
     and no ResourceSlice is among them, which the context is told."""
     checker = Checker(config, complete=bool(templates))
     checker.context.input_has_no_slices = True
@@ -902,6 +945,16 @@ def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
     """The claim templates `obj` makes claims from: `resourceClaimTemplateName` in the
     `resourceClaims` of its pod spec (where `POD_SPEC_PATHS` puts it for a built-in kind) or
     of its pod groups (scheduling.k8s.io PodGroup and Workload), nowhere else in it."""
+    return _pod_claim_fields(obj, "resourceClaimTemplateName")
+
+
+def claim_names(obj: Mapping[str, Any]) -> Iterator[str]:
+    """The ResourceClaims `obj`'s pods use by name (`resourceClaimName`), found where
+    `template_names` finds templates."""
+    return _pod_claim_fields(obj, "resourceClaimName")
+
+
+def _pod_claim_fields(obj: Mapping[str, Any], field_name: str) -> Iterator[str]:
     kind = obj.get("kind")
     api_version = obj.get("apiVersion")
     if not isinstance(kind, str) or not isinstance(api_version, str):
@@ -923,7 +976,7 @@ def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
                     claim_lists.append(pod_group.get("resourceClaims"))
     for claims in claim_lists:
         for claim in claims if isinstance(claims, list) else ():
-            name = claim.get("resourceClaimTemplateName") if isinstance(claim, Mapping) else None
+            name = claim.get(field_name) if isinstance(claim, Mapping) else None
             if isinstance(name, str) and name:
                 yield name
 
@@ -1020,10 +1073,11 @@ class _Parsed(NamedTuple):
 
 
 class _Cached(NamedTuple):
-    """The claim templates a review names, by name, all found in the cache: their JSON
-    bytes, whether their selectors hold CEL to parse, and CEL not parsed before."""
+    """The claim templates (and claims) a review names, by kind and name, all found in the
+    cache: their JSON bytes, whether their selectors hold CEL to parse, and CEL not parsed
+    before."""
 
-    templates: Mapping[str, Mapping[str, Any] | None]
+    templates: Mapping[Named, Mapping[str, Any] | None]
     weight: int
     parses: bool
     parses_now: bool
