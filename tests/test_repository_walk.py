@@ -249,6 +249,33 @@ def test_half_a_manifest_stays_an_input_error_in_a_walk(tmp_path: Path, name: st
     assert message in result.stdout and "skipped" not in result.stdout
 
 
+TOOL_CONFIGURATIONS = {
+    "scheduler.yaml": "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+    "- pluginConfig:\n  - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated, resources: "
+    "[{name: nvidia.com/gpu, weight: 3}]}}\n",
+    "kubelet.yaml": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nmaxPods: 110\n",
+    "audit-policy.yaml": "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    "kind-cluster.yaml": "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n- role: control-plane\n",
+    "kubeadm.yaml": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n",
+    "kubeconfig.yaml": "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
+    "skaffold.yaml": "apiVersion: skaffold/v4beta11\nkind: Config\nbuild: {artifacts: [{image: app}]}\n",
+}
+
+
+def test_a_walk_skips_the_configuration_of_components_and_tools(tmp_path: Path) -> None:
+    """They hold apiVersion and kind but are never sent to an API server: a repository holding
+    a kind cluster or a scheduler configuration must not fail its check for them."""
+    for name, text in TOOL_CONFIGURATIONS.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "legacy.yaml").write_text((FIXTURE / BAD).read_text())
+    report = json.loads(check("--format", "json", ".", cwd=tmp_path).stdout)
+    assert report["errors"] == [] and report["skipped"] == sorted(f"./{name}" for name in TOOL_CONFIGURATIONS)
+    assert [finding["rule"] for finding in report["findings"]] == ["DRA001"]
+    # Named, a file is read whatever it holds: kubectl refuses it, and so is it reported.
+    result = check("scheduler.yaml", cwd=tmp_path)
+    assert result.returncode == 2 and "has no metadata.name" in result.stdout
+
+
 def test_a_template_outside_a_chart_gets_the_render_hint(tmp_path: Path) -> None:
     (tmp_path / "deploy.yaml").write_text((FIXTURE / "charts/inference/templates/deployment.yaml").read_text())
     result = check("deploy.yaml", cwd=tmp_path)

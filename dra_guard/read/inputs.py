@@ -38,6 +38,42 @@ _HELM_SOURCE = re.compile(r"^# Source: (.*?)\s*$")
 _MANIFEST_KEYS = frozenset({"apiversion", "kind"})
 # Bytes that let a key's text differ from its value: escapes, binary and verbatim tags, %TAG.
 _KEY_DISGUISES = (b"\\", b"!!binary", b"tag:yaml.org,2002:binary", b"!<", b"%tag")
+#: Configuration files of Kubernetes' own components and of cluster tools, which hold
+#: apiVersion and kind but are never sent to an API server (kubectl refuses them: no name,
+#: or no such resource): the scheduler's, kubelet's, kube-proxy's, the API server's
+#: admission, encryption and audit configuration, kubeadm's, kind's, k3d's, ctlptl's and
+#: Skaffold's. A walk that finds a file holding only these skips it, as a file that is no
+#: manifest (listed, never silently). A scheduler configuration that scores `nvidia.com/gpu`
+#: asks for no device.
+TOOL_CONFIGURATION_API_PREFIXES = (
+    "kubescheduler.config.k8s.io/",
+    "kubelet.config.k8s.io/",
+    "kubeproxy.config.k8s.io/",
+    "controllermanager.config.k8s.io/",
+    "apiserver.config.k8s.io/",
+    "apiserver.k8s.io/",
+    "audit.k8s.io/",
+    "pod-security.admission.config.k8s.io/",
+    "eventratelimit.admission.k8s.io/",
+    "kubeadm.k8s.io/",
+    "kind.x-k8s.io/",
+    "k3d.io/",
+    "ctlptl.dev/",
+    "skaffold/",
+)
+
+
+def is_tool_configuration(document: Any) -> bool:
+    """Whether `document` is a component's or a tool's configuration (see above), or a
+    kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the core API does not have)."""
+    if not isinstance(document, dict):
+        return False
+    api_version = document.get("apiVersion")
+    if not isinstance(api_version, str):
+        return False
+    if api_version == "v1":
+        return document.get("kind") == "Config"
+    return api_version.startswith(TOOL_CONFIGURATION_API_PREFIXES)
 
 
 def render_hint(chart: str = "…") -> str:
@@ -69,7 +105,7 @@ def is_manifest(data: bytes) -> bool:
         documents = list(yaml.safe_load_all(data))
     except (yaml.YAMLError, RecursionError, ValueError):
         return True
-    return any(_has_manifest_key(document) for document in documents)
+    return any(_has_manifest_key(document) and not is_tool_configuration(document) for document in documents)
 
 
 def _has_manifest_key(document: Any) -> bool:
@@ -414,7 +450,12 @@ def _found_in_pieces(path: str, opened: Opened, tally: Tally) -> Iterator[Any]:
     then again from the start for its items (nothing held meanwhile); a file without one is
     read whole, as `_found` reads it."""
     for item in iter_blocks(opened.blocks(), path):
-        if isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
+        if (
+            isinstance(item, Document)
+            and isinstance(item.obj, dict)
+            and _has_manifest_key(item.obj)
+            and not is_tool_configuration(item.obj)
+        ):
             tally.files += 1
             yield from _in_pieces(opened, path, walked=True)
             return
@@ -434,7 +475,12 @@ def _found(path: str, data: bytes, tally: Tally) -> Iterator[Any]:
             item.walked = True
         if streaming:
             yield item
-        elif isinstance(item, Document) and isinstance(item.obj, dict) and _has_manifest_key(item.obj):
+        elif (
+            isinstance(item, Document)
+            and isinstance(item.obj, dict)
+            and _has_manifest_key(item.obj)
+            and not is_tool_configuration(item.obj)
+        ):
             streaming = True
             tally.files += 1
             yield from held
