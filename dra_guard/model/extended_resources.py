@@ -264,16 +264,25 @@ def _expand(obj: Mapping[str, Any], pattern: tuple[str, ...]) -> Iterator[Path]:
             yield from _expand(obj, (*pattern[:star], key, *pattern[star + 1 :]))
 
 
-def _requirements(path: Path, owner: Mapping[str, Any]) -> Iterator[Asked]:
+def _requirements(path: Path, owner: Mapping[str, Any]) -> Iterator[Asked | Unverifiable]:
     """The names in `owner["resources"]` (a container's or a pod's)."""
     resources = mapping(owner.get("resources"))
     for section in REQUIREMENT_SECTIONS:
         for name, quantity in mapping(resources.get(section)).items():
             if isinstance(name, str) and not asks_nothing(quantity):
-                yield Asked((*path, "resources", section, name), name, section)
+                yield _asked_by_name((*path, "resources", section, name), name, section)
 
 
-def _limit_range(obj: Mapping[str, Any]) -> Iterator[Asked]:
+def _asked_by_name(path: Path, name: str, section: str, uncertain: str = "") -> Asked | Unverifiable:
+    """A name asked for, or, where a template's `{{ ... }}` placeholder stands for it (a Helm
+    template read unrendered), what cannot be known until it is rendered."""
+    if "{{" in name:
+        why = f"the resource name {name!r} is a template placeholder, decided when the template is rendered"
+        return Unverifiable(path, why)
+    return Asked(path, name, section, uncertain=uncertain)
+
+
+def _limit_range(obj: Mapping[str, Any]) -> Iterator[Asked | Unverifiable]:
     for index, item in enumerate(items(mapping(obj.get("spec")).get("limits"))):
         limit = mapping(item)
         # Only type Container turns bounds into defaults; an unknown type is read that way.
@@ -282,7 +291,7 @@ def _limit_range(obj: Mapping[str, Any]) -> Iterator[Asked]:
         for field in fields:
             for name, quantity in mapping(limit.get(field)).items():
                 if isinstance(name, str) and not asks_nothing(quantity):
-                    yield Asked(("spec", "limits", index, field, name), name, field)
+                    yield _asked_by_name(("spec", "limits", index, field, name), name, field)
 
 
 def _anywhere(
@@ -315,7 +324,7 @@ def _anywhere(
                                 why = f"the resource name {name!r} is a placeholder"
                                 yield Unverifiable((*path, section, name), why)
                             else:
-                                yield Asked((*path, section, name), name, section, uncertain=uncertain)
+                                yield _asked_by_name((*path, section, name), name, section, uncertain)
                 if kubevirt:
                     yield from _kubevirt_devices(current, path)
                 if argo:

@@ -86,7 +86,8 @@ RATIONALE = (
     "does, and a kustomization's patches (inline, and the files it names; in JSON 6902 operations also "
     "the path, .../limits/nvidia.com~1gpu), all read as kubectl reads YAML (what cannot be read, a "
     "resource name that holds a placeholder, or a placeholder that is a whole value and could add fields, "
-    "is unverifiable, medium). ResourceQuota, Kueue quotas, Karpenter NodePool limits and NodeClaim "
+    "is unverifiable, medium); so is a resource name that is a {{...}} placeholder anywhere else (a Helm "
+    "template read unrendered). ResourceQuota, Kueue quotas, Karpenter NodePool limits and NodeClaim "
     "resources (the node it launches), and KAI Scheduler Queue resources only cap, and are not requests. "
     'A quantity of zero, however written (0, "0", 0Gi), or null asks for nothing: the scheduler and the '
     "kubelet's device manager skip it, so a LimitRange whose max is 0 (how a namespace forbids GPUs) "

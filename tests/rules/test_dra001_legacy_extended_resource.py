@@ -346,3 +346,22 @@ def test_dra001_a_karpenter_node_claim_sizes_a_node_and_asks_for_nothing() -> No
         },
     }
     assert findings(node_claim) == []
+
+
+def test_dra001_a_template_placeholder_as_a_resource_name_cannot_be_verified() -> None:
+    """A Helm template read unrendered (named on the command line, or outside a chart): the
+    name is decided at render time, and could be nvidia.com/gpu."""
+    placeholder = "{{ .Values.accelerator.resourceName }}"
+    container = {"name": "c", "image": "i", "resources": {"limits": {placeholder: "{{ .Values.count }}"}}}
+    limit_range = _limit_range("Container", "default")
+    limit_range["spec"]["limits"][0]["default"] = {placeholder: "1"}
+    crd = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "spec": {"trainer": {"resourcesPerNode": {"limits": {placeholder: 1}}}},
+    }
+    for obj in (pod(containers=[container]), limit_range, crd):
+        (finding,) = findings(obj)
+        assert (finding.rule, finding.severity) == ("DRA001", Severity.MEDIUM)
+        assert "is a template placeholder" in finding.message and "cannot verify" in finding.message
