@@ -293,7 +293,13 @@ def test_bad_webhook_settings_are_refused_by_name(settings: dict[str, Any], mess
 
 def run(*arguments: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [DRA_GUARD, "admission-policy", *arguments], capture_output=True, text=True, check=False, cwd=cwd, env=env
+        [DRA_GUARD, "admission-policy", *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        env=env,
+        timeout=120,  # a command that blocks (reading a FIFO) fails instead of hanging the run
     )
 
 
@@ -363,6 +369,10 @@ DEPLOY = ["--deploy-webhook", "--webhook-image", "i", "--tls-secret", "t"]
         (["--name", "ACME"], "--name: must be lower-case letters"),
         ([*DEPLOY, "--webhook-namespace", "NS", "--ca-bundle", "ca.pem"], "--webhook-namespace: must be a DNS-1123"),
         ([*DEPLOY, "--webhook-namespace", "ns", "--ca-bundle", "empty.pem"], "--ca-bundle: must be the PEM text"),
+        # With --webhook URL the bundle was not looked at: garbage was accepted, and a FIFO
+        # blocked the command for good.
+        (["--webhook", "https://x.example", "--ca-bundle", "empty.pem"], "--ca-bundle: must be the PEM text"),
+        (["--webhook", "https://x.example", "--ca-bundle", "fifo.pem"], "fifo.pem: not a regular file (a FIFO)"),
         (
             [*DEPLOY, "--webhook-namespace", "ns", "--ca-bundle", "ca.pem", "--webhook-replicas", "0"],
             "--webhook-replicas: must be an integer >= 1",
@@ -372,6 +382,7 @@ DEPLOY = ["--deploy-webhook", "--webhook-image", "i", "--tls-secret", "t"]
 def test_the_cli_refuses_bad_webhook_arguments_clearly(tmp_path: Path, arguments: list[str], message: str) -> None:
     (tmp_path / "ca.pem").write_text(CA_PEM)
     (tmp_path / "empty.pem").write_text("")
+    os.mkfifo(tmp_path / "fifo.pem")
     result = run(*arguments, cwd=tmp_path)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
 

@@ -175,8 +175,7 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
         config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
         ca_bundle = None
         if arguments.ca_bundle is not None:
-            with open(arguments.ca_bundle, "rb") as handle:
-                ca_bundle = handle.read()
+            ca_bundle = _ca_bundle(arguments.ca_bundle)
         # Only what was given: WebhookDeployment has the defaults.
         settings = {
             setting: getattr(arguments, name)
@@ -230,6 +229,29 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
         )
     stdout.write(yaml.safe_dump_all(objects, sort_keys=False, width=120, allow_unicode=True))
     return EXIT_CLEAN
+
+
+#: The most a CA bundle may be: a few certificates are a few KiB.
+_CA_BUNDLE_BYTES = 1 << 20
+
+
+def _ca_bundle(path: str) -> bytes:
+    """The PEM CA bundle at `path`: a regular file (a FIFO would block the command for good),
+    holding a certificate; ValueError saying what is wrong otherwise (OSError: unreadable)."""
+    from dra_guard.read.files import Refused, TooLarge, read_regular
+
+    try:
+        data = read_regular(path, _CA_BUNDLE_BYTES)
+    except TooLarge:
+        raise ValueError(f"--ca-bundle {path}: more than {_CA_BUNDLE_BYTES:,} bytes, which no CA bundle is") from None
+    except Refused as refused:
+        raise ValueError(f"--ca-bundle {path}: {refused.reason}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        raise ValueError(
+            "--ca-bundle: must be the PEM text of the CA certificate (-----BEGIN CERTIFICATE-----...); "
+            f"{path} holds none"
+        )
+    return data
 
 
 #: `--tls-min-version` (as in dra_guard.admission.serving, not imported here).
