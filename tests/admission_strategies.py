@@ -39,6 +39,19 @@ SELECTORS = (
     "4 == device.attributes['tpu.google.com'].chipCount && device.allowMultipleAllocations == false",
     "device.attributes['tpu.google.com'].chipCount == 1 || true",
 )
+#: DeviceClass names: unknown ones (decided by their own selector), one the configurations
+#: call a NIC, and one the catalog knows (never decided by the selector).
+DEVICE_CLASS_NAMES = ("shared-gpu", "efa-nics", "nic.example.com", "gpu.nvidia.com")
+#: DeviceClass selectors: a GPU driver, NIC and CPU drivers in a top-level conjunct (either
+#: side, either quote, in parentheses), and NIC drivers that prove nothing (`||`, `!=`).
+CLASS_SELECTORS = (
+    "device.driver == 'gpu.nvidia.com'",
+    'device.driver == "dra.net" && device.attributes["dra.net"].pciDevice == "Elastic Fabric Adapter (EFA)"',
+    "'dra.cpu' == device.driver",
+    "(device.attributes['dra.net'].rdma && device.driver == 'dra.net')",
+    "device.driver == 'dra.net' || device.driver == 'gpu.nvidia.com'",
+    "device.driver != 'dra.net'",
+)
 #: The scrubber as the builders write it, and what a tenant may change of it (DRA016).
 SCRUBBER = {"name": "dra-guard-scrub", "image": "ghcr.io/dra-guard/scrub:0.1.0", "command": ["dra-guard", "scrub"]}
 SCRUBBER_CHANGES = (
@@ -75,6 +88,7 @@ RESOURCE_NAMES = (
     "example.com/nic",
     "deviceclass.resource.kubernetes.io/gpu.nvidia.com",
     "deviceclass.resource.kubernetes.io/nic.example.com",
+    "deviceclass.resource.kubernetes.io/efa-nics",
 )
 #: Quantities: a zero asks for nothing, however written (the API server stores each as "0").
 QUANTITIES = ("1", "1", 2, "0", 0, "0.0", "0Gi")
@@ -211,12 +225,13 @@ def claims(draw: st.DrawFn) -> dict[str, Any]:
 def device_classes(draw: st.DrawFn) -> dict[str, Any]:
     """A DeviceClass whose configs may share devices in time, and which may map an
     extended resource name (an accelerator class, or one a configuration says is a NIC)."""
-    metadata: dict[str, Any] = {"name": draw(st.sampled_from(["shared-gpu", "nic.example.com", "gpu.nvidia.com"]))}
+    metadata: dict[str, Any] = {"name": draw(st.sampled_from(DEVICE_CLASS_NAMES))}
     waivers = _waivers(draw, ("DRA007", "DRA013"))
     if waivers:
         metadata["annotations"] = waivers
     configs = [{"opaque": _opaque(draw)} for _ in range(draw(st.integers(0, 3)))]
-    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
+    selectors = draw(st.lists(st.sampled_from(CLASS_SELECTORS), min_size=1, max_size=2))
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}} for expression in selectors]}
     if configs:
         spec["config"] = configs
     if draw(st.booleans()):

@@ -31,6 +31,7 @@ Without them, a literal ends at the next quote of its kind however it is read.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 
 from dra_guard.contract.memo import SHORT
@@ -133,6 +134,19 @@ def driver_term(driver: str) -> str:
     """`device.driver == '<driver>'`, either side (the driver written without escapes)."""
     reference = rf"device{_WS}\.{_WS}driver"
     literal = _literal_of(driver)
+    return rf"(?:{reference}{_WS}=={_WS}{literal}|{literal}{_WS}=={_WS}{reference})"
+
+
+def any_driver_term(drivers: Iterable[str]) -> str:
+    """`device.driver == '<driver>'` for any of `drivers`, either side: one term, so that a
+    policy asks one `matches` of a selector for a whole set of drivers (a `matches` costs
+    about the same whatever the pattern, and is paid once per selector and per pattern)."""
+    alternatives = "|".join(
+        "".join("\\" + character if not character.isalnum() else character for character in driver)
+        for driver in sorted(set(drivers))
+    )
+    reference = rf"device{_WS}\.{_WS}driver"
+    literal = rf"""(?:[rR]?(?:'(?:{alternatives})'|"(?:{alternatives})"))"""
     return rf"(?:{reference}{_WS}=={_WS}{literal}|{literal}{_WS}=={_WS}{reference})"
 
 

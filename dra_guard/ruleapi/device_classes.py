@@ -42,7 +42,7 @@ from dra_guard.contract.catalog import (
     DeviceClass,
     class_selector,
 )
-from dra_guard.model.conjuncts import attribute_term, driver_term, has_conjunct
+from dra_guard.model.conjuncts import any_driver_term, attribute_term, conjunct_pattern, driver_term, has_conjunct
 from dra_guard.model.selectors import analyse
 from dra_guard.ruleapi.config import EXTRA_CLASSES, Config
 
@@ -126,6 +126,18 @@ def selected_driver(expressions: Sequence[str], drivers: frozenset[str] = NON_AC
     return None
 
 
+def fixes_driver(expressions: Sequence[str], drivers: frozenset[str]) -> bool:
+    """Whether a top-level && conjunct of one of the selectors fixes `device.driver` to one of
+    `drivers`: one RE2 pattern for the set (`driver_pattern`), as the admission policies ask it."""
+    term = any_driver_term(drivers)
+    return any(has_conjunct(expression, term) for expression in expressions)
+
+
+def driver_pattern(drivers: frozenset[str]) -> str:
+    """The RE2 pattern `fixes_driver` matches each selector against, for the policies' `matches`."""
+    return conjunct_pattern(any_driver_term(drivers))
+
+
 def decided_by_input(name: str, config: Config) -> bool:
     """Whether the input's DeviceClass `name` decides if the class is an accelerator: the
     configuration and the catalog know nothing of the class (they are never overridden)."""
@@ -139,7 +151,7 @@ def is_accelerator_class(name: str, config: Config, from_input: Sequence[str] | 
         return False
     if from_input is None or not decided_by_input(name, config):
         return True
-    return selected_driver(from_input) is None
+    return not fixes_driver(from_input, NON_ACCELERATOR_DRIVERS)
 
 
 def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:

@@ -54,8 +54,10 @@ RATIONALE = (
     "Device-plugin extended resources (nvidia.com/gpu, nvidia.com/mig-*, google.com/tpu, ...) carry no "
     "profile pin, no exclusivity or sanitization contract and no isolation tag; nothing in the request "
     "says what the device's memory held before. DRA-backed extended resources (KEP-5004; beta and on by "
-    "default in Kubernetes 1.36, GA in 1.37) are no better: deviceclass.resource.kubernetes.io/<class>, "
-    "and any name a DeviceClass maps with spec.extendedResourceName (DeviceClasses among the checked "
+    "default in Kubernetes 1.36, GA in 1.37) are no better: deviceclass.resource.kubernetes.io/<class> "
+    "(unless the class is no accelerator: listed under non-accelerator-classes, or a class dra-guard does not "
+    "know whose DeviceClass among the checked objects fixes a NIC's or a CPU's driver), and any name a "
+    "DeviceClass maps with spec.extendedResourceName (DeviceClasses among the checked "
     "objects, or listed under extended-resource-classes), are allocated through a claim the scheduler "
     "generates per pod, with no claim template, so no exclusivity guard, sanitization declaration or "
     "isolation tag, and no pin unless the class's own selector pins one (NVIDIA's per-profile classes "
@@ -412,7 +414,12 @@ def _legacy(context: Context, name: str, legacy: str, where: str, how: str) -> R
     return Resolved(legacy, cross_object=False)
 
 
-def _implicit(context: Context, name: str, device_class: str, where: str, how: str) -> Resolved:
+def _implicit(context: Context, name: str, device_class: str, where: str, how: str) -> Resolved | None:
+    if not context.is_accelerator_class(device_class):
+        # The input's DeviceClass of that name fixes a NIC's or a CPU's driver (a DRANET class
+        # named as its user likes): the implicit name asks for no accelerator.  The pod alone
+        # gives the finding (its policy decides it so); the class can only clear it.
+        return None
     message = f"{where}{name!r}{how}, the extended resource every DeviceClass has (KEP-5004), here {device_class!r}: "
     return Resolved(message + _lost(context, device_class), cross_object=False)
 

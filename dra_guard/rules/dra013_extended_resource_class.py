@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dra_guard.contract.catalog import DEVICE_CLASSES, NON_ACCELERATOR_DRIVERS
 from dra_guard.contract.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
 from dra_guard.contract.findings import Severity
 from dra_guard.model.manifest import cel_expressions, get_path, is_dra_object
-from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, Validation, string_list
-from dra_guard.ruleapi.config import NON_ACCELERATOR_CLASSES
+from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, Validation, selector_matches, string_list
+from dra_guard.ruleapi.config import EXTRA_CLASSES, NON_ACCELERATOR_CLASSES
 from dra_guard.ruleapi.context import Context, Resource, Violation
 from dra_guard.ruleapi.declarations import Example
-from dra_guard.ruleapi.device_classes import class_pin
+from dra_guard.ruleapi.device_classes import class_pin, driver_pattern, is_accelerator_class
 
 ID = "DRA013"
 NAME = "extended-resource-class"
@@ -27,7 +28,9 @@ RATIONALE = (
     "wherever it renders resource.k8s.io/v1 (since v25.12.0), Intel's charts set intel.com/gpu and "
     "intel.com/gaudi with enableDRAExtendedResources. The implicit name deviceclass.resource.kubernetes.io/"
     "<class> exists for every class while the DRAExtendedResource feature gate is on; requests for it are "
-    "DRA001's. Classes listed under non-accelerator-classes (NICs, IMEX channels) are not reported."
+    "DRA001's. Classes listed under non-accelerator-classes (NICs, IMEX channels) are not reported, nor a "
+    "class dra-guard does not know whose own selector fixes a NIC's or a CPU's driver in a top-level && "
+    "conjunct (device.driver == \"dra.net\" && ..., as DRANET's and AWS's EFA classes are written)."
 )
 REMEDIATION = (
     "Remove spec.extendedResourceName from the class (NVIDIA's chart has no value for it: patch the rendered "
@@ -69,12 +72,17 @@ EXAMPLES = (
 
 
 def check(resource: Resource, context: Context) -> Iterator[Violation]:
-    if not is_dra_object(resource.obj) or not context.config.is_accelerator(resource.name):
+    if not is_dra_object(resource.obj):
         return
     mapped = get_path(resource.obj, ("spec", "extendedResourceName"))
     if not isinstance(mapped, str) or not mapped:
         return
     selectors = cel_expressions(get_path(resource.obj, ("spec", "selectors")))
+    # The object is the class: a class neither the configuration nor the catalog knows is
+    # no accelerator when its own selector fixes a NIC's or a CPU's driver (DRANET's EFA
+    # classes: `device.driver == "dra.net" && ...`), as every other rule judges it.
+    if not is_accelerator_class(resource.name, context.config, selectors):
+        return
     # The object is the class: its own selectors are what the generated claims get.
     pinned = class_pin(context.config.device_class(resource.name), selectors)
     pin = f"only this class's own pin ({pinned})" if pinned else "no profile pin"
@@ -91,7 +99,14 @@ def _admission(target: AdmissionTarget) -> Admission:
     configured: frozenset[str] = target.config.get(NON_ACCELERATOR_CLASSES)
     exempt = sorted({*KNOWN_NON_ACCELERATOR_CLASSES, *configured})
     mapped = "has(object.spec) && has(object.spec.extendedResourceName) && object.spec.extendedResourceName != ''"
-    exempt_name = f"has(object.metadata.name) && object.metadata.name in {string_list(exempt)}"
+    # A class neither the configuration nor the catalog knows is decided by its own selector,
+    # as `is_accelerator_class` decides it: one pattern for every NIC and CPU driver.
+    known = sorted({*DEVICE_CLASSES, *target.config.get(EXTRA_CLASSES)})
+    by_selector = (
+        f"object.metadata.name != '' && !(object.metadata.name in {string_list(known)}) && "
+        + selector_matches("object.spec", driver_pattern(NON_ACCELERATOR_DRIVERS))
+    )
+    exempt_name = f"has(object.metadata.name) && (object.metadata.name in {string_list(exempt)} || ({by_selector}))"
     return Admission(
         kinds=("DeviceClass",),
         validations=(
