@@ -79,6 +79,11 @@ KNOWN = [
     "aliyun.com/gpu-mem",
     "tencent.com/vcuda-core",
     "tencent.com/vcuda-memory",
+    "k8s.amazonaws.com/vgpu",
+    "cloud-tpus.google.com/v2",
+    "cloud-tpus.google.com/preemptible-v2",
+    "cloud-tpus.google.com/v3",
+    "cloud-tpus.google.com/preemptible-v3",
 ]
 
 
@@ -98,7 +103,16 @@ def test_point2_every_family_cites_its_source_and_says_what_it_is() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["nvidia.com/gpu-new", "amd.com/npu", "habana.ai/gaudi3", "google.com/tpu-v7", "huawei.com/npu"]
+    "name",
+    [
+        "nvidia.com/gpu-new",
+        "amd.com/npu",
+        "habana.ai/gaudi3",
+        "google.com/tpu-v7",
+        "huawei.com/npu",
+        # A subdomain of google.com: its own domain (a name's domain ends at the slash).
+        "cloud-tpus.google.com/v4",
+    ],
 )
 def test_point2_an_unknown_name_under_a_vendor_domain_is_unverifiable_not_passed(name: str) -> None:
     (finding,) = dra001([pod(name)])

@@ -140,6 +140,28 @@ FAMILIES = (
         shares=True,
     ),
     NameFamily(
+        # The plugin hands out `--vgpu` virtual GPUs per physical GPU, shared through MPS
+        # (its README: a pod asks for k8s.amazonaws.com/vgpu and gets the physical GPU's
+        # NVIDIA_VISIBLE_DEVICES, server.go Allocate).
+        "AWS's virtual GPU device plugin (MPS shares of one GPU)",
+        names=("k8s.amazonaws.com/vgpu",),
+        source="awslabs/aws-virtual-gpu-device-plugin pkg/gpu/nvidia/server.go @ 51832a5f (resourceName)",
+        shares=True,
+    ),
+    NameFamily(
+        # GKE's Cloud TPU names before TPU node pools (google.com/tpu): whole TPU devices of
+        # a generation; `google.com/` does not cover this subdomain, so it is a domain below.
+        "GKE's Cloud TPU names (before TPU node pools)",
+        names=(
+            "cloud-tpus.google.com/v2",
+            "cloud-tpus.google.com/preemptible-v2",
+            "cloud-tpus.google.com/v3",
+            "cloud-tpus.google.com/preemptible-v3",
+        ),
+        source="pytorch/torchx torchx/specs/named_resources_tpu.py @ e556ac32 (_register_type); "
+        "tensorflow/tpu models/official/resnet/resnet_k8s.yaml, mask_rcnn/mask_rcnn_k8s.yaml @ 7dc921f8",
+    ),
+    NameFamily(
         "Tencent's gpu-manager (vCUDA shares)",
         names=("tencent.com/vcuda-core", "tencent.com/vcuda-memory"),
         source="tkestack/gpu-manager @ 8cd842ed",
@@ -155,6 +177,8 @@ ACCELERATOR_DOMAINS = (
     "gpu.intel.com/",
     "habana.ai/",
     "google.com/",
+    # A subdomain `google.com/` does not cover (a name's domain ends at its slash).
+    "cloud-tpus.google.com/",
     "aws.amazon.com/",
     "xilinx.com/",
     "huawei.com/",
