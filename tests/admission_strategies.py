@@ -17,7 +17,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 CLAIM_VERSIONS = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
-CLASSES = ("mig.nvidia.com", "gpu.nvidia.com", "nic.example.com", "tpu.google.com", "fpga.example.org")
+#: `rdma` is a NIC class the catalog knows by name, which a DeviceClass may show to be GPUs.
+CLASSES = ("mig.nvidia.com", "gpu.nvidia.com", "nic.example.com", "tpu.google.com", "fpga.example.org", "rdma")
 NAMESPACES = ("team-a", "gpu-ops")
 #: Waiver reasons: readable, empty, blank, and invisible (a zero-width space).
 REASONS = ("reviewed by ops", "", " ", "\u200b")
@@ -40,8 +41,9 @@ SELECTORS = (
     "device.attributes['tpu.google.com'].chipCount == 1 || true",
 )
 #: DeviceClass names: unknown ones (decided by their own selector), one the configurations
-#: call a NIC, and one the catalog knows (never decided by the selector).
-DEVICE_CLASS_NAMES = ("shared-gpu", "efa-nics", "nic.example.com", "gpu.nvidia.com")
+#: call a NIC, one the catalog knows (never decided by the selector), and a NIC class the
+#: catalog knows by name (an accelerator when its selector fixes a GPU driver).
+DEVICE_CLASS_NAMES = ("shared-gpu", "efa-nics", "nic.example.com", "gpu.nvidia.com", "rdma")
 #: DeviceClass selectors: a GPU driver, NIC and CPU drivers in a top-level conjunct (either
 #: side, either quote, in parentheses), and NIC drivers that prove nothing (`||`, `!=`).
 CLASS_SELECTORS = (
@@ -89,6 +91,7 @@ RESOURCE_NAMES = (
     "deviceclass.resource.kubernetes.io/gpu.nvidia.com",
     "deviceclass.resource.kubernetes.io/nic.example.com",
     "deviceclass.resource.kubernetes.io/efa-nics",
+    "deviceclass.resource.kubernetes.io/rdma",
 )
 #: Quantities: a zero asks for nothing, however written (the API server stores each as "0").
 QUANTITIES = ("1", "1", 2, "0", 0, "0.0", "0Gi")

@@ -5,16 +5,25 @@ A NIC or CPU class with a name dra-guard does not know (DRANET's classes are the
 name; AWS's EFA class as DRANET's EKS example writes it) is no accelerator when its own
 selector fixes `device.driver` to a NIC's or a CPU's driver in a top-level `&&` conjunct:
 DRA013 leaves its extendedResourceName alone, and DRA001 its implicit
-`deviceclass.resource.kubernetes.io/<class>` name.  The admission policies decide one object
-as the engine does (`assert_parity`).
+`deviceclass.resource.kubernetes.io/<class>` name.  The other way round, a NIC class the
+catalog knows only by the name DRANET's examples give it (`rdma`) is an accelerator when the
+input's DeviceClass of that name fixes a GPU driver: its claims, the pods using them, its
+implicit name and its extendedResourceName are judged; the findings on claims and pods are
+cross-object, since their policies see no DeviceClass.  The admission policies decide one
+object as the engine does (`assert_parity`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
+from dra_guard.contract.findings import Finding
 from dra_guard.engine.run import check_objects
+from dra_guard.read.config_file import parse_config
 from dra_guard.ruleapi.config import Config
+from dra_guard.rules import RULES
 from tests.test_admission_parity import assert_parity
 
 #: AWS's EFA class as DRANET's EKS example selects (kubernetes-sigs/dranet @ f258477c,
@@ -38,10 +47,14 @@ def pod(resource: str) -> dict[str, Any]:
     }
 
 
-def rules(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    report = check_objects(objects, Config())
+def findings(objects: list[dict[str, Any]], config: Config | None = None) -> list[Finding]:
+    report = check_objects(objects, config or Config())
     assert report.errors == []
-    return sorted((f.rule, f.object.kind) for f in report.findings)
+    return report.findings
+
+
+def rules(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted({(f.rule, f.object.kind) for f in findings(objects)})
 
 
 # --- DRA013 -----------------------------------------------------------------------------
@@ -82,3 +95,68 @@ def test_dra001_implicit_name_of_an_accelerator_class_in_the_input_is_still_repo
     unsure = device_class("rdma-nics", 'device.driver == "dra.net" || true')
     assert rules([gpus, pod("deviceclass.resource.kubernetes.io/team-gpus")]) == [("DRA001", "Pod")]
     assert rules([unsure, pod("deviceclass.resource.kubernetes.io/rdma-nics")]) == [("DRA001", "Pod")]
+
+
+# --- a NIC class by name whose DeviceClass selects GPUs ----------------------------------
+
+MIG = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"
+TEMPLATE = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaimTemplate",
+    "metadata": {"name": "slice", "namespace": "team-a"},
+    "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "rdma"}}]}}},
+}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "p", "namespace": "team-a"},
+    "spec": {
+        "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "slice"}],
+        "containers": [{"name": "main", "image": "i", "resources": {"claims": [{"name": "g"}]}}],
+    },
+}
+
+
+def test_a_nic_class_by_name_that_selects_gpus_is_judged_as_an_accelerator() -> None:
+    gpus = device_class("rdma", MIG)
+    for objects in ([gpus, TEMPLATE, POD], [TEMPLATE, POD, gpus]):
+        found = findings(objects)
+        on_template = {f.rule for f in found if f.object.kind == "ResourceClaimTemplate"}
+        assert on_template >= {"DRA002", "DRA003", "DRA004", "DRA012"}
+        assert "DRA016" in {f.rule for f in found if f.object.kind == "Pod"}  # no scrubber
+        # The claim's and the pod's policies see no DeviceClass: they cannot decide these.
+        assert all(f.cross_object for f in found if f.object.kind != "DeviceClass")
+    # Without the DeviceClass, or with DRANET's own (kubernetes-sigs/dranet @ f258477c,
+    # examples/demo_gke_rdma/rdma-perftest.yaml), rdma is a NIC class.
+    nics = device_class("rdma", 'device.driver == "dra.net"', 'device.attributes["dra.net"].rdma')
+    assert findings([TEMPLATE, POD]) == [] and findings([nics, TEMPLATE, POD]) == []
+    # A GPU driver named outside a top-level conjunct proves nothing.
+    assert findings([device_class("rdma", "device.driver == 'gpu.nvidia.com' || true"), TEMPLATE, POD]) == []
+    assert_parity(TEMPLATE)
+    assert_parity(POD)
+
+
+def test_a_nic_class_the_configuration_lists_or_a_driver_class_stays_no_accelerator() -> None:
+    listed = parse_config(yaml.safe_load("non-accelerator-classes: [rdma]"), RULES, "test")
+    assert findings([device_class("rdma", MIG), TEMPLATE, POD], listed) == []
+    # NVIDIA's IMEX channel class selects gpu.nvidia.com devices, of type imex-channel: the
+    # catalog knows it by its driver's chart, not by a name users give.
+    imex = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'imex-channel'"
+    template = yaml.safe_load(yaml.safe_dump(TEMPLATE).replace("rdma", "imex.nvidia.com"))
+    assert findings([device_class("imex.nvidia.com", imex), template]) == []
+
+
+def test_dra013_reports_a_nic_class_by_name_that_maps_a_name_onto_gpus() -> None:
+    gpus = device_class("rdma", MIG, mapped="example.com/gpu")
+    nics = device_class("rdma", 'device.driver == "dra.net"', mapped="example.com/rdma")
+    assert rules([gpus]) == [("DRA013", "DeviceClass")] and rules([nics]) == []
+    assert_parity(gpus)
+    assert_parity(nics)
+
+
+def test_dra001_implicit_name_of_a_nic_class_by_name_that_selects_gpus() -> None:
+    asking = pod("deviceclass.resource.kubernetes.io/rdma")
+    (finding,) = findings([device_class("rdma", MIG), asking])
+    assert finding.rule == "DRA001" and finding.cross_object
+    assert findings([asking]) == [] and findings([device_class("rdma", 'device.driver == "dra.net"'), asking]) == []
+    assert_parity(asking)

@@ -609,6 +609,10 @@ NON_ACCELERATOR_CLASSES: Mapping[str, NonAcceleratorClass] = MappingProxyType({c
 #: whose selector fixes `device.driver` to one of them, in a top-level && conjunct, selects
 #: no accelerator (`dra_guard.ruleapi.device_classes.selected_driver`).
 NON_ACCELERATOR_DRIVERS = frozenset(c.driver for c in _NON_ACCELERATORS if c.driver)
+#: Drivers whose devices are accelerators: the domains of dra-guard's classes.  A DeviceClass
+#: whose selector fixes `device.driver` to one of them selects accelerators, whatever its name
+#: (`dra_guard.ruleapi.device_classes.overridable`).
+ACCELERATOR_DRIVERS = frozenset(c.domain for c in _CLASSES)
 #: Drivers whose devices attach to the pod, not to a container (DRANET): see `pod_level`.
 POD_LEVEL_DRIVERS = frozenset(c.driver for c in _NON_ACCELERATORS if c.driver and c.pod_level)
 

@@ -22,7 +22,7 @@ from dra_guard.model.manifest import (
 )
 from dra_guard.model.pod_templates import PodSpecView, pod_specs
 from dra_guard.ruleapi.config import Config
-from dra_guard.ruleapi.device_classes import decided_by_input, is_accelerator_class, is_pod_level_class
+from dra_guard.ruleapi.device_classes import decided_by_input, is_accelerator_class, is_pod_level_class, overridable
 
 if TYPE_CHECKING:
     from dra_guard.model.allocation import SliceCollector
@@ -551,9 +551,18 @@ class Context:
         if resource.kind not in CLAIM_KINDS:
             return []
         if resource.accelerator_requests is None:
-            resource.accelerator_requests = [
+            accelerators = [
                 request for request in resource.requests if self.config.is_accelerator(request.device_class)
             ]
+            if not accelerators:
+                # A claim only of NIC or CPU classes the catalog knows by their conventional
+                # names (`rdma`): the input's DeviceClass may show them to select GPUs, so their
+                # findings wait for it (`unless_not_accelerators`).  Never beside a request
+                # that is an accelerator's: a GPU + NIC claim is judged on its GPU alone.
+                accelerators = [
+                    request for request in resource.requests if overridable(request.device_class, self.config)
+                ]
+            resource.accelerator_requests = accelerators
         return resource.accelerator_requests
 
     def unless_not_accelerators(
@@ -596,7 +605,9 @@ def _unless_not_accelerators(
     if not any(context.is_accelerator_class(name) for name in classes):
         return None
     # The object alone gave the finding; a DeviceClass among the objects could only clear it.
-    return Resolved(message, severity, cross_object)
+    # Unless the classes are NIC classes by name that a DeviceClass showed to select GPUs:
+    # then the DeviceClass made the finding, and a policy, which sees the claim alone, cannot.
+    return Resolved(message, severity, cross_object or _made_by_input(context, classes))
 
 
 def _unless_classes_are_not_accelerators(
@@ -604,4 +615,13 @@ def _unless_classes_are_not_accelerators(
 ) -> str | Resolved | None:
     if not any(context.is_accelerator_class(name) for name in classes):
         return None
-    return resolve(*args)
+    resolved = resolve(*args)
+    if resolved is None or not _made_by_input(context, classes):
+        return resolved
+    return Resolved(resolved) if isinstance(resolved, str) else resolved._replace(cross_object=True)
+
+
+def _made_by_input(context: Context, classes: tuple[str, ...]) -> bool:
+    """Whether the classes are accelerators only because the input's DeviceClasses say so of
+    classes the catalog knows as NICs by name (`overridable`)."""
+    return all(overridable(name, context.config) for name in classes)

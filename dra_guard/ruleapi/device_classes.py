@@ -25,7 +25,12 @@ closed) unless the input's DeviceClass of that name fixes `device.driver` to a d
 devices are never accelerators (a NIC's `dra.net`, a CPU's `dra.cpu`: the catalog's
 `NON_ACCELERATOR_DRIVERS`) in a top-level `&&` conjunct, as DRANET's and AWS's EFA classes
 do (`device.driver == "dra.net" && ...`).  A driver named anywhere else (`a || device.driver
-== "dra.net"`) proves nothing, so the class stays an accelerator.
+== "dra.net"`) proves nothing, so the class stays an accelerator.  The other way round, a
+NIC or CPU class the catalog knows only by the name its users give it (DRANET's `rdma`, ...:
+`overridable`) is an accelerator when the input's DeviceClass of that name fixes an
+accelerator driver (`ACCELERATOR_DRIVERS`: gpu.nvidia.com, tpu.google.com, ...) in a
+top-level `&&` conjunct.  The admission policies, which see one claim or pod, decide by the
+name; findings that rest on such a class are cross-object.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from dra_guard.contract.catalog import (
+    ACCELERATOR_DRIVERS,
     DEVICE_CLASSES,
     NON_ACCELERATOR_CLASSES,
     NON_ACCELERATOR_DRIVERS,
@@ -45,6 +51,7 @@ from dra_guard.contract.catalog import (
 from dra_guard.model.conjuncts import any_driver_term, attribute_term, conjunct_pattern, driver_term, has_conjunct
 from dra_guard.model.selectors import analyse
 from dra_guard.ruleapi.config import EXTRA_CLASSES, Config
+from dra_guard.ruleapi.config import NON_ACCELERATOR_CLASSES as CONFIGURED_NON_ACCELERATOR_CLASSES
 
 _DRIVER = re.compile(r"""device\s*\.\s*driver\s*==\s*(?:'([^'\\]*)'|"([^"\\]*)")""")
 
@@ -138,15 +145,33 @@ def driver_pattern(drivers: frozenset[str]) -> str:
     return conjunct_pattern(any_driver_term(drivers))
 
 
+def overridable(name: str, config: Config) -> bool:
+    """Whether the catalog knows `name` as a NIC's or a CPU's class only by the name its users
+    give it (DRANET's `rdma`, `dranet`, `multinic`, ...: DRANET ships no class, each example
+    names its own; dra-driver-cpu's and the example driver's charts are installed by the
+    user too), so that the input's DeviceClass of that name may show it to select
+    accelerators.  Not a class the configuration lists (the user's own word), nor one whose
+    catalog entry names no driver (GKE's managed classes, NVIDIA's IMEX channel class, whose
+    selector does fix gpu.nvidia.com)."""
+    known = NON_ACCELERATOR_CLASSES.get(name)
+    return known is not None and bool(known.driver) and name not in config.get(CONFIGURED_NON_ACCELERATOR_CLASSES)
+
+
 def decided_by_input(name: str, config: Config) -> bool:
     """Whether the input's DeviceClass `name` decides if the class is an accelerator: the
-    configuration and the catalog know nothing of the class (they are never overridden)."""
-    return bool(name) and config.is_accelerator(name) and config.device_class(name) is None
+    configuration and the catalog know nothing of the class, or the catalog knows it as a
+    NIC or CPU class only by its conventional name (`overridable`)."""
+    return bool(name) and (
+        (config.is_accelerator(name) and config.device_class(name) is None) or overridable(name, config)
+    )
 
 
 def is_accelerator_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
     """Whether requests of class `name` ask for an accelerator, the input's DeviceClass of
     that name (its selectors, None when there is none) considered (see the module)."""
+    if overridable(name, config):
+        # A class named `rdma` whose selector fixes gpu.nvidia.com selects GPUs.
+        return from_input is not None and fixes_driver(from_input, ACCELERATOR_DRIVERS)
     if not config.is_accelerator(name):
         return False
     if from_input is None or not decided_by_input(name, config):
@@ -159,7 +184,7 @@ def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | No
     NICs: `NonAcceleratorClass.pod_level`), so that no container needs to name its claim."""
     known = NON_ACCELERATOR_CLASSES.get(name)
     if known is not None:
-        return known.pod_level
+        return known.pod_level and not is_accelerator_class(name, config, from_input)
     if from_input is None or not decided_by_input(name, config):
         return False
     return selected_driver(from_input, POD_LEVEL_DRIVERS) is not None

@@ -43,7 +43,7 @@ from dra_guard.ruleapi.admission_form import (
 from dra_guard.ruleapi.config import EXTENDED_RESOURCE_CLASSES, Config
 from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.ruleapi.declarations import Example
-from dra_guard.ruleapi.device_classes import class_pin, selectors_of
+from dra_guard.ruleapi.device_classes import class_pin, overridable, selectors_of
 from dra_guard.ruleapi.options import STRING_SET, Option
 
 ID = "DRA001"
@@ -304,7 +304,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             yield Pending(path, _legacy, context.shared(args), evidence=())
         elif name.startswith(IMPLICIT_DRA_PREFIX):
             device_class = name[len(IMPLICIT_DRA_PREFIX) :]
-            if context.config.is_accelerator(device_class):
+            if context.config.is_accelerator(device_class) or overridable(device_class, context.config):
                 where, how = _place(asked)
                 yield Pending(path, _implicit, context.shared((context, name, device_class, where, how)), evidence=())
         elif name in CHART_EXTENDED_RESOURCES:
@@ -423,7 +423,9 @@ def _implicit(context: Context, name: str, device_class: str, where: str, how: s
         # gives the finding (its policy decides it so); the class can only clear it.
         return None
     message = f"{where}{name!r}{how}, the extended resource every DeviceClass has (KEP-5004), here {device_class!r}: "
-    return Resolved(message + _lost(context, device_class), cross_object=False)
+    # A NIC class by name (`rdma`) is an accelerator only by the input's DeviceClass, which
+    # the pod's policy cannot see: then the finding is cross-object.
+    return Resolved(message + _lost(context, device_class), cross_object=overridable(device_class, context.config))
 
 
 def _chart_mapped(context: Context, name: str, where: str, how: str) -> Resolved:

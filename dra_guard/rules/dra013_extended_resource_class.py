@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_guard.contract.catalog import DEVICE_CLASSES, NON_ACCELERATOR_DRIVERS
+from dra_guard.contract.catalog import ACCELERATOR_DRIVERS, DEVICE_CLASSES, NON_ACCELERATOR_DRIVERS
 from dra_guard.contract.catalog import NON_ACCELERATOR_CLASSES as KNOWN_NON_ACCELERATOR_CLASSES
 from dra_guard.contract.findings import Severity
 from dra_guard.model.manifest import cel_expressions, get_path, is_dra_object
@@ -12,7 +12,7 @@ from dra_guard.ruleapi.admission_form import Admission, AdmissionTarget, Validat
 from dra_guard.ruleapi.config import EXTRA_CLASSES, NON_ACCELERATOR_CLASSES
 from dra_guard.ruleapi.context import Context, Resource, Violation
 from dra_guard.ruleapi.declarations import Example
-from dra_guard.ruleapi.device_classes import class_pin, driver_pattern, is_accelerator_class
+from dra_guard.ruleapi.device_classes import class_pin, driver_pattern, is_accelerator_class, overridable
 
 ID = "DRA013"
 NAME = "extended-resource-class"
@@ -30,7 +30,9 @@ RATIONALE = (
     "<class> exists for every class while the DRAExtendedResource feature gate is on; requests for it are "
     "DRA001's. Classes listed under non-accelerator-classes (NICs, IMEX channels) are not reported, nor a "
     "class dra-guard does not know whose own selector fixes a NIC's or a CPU's driver in a top-level && "
-    "conjunct (device.driver == \"dra.net\" && ..., as DRANET's and AWS's EFA classes are written)."
+    "conjunct (device.driver == \"dra.net\" && ..., as DRANET's and AWS's EFA classes are written). A NIC "
+    "class dra-guard knows only by the name DRANET's examples give it (rdma, dranet, ...) is reported when "
+    "its selector fixes an accelerator's driver (gpu.nvidia.com, tpu.google.com, ...)."
 )
 REMEDIATION = (
     "Remove spec.extendedResourceName from the class (NVIDIA's chart has no value for it: patch the rendered "
@@ -106,7 +108,18 @@ def _admission(target: AdmissionTarget) -> Admission:
         f"object.metadata.name != '' && !(object.metadata.name in {string_list(known)}) && "
         + selector_matches("object.spec", driver_pattern(NON_ACCELERATOR_DRIVERS))
     )
-    exempt_name = f"has(object.metadata.name) && (object.metadata.name in {string_list(exempt)} || ({by_selector}))"
+    # A NIC or CPU class the catalog knows by its conventional name (`rdma`) is one unless its
+    # own selector fixes an accelerator driver (`overridable`): the same pattern, GPU drivers.
+    by_name = [name for name in exempt if not overridable(name, target.config)]
+    named = sorted(set(exempt) - set(by_name))
+    unless_accelerator = (
+        f"object.metadata.name in {string_list(named)} && "
+        f"!({selector_matches('object.spec', driver_pattern(ACCELERATOR_DRIVERS))})"
+    )
+    exempt_name = (
+        f"has(object.metadata.name) && (object.metadata.name in {string_list(by_name)} || "
+        f"({unless_accelerator}) || ({by_selector}))"
+    )
     return Admission(
         kinds=("DeviceClass",),
         validations=(
