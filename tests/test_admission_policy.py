@@ -103,7 +103,8 @@ def test_non_waivable_rules_have_no_waiver_condition() -> None:
 
 @pytest.mark.e2e
 def test_cli_prints_policies_and_the_webhook_configuration(tmp_path: Path) -> None:
-    (tmp_path / "ca.pem").write_bytes(b"PEM")
+    pem = b"-----BEGIN CERTIFICATE-----\nMIIBpolicy\n-----END CERTIFICATE-----\n"
+    (tmp_path / "ca.pem").write_bytes(pem)
     result = run(
         "admission-policy",
         "--enforcement",
@@ -123,7 +124,7 @@ def test_cli_prints_policies_and_the_webhook_configuration(tmp_path: Path) -> No
     (webhook,) = objects[-1]["webhooks"]
     assert webhook["failurePolicy"] == "Fail" and webhook["sideEffects"] == "None"
     assert webhook["timeoutSeconds"] <= 5
-    assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == b"PEM"
+    assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == pem
     assert webhook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system"]
     assert all(
         binding["spec"]["validationActions"] == ["Warn"]
