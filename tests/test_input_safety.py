@@ -120,6 +120,57 @@ def test_an_unreadable_folder_is_an_input_error(project: Path, monkeypatch: pyte
         locked.chmod(0o755)
 
 
+def _lock(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make `folder` act as a folder of mode 000 does for a user who is not root: it cannot
+    be listed, and nothing below it can be reached (stat'ed) through it."""
+    locked = str(folder)
+    denied = OSError(errno.EACCES, os.strerror(errno.EACCES))
+
+    def refuse(function: Any, below_only: bool) -> Any:
+        def refusing(path: Any = ".", *arguments: Any, **keywords: Any) -> Any:
+            absolute = os.path.abspath(os.fspath(path))
+            if absolute.startswith(locked + os.sep) or (not below_only and absolute == locked):
+                raise PermissionError(denied.errno, denied.strerror, os.fspath(path))
+            return function(path, *arguments, **keywords)
+
+        return refusing
+
+    monkeypatch.setattr(os, "scandir", refuse(os.scandir, below_only=False))
+    monkeypatch.setattr(os, "stat", refuse(os.stat, below_only=True))
+    monkeypatch.setattr(os, "lstat", refuse(os.lstat, below_only=True))
+
+
+@pytest.mark.parametrize(
+    ("pattern", "findings"),
+    [
+        ("k8s/*/*.yaml", [("k8s/sub/b.yaml", "DRA001")]),  # glob.glob dropped k8s/locked silently
+        ("k8s/**/*.yaml", [("k8s/sub/b.yaml", "DRA001")]),  # the walk's form said so already
+        ("k8s/locked/*.yaml", []),  # was "no file matches this pattern"
+        ("k8s/*/c.yaml", []),  # a name after a wildcard, looked up in a folder that cannot be entered
+        ("k8s/locked/deeper/**/*.yaml", []),
+    ],
+)
+def test_a_glob_names_the_folder_it_cannot_read(
+    project: Path, monkeypatch: pytest.MonkeyPatch, pattern: str, findings: list[tuple[str, str]]
+) -> None:
+    (project / "k8s" / "sub").mkdir(parents=True)
+    (project / "k8s" / "locked" / "deeper").mkdir(parents=True)
+    (project / "k8s" / "sub" / "b.yaml").write_text(LEGACY_POD)
+    (project / "k8s" / "locked" / "c.yaml").write_text(LEGACY_POD.replace("legacy", "locked"))
+    _lock(project / "k8s" / "locked", monkeypatch)
+    code, document, _ = report(pattern)
+    assert code == EXIT_ERROR
+    assert errors_of(document) == [("k8s/locked", "cannot read: Permission denied")]
+    assert rules_of(document) == findings
+
+
+def test_a_glob_of_a_folder_that_is_not_there_still_matches_nothing(project: Path) -> None:
+    for pattern in ("absent/*.yaml", "absent/**/*.yaml", "legacy.yaml/*.yaml"):
+        code, document, _ = report(pattern, "legacy.yaml")
+        assert code == EXIT_ERROR
+        assert errors_of(document) == [(pattern, "no file matches this pattern")]
+
+
 def test_an_over_long_path_is_an_input_error(project: Path) -> None:
     named = "x" * 300 + ".yaml"  # longer than a file name may be
     code, text, _ = check(named, "legacy.yaml")

@@ -15,7 +15,8 @@ a folder the check walks (its files are checked where they are).  A folder named
 command line is walked, link or not.  In a glob, `**` is such a walk: it matches zero or
 more folders, never a hidden one, one a walk skips, nor a symlinked one (which Python's
 glob follows, with no loop check, before 3.13), and names a link unless the pattern
-matches as much below where it leads; otherwise it matches as glob does.  Excludes and
+matches as much below where it leads; otherwise it matches as glob does.  A folder a glob
+cannot read is an input error, never a silent hole (glob.glob says nothing).  Excludes and
 `.gitignore` still do not apply to a glob.
 
 Exclude patterns and `.gitignore` files use git's pattern syntax, matched by `pathspec`
@@ -471,8 +472,10 @@ def select(
             elif not ignores.matches_exclude(raw):
                 add(raw, True)
         elif glob.has_magic(raw):
+            known = len(selection.errors)
             matches = _glob(raw, selection.errors)
-            if not any(kind == _FILE for _, kind in matches):
+            # A folder it could not read is the error: whether it would match is not known.
+            if not any(kind == _FILE for _, kind in matches) and len(selection.errors) == known:
                 selection.errors.append(InputError(raw, None, "no file matches this pattern"))
             for path, kind in matches:
                 chart = chart_of(path)
@@ -575,30 +578,31 @@ def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tu
 
 def _glob(pattern: str, errors: list[InputError]) -> list[tuple[str, str]]:
     """(path, _FILE or _LINK) for a glob, sorted: the files it matches and, where it has a
-    `**`, the symlinked folders it did not enter though its rest could match below them
-    and not as much below the folder they lead to (a loop back into the tree is no gap).
+        `**`, the symlinked folders it did not enter though its rest could match below them
+        and not as much below the folder they lead to (a loop back into the tree is no gap).
 
-    A pattern without `**` is glob's.  With one, the folder before its first wildcard is
-    walked (walk_tree, links not followed) and each path below matched a name at a time
-    (`_advance`): Python's glob follows every symlinked folder under `**`, with no loop
-    check (one loop selects each file dozens of times, two never finish).
+        A pattern without `**` matches as glob does (`_plain_glob`), but says which folders it
+    could not read.  With one, the folder before its first wildcard is
+        walked (walk_tree, links not followed) and each path below matched a name at a time
+        (`_advance`): Python's glob follows every symlinked folder under `**`, with no loop
+        check (one loop selects each file dozens of times, two never finish).
     """
     if os.altsep:
         pattern = pattern.replace(os.altsep, os.sep)
     segments = pattern.split(os.sep)
-    if "**" not in segments:
-        return sorted((match, _FILE) for match in glob.glob(pattern) if not os.path.isdir(match))
     if not segments[-1]:
         return []  # only folders end in a separator, and no folder is a candidate
     literal = next(index for index, segment in enumerate(segments) if glob.has_magic(segment))
     prefix = os.sep.join(segments[:literal]) or (os.sep if literal else "")
+    if "**" not in segments:
+        return _plain_glob(prefix, segments[literal:], errors)
     # `a//b` and `a/./b` are `a/b`, as in glob.
     rest = [segment for segment in segments[literal:] if segment not in ("", os.curdir)]
     if os.pardir in rest:
         errors.append(InputError(pattern, None, "`..` after a wildcard: write the folder before the first wildcard"))
         return []
     top = prefix or os.curdir
-    if not os.path.isdir(top):
+    if not _is_folder(top, errors):
         return []
     real_top = os.path.realpath(top)
     found: list[tuple[str, str]] = []
@@ -629,6 +633,83 @@ def _glob(pattern: str, errors: list[InputError]) -> list[tuple[str, str]]:
     if not prefix:  # glob spells what it finds below the working directory without `./`
         found = [(path[len(os.curdir + os.sep) :], kind) for path, kind in found]
     return sorted(found)
+
+
+def _plain_glob(prefix: str, segments: Sequence[str], errors: list[InputError]) -> list[tuple[str, str]]:
+    """(path, _FILE) for a glob without `**`, sorted: what `glob.glob` matches, links
+    followed as there, but a folder on the way that cannot be listed or entered (no
+    permission, a loop of links) is an input error in `errors`, where glob.glob drops it
+    without a word (`k8s/*/*.yaml` left out everything in a folder it could not read).
+    Only a path that does not exist (or is no folder) matches nothing silently, as in glob.
+    """
+    paths = [prefix]
+    last = len(segments) - 1
+    for index, segment in enumerate(segments):
+        wanted_folder = index < last
+        reached: list[str] = []
+        for path in paths:
+            if glob.has_magic(segment):
+                reached.extend(_matching_names(path, segment, wanted_folder, errors))
+                continue
+            status = _status(os.path.join(path, segment), path, errors)
+            if status is not None and (not wanted_folder or stat.S_ISDIR(status.st_mode)):
+                reached.append(os.path.join(path, segment))
+        paths = reached
+    return sorted((path, _FILE) for path in paths if not os.path.isdir(path))
+
+
+def _matching_names(folder: str, segment: str, folders_only: bool, errors: list[InputError]) -> list[str]:
+    """The paths of `folder`'s entries whose names `segment` matches (folders, links to
+    folders included, only where `folders_only`), as glob lists them."""
+    try:
+        with os.scandir(folder or os.curdir) as listing:
+            entries = list(listing)
+    except OSError as error:
+        _unless_missing(error, folder or os.curdir, errors)
+        return []
+    matched = []
+    for entry in entries:
+        if not _name_matches(segment, entry.name):
+            continue
+        try:
+            if folders_only and not entry.is_dir():
+                continue
+        except OSError:
+            continue  # gone since the listing, or a link that leads nowhere: no folder
+        matched.append(os.path.join(folder, entry.name))
+    return matched
+
+
+def _status(path: str, folder: str, errors: list[InputError]) -> os.stat_result | None:
+    """`path`'s status, links followed (an lstat for a link that leads nowhere, as glob's
+    lexists), or None where it does not exist; a `folder` that cannot be entered is an
+    input error in `errors`."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        try:
+            return os.lstat(path)  # a dangling link: glob matches it, reading reports it
+        except OSError:
+            return None
+    except OSError as error:
+        _unless_missing(error, folder or os.curdir, errors)
+        return None
+
+
+def _is_folder(path: str, errors: list[InputError]) -> bool:
+    """Whether `path` is a folder; one that cannot be told (a folder above it that cannot
+    be entered) is an input error in `errors`."""
+    status = _status(path, os.path.dirname(path), errors)
+    return status is not None and stat.S_ISDIR(status.st_mode)
+
+
+def _unless_missing(error: OSError, path: str, errors: list[InputError]) -> None:
+    """An input error for `path` in `errors`, once, unless `error` says it is not there."""
+    if error.errno in (errno.ENOENT, errno.ENOTDIR):
+        return
+    problem = InputError(path, None, f"cannot read: {error.strerror or error}")
+    if problem not in errors:
+        errors.append(problem)
 
 
 def _takes_file(states: frozenset[int], name: str, segments: Sequence[str]) -> bool:
