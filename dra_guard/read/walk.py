@@ -19,6 +19,10 @@ matches as much below where it leads; otherwise it matches as glob does.  A fold
 cannot read is an input error, never a silent hole (glob.glob says nothing).  Excludes and
 `.gitignore` still do not apply to a glob.
 
+As in git, `.gitignore` applies to untracked files only: a file in the repository's index
+is walked whatever the patterns say, and so is an ignored folder that holds one, for the
+tracked files in it (`dra_guard.read.git_index` reads the index, once a repository).
+
 Exclude patterns and `.gitignore` files use git's pattern syntax, matched by `pathspec`
 (a well-kept implementation of it): a pattern without a slash matches a name at any
 depth (`charts`, `*.generated.yaml`), one with a slash matches from its base directory
@@ -42,8 +46,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dra_guard.contract.findings import InputError
 
-if TYPE_CHECKING:  # pathspec is imported only when a walk meets a pattern
+if TYPE_CHECKING:  # pathspec is imported only when a walk meets a pattern, the index when it is needed
     from pathspec import GitIgnoreSpec
+
+    from dra_guard.read.git_index import Tracked
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 #: The names kustomize reads a kustomization from (kustomize `api/konfig/general.go`);
@@ -194,6 +200,8 @@ class Ignores:
         self._roots: dict[str, str | None] = {}
         #: Per (directory, its repository root): what its .gitignore files say (`_folder`).
         self._folders: dict[tuple[str, str], _Folder] = {}
+        #: Per repository root: what its index tracks (None: the index cannot be read).
+        self._tracked: dict[str, Tracked | None] = {}
 
     def excluded(self, path: str, is_dir: bool = False) -> bool:
         """Named by an exclude pattern, or ignored by git."""
@@ -255,7 +263,22 @@ class Ignores:
         # git never descends into an ignored folder, so an ancestor being ignored settles it;
         # otherwise the deepest .gitignore with a matching pattern decides (`!` re-includes).
         folder = self._folder(parent, root)
-        return folder.ignored or _decides(folder.specs, absolute, is_dir)
+        if not (folder.ignored or _decides(folder.specs, absolute, is_dir)):
+            return False
+        # Ignore rules are for untracked files: a tracked file is checked, and a folder
+        # with tracked files in it (`git add -f`) is walked for them.
+        return not self._holds_tracked(root, absolute, is_dir)
+
+    def _holds_tracked(self, root: str, absolute: str, is_dir: bool) -> bool:
+        """Whether git tracks `absolute` (or, a folder, a file in it): its index is read the
+        first time a path of the repository is ignored, and only then (`git_index`)."""
+        if root not in self._tracked:
+            from dra_guard.read.git_index import tracked
+
+            self._tracked[root] = tracked(root)
+        index = self._tracked[root]
+        relative = _relative(absolute, root)
+        return index is not None and relative is not None and index.holds(relative, is_dir)
 
     def _folder(self, directory: str, root: str) -> _Folder:
         """What the repository's .gitignore files say of `directory` (at or below `root`),

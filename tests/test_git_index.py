@@ -1,0 +1,215 @@
+"""Tracked files are walked whatever `.gitignore` says, as git treats them; the index is read
+without git (`dra_guard.read.git_index`), and held here to what git itself lists."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dra_guard.cli.main import EXIT_FINDINGS, main
+from dra_guard.read.git_index import EMPTY, parse_index, tracked
+from dra_guard.read.walk import Ignores, select
+
+pytestmark = pytest.mark.e2e  # git runs (tests/conftest.py)
+
+LEGACY_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: legacy, namespace: ns}
+spec:
+  containers:
+  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}
+"""
+
+
+def git(root: Path, *arguments: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *arguments],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def listed(root: Path, *arguments: str) -> list[str]:
+    return sorted(name for name in git(root, "ls-files", "-z", *arguments).split("\0") if name)
+
+
+def walked(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    monkeypatch.chdir(root)
+    return sorted(os.path.relpath(candidate.path) for candidate in select(["."]).files)
+
+
+def test_a_tracked_file_gitignore_names_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git ls-files lists it and `kubectl apply -R` applies it: a check that left it out passed."""
+    git(tmp_path, "init", "-q", ".")
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_text(LEGACY_POD)
+    git(tmp_path, "add", "k8s/pod.yaml")
+    git(tmp_path, "commit", "-qm", "x")
+    (tmp_path / ".gitignore").write_text("k8s/pod.yaml\n")
+    (tmp_path / "k8s" / "untracked.yaml").write_text(LEGACY_POD)
+    (tmp_path / ".gitignore").write_text("k8s/pod.yaml\nk8s/untracked.yaml\n")
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["check", "."], out, err) == EXIT_FINDINGS
+    assert "./k8s/pod.yaml:6: DRA001" in out.getvalue()
+    assert "untracked.yaml" not in out.getvalue()  # untracked and ignored: left out, as before
+    assert main(["check", "--no-ignore", "."], io.StringIO(), io.StringIO()) == EXIT_FINDINGS
+
+
+def test_an_ignored_folder_is_walked_for_the_files_git_tracks_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    git(tmp_path, "init", "-q", ".")
+    (tmp_path / ".gitignore").write_text("out/\n*.gen.yaml\n")
+    for name in ("out/forced.yaml", "out/deep/forced.yaml", "out/left.yaml", "a.gen.yaml", "b.gen.yaml", "c.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("kind: ConfigMap\n")
+    git(tmp_path, "add", "-f", "out/forced.yaml", "out/deep/forced.yaml", "a.gen.yaml")
+    expected = ["a.gen.yaml", "c.yaml", "out/deep/forced.yaml", "out/forced.yaml"]
+    assert walked(tmp_path, monkeypatch) == expected
+    assert expected == sorted(
+        name for name in listed(tmp_path) + listed(tmp_path, "--others", "--exclude-standard") if name.endswith(".yaml")
+    )
+
+
+#: Patterns drawn for random repositories (as in test_gitignore_git.py).
+PATTERNS = ("a", "b/", "/a", "*.yaml", "!x.yaml", "!a", "a/**", "**/b", "c/*", "x.yaml", "*", "!*/", "d", "*/")
+
+
+def _drawn(root: Path, draw: random.Random, depth: int = 0) -> list[str]:
+    files = []
+    for name in draw.sample(["a", "b", "c", "d"], draw.randint(0, 3)):
+        if depth < 3:
+            (root / name).mkdir()
+            files += [f"{name}/{file}" for file in _drawn(root / name, draw, depth + 1)]
+    for name in draw.sample(["x.yaml", "y.yaml", "a.yaml"], draw.randint(1, 2)):
+        (root / name).write_text("kind: ConfigMap\n")
+        files.append(name)
+    if draw.random() < 0.5:
+        (root / ".gitignore").write_text("\n".join(draw.sample(PATTERNS, draw.randint(1, 3))) + "\n")
+    return files
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_walk_finds_what_git_tracks_or_does_not_ignore(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    draw = random.Random(seed)
+    git(tmp_path, "init", "-q", ".")
+    files = _drawn(tmp_path, draw)
+    git(tmp_path, "add", "-f", "--", *draw.sample(files, draw.randint(0, len(files))))
+    if draw.random() < 0.5:
+        git(tmp_path, "update-index", "--index-version", str(draw.choice([2, 3, 4])))
+    expected = listed(tmp_path) + listed(tmp_path, "--others", "--exclude-standard")
+    assert walked(tmp_path, monkeypatch) == sorted(name for name in expected if name.endswith(".yaml"))
+
+
+def _index_with(root: Path, names: list[str], *init: str) -> bytes:
+    git(root, "init", "-q", *init, ".")
+    empty = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=root, input="", capture_output=True, text=True, check=True
+    ).stdout.strip()
+    for name in names:
+        git(root, "update-index", "--add", "--cacheinfo", f"100644,{empty},{name}")
+    return (root / ".git" / "index").read_bytes()
+
+
+#: Names of every length the index spells apart: a name of 0xFFF bytes or more has its
+#: length in no entry's flags, and in version 4 each name is cut from the previous one.
+NAMES = ["a.yaml", "a/b.yaml", "a/bc/d.yaml", "ab.yaml", "é/x.yaml", "x" * 4094, "y" * 4095, "z" * 5000]
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_the_index_is_read_as_git_lists_it(tmp_path: Path, version: int, object_format: str) -> None:
+    _index_with(tmp_path, NAMES, f"--object-format={object_format}")
+    git(tmp_path, "update-index", "--index-version", str(version))
+    if version == 3:  # intent-to-add: an entry with extended flags, which only version 3 has
+        (tmp_path / "new.yaml").write_text("kind: ConfigMap\n")
+        git(tmp_path, "add", "-N", "new.yaml")
+    data = (tmp_path / ".git" / "index").read_bytes()
+    names = [os.fsdecode(name) for name in parse_index(data)]
+    assert sorted(names) == listed(tmp_path)
+    index = tracked(str(tmp_path))
+    assert index is not None
+    assert index.holds("a/bc/d.yaml", False) and index.holds("a/bc", True) and index.holds("a", True)
+    assert not index.holds("a/bc", False) and not index.holds("a/b", True) and not index.holds("b.yaml", False)
+
+
+def test_an_index_whose_checksum_is_zeros_is_read(tmp_path: Path) -> None:
+    """`index.skipHash` writes no checksum: the name size is found by reading."""
+    data = _index_with(tmp_path, NAMES)
+    assert sorted(os.fsdecode(name) for name in parse_index(data[:-20] + bytes(20))) == sorted(NAMES)
+
+
+def test_a_sparse_index_tracks_everything_below_its_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    git(tmp_path, "init", "-q", ".")
+    for name in ("in/a.yaml", "out/b.yaml", "out/deep/c.yaml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("kind: ConfigMap\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "x")
+    git(tmp_path, "sparse-checkout", "set", "--cone", "--sparse-index", "in")
+    assert "out/" in listed(tmp_path, "--sparse")  # the folder is one entry
+    index = tracked(str(tmp_path))
+    assert index is not None and index.trees == {"out"}
+    assert index.holds("out/deep/c.yaml", False) and index.holds("out/deep", True) and index.holds("in/a.yaml", False)
+    assert not index.holds("elsewhere.yaml", False)
+
+
+def test_without_an_index_nothing_is_tracked(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", ".")
+    assert tracked(str(tmp_path)) == EMPTY
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda data: data[:-1] + bytes([data[-1] ^ 1]),  # the checksum
+        lambda data: data[:4] + (5).to_bytes(4, "big") + data[8:],  # an unknown version
+        lambda data: b"XXXX" + data[4:],
+        lambda data: data[:40],
+        lambda data: data[:-20][:8] + (99).to_bytes(4, "big") + data[12:-20] + bytes(20),  # more entries than held
+    ],
+)
+def test_an_index_that_cannot_be_read_leaves_the_patterns_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: object
+) -> None:
+    data = _index_with(tmp_path, ["k8s/pod.yaml"])
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_text("kind: ConfigMap\n")
+    (tmp_path / ".gitignore").write_text("k8s/\n")
+    (tmp_path / ".git" / "index").write_bytes(spoil(data))  # type: ignore[operator]
+    assert tracked(str(tmp_path)) is None
+    assert walked(tmp_path, monkeypatch) == []  # as before the index was read: no traceback
+
+
+def test_a_split_index_is_not_read(tmp_path: Path) -> None:
+    """Most of its entries are in a shared index: what the main one holds is not all."""
+    _index_with(tmp_path, ["a.yaml"])
+    git(tmp_path, "update-index", "--split-index")
+    assert tracked(str(tmp_path)) is None
+
+
+def test_a_worktree_reads_its_own_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    main_tree = tmp_path / "main"
+    main_tree.mkdir()
+    git(main_tree, "init", "-q", ".")
+    (main_tree / "pod.yaml").write_text(LEGACY_POD)
+    git(main_tree, "add", "pod.yaml")
+    git(main_tree, "commit", "-qm", "x")
+    git(main_tree, "worktree", "add", "-q", str(tmp_path / "wt"))
+    (tmp_path / "wt" / ".gitignore").write_text("pod.yaml\n")
+    assert walked(tmp_path / "wt", monkeypatch) == ["pod.yaml"]
+    assert Ignores().excluded("pod.yaml") is False
+    (tmp_path / "wt" / "other.yaml").write_text(LEGACY_POD)
+    (tmp_path / "wt" / ".gitignore").write_text("*.yaml\n")
+    assert Ignores().excluded("other.yaml") is True  # untracked: ignored
