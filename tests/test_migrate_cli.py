@@ -630,6 +630,48 @@ def test_files_are_chosen_as_check_chooses_them(tmp_path: Path) -> None:
     assert sorted(path.name for path in inside.rglob("*")) == ["pod.yaml"]
 
 
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.parametrize("output", ["k8s", "k8s/sub"])
+def test_an_output_folder_holding_inputs_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str
+) -> None:
+    """-o at an input folder, or inside one where inputs lie, left those inputs out without a
+    word ("0 of 0 file(s) changed", exit 0): they are no copies an earlier run wrote."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k8s" / "sub").mkdir(parents=True)
+    (tmp_path / "k8s" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    (tmp_path / "k8s" / "sub" / "p2.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    (tmp_path / "k8s" / "sub" / "values.yaml").write_text("replicas: 2\n")  # no manifest: no input to lose
+    before = _snapshot(tmp_path)
+    code, _, stderr = migrate("k8s", "-o", output, *PINS)
+    assert code == 2
+    named = "k8s/pod.yaml" if output == "k8s" else "k8s/sub/p2.yaml"
+    assert stderr.startswith(f"dra-guard: -o {output} holds {named}, which the walk finds as an input")
+    assert "nothing written" in stderr
+    assert _snapshot(tmp_path) == before
+
+
+def test_an_output_folder_inside_the_inputs_skips_only_its_own_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    assert migrate("k8s", "-o", "k8s/out", *PINS)[0] == 0
+    copy = (tmp_path / "k8s" / "out" / "pod.yaml").read_bytes()
+    code, report, _ = migrate("k8s", "-o", "k8s/out", *PINS)  # a rerun: the copy is not read
+    assert code == 0 and "1 of 1 file(s) changed" in report
+    assert (tmp_path / "k8s" / "out" / "pod.yaml").read_bytes() == copy
+    assert sorted(_snapshot(tmp_path / "k8s")) == ["out/pod.yaml", "pod.yaml"]
+    (tmp_path / "k8s" / "pod.yaml").rename(tmp_path / "k8s" / "moved.yaml")  # its copy is stale now
+    code, _, stderr = migrate("k8s", "-o", "k8s/out", *PINS)
+    assert code == 2 and "holds k8s/out/pod.yaml" in stderr
+    assert not (tmp_path / "k8s" / "out" / "moved.yaml").exists()
+
+
 def test_a_file_with_a_nameless_object_is_refused_as_check_refuses_it(tmp_path: Path) -> None:
     source = tmp_path / "pods.yaml"
     source.write_text((CORPUS / "gpu-pod.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")

@@ -27,7 +27,7 @@ from dra_guard.migrate.plan import TemplateNames
 from dra_guard.migrate.settings import MigrationSettings
 
 if TYPE_CHECKING:  # the walk loads when files are chosen
-    from dra_guard.read.walk import Patterns
+    from dra_guard.read.walk import Candidate, Patterns
 
 EXIT_CLEAN = 0
 EXIT_ERROR = 2
@@ -196,8 +196,15 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
     if selection.output_named:
         raise UsageError(f"-o would overwrite the input {output}; use --in-place to rewrite inputs")
     output_directory = os.path.realpath(output) + os.sep if output and not output_file else None
-    for candidate in selection.files:
-        if candidate.found and output_directory and os.path.realpath(candidate.path).startswith(output_directory):
+    inside = [
+        candidate.found
+        and output_directory is not None
+        and os.path.realpath(candidate.path).startswith(output_directory)
+        for candidate in selection.files
+    ]
+    copies = _earlier_copies(selection.files, inside, output, arguments.paths) if any(inside) else set()
+    for candidate, in_output in zip(selection.files, inside, strict=True):
+        if in_output and os.path.realpath(candidate.path) in copies:
             continue  # what an earlier run wrote into -o is not an input
         data = read_input(
             candidate.path, invocation.max_file_bytes, (stdin or standard_input()) if candidate.path == STDIN else None
@@ -208,8 +215,34 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
         if candidate.found and not is_manifest(data):
             inputs.skipped.append(candidate.path)
             continue
+        if in_output:
+            raise UsageError(
+                f"-o {output} holds {candidate.path}, which the walk finds as an input and which is no copy "
+                "of another input: it would be left out; write the copies to a folder outside the inputs' "
+                "(or move a stale copy away); nothing written"
+            )
         inputs.files.append((STDIN_NAME if candidate.path == STDIN else candidate.path, data))
     return inputs
+
+
+def _earlier_copies(
+    candidates: Sequence[Candidate], inside: Sequence[bool], output: str, paths: Sequence[str]
+) -> set[str]:
+    """The real paths in the -o folder where this run would write its copy of an input that
+    lies outside it: an earlier run's copies, left out of the inputs so that a rerun reads
+    the same files.  Any other manifest found there is an input that would be left out, or
+    (-o naming an input folder) overwritten: `_read_inputs` refuses it."""
+    from dra_guard.read.walk import STDIN
+
+    root = _input_root(paths)
+    copies = set()
+    for candidate, in_output in zip(candidates, inside, strict=True):
+        if in_output:
+            continue
+        path = candidate.path
+        relative = STDIN_OUTPUT_NAME if path == STDIN else os.path.relpath(os.path.abspath(path), root)
+        copies.add(os.path.realpath(os.path.join(output, relative)))
+    return copies
 
 
 def _input_root(paths: Sequence[str]) -> str:
