@@ -367,6 +367,54 @@ def test_what_a_command_writes_never_replaces_its_own_settings(
     assert {name: (tmp_path / name).read_text() for name in kept} == kept
 
 
+@pytest.mark.e2e  # where the refusal fails, kustomize renders the overlay
+def test_what_a_check_writes_never_replaces_a_file_it_reads_besides_its_candidates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-o, --facts-out and --write-baseline naming a file a kustomization reads (no candidate
+    when only the overlay is walked), a file in a Helm chart, or a resource-slices file of the
+    configuration (no --slices) replaced it with the report: refused, exit 2, the file kept."""
+    from dra_guard.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    pod = (REPO_ROOT / "tests" / "corpus" / "legacy-device-plugin" / "gpu-pod.yaml").read_text()
+    (tmp_path / "base").mkdir()
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "base" / "pod.yaml").write_text(pod)
+    (tmp_path / "base" / "app.env").write_text("MODE=x\n")
+    (tmp_path / "base" / "kustomization.yaml").write_text(
+        "resources:\n- pod.yaml\nconfigMapGenerator:\n- name: app\n  envs: [app.env]\n"
+    )
+    (tmp_path / "overlay" / "kustomization.yaml").write_text("resources:\n- ../base\n")
+    (tmp_path / "chart" / "templates").mkdir(parents=True)
+    (tmp_path / "chart" / "Chart.yaml").write_text("apiVersion: v2\nname: chart\nversion: 0.1.0\n")
+    (tmp_path / "chart" / "values.yaml").write_text("replicas: 1\n")
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "pod.yaml").write_text(pod)
+    slices = (REPO_ROOT / "tests" / "fixtures" / "slices" / "example-driver.yaml").read_text()
+    (tmp_path / "slices.yaml").write_text(slices)
+    (tmp_path / ".dra-guard.yaml").write_text('resource-slices: ["slices.yaml"]\n')
+    (tmp_path / ".git").mkdir()  # a repository's root: the configuration is found from k8s/
+    kept = {str(path): path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    kustomized = "it is a file the kustomization overlay/kustomization.yaml reads"
+    for arguments, message in (
+        (["-o", "base/pod.yaml", "overlay"], f"refusing to write the report to base/pod.yaml: {kustomized}"),
+        (["--shard", "1/1", "--facts-out", "base/pod.yaml", "overlay"], "refusing to write the facts"),
+        (
+            ["--write-baseline", "base/app.env", "overlay"],
+            f"refusing to write the baseline to base/app.env: {kustomized}",
+        ),
+        (["-o", "chart/values.yaml", "chart"], "it is inside the Helm chart chart, which is rendered"),
+        (["-o", "slices.yaml", "k8s"], "it is a resource-slices file of the configuration"),
+        (["--shard", "1/1", "--facts-out", "slices.yaml", "k8s"], "refusing to write the facts to slices.yaml"),
+        (["--write-baseline", "slices.yaml", "k8s"], "refusing to write the baseline to slices.yaml"),
+    ):
+        capsys.readouterr()
+        assert main(["check", *arguments]) == 2, arguments
+        assert message in capsys.readouterr().err, arguments
+    assert {str(path): path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == kept
+
+
 def test_a_policy_report_written_into_the_walked_folder_is_written_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from dra_guard.contract.findings import BaselineEntry, Finding, Report
     from dra_guard.distribute.shards import Shard
     from dra_guard.read.inputs import Inputs
+    from dra_guard.read.walk import Selection
     from dra_guard.ruleapi.config import Config
 
 EXIT_CLEAN = 0
@@ -473,7 +474,7 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     setup = _report_setup(arguments, config, arguments.paths, stderr)
     if isinstance(setup, int):
         return setup
-    if _refuses_to_overwrite_settings(arguments, config_file, stderr):
+    if _refuses_to_overwrite_settings(arguments, config, config_file, stderr):
         return EXIT_ERROR
     excludes = [Patterns(os.getcwd(), tuple(arguments.exclude))]
     if config_file:
@@ -492,6 +493,8 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     if selection.output_named or (selection.output_found and _holds_a_manifest(output, is_manifest)):
         what = "the report" if shard is None else "the facts"
         stderr.write(f"dra-guard: refusing to write {what} to {output}: it is one of the inputs\n")
+        return EXIT_ERROR
+    if _overwrites_what_is_read(selection, output, shard is None, arguments.write_baseline, stderr):
         return EXIT_ERROR
     inputs = Inputs(selection, max_bytes=config.get(MAX_FILE_BYTES))
     # One input is checked in this process: a check of one file (an editor's, a pre-commit
@@ -522,12 +525,19 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
 
 
-def _refuses_to_overwrite_settings(arguments: argparse.Namespace, config_file: str | None, stderr: TextIO) -> bool:
+def _refuses_to_overwrite_settings(
+    arguments: argparse.Namespace, config: Config, config_file: str | None, stderr: TextIO
+) -> bool:
     """Whether -o, --write-baseline or --facts-out names one of the files the command reads
     besides its input (said on `stderr`): it would be replaced by what the command writes.
     A baseline brought up to date in place (--write-baseline onto --baseline) is what
     --write-baseline is for."""
+    from dra_guard.rules import RULES
+
     read = [("the configuration file", config_file), *(("a --slices file", path) for path in arguments.slices)]
+    # The configuration's `resource-slices` (with --slices, merged into the same option).
+    slices = config.get(RULES.option_on_command_line("--slices")).paths
+    read += [("a resource-slices file of the configuration", path) for path in slices]
     read += [("one of the facts files", path) for path in getattr(arguments, "facts", ())]
     baseline = [("the --baseline file", arguments.baseline)]
     for flag, path, guarded in (
@@ -541,6 +551,24 @@ def _refuses_to_overwrite_settings(arguments: argparse.Namespace, config_file: s
         setting = next((what for what, given in guarded if given and os.path.realpath(given) == target), None)
         if setting is not None:
             stderr.write(printable(f"dra-guard: refusing to write {flag} to {path}: it is {setting}\n"))
+            return True
+    return False
+
+
+def _overwrites_what_is_read(
+    selection: Selection, output: str | None, report: bool, baseline: str | None, stderr: TextIO
+) -> bool:
+    """Whether the report (or facts) file or the baseline is a file the check reads that is
+    no candidate of the walk (said on `stderr`): one a kustomization reads (`-o base/pod.yaml`
+    while the overlay is checked) or one inside a Helm chart the check renders."""
+    from dra_guard.read.inputs import read_besides
+
+    for what, path in (("the report" if report else "the facts", output), ("the baseline", baseline)):
+        if path is None or path == "-":
+            continue
+        why = read_besides(selection, path)
+        if why is not None:
+            stderr.write(printable(f"dra-guard: refusing to write {what} to {path}: it is {why}\n"))
             return True
     return False
 
@@ -618,7 +646,7 @@ def run_merge(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     setup = _report_setup(arguments, config, arguments.facts, stderr)
     if isinstance(setup, int):
         return setup
-    if _refuses_to_overwrite_settings(arguments, found[1], stderr):
+    if _refuses_to_overwrite_settings(arguments, config, found[1], stderr):
         return EXIT_ERROR
     facts: list[tuple[str, bytes]] = []
     for path in arguments.facts:

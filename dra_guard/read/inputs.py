@@ -611,3 +611,26 @@ def _template_path(chart: str, source: str) -> str:
     """`# Source: <chart name>/templates/x.yaml` -> `<chart folder>/templates/x.yaml`."""
     _, _, inside = source.partition("/")
     return os.path.join(chart, *inside.split("/")) if inside else chart
+
+
+def read_besides(selection: Selection, path: str) -> str | None:
+    """What the check of `selection` reads at `path` though no walk selected it, said as
+    "it is ..." ends (None: nothing): a file a selected kustomization reads, through its
+    bases (kustomize renders it), or a file inside a Helm chart (helm renders the chart).
+    Writing the report or the facts there would replace what the check reads."""
+    from dra_guard.read import kustomize
+
+    if not os.path.exists(path):
+        return None
+    real = os.path.realpath(path)
+    for chart in selection.charts:
+        folder = os.path.realpath(chart)
+        if real.startswith(folder.rstrip(os.sep) + os.sep):
+            return f"inside the Helm chart {chart}, which is rendered"
+    trees: dict[str, kustomize.Tree] = {}
+    for candidate in selection.files:
+        if _is_kustomization(candidate.path):
+            folder = os.path.dirname(candidate.path) or os.curdir
+            if real in kustomize.closure(folder, trees).files:
+                return f"a file the kustomization {candidate.path} reads"
+    return None
