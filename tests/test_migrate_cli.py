@@ -672,6 +672,19 @@ def test_an_output_folder_inside_the_inputs_skips_only_its_own_copies(
     assert not (tmp_path / "k8s" / "out" / "moved.yaml").exists()
 
 
+def test_two_inputs_whose_copies_would_be_one_file_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdin's copy is OUT/stdin.yaml, and so was the copy of a file named stdin.yaml: both
+    said "written to out/stdin.yaml", exit 0, and one was lost."""
+    monkeypatch.chdir(tmp_path)
+    pod = (CORPUS / "gpu-pod.yaml").read_bytes()
+    (tmp_path / "stdin.yaml").write_bytes(pod)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(pod.replace(b"gpu-operator-test", b"from-stdin"))))
+    code, _, stderr = migrate("-", "stdin.yaml", "-o", "out/", *PINS)
+    assert code == 2
+    assert "-o would write both <stdin> and stdin.yaml to out/stdin.yaml" in stderr and "nothing written" in stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_file_with_a_nameless_object_is_refused_as_check_refuses_it(tmp_path: Path) -> None:
     source = tmp_path / "pods.yaml"
     source.write_text((CORPUS / "gpu-pod.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")

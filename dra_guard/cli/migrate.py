@@ -279,6 +279,19 @@ def _output_paths(files: Sequence[FileMigration], output: str, paths: Sequence[s
     return targets
 
 
+def _refuse_colliding_targets(targets: Mapping[str, str]) -> None:
+    """Two inputs whose copies would go to one file (stdin and a `stdin.yaml`, a file and a
+    link to another file of the same name): the second would replace the first unseen."""
+    first: dict[str, str] = {}
+    for name, target in targets.items():
+        where = os.path.normcase(os.path.realpath(target))
+        if where in first:
+            raise UsageError(
+                f"-o would write both {first[where]} and {name} to {target}; name them apart, nothing written"
+            )
+        first[where] = name
+
+
 def _refuse_overwriting_inputs(targets: Mapping[str, str]) -> None:
     inputs = {os.path.realpath(name) for name in targets}
     for name, target in targets.items():
@@ -429,6 +442,7 @@ def _backup_needed(backup: str, original: bytes, name: str) -> bool:
 
 def _output_plan(files: Sequence[FileMigration], output: str, paths: Sequence[str]) -> list[_Write]:
     targets = _output_paths(files, output, paths)
+    _refuse_colliding_targets(targets)
     _refuse_overwriting_inputs(targets)
     # -o FILE: its folder; -o DIR: DIR itself, so that a symlink planted inside it (a
     # subfolder or a file pointing elsewhere) cannot take the mirrored tree out of it.
