@@ -685,6 +685,25 @@ def test_two_inputs_whose_copies_would_be_one_file_are_refused(tmp_path: Path, m
     assert not (tmp_path / "out").exists()
 
 
+def test_a_hard_linked_file_is_not_rewritten_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The atomic replace broke the link: k8s/a.yaml was migrated and k8s/b.yaml, the same
+    file a moment before, kept its legacy request ("1 of 1 file(s) changed", exit 0)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k8s").mkdir()
+    (tmp_path / "k8s" / "a.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    os.link(tmp_path / "k8s" / "a.yaml", tmp_path / "k8s" / "b.yaml")
+    (tmp_path / "k8s" / "c.yaml").write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    before = _snapshot(tmp_path)
+    code, _, stderr = migrate("k8s", "--in-place", *PINS)
+    assert code == 2
+    assert "k8s/a.yaml has 1 other hard link, which --in-place would leave unmigrated" in stderr
+    assert _snapshot(tmp_path) == before  # nothing written, c.yaml neither
+    assert os.stat(tmp_path / "k8s" / "a.yaml").st_nlink == 2
+    os.unlink(tmp_path / "k8s" / "b.yaml")  # one name left: migrated as any file
+    assert migrate("k8s", "--in-place", *PINS)[0] == 0
+    assert (tmp_path / "k8s" / "a.yaml.bak").read_bytes() == (CORPUS / "gpu-pod.yaml").read_bytes()
+
+
 def test_a_file_with_a_nameless_object_is_refused_as_check_refuses_it(tmp_path: Path) -> None:
     source = tmp_path / "pods.yaml"
     source.write_text((CORPUS / "gpu-pod.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n")

@@ -412,12 +412,31 @@ def _in_place_plan(files: Sequence[FileMigration], paths: Sequence[str]) -> list
         if not file.changed:
             continue
         real = _inside(file.name, root, "--in-place")
+        _refuse_hard_links(real, file.name)
         entry = plan.get(real)
         if entry is None:
             keep = _backup_needed(real + BACKUP_SUFFIX, file.original, file.name)
             entry = plan[real] = _Write(real, file.output, file.original if keep else None)
         entry.shown[file.name] = _shown(file.name, real)
     return list(plan.values())
+
+
+def _refuse_hard_links(real: str, name: str) -> None:
+    """A file with other hard links is not rewritten in place: the atomic replace gives the
+    name a new file and leaves the others with the legacy request, unseen; writing through
+    the link instead would give up whole-or-untouched and change names outside the inputs'
+    folder (a link's other names may lie anywhere on the file system)."""
+    try:
+        links = os.stat(real).st_nlink
+    except OSError:
+        return  # writing it reports why
+    if links > 1:
+        others = links - 1
+        raise UsageError(
+            f"{name} has {others} other hard link{'s' if others > 1 else ''}, which --in-place would leave "
+            "unmigrated; break the link (cp FILE FILE.new && mv FILE.new FILE) or migrate a copy with -o; "
+            "nothing written"
+        )
 
 
 def _backup_needed(backup: str, original: bytes, name: str) -> bool:
