@@ -441,6 +441,30 @@ def test_a_file_check_refuses_is_refused_untouched_and_the_others_still_migrate(
     assert "resourceClaimTemplateName" in good.read_text()
 
 
+def test_a_write_that_fails_midway_still_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second file cannot be written (a full disk): the first was, whole, and the JSON
+    report asked for says so, with the error, instead of being lost."""
+    from dra_guard.cli import safe_write
+
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path in (first, second):
+        path.write_bytes((CORPUS / "gpu-pod.yaml").read_bytes())
+    real_write = safe_write.write_atomically
+
+    def full_after_a(path: str, data: bytes, **kwargs: Any) -> None:
+        if os.path.basename(path).startswith("b.yaml"):
+            raise OSError(28, "No space left on device")
+        real_write(path, data, **kwargs)
+
+    monkeypatch.setattr(safe_write, "write_atomically", full_after_a)
+    code, stdout, stderr = migrate(tmp_path, "--in-place", "--format", "json", *PINS)
+    assert code == 2 and "cannot write" in stderr and "No space left on device" in stderr
+    report = json.loads(stdout)
+    assert "resourceClaimTemplateName" in first.read_text() and "resourceClaimTemplateName" not in second.read_text()
+    written = {entry["file"]: entry["written"] for entry in report["files"]}
+    assert written == {str(first): str(first), str(second): None}
+
+
 def test_a_json_file_gets_its_template_as_one_more_json_object(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
     code, report, _ = migrate(FIXTURES / "pod.json", "-o", output)

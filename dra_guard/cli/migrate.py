@@ -39,7 +39,12 @@ class UsageError(Exception):
 
 
 class WriteError(Exception):
-    """A file that could not be written; the files before it were written, each whole."""
+    """A file that could not be written; the files before it were written, each whole
+    (`written`: what the report names as written)."""
+
+    def __init__(self, message: str, written: dict[str, str]) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 @dataclass
@@ -346,12 +351,17 @@ def run_migrate(
     unmigrated = Unmigrated(inputs.skipped, inputs.charts, inputs.links)
 
     written: dict[str, str] = {}
+    write_failed = False
     if not arguments.dry_run and (arguments.output is not None or arguments.in_place):
         try:
             written = _write(files, arguments.output, arguments.paths)
-        except (UsageError, WriteError) as error:
+        except UsageError as error:  # refused before anything was written
             stderr.write(f"dra-guard: {error}\n")
             return EXIT_ERROR
+        except WriteError as error:
+            # Some files were written: the report asked for still says which.
+            stderr.write(f"dra-guard: {error}\n")
+            written, write_failed = error.written, True
 
     report_stream = stderr if to_stdout or arguments.dry_run else stdout
     if to_stdout:
@@ -365,7 +375,7 @@ def run_migrate(
         if arguments.dry_run:
             stdout.write("".join(_diff(file) for file in files if file.changed))
         report_stream.write(render_text(files, errors, written, unmigrated))
-    refused = errors or any(file.refused for file in files)
+    refused = errors or write_failed or any(file.refused for file in files)
     return EXIT_ERROR if refused else EXIT_CLEAN
 
 
@@ -490,7 +500,8 @@ def _carry_out(plan: Sequence[_Write]) -> dict[str, str]:
                 write_atomically(path, data, like=entry.real)
             except OSError as error:
                 raise WriteError(
-                    f"cannot write {path}: {error.strerror or error}; {done} file(s) written before it, each whole"
+                    f"cannot write {path}: {error.strerror or error}; {done} file(s) written before it, each whole",
+                    written,
                 ) from None
         written.update(entry.shown)
     return written
