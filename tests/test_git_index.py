@@ -14,17 +14,9 @@ import pytest
 from dra_guard.cli.main import EXIT_FINDINGS, main
 from dra_guard.read.git_index import EMPTY, parse_index, tracked
 from dra_guard.read.walk import Ignores, select
+from testkit.manifests import LEGACY_POD
 
 pytestmark = pytest.mark.e2e  # git runs (tests/conftest.py)
-
-LEGACY_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: legacy, namespace: ns}
-spec:
-  containers:
-  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}
-"""
 
 
 def git(root: Path, *arguments: str) -> str:

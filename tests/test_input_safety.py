@@ -24,15 +24,8 @@ import pytest
 from dra_guard.cli.main import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
 from dra_guard.read import walk
 from dra_guard.read.config_file import find_config_file
+from testkit.manifests import LEGACY_POD
 
-LEGACY_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: legacy, namespace: ns}
-spec:
-  containers:
-  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}
-"""
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
 
 

@@ -17,18 +17,11 @@ import pytest
 
 from dra_guard.engine.run import check_objects
 from dra_guard.rules import RULES
+from testkit.manifests import LEGACY_POD
 from testkit.paths import REPO_ROOT
 
 pytestmark = pytest.mark.e2e  # every test here starts a process (tests/conftest.py)
 
-LEGACY_POD = """\
-apiVersion: v1
-kind: Pod
-metadata: {name: legacy, namespace: ns}
-spec:
-  containers:
-  - {name: c, image: i, resources: {limits: {nvidia.com/gpu: 1}}}
-"""
 # A rule that exists only here and raises on a shape nobody foresaw.
 CRASHING_RULE = '''\
 """DRA098: raises on ConfigMaps that say so."""
