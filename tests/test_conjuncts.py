@@ -48,6 +48,9 @@ _ATOMS = st.sampled_from(
         "\"\"\"a'b\"\"\" == '''a'b''''",
         "r'\\' == r'\\'",
         "'' == device.driver",
+        # A comment runs to the end of its line, and a division's `/` is no quote.
+        "x == 1 // && a || b '\n",
+        "(1/'x'.size() == 1)",
     ]
 )
 
@@ -84,18 +87,24 @@ def _parser_guard(expression: str) -> bool | None:
 
 
 def _nesting(expression: str) -> int:
-    """Deepest group nesting outside string literals (a rough reading, for the oracle)."""
+    """Deepest group nesting outside string literals and comments (a rough reading, for the
+    oracle)."""
     depth = deepest = 0
     quote = None
     escaped = False
-    for character in expression:
-        if quote:
+    comment = False
+    for index, character in enumerate(expression):
+        if comment:
+            comment = character != "\n"
+        elif quote:
             if escaped:
                 escaped = False
             elif character == "\\":
                 escaped = True
             elif character == quote:
                 quote = None
+        elif expression.startswith("//", index):
+            comment = True
         elif character in "'\"":
             quote = character
         elif character in "([{":
@@ -155,6 +164,11 @@ def test_the_guard_pattern_agrees_with_the_parser(expression: str) -> None:
         (f"r'\\' == r'\\' || 'x' == 'x' && {PIN}", False),
         (f"{PIN[:-10]}r'1g.10gb\\' || true || 'x' == r'y\\'", False),
         (f"{PIN} && b'\\x00' != br'\\d'", True),  # escapes that are no quotes are read
+        # A comment ends at the end of its line, not before the next `&&`: this is `true`.
+        (f"true // && {PIN}", False),
+        (f"true // a comment\n && {PIN} // another", True),
+        # `/'` is a division then a literal: the pattern once read the quote as division's.
+        (f"(1/'x'.size() == 1) || true || ('y/'.size() == 1) && {PIN}", False),
     ],
 )
 def test_known_shapes(expression: str, pinned: bool) -> None:

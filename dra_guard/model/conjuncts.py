@@ -39,17 +39,22 @@ from dra_guard.contract.memo import SHORT
 #: How deeply groups may nest inside a conjunct the pattern still reads.
 DEPTH = 2
 
-_WS = r"(?:\s|//[^\n]*)*"
+#: Blanks and comments. A comment runs to the end of its line (CEL.g4: '//' (~'\n')*): one
+#: the pattern could end early would let it read the rest of the line as code. Within the
+#: expression its line ends in a line feed; a last comment that ends the text is matched
+#: once, at the end of the whole pattern (`_END`), which keeps the pattern short.
+_WS = r"(?:\s|//[^\n]*\n)*"
+_END = r"(?://[^\n]*)?$"
 #: A string or bytes literal, quoted (`'...'`, `"..."`), raw or bytes, neither empty nor
 #: holding an escaped quote (see above); triple-quoted literals are not read.
 _LITERAL = r"""(?:'(?:[^'\\\n\r]|\\[^'"\n\r])+'|"(?:[^"\\\n\r]|\\[^'"\n\r])+")"""
 STRING = rf"[bB]?[rR]?{_LITERAL}"
 #: A string literal (not bytes): the value side of a pin.
 TEXT_STRING = rf"[rR]?{_LITERAL}"
-_COMMENT = r"//[^\n]*"
-# One character that is none of: quote, group delimiter, &, |, ?, / (a `/` that does not
-# start a comment is division, matched on its own).
-_PLAIN = r"""[^'"()\[\]{}&|?/]|/[^/'"()\[\]{}&|?]"""
+_COMMENT = r"//[^\n]*\n"
+# One character that is none of: quote, group delimiter, &, |, ?, /; or a `/` that does not
+# start a comment (division) with such a character after it.
+_PLAIN = r"""/?[^/'"()\[\]{}&|?]"""
 
 
 def _groups(depth: int) -> str:
@@ -61,7 +66,9 @@ def _groups(depth: int) -> str:
     """
     if depth == 0:
         return "[^\\s\\S]"  # no group at all
-    inner = f"(?:{STRING}|{_COMMENT}|{_groups(depth - 1)}|[^'\"()\\[\\]{{}}/]|/[^/])"
+    # A `/` is division, matched with the character after it, which must not be a quote or
+    # a bracket (as at the top level): `/'` read as one character put a quote out of step.
+    inner = f"(?:{STRING}|{_COMMENT}|{_groups(depth - 1)}|/?[^/'\"()\\[\\]{{}}])"
     return rf"[(\[{{]{inner}*[)\]}}]"
 
 
@@ -84,7 +91,7 @@ def conjunct_pattern(term: str, depth: int = DEPTH) -> str:
     """An RE2 pattern that matches a whole expression one of whose top-level && conjuncts is `term`."""
     other = _conjunct(depth)
     wanted = _wanted(term, depth)
-    return rf"^{_WS}(?:{other}{_WS}&&{_WS})*{wanted}(?:{_WS}&&{_WS}{other})*{_WS}$"
+    return rf"^{_WS}(?:{other}{_WS}&&{_WS})*{wanted}(?:{_WS}&&{_WS}{other})*{_WS}{_END}"
 
 
 def _literal_of(value: str | None) -> str:
