@@ -205,3 +205,35 @@ def test_a_worktree_reads_its_own_index(tmp_path: Path, monkeypatch: pytest.Monk
     (tmp_path / "wt" / "other.yaml").write_text(LEGACY_POD)
     (tmp_path / "wt" / ".gitignore").write_text("*.yaml\n")
     assert Ignores().excluded("other.yaml") is True  # untracked: ignored
+
+
+def _ever_longer_names(count: int) -> bytes:
+    """A version 4 index whose every name is the previous one and one byte more."""
+    import hashlib
+    import struct
+
+    body = bytearray(b"DIRC" + struct.pack(">II", 4, count))
+    for index in range(count):
+        body += b"\0" * 40 + b"\1" * 20 + struct.pack(">H", min(index + 1, 0xFFF)) + b"\x00a\0"
+    return bytes(body + hashlib.sha1(body).digest())
+
+
+def test_a_crafted_index_is_refused_not_obeyed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the final review: a NUL in the path a `.git` file gives raised a traceback, a
+    FIFO named index (or .gitignore) blocked the walk for good, and a version 4 index of ever
+    longer names (3 MB) took 1.6 GB.  Each now leaves the patterns alone, or ignores nothing."""
+    (tmp_path / "ign").mkdir()
+    (tmp_path / "ign" / "x.yaml").write_text(LEGACY_POD)
+    (tmp_path / ".gitignore").write_text("ign/\n")
+    (tmp_path / ".git").write_bytes(b"gitdir: a\0b\n")
+    assert tracked(str(tmp_path)) is None and walked(tmp_path, monkeypatch) == []
+    (tmp_path / ".git").unlink()
+    (tmp_path / ".git").mkdir()
+    os.mkfifo(tmp_path / ".git" / "index")
+    assert tracked(str(tmp_path)) is None and walked(tmp_path, monkeypatch) == []
+    (tmp_path / ".git" / "index").unlink()
+    (tmp_path / ".git" / "index").write_bytes(_ever_longer_names(40_000))
+    assert tracked(str(tmp_path)) is None and walked(tmp_path, monkeypatch) == []
+    (tmp_path / ".gitignore").unlink()
+    os.mkfifo(tmp_path / ".gitignore")  # no regular file: it ignores nothing
+    assert walked(tmp_path, monkeypatch) == ["ign/x.yaml"]

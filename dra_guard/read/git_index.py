@@ -19,6 +19,8 @@ import os
 import struct
 from typing import NamedTuple
 
+from dra_guard.read.files import Refused, read_head, read_regular
+
 _SIGNATURE = b"DIRC"
 #: ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size: ten 32-bit fields.
 _STAT_BYTES = 40
@@ -61,13 +63,11 @@ def tracked(root: str) -> Tracked | None:
     if git_dir is None:
         return None
     try:
-        with open(os.path.join(git_dir, "index"), "rb") as handle:
-            data = handle.read(MAX_INDEX_BYTES + 1)
+        # Opened as inputs are (a FIFO named index would block the walk for good).
+        data = read_regular(os.path.join(git_dir, "index"), MAX_INDEX_BYTES)
     except FileNotFoundError:
         return EMPTY
-    except OSError:
-        return None
-    if len(data) > MAX_INDEX_BYTES:
+    except (OSError, ValueError, Refused):  # ValueError: a NUL in the path a `.git` file gave
         return None
     try:
         names = parse_index(data)
@@ -82,12 +82,8 @@ def _git_dir(root: str) -> str | None:
     dot_git = os.path.join(root, ".git")
     if os.path.isdir(dot_git):
         return dot_git
-    try:
-        with open(dot_git, encoding="utf-8", errors="surrogateescape") as handle:
-            first = handle.readline(4096)
-    except OSError:
-        return None
-    if not first.startswith("gitdir:"):
+    first = os.fsdecode(read_head(dot_git, 4096).partition(b"\n")[0])  # b"" unless a regular file
+    if not first.startswith("gitdir:") or "\0" in first:
         return None
     return os.path.join(root, first[len("gitdir:") :].strip())
 
@@ -120,8 +116,18 @@ def _hash_sizes(data: bytes) -> tuple[int, ...]:
     raise ValueError("the index's checksum does not match")
 
 
+#: The longest path read from an index (Linux's PATH_MAX): a longer one cannot be opened.
+_MAX_NAME_BYTES = 4096
+#: Version 4 writes each name as a cut of the previous one plus what differs, so names may
+#: add up to more than the index holds: at most this many times its size (plus a MiB), or a
+#: crafted 3 MB index of ever longer names took 1.6 GB.  Real prefix compression saves far
+#: less.
+_NAMES_PER_INDEX_BYTE = 16
+
+
 def _entries(data: bytes, version: int, count: int, hash_size: int) -> list[bytes]:
     names: list[bytes] = []
+    budget = _NAMES_PER_INDEX_BYTE * len(data) + (1 << 20)
     offset = 12
     end = len(data) - hash_size
     previous = b""
@@ -150,6 +156,9 @@ def _entries(data: bytes, version: int, count: int, hash_size: int) -> list[byte
                 raise ValueError("padding that is not NUL")
         if (flags & _NAME_LENGTH) != min(len(name), _NAME_LENGTH) or not name:
             raise ValueError("a name whose length differs from its entry's")
+        budget -= len(name)
+        if len(name) > _MAX_NAME_BYTES or budget < 0:
+            raise ValueError("names longer than a repository's paths")
         if offset > end:
             raise ValueError("an entry past the end of the index")
         names.append(name)

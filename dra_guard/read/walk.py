@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dra_guard.contract.findings import InputError
+from dra_guard.read.files import Refused, read_regular
 
 if TYPE_CHECKING:  # pathspec is imported only when a walk meets a pattern, the index when it is needed
     from pathspec import GitIgnoreSpec
@@ -247,10 +248,12 @@ class Ignores:
                 sources.insert(0, os.path.join(root, ".git", "info", "exclude"))
             for source in sources:
                 try:
-                    with open(source, encoding="utf-8", errors="replace") as handle:
-                        lines.extend(handle.read().splitlines())
-                except OSError:
+                    # Opened as inputs are: a FIFO named .gitignore would block the walk for
+                    # good. One that is no regular file, or past the cap, ignores nothing.
+                    text = read_regular(source, _MAX_IGNORE_FILE_BYTES).decode("utf-8", errors="replace")
+                except (OSError, ValueError, Refused):
                     continue
+                lines.extend(text.splitlines())
             self._specs[directory] = _git_patterns(lines)
         return self._specs[directory]
 
@@ -339,6 +342,8 @@ def _git_matches(patterns: Sequence[_GitPattern], relative: str, is_dir: bool) -
 
 #: Trailing spaces of a pattern, which git drops unless escaped (`\\ `).
 _TRAILING_SPACES = re.compile(r"(?<!\\) +$")
+#: The largest .gitignore (or info/exclude) read; a larger one ignores nothing.
+_MAX_IGNORE_FILE_BYTES = 1 << 20
 
 
 def chart_of(path: str) -> str | None:
