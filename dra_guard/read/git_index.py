@@ -116,8 +116,8 @@ def _hash_sizes(data: bytes) -> tuple[int, ...]:
     raise ValueError("the index's checksum does not match")
 
 
-#: The longest path read from an index (Linux's PATH_MAX): a longer one cannot be opened.
-_MAX_NAME_BYTES = 4096
+#: The longest path read from an index: far past any real one (Linux's PATH_MAX is 4,096).
+_MAX_NAME_BYTES = 1 << 16
 #: Version 4 writes each name as a cut of the previous one plus what differs, so names may
 #: add up to more than the index holds: at most this many times its size (plus a MiB), or a
 #: crafted 3 MB index of ever longer names took 1.6 GB.  Real prefix compression saves far
