@@ -353,3 +353,30 @@ def test_a_claim_that_is_missing_or_cannot_be_read_denies_the_pod(tmp_path: Path
             review(POD_NAMING_A_CLAIM)
         )
     assert response["allowed"] is False and said in response["status"]["message"]
+
+
+def test_a_claim_is_read_afresh_for_every_review(tmp_path: Path) -> None:
+    """A NIC claim deleted and created again as a GPU claim under its name: the next Pod
+    naming it is held to the GPU claim, within the templates' cache time (found by the final
+    review: a cached claim let a scrubber-less pod in for 5 s after the swap)."""
+    nic_claim = {
+        **CLAIM,
+        "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "dranet"}}]}},
+    }
+    swapped = [nic_claim]
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: Answer(200, swapped[0]) if path == CLAIM_PATH else Answer(404, {})
+        webhook = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server))
+        nic_pod = {
+            **WITHOUT_SCRUBBER,
+            "spec": {
+                **WITHOUT_SCRUBBER["spec"],
+                "containers": [{"name": "c", "image": "i"}],
+                "resourceClaims": [{"name": "nic", "resourceClaimName": "mine"}],
+            },
+        }
+        assert webhook.review(review(nic_pod))["allowed"] is True
+        swapped[0] = CLAIM
+        response = webhook.review(review(WITHOUT_SCRUBBER))
+    assert response["allowed"] is False and "DRA016" in response["status"]["message"]
+    assert [path for path, _ in server.requests] == [CLAIM_PATH, CLAIM_PATH]

@@ -273,8 +273,8 @@ INLINE_REVIEW_BYTES = 64 * 1024
 class _TemplateCache:
     """Lookups of the last `ttl` seconds, found or not (never failures), by (namespace,
     kind, name): at most `size` of them and `most_bytes` of their JSON, none of more than
-    `entry_bytes`. A template's spec is immutable, and so is a claim's; a claim's status
-    (its allocation) is not, and no rule the webhook runs reads it."""
+    `entry_bytes`. Templates only: a template's spec is immutable. A claim is read afresh
+    for every review (it may be deleted and created again under its name)."""
 
     def __init__(
         self,
@@ -894,7 +894,10 @@ class Webhook:
                 except Exception as error:  # a TemplateSource that raised something else
                     failures.append(f"{which}: {type(error).__name__}: {error}")
                     continue
-                self._cache.put((namespace, kind, name), template)
+                if kind == TEMPLATE_KIND:
+                    # A claim is never cached: deleted and created again under its name (a NIC
+                    # claim swapped for a GPU one), the new one is what a pod then gets.
+                    self._cache.put((namespace, kind, name), template)
             if template is not None:
                 found.append(template)
         for failure in failures:
