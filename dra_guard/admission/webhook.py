@@ -767,8 +767,7 @@ class Webhook:
             return _denial(
                 uid,
                 "; ".join(
-                    f"dra-guard webhook: cannot read {failure} from the API server, so the claim rules "
-                    "cannot be checked; denied"
+                    f"dra-guard webhook: cannot read {failure}, so the claim rules cannot be checked; denied"
                     for failure in failures
                 ),
             )
