@@ -399,3 +399,14 @@ def test_input_nested_past_pythons_stack_is_a_clear_error(project: Path, where: 
         code, document, _ = report(".")
         assert code == EXIT_FINDINGS and rules_of(document) == [("./legacy.yaml", "DRA001")]
         assert document["skipped"] == ["./deep.json"]
+
+
+def test_a_file_name_with_a_newline_stays_on_its_line_of_the_text_report(project: Path) -> None:
+    """grep, and editors that jump to `file:line`, read one finding per line."""
+    Path("new\nline.yaml").write_text(LEGACY_POD)
+    Path("broken\r.yaml").write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: [\n")
+    code, text, _ = check("new\nline.yaml", "broken\r.yaml")
+    assert code == EXIT_ERROR
+    lines = text.splitlines()
+    assert any(line.startswith("new\\x0aline.yaml:6: DRA001 [critical]") for line in lines), text
+    assert any(line.startswith("broken\\x0d.yaml:4: error: ") for line in lines), text

@@ -43,10 +43,19 @@ def _paint(text: str, sgr: str, color: bool) -> str:
     return f"{sgr}{text}{_RESET}" if color else text
 
 
+#: Control characters a file name may hold (a newline), escaped where a line names it: one
+#: finding stays one line for grep and for editors that jump to `file:line`.
+_CONTROLS = {code: f"\\x{code:02x}" for code in (*range(32), 127)}
+
+
+def _named(file: str) -> str:
+    return file.translate(_CONTROLS)
+
+
 def _location(file: str | None, line: int | None) -> str:
     if file is not None and line is None:
-        return file  # an object rendered by helm: its template has no line to point at
-    return f"{file or '<object>'}:{line or 0}"
+        return _named(file)  # an object rendered by helm: its template has no line to point at
+    return f"{_named(file) if file else '<object>'}:{line or 0}"
 
 
 def _plural(count: int, singular: str, plural: str) -> str:
@@ -87,9 +96,9 @@ def write_text(report: Report, out: Output, *, color: bool = False) -> None:
     error_word = _paint("error", _RED, color)
     for error in report.errors:
         out.write(
-            f"{error.file}:{error.line}: {error_word}: {error.message}\n"
+            f"{_named(error.file)}:{error.line}: {error_word}: {error.message}\n"
             if error.line
-            else f"{error.file}: {error_word}: {error.message}\n"
+            else f"{_named(error.file)}: {error_word}: {error.message}\n"
         )
     for finding in report.findings:
         rule = _paint(finding.rule, _BOLD, color)
