@@ -152,6 +152,11 @@ def test_dra013_reports_a_nic_class_by_name_that_maps_a_name_onto_gpus() -> None
     assert rules([gpus]) == [("DRA013", "DeviceClass")] and rules([nics]) == []
     assert_parity(gpus)
     assert_parity(nics)
+    # Found by the final review: selectors fixing both a NIC's and a GPU's driver (the class
+    # selects nothing) made the engine report it and the policy exempt it by the NIC pattern.
+    both = device_class("rdma", 'device.driver == "dra.net"', MIG, mapped="example.com/gpu")
+    assert rules([both]) == [("DRA013", "DeviceClass")]
+    assert_parity(both)
 
 
 def test_dra001_implicit_name_of_a_nic_class_by_name_that_selects_gpus() -> None:

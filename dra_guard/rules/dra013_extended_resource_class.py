@@ -101,17 +101,18 @@ def _admission(target: AdmissionTarget) -> Admission:
     configured: frozenset[str] = target.config.get(NON_ACCELERATOR_CLASSES)
     exempt = sorted({*KNOWN_NON_ACCELERATOR_CLASSES, *configured})
     mapped = "has(object.spec) && has(object.spec.extendedResourceName) && object.spec.extendedResourceName != ''"
-    # A class neither the configuration nor the catalog knows is decided by its own selector,
-    # as `is_accelerator_class` decides it: one pattern for every NIC and CPU driver.
-    known = sorted({*DEVICE_CLASSES, *target.config.get(EXTRA_CLASSES)})
-    by_selector = (
-        f"object.metadata.name != '' && !(object.metadata.name in {string_list(known)}) && "
-        + selector_matches("object.spec", driver_pattern(NON_ACCELERATOR_DRIVERS))
-    )
     # A NIC or CPU class the catalog knows by its conventional name (`rdma`) is one unless its
     # own selector fixes an accelerator driver (`overridable`): the same pattern, GPU drivers.
     by_name = [name for name in exempt if not overridable(name, target.config)]
     named = sorted(set(exempt) - set(by_name))
+    # A class neither the configuration nor the catalog knows is decided by its own selector,
+    # as `is_accelerator_class` decides it: one pattern for every NIC and CPU driver.  Not a
+    # class known by its conventional name: only the GPU drivers' pattern decides that one.
+    known = sorted({*DEVICE_CLASSES, *target.config.get(EXTRA_CLASSES), *named})
+    by_selector = (
+        f"object.metadata.name != '' && !(object.metadata.name in {string_list(known)}) && "
+        + selector_matches("object.spec", driver_pattern(NON_ACCELERATOR_DRIVERS))
+    )
     unless_accelerator = (
         f"object.metadata.name in {string_list(named)} && "
         f"!({selector_matches('object.spec', driver_pattern(ACCELERATOR_DRIVERS))})"
