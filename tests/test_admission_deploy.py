@@ -118,7 +118,7 @@ def test_the_webhook_objects_refer_to_each_other() -> None:
         kinds["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"],
     ):
         assert selector.items() <= pod_labels.items()
-    (webhook_entry,) = configuration["webhooks"]
+    webhook_entry, _ = configuration["webhooks"]  # the objects' entry, then the reservations'
     target = webhook_entry["clientConfig"]["service"]
     assert (target["name"], target["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
     (port,) = service["spec"]["ports"]
@@ -184,6 +184,8 @@ def test_the_deployment_is_hardened() -> None:
 def _rbac_allows(rules: list[dict[str, Any]], method: str, path: str) -> bool:
     """The RBAC decision for a request on a named object, as the API server makes it."""
     parts = urllib.parse.urlsplit(path).path.strip("/").split("/")
+    if parts[0] == "api":  # the core group: /api/v1/namespaces/NS/RESOURCE/NAME
+        parts = ["apis", "", *parts[1:]]
     assert parts[0] == "apis" and parts[3] == "namespaces" and len(parts) == 7, path
     group, resource = parts[1], parts[5]
     verb = {"GET": "get"}[method]
@@ -196,11 +198,14 @@ def test_the_cluster_role_allows_exactly_what_the_webhook_asks_the_api_server(tm
     with api_server(tmp_path) as server:
         templates = in_cluster_templates(tmp_path, server)
         assert templates.get("tenant-a", "slice") is None  # the server answers 404
-    ((path, authorization),) = server.requests
-    assert authorization.lower() == "bearer token-1"  # the service account's token
+        assert templates.get_claim("tenant-a", "shared") is None
+        assert templates.get_pod("tenant-a", "p") is None  # a reservation's pod
+    assert len(server.requests) == 3
     role = by_kind(admission_guard_objects(SPECS["webhook"]))["ClusterRole"]
-    assert _rbac_allows(role["rules"], "GET", path)
-    assert [verb for rule in role["rules"] for verb in rule["verbs"]] == ["get"]  # nothing more
+    for path, authorization in server.requests:
+        assert authorization.lower() == "bearer token-1"  # the service account's token
+        assert _rbac_allows(role["rules"], "GET", path), path
+    assert {verb for rule in role["rules"] for verb in rule["verbs"]} == {"get"}  # nothing more
 
 
 def test_the_config_map_is_the_configuration_the_policies_were_made_with(tmp_path: Path) -> None:
@@ -499,7 +504,7 @@ def test_the_probes_answer_as_the_kubelet_asks(deployed: tuple[dict[str, dict[st
 def review(kinds: dict[str, dict[str, Any]], port: int, obj: dict[str, Any]) -> dict[str, Any]:
     """An AdmissionReview sent as the API server sends it: to the configuration's Service
     path, trusting only its caBundle, checking the certificate against the Service name."""
-    (entry,) = kinds["ValidatingWebhookConfiguration"]["webhooks"]
+    entry, _ = kinds["ValidatingWebhookConfiguration"]["webhooks"]  # the objects' entry, then the reservations'
     service = entry["clientConfig"]["service"]
     context = ssl.create_default_context(cadata=base64.b64decode(entry["clientConfig"]["caBundle"]).decode())
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:

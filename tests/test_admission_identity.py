@@ -326,7 +326,7 @@ def test_the_cli_flag_replaces_the_claim_writers_everywhere(tmp_path: Path) -> N
     ]
     assert conditions and set(conditions) == {expected}
     (configuration,) = (obj for obj in objects if obj["kind"] == "ValidatingWebhookConfiguration")
-    (entry,) = configuration["webhooks"]
+    entry, _ = configuration["webhooks"]  # the objects' entry, then the reservations'
     assert {"name": CLAIM_WRITER_CONDITION, "expression": expected} in entry["matchConditions"]
     (config_map,) = (obj for obj in objects if obj["kind"] == "ConfigMap")
     assert yaml.safe_load(config_map["data"]["dra-guard.yaml"])["admission-claim-writers"] == writers

@@ -121,7 +121,7 @@ def test_cli_prints_policies_and_the_webhook_configuration(tmp_path: Path) -> No
     objects = list(yaml.safe_load_all(result.stdout))
     kinds = [obj["kind"] for obj in objects]
     assert kinds[-1] == "ValidatingWebhookConfiguration" and "ValidatingAdmissionPolicy" in kinds
-    (webhook,) = objects[-1]["webhooks"]
+    webhook, _ = objects[-1]["webhooks"]  # the objects' entry, then the reservations'
     assert webhook["failurePolicy"] == "Fail" and webhook["sideEffects"] == "None"
     assert webhook["timeoutSeconds"] <= 5
     assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == pem

@@ -26,6 +26,8 @@ from dra_guard.admission.policy import (
     MAX_SCANNED_ANNOTATIONS,
     MAX_SCANNED_CONTAINERS,
     MAX_SCANNED_RESOURCE_NAMES,
+    RESERVATION_CONDITION,
+    RESERVATION_WEBHOOK,
     webhook_configuration,
 )
 from dra_guard.ruleapi.config import CLAIM_WRITERS
@@ -199,7 +201,7 @@ def test_every_match_condition_compiles_with_cel_python() -> None:
     import celpy
 
     environment = celpy.Environment()
-    (entry,) = configuration()["webhooks"]
+    entry, _ = configuration()["webhooks"]  # the objects' entry, then the reservations'
     names = [condition["name"] for condition in entry["matchConditions"]]
     assert names == [ACCELERATOR_CONDITION, CLAIM_WRITER_CONDITION]
     for condition in entry["matchConditions"]:
@@ -215,7 +217,7 @@ def test_the_webhook_gets_only_what_can_request_accelerators(case: str) -> None:
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_cost_model_agrees_and_stays_within_the_api_servers_limits(case: str) -> None:
     obj, sent = CASES[case]
-    (entry,) = configuration()["webhooks"]
+    entry, _ = configuration()["webhooks"]  # the objects' entry, then the reservations'
     activation = {"object": obj, "oldObject": None, "request": admission_request(obj)}
     costs = []
     for condition in entry["matchConditions"]:
@@ -246,7 +248,7 @@ def test_the_worst_case_costs_a_bounded_amount() -> None:
     annotations = {f"example.com/a{n}": "x" * 200 for n in range(MAX_SCANNED_ANNOTATIONS)}
     worst = deployment(_largest_unsent_pod_spec(), annotations)
     worst["spec"]["template"]["metadata"]["annotations"] = dict(annotations)
-    (entry,) = configuration()["webhooks"]
+    entry, _ = configuration()["webhooks"]  # the objects' entry, then the reservations'
     (condition,) = (c for c in entry["matchConditions"] if c["name"] == ACCELERATOR_CONDITION)
     result = evaluate(condition["expression"], {"object": worst, "request": admission_request(worst)})
     assert result.value is False
@@ -295,7 +297,7 @@ def in_namespace(obj: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_all_namespaces_but_kube_system_and_the_webhooks_own() -> None:
     chosen = configuration(exempt_namespaces=("dra-guard",))
-    (entry,) = chosen["webhooks"]
+    entry, _ = chosen["webhooks"]  # the objects' entry, then the reservations'
     assert "matchLabels" not in entry["namespaceSelector"]
     assert webhook_decision(chosen, in_namespace(GPU_POD, "tenant-a"), namespace("tenant-a")) == CALL
     assert webhook_decision(chosen, in_namespace(GPU_POD, "kube-system"), namespace("kube-system")) == SKIP
@@ -304,7 +306,7 @@ def test_all_namespaces_but_kube_system_and_the_webhooks_own() -> None:
 
 def test_opt_in_namespaces_only_with_the_label_and_never_the_exempt_ones() -> None:
     chosen = configuration(namespaces="opt-in", exempt_namespaces=("dra-guard",))
-    (entry,) = chosen["webhooks"]
+    entry, _ = chosen["webhooks"]  # the objects' entry, then the reservations'
     assert entry["namespaceSelector"]["matchLabels"] == {"dra-guard.io/enforce": "true"}
     opted = {"dra-guard.io/enforce": "true"}
     assert webhook_decision(chosen, GPU_POD, namespace("tenant-a")) == SKIP
@@ -358,14 +360,16 @@ def test_the_configuration_is_valid_in_strict_mode(name: str, release: str) -> N
 
 
 def test_the_deployed_configuration_follows_its_settings() -> None:
-    (default,) = deployed()["webhooks"]
+    default, _ = deployed()["webhooks"]  # the objects' entry, then the reservations'
     assert default["failurePolicy"] == "Fail"
     assert default["namespaceSelector"] == {
         "matchExpressions": [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["dra-guard", "kube-system"]}
         ]
     }
-    (custom,) = deployed(**DEPLOYMENTS["opt-in-custom-label-ignore"])["webhooks"]
+    custom, _ = deployed(**DEPLOYMENTS["opt-in-custom-label-ignore"])[
+        "webhooks"
+    ]  # the objects' entry, then the reservations'
     assert custom["failurePolicy"] == "Ignore"
     assert custom["namespaceSelector"]["matchLabels"] == {"tenants.example.com/gpu": "yes"}
     assert custom["namespaceSelector"]["matchExpressions"] == default["namespaceSelector"]["matchExpressions"]
@@ -423,3 +427,38 @@ def test_the_cli_flags_reach_a_webhook_given_by_url(tmp_path: Path) -> None:
 def test_the_cli_refuses_bad_webhook_modes(tmp_path: Path, arguments: list[str], message: str) -> None:
     result = run(*arguments, cwd=tmp_path)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+def _reserved_for(*uids: str) -> dict[str, Any]:
+    return {"status": {"reservedFor": [{"resource": "pods", "name": f"p-{uid}", "uid": uid} for uid in uids]}}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "sent"),
+    [
+        ({}, _reserved_for("a"), True),  # the first reservation (with the allocation)
+        (_reserved_for("a"), _reserved_for("a", "b"), True),  # another pod shares the claim
+        (_reserved_for("a"), _reserved_for("a"), False),  # a driver's device status, say
+        (_reserved_for("a", "b"), _reserved_for("a"), False),  # a pod is done with it
+        ({}, {"status": {"allocation": {}}}, False),
+    ],
+)
+def test_the_reservations_entry_gets_only_updates_that_reserve_for_another_pod(
+    old: dict[str, Any], new: dict[str, Any], sent: bool
+) -> None:
+    import celpy
+
+    _, entry = configuration()["webhooks"]
+    assert entry["name"] == RESERVATION_WEBHOOK and entry["rules"][0]["resources"] == ["resourceclaims/status"]
+    assert entry["rules"][0]["operations"] == ["UPDATE"]
+    ((condition),) = entry["matchConditions"]
+    assert condition["name"] == RESERVATION_CONDITION
+    environment = celpy.Environment()
+    program = environment.program(environment.compile(condition["expression"]))
+    assert bool(program.evaluate({"object": celpy.json_to_cel(new), "oldObject": celpy.json_to_cel(old)})) is sent
+    # The API allows 256 reservations: comparing 256 with 256 stays within a call's cost.
+    worst = evaluate(
+        condition["expression"],
+        {"object": _reserved_for(*map(str, range(256))), "oldObject": _reserved_for(*map(str, range(1, 257)))},
+    )
+    assert worst.cost < PER_CALL_LIMIT / 2

@@ -380,3 +380,104 @@ def test_a_claim_is_read_afresh_for_every_review(tmp_path: Path) -> None:
         response = webhook.review(review(WITHOUT_SCRUBBER))
     assert response["allowed"] is False and "DRA016" in response["status"]["message"]
     assert [path for path, _ in server.requests] == [CLAIM_PATH, CLAIM_PATH]
+
+
+# --- the scheduler's reservation of a claim for a pod (dra_guard.admission.reservations) ----
+
+POD_UID = "0b8f2f6e-1111-4222-8333-944455556666"
+POD_PATH = "/api/v1/namespaces/tenant-a/pods/p"
+#: The claim kube-controller-manager makes for POD from TEMPLATE (testkit/lifecycle.py
+#: models it: the template's spec.metadata, the pod-claim-name annotation, the owner pod).
+MADE_FOR_POD = {
+    "apiVersion": "resource.k8s.io/v1",
+    "kind": "ResourceClaim",
+    "metadata": {
+        "name": "p-accelerator-x7k2q",
+        "namespace": "tenant-a",
+        "annotations": {
+            **TEMPLATE["spec"].get("metadata", {}).get("annotations", {}),
+            "resource.kubernetes.io/pod-claim-name": "accelerator",
+        },
+        "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": POD_UID, "controller": True}],
+    },
+    "spec": TEMPLATE["spec"]["spec"],
+}
+
+
+def reservation(claim: dict[str, Any], user: str = "system:kube-scheduler") -> dict[str, Any]:
+    """The scheduler's status update reserving `claim` for the pod p (bindClaim)."""
+    reserved = {**claim, "status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": POD_UID}]}}
+    return {
+        "uid": str(uuid.uuid4()),
+        "kind": {"group": "resource.k8s.io", "version": "v1", "kind": "ResourceClaim"},
+        "resource": {"group": "resource.k8s.io", "version": "v1", "resource": "resourceclaims"},
+        "subResource": "status",
+        "operation": "UPDATE",
+        "namespace": "tenant-a",
+        "name": claim["metadata"]["name"],
+        "userInfo": {"username": user},
+        "object": reserved,
+        "oldObject": claim,
+    }
+
+
+def _served_pod(pod: dict[str, Any]) -> Any:
+    stored = {**pod, "metadata": {**pod["metadata"], "uid": POD_UID}}
+    return lambda path: Answer(200, stored) if path == POD_PATH else Answer(404, {})
+
+
+@pytest.mark.parametrize("claim", [MADE_FOR_POD, CLAIM], ids=["made-from-a-template", "named-by-the-pod"])
+def test_a_claim_reserved_for_a_pod_without_the_scrubber_is_refused(tmp_path: Path, claim: dict[str, Any]) -> None:
+    """A pod admitted against what it named then: its template or claim replaced since (a NIC
+    claim `mine` deleted and created again as a GPU claim) gives it a GPU only through the
+    scheduler's reservation, which the webhook now checks against the pod, whoever writes it."""
+    pod = POD if claim is MADE_FOR_POD else POD_NAMING_A_CLAIM
+    bare = {**pod, "spec": {key: value for key, value in pod["spec"].items() if key != "initContainers"}}
+    with api_server(tmp_path) as server:
+        server.answer = _served_pod(pod)
+        webhook = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server))
+        assert webhook.review(reservation(claim))["allowed"] is True
+        assert webhook.review(reservation(claim, user="kai-binder"))["allowed"] is True
+        server.answer = _served_pod(bare)
+        response = webhook.review(reservation(claim))
+    assert response["allowed"] is False
+    message = response["status"]["message"]
+    assert message.startswith(
+        f"dra-guard webhook: reserving ResourceClaim tenant-a/{claim['metadata']['name']}: DRA016"
+    )
+    assert {path for path, _ in server.requests} == {POD_PATH}
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (Answer(404, {}), "which the API server does not have"),
+        (Answer(403, {"kind": "Status", "code": 403, "reason": "Forbidden"}), "cannot read Pod tenant-a/p: "),
+        (Answer(200, {**POD, "metadata": {**POD["metadata"], "uid": "another"}}), "which the API server does not have"),
+        (
+            Answer(
+                200,
+                {**POD, "metadata": {**POD["metadata"], "uid": POD_UID}, "spec": {**POD["spec"], "resourceClaims": []}},
+            ),
+            "no pod claim of which gets it",
+        ),
+    ],
+)
+def test_a_reservation_for_a_pod_that_cannot_be_read_or_does_not_use_the_claim_is_refused(
+    tmp_path: Path, answer: Answer, said: str
+) -> None:
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: answer
+        response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(
+            reservation(MADE_FOR_POD)
+        )
+    assert response["allowed"] is False and said in response["status"]["message"]
+
+
+def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_path: Path) -> None:
+    already = {**MADE_FOR_POD, "status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": POD_UID}]}}
+    with api_server(tmp_path) as server:
+        response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(
+            reservation(already)
+        )
+    assert response["allowed"] is True and server.requests == []

@@ -462,8 +462,8 @@ def webhook_objects(
 
     config_text = webhook_config_text(config, registry)
     service_account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata()}
-    # `--in-cluster`: the webhook reads the templates and claims a workload names, in any
-    # namespace (get only: it never lists, so it learns nothing no pod names).
+    # `--in-cluster`: the webhook reads the templates and claims a workload names, and the pod
+    # a claim is reserved for, in any namespace (get only: it never lists).
     cluster_role = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -473,7 +473,9 @@ def webhook_objects(
                 "apiGroups": ["resource.k8s.io"],
                 "resources": ["resourceclaimtemplates", "resourceclaims"],
                 "verbs": ["get"],
-            }
+            },
+            # The pod a claim is reserved for (dra_guard.admission.reservations).
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
         ],
     }
     cluster_role_binding = {

@@ -384,6 +384,43 @@ def webhook_configuration(
                 "namespaceSelector": namespace_selector(namespaces, namespace_label, exempt_namespaces),
                 "rules": _resource_rules(WEBHOOK_KINDS),
                 "matchConditions": webhook_match_conditions(claim_writers),
-            }
+            },
+            {
+                # The scheduler's reservation of a claim for a pod, whoever writes it: checked
+                # against that pod (dra_guard.admission.reservations).
+                "name": RESERVATION_WEBHOOK,
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {**client_config, "caBundle": base64.b64encode(ca_bundle).decode("ascii")},
+                "failurePolicy": failure_policy,
+                "sideEffects": "None",
+                "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
+                "matchPolicy": "Equivalent",
+                "namespaceSelector": namespace_selector(namespaces, namespace_label, exempt_namespaces),
+                "rules": [
+                    {
+                        "apiGroups": ["resource.k8s.io"],
+                        "apiVersions": ["*"],
+                        "operations": ["UPDATE"],
+                        "resources": ["resourceclaims/status"],
+                    }
+                ],
+                "matchConditions": [{"name": RESERVATION_CONDITION, "expression": reservation_condition()}],
+            },
         ],
     }
+
+
+#: The webhook entry for reservations, and its one matchCondition.
+RESERVATION_WEBHOOK = "reservations.dra-guard.io"
+RESERVATION_CONDITION = "reserves-for-another-pod"
+
+
+def reservation_condition() -> str:
+    """CEL (a webhook matchCondition): the update adds a pod to the claim's reservedFor (by
+    uid). The rest of a claim's status (its allocation alone, a driver's device status, a
+    reservation taken away) is never sent."""
+    added = (
+        "object.status.reservedFor.exists(c, c.resource == 'pods' && !(has(oldObject.status) && "
+        "has(oldObject.status.reservedFor) && oldObject.status.reservedFor.exists(o, o.uid == c.uid)))"
+    )
+    return f"has(object.status) && has(object.status.reservedFor) && {added}"

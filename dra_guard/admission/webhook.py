@@ -5,7 +5,8 @@ object shows. This webhook decides the rest with the engine itself: isolation ta
 verified with the HMAC key (CEL has no SHA-256), the rules that need other objects, as far
 as one object and the claim templates and claims of its namespace that it names show them,
 and the rules that have no
-CEL form. It serves AdmissionReview `admission.k8s.io/v1` as an ASGI application (run by
+CEL form; and the scheduler's reservation of a claim for a pod, against that pod
+(dra_guard.admission.reservations). It serves AdmissionReview `admission.k8s.io/v1` as an ASGI application (run by
 uvicorn over HTTPS) with `/healthz` and `/readyz`, a bounded request body, a deadline per
 review, and one JSON log line per request on stderr. The key is read from a file (a
 Secret mount) and never logged.
@@ -51,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
+from dra_guard.admission.reservations import is_extended_resource_claim, is_reservation, new_pods, pod_using
 from dra_guard.admission.serving import STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
@@ -115,7 +117,11 @@ MAX_TEMPLATE_BYTES = 256 * 1024
 #: would have been 12 GiB.
 TEMPLATE_CACHE_BYTES = 1024 * 1024
 TEMPLATE_CACHE_ENTRY_BYTES = 64 * 1024
+#: The most JSON a pod read from the API server may be (etcd keeps objects up to 1.5 MiB).
+MAX_POD_BYTES = 3 * 512 * 1024
 REVIEW_API = "admission.k8s.io/v1"
+#: The rule a reservation is checked for: the scrubber a pod runs before it gets the devices.
+SCRUB_RULE = "DRA016"
 #: The operations whose AdmissionRequest has no `object`.
 OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
 
@@ -210,23 +216,32 @@ class KubernetesTemplates:
 
         group, _, version = self.api_version.rpartition("/")
         which = f"{kind} {namespace}/{name}"
+        request_timeout = self.timeout if timeout is None else max(0.01, min(timeout, self.timeout))
+        most = MAX_POD_BYTES if kind == "Pod" else MAX_TEMPLATE_BYTES
         try:
             # The object as JSON, not as the client's model: the engine reads manifests.
-            response: Any = CustomObjectsApi(self.api_client).get_namespaced_custom_object(
-                group,
-                version,
-                namespace,
-                KIND_RESOURCES[kind][1],
-                name,
-                _preload_content=False,
-                _request_timeout=self.timeout if timeout is None else max(0.01, min(timeout, self.timeout)),
-            )
+            if kind == "Pod":
+                from kubernetes.client import CoreV1Api
+
+                response: Any = CoreV1Api(self.api_client).read_namespaced_pod(
+                    name, namespace, _preload_content=False, _request_timeout=request_timeout
+                )
+            else:
+                response = CustomObjectsApi(self.api_client).get_namespaced_custom_object(
+                    group,
+                    version,
+                    namespace,
+                    KIND_RESOURCES[kind][1],
+                    name,
+                    _preload_content=False,
+                    _request_timeout=request_timeout,
+                )
             # One byte past the most a template may be, no more: etcd's 1.5 MiB read whole
             # for each of 8 lookups of 4 reviews came to 48 MiB.
             whole = False
             try:
-                body = response.read(MAX_TEMPLATE_BYTES + 1)
-                whole = len(body) <= MAX_TEMPLATE_BYTES
+                body = response.read(most + 1)
+                whole = len(body) <= most
             finally:
                 # A connection with an answer left unread cannot serve another request.
                 if whole:
@@ -234,9 +249,8 @@ class KubernetesTemplates:
                 else:
                     response.close()
             if not whole:
-                raise TemplateLookupError(
-                    f"{which}: more than the {MAX_TEMPLATE_BYTES:,} bytes the webhook reads for one template"
-                )
+                noun = {"Pod": "pod", CLAIM_KIND: "claim"}.get(kind, "template")
+                raise TemplateLookupError(f"{which}: more than the {most:,} bytes the webhook reads for one {noun}")
         except ApiException as error:
             if error.status == 404:
                 return None
@@ -261,6 +275,10 @@ class KubernetesTemplates:
     def get_claim(self, namespace: str, name: str, *, timeout: float | None = None) -> Mapping[str, Any] | None:
         """The ResourceClaim, None on a 404 (`get`)."""
         return self.get(namespace, name, timeout=timeout, kind=CLAIM_KIND)
+
+    def get_pod(self, namespace: str, name: str, *, timeout: float | None = None) -> Mapping[str, Any] | None:
+        """The Pod, None on a 404 (`get`): the pod a claim is being reserved for."""
+        return self.get(namespace, name, timeout=timeout, kind="Pod")
 
 
 #: Reviews of bodies up to this size, with the cached templates they name, that read
@@ -373,6 +391,8 @@ class Webhook:
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
         #: Whether the source reads the claims pods name too (`ClaimSource`).
         self._reads_claims = callable(getattr(self.templates, "get_claim", None))
+        #: Whether it reads pods, which reservations are checked against (`get_pod`).
+        self._reads_pods = callable(getattr(self.templates, "get_pod", None))
         self._executor: ThreadPoolExecutor | None = None
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore, asyncio.BoundedSemaphore] | None = None
         self._lock = threading.Lock()
@@ -573,6 +593,10 @@ class Webhook:
         if exchange is not None:
             exchange.uid = request["uid"]
         obj = request.get("object")
+        if is_reservation(request):
+            # It looks the pod up (never on the event loop: no cache answers it) and parses
+            # the claim's CEL, which its admission capped.
+            return _Parsed(review, problem, 0, False, None)
         if isinstance(obj, Mapping) and self._written_by_claim_writer(request, obj):
             return _Parsed(review, problem, 0, False, _NONE_CACHED)
         cel_bytes = self._cel_bytes(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
@@ -746,6 +770,8 @@ class Webhook:
                 f"dra-guard webhook: the {operation or 'request'} carries no object to review; denied "
                 f"(only {' and '.join(OBJECTLESS_OPERATIONS)} may have none)",
             )
+        if is_reservation(request):
+            return self._review_reservation(request, obj, deadline, checks_until)
         if self._written_by_claim_writer(request, obj):
             return {"uid": uid, "allowed": True}
         if cel_bytes > self.max_cel_parse_bytes:
@@ -825,6 +851,61 @@ class Webhook:
             return []
         present = {(str(each.get("kind")), str((each.get("metadata") or {}).get("name") or "")) for each in found}
         return [named for named in names if named not in present]
+
+    def _review_reservation(
+        self, request: Mapping[str, Any], claim: Mapping[str, Any], deadline: float, checks_until: float | None
+    ) -> dict[str, Any]:
+        """A claim's status update that reserves it for pods (`reservations`): each pod newly
+        added is checked with this claim for DRA016, as at its admission; a pod that cannot
+        be read, or that no pod claim of which gets this claim, denies the update (the pod
+        stays pending, and the scheduler tries again)."""
+        uid = request["uid"]
+        namespace = str(request.get("namespace") or "")
+        pods = new_pods(claim, request.get("oldObject"))
+        if not pods or not self._reads_pods:
+            return {"uid": uid, "allowed": True}  # no reservation added, or nothing to read pods with
+        if len(pods) > self.max_templates:
+            return _denial(
+                uid,
+                f"dra-guard webhook: the update reserves the claim for {len(pods)} pods at once; the webhook reads "
+                f"at most {self.max_templates} for one review; denied",
+            )
+        claim_name = str((claim.get("metadata") or {}).get("name") or "")
+        reserved = _with_namespace(claim, namespace)
+        denials: list[str] = []
+        for name, pod_uid in pods:
+            which = f"Pod {namespace}/{name}"
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TemplateLookupError(f"{which}: no time was left within the review's deadline")
+                pod = self._lookup("Pod", namespace, name, left)
+            except TemplateLookupError as error:
+                denials.append(f"cannot read {error}, so the claim cannot be checked against the pod")
+                continue
+            except Exception as error:  # a source that raised something else
+                denials.append(f"cannot read {which}: {type(error).__name__}: {error}")
+                continue
+            if pod is None or str((pod.get("metadata") or {}).get("uid") or "") != pod_uid:
+                denials.append(f"the claim is reserved for {which} (uid {pod_uid}), which the API server does not have")
+                continue
+            using = pod_using(_with_namespace(pod, namespace), reserved)
+            if using is None:
+                if is_extended_resource_claim(claim):
+                    continue  # the scheduler's claim for the pod's extended resources: DRA001 decided the pod
+                denials.append(f"the claim is reserved for {which}, no pod claim of which gets it")
+                continue
+            with evaluations_until(checks_until):
+                report = _check(using, [reserved], self._engine_config(using))
+            denials += [
+                _message(finding)
+                for finding in report.findings
+                if finding.origin == "review" and finding.rule == SCRUB_RULE and finding.severity >= self.fail_on
+            ]
+        if not denials:
+            return {"uid": uid, "allowed": True}
+        where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
+        return _denial(uid, "; ".join(f"{where}: {each}" for each in denials))
 
     def _engine_config(self, obj: Mapping[str, Any]) -> Config:
         """The configuration the engine checks `obj` with: without the rules left to the

@@ -1,0 +1,96 @@
+"""The scheduler's reservation of a claim for a pod, which the webhook checks against that pod.
+
+A pod is admitted against the templates and claims it names at that moment.  A template or
+claim deleted and created again under the same name afterwards gives the pod what the new
+one holds: a pending pod whose NIC claim `c` a tenant replaces with a GPU claim `c` is given
+the GPU.  Devices reach a pod only through a claim reserved for it: kube-scheduler's
+DynamicResources plugin writes the pod into the claim's `status.reservedFor` (with the
+allocation) through the status subresource before it binds the pod (kubernetes
+`pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go`, `bindClaim`), and the
+kubelet starts no pod whose claims are not reserved for it.  So the webhook reviews that
+update, for every pod it adds, against the claim being reserved, whoever writes it (another
+scheduler's binder too): DRA016, the scrubber, as at the pod's admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+#: kube-controller-manager's resource-claim controller names the pod claim a claim was made for.
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+#: The scheduler's claims for DRA-backed extended resources (KEP-5004), which no pod claim
+#: names (the pod's containers ask for the resource: DRA001 decides them at its admission).
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+
+
+class Consumer(NamedTuple):
+    name: str
+    uid: str
+
+
+def is_reservation(request: Mapping[str, Any]) -> bool:
+    """Whether the request updates a ResourceClaim's status (where reservations are written)."""
+    kind = request.get("kind")
+    return (
+        request.get("subResource") == "status"
+        and request.get("operation") == "UPDATE"
+        and isinstance(kind, Mapping)
+        and kind.get("group") == "resource.k8s.io"
+        and kind.get("kind") == "ResourceClaim"
+    )
+
+
+def _pods_reserved_for(claim: Any) -> set[Consumer]:
+    status = claim.get("status") if isinstance(claim, Mapping) else None
+    entries = status.get("reservedFor") if isinstance(status, Mapping) else None
+    found: set[Consumer] = set()
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, Mapping) and entry.get("resource") == "pods" and not entry.get("apiGroup"):
+            found.add(Consumer(str(entry.get("name") or ""), str(entry.get("uid") or "")))
+    return found
+
+
+def new_pods(claim: Any, old_claim: Any) -> list[Consumer]:
+    """The pods the update reserves the claim for that the old claim was not reserved for."""
+    return sorted(_pods_reserved_for(claim) - _pods_reserved_for(old_claim))
+
+
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}
+
+
+def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The pod as the check sees it with this claim: its pod claims that get the claim (made
+    from a template for this pod claim, as the annotation says, or naming it), each naming
+    the claim itself; None when no pod claim gets it."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    metadata = _metadata(claim)
+    name = str(metadata.get("name") or "")
+    annotations = metadata.get("annotations")
+    made_for = annotations.get(POD_CLAIM_NAME_ANNOTATION) if isinstance(annotations, Mapping) else None
+    owners = metadata.get("ownerReferences")
+    pod_uid = _metadata(pod).get("uid")
+    owned = isinstance(owners, list) and any(
+        isinstance(owner, Mapping) and owner.get("kind") == "Pod" and owner.get("uid") == pod_uid for owner in owners
+    )
+    using = []
+    entries = spec.get("resourceClaims")
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, Mapping):
+            continue
+        by_name = entry.get("resourceClaimName") == name
+        from_template = bool(entry.get("resourceClaimTemplateName")) and owned and entry.get("name") == made_for
+        if by_name or from_template:
+            using.append({"name": entry.get("name"), "resourceClaimName": name})
+    if not using:
+        return None
+    return {**pod, "spec": {**spec, "resourceClaims": using}}
+
+
+def is_extended_resource_claim(claim: Mapping[str, Any]) -> bool:
+    annotations = _metadata(claim).get("annotations")
+    return isinstance(annotations, Mapping) and annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
