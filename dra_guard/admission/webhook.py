@@ -4,12 +4,11 @@ The ValidatingAdmissionPolicies (`dra-guard admission-policy`) decide every rule
 object shows. This webhook decides the rest with the engine itself: isolation tags
 verified with the HMAC key (CEL has no SHA-256), the rules that need other objects, as far
 as one object and the claim templates and claims of its namespace that it names show them,
-and the rules that have no
-CEL form; and the scheduler's reservation of a claim for a pod, against that pod
-(dra_guard.admission.reservations). It serves AdmissionReview `admission.k8s.io/v1` as an ASGI application (run by
-uvicorn over HTTPS) with `/healthz` and `/readyz`, a bounded request body, a deadline per
-review, and one JSON log line per request on stderr. The key is read from a file (a
-Secret mount) and never logged.
+the rules that have no CEL form, and the scheduler's reservation of a claim for a pod,
+against that pod (dra_guard.admission.reservations). It serves AdmissionReview
+`admission.k8s.io/v1` as an ASGI application (run by uvicorn over HTTPS) with `/healthz`
+and `/readyz`, a bounded request body, a deadline per review, and one JSON log line per
+request on stderr. The key is read from a file (a Secret mount) and never logged.
 
 It fails closed: a CREATE or UPDATE without an object, a claim template or claim it cannot
 read (anything but a 404 from the API server: a refusal, a server error, a timeout, an
