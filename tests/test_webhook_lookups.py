@@ -481,3 +481,24 @@ def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_pat
             reservation(already)
         )
     assert response["allowed"] is True and server.requests == []
+
+
+def test_a_source_of_its_own_is_asked_for_the_reserved_pod_with_get_pod() -> None:
+    """A TemplateSource other than the kubernetes client (as tests and embedders give one):
+    the pod is asked of `get_pod`, never of the templates' `get`."""
+
+    class Source:
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+            self.asked.append(f"template {name}")
+            return None
+
+        def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+            self.asked.append(f"pod {name}")
+            return {**POD, "metadata": {**POD["metadata"], "uid": POD_UID}}
+
+    source = Source()
+    assert Webhook(RULES, Config(), templates=source).review(reservation(MADE_FOR_POD))["allowed"] is True
+    assert source.asked == ["pod p"]

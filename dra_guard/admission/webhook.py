@@ -874,16 +874,10 @@ class Webhook:
         denials: list[str] = []
         for name, pod_uid in pods:
             which = f"Pod {namespace}/{name}"
-            left = deadline - time.monotonic()
             try:
-                if left <= 0:
-                    raise TemplateLookupError(f"{which}: no time was left within the review's deadline")
-                pod = self._lookup("Pod", namespace, name, left)
+                pod = self._read("Pod", namespace, name, deadline)
             except TemplateLookupError as error:
                 denials.append(f"cannot read {error}, so the claim cannot be checked against the pod")
-                continue
-            except Exception as error:  # a source that raised something else
-                denials.append(f"cannot read {which}: {type(error).__name__}: {error}")
                 continue
             if pod is None or str((pod.get("metadata") or {}).get("uid") or "") != pod_uid:
                 denials.append(f"the claim is reserved for {which} (uid {pod_uid}), which the API server does not have")
@@ -958,20 +952,12 @@ class Webhook:
         failures: list[str] = []
         for named in names:
             kind, name = named
-            which = f"{kind} {namespace}/{name}"
             hit, template = (True, cached[named]) if named in cached else self._cache.get((namespace, kind, name))
             if not hit:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    failures.append(f"{which}: no time was left within the review's deadline")
-                    continue
                 try:
-                    template = self._lookup(kind, namespace, name, left)
+                    template = self._read(kind, namespace, name, deadline)
                 except TemplateLookupError as error:
                     failures.append(str(error))
-                    continue
-                except Exception as error:  # a TemplateSource that raised something else
-                    failures.append(f"{which}: {type(error).__name__}: {error}")
                     continue
                 if kind == TEMPLATE_KIND:
                     # A claim is never cached: deleted and created again under its name (a NIC
@@ -991,12 +977,28 @@ class Webhook:
             "its slot for seconds); denied. `dra-guard check` reads it whole",
         )
 
+    def _read(self, kind: str, namespace: str, name: str, deadline: float) -> Mapping[str, Any] | None:
+        """One lookup within the review's `deadline`: the object, None when the API server has
+        none; TemplateLookupError naming it and saying what failed otherwise."""
+        which = f"{kind} {namespace}/{name}"
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TemplateLookupError(f"{which}: no time was left within the review's deadline")
+        try:
+            return self._lookup(kind, namespace, name, left)
+        except TemplateLookupError:
+            raise
+        except Exception as error:  # a source that raised something else
+            raise TemplateLookupError(f"{which}: {type(error).__name__}: {error}") from None
+
     def _lookup(self, kind: str, namespace: str, name: str, seconds: float) -> Mapping[str, Any] | None:
         if isinstance(self.templates, KubernetesTemplates):
             return self.templates.get(namespace, name, timeout=seconds, kind=kind)
+        # Another source: `_reads_claims` and `_reads_pods` said it has the method asked for.
         if kind == CLAIM_KIND:
-            claims: ClaimSource = self.templates  # type: ignore[assignment]  # `_reads_claims` said it has get_claim
-            return claims.get_claim(namespace, name)
+            return self.templates.get_claim(namespace, name)  # type: ignore[attr-defined, no-any-return]
+        if kind == "Pod":
+            return self.templates.get_pod(namespace, name)  # type: ignore[attr-defined, no-any-return]
         return self.templates.get(namespace, name)
 
 
