@@ -368,44 +368,40 @@ def webhook_configuration(
         raise ValueError(
             f"failure_policy: must be one of {', '.join(WEBHOOK_FAILURE_POLICIES)}, not {failure_policy!r}"
         )
+
+    def entry(name: str, rules: list[dict[str, Any]], conditions: list[dict[str, str]]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {**client_config, "caBundle": base64.b64encode(ca_bundle).decode("ascii")},
+            "failurePolicy": failure_policy,
+            "sideEffects": "None",
+            "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": namespace_selector(namespaces, namespace_label, exempt_namespaces),
+            "rules": rules,
+            "matchConditions": conditions,
+        }
+
+    reservations = {
+        "apiGroups": ["resource.k8s.io"],
+        "apiVersions": ["*"],
+        "operations": ["UPDATE"],
+        "resources": ["resourceclaims/status"],
+    }
     return {
         "apiVersion": ADMISSION_API,
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": f"{prefix}-webhook", "labels": dict(MANAGED_BY)},
         "webhooks": [
-            {
-                "name": "webhook.dra-guard.io",
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": {**client_config, "caBundle": base64.b64encode(ca_bundle).decode("ascii")},
-                "failurePolicy": failure_policy,
-                "sideEffects": "None",
-                "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
-                "matchPolicy": "Equivalent",
-                "namespaceSelector": namespace_selector(namespaces, namespace_label, exempt_namespaces),
-                "rules": _resource_rules(WEBHOOK_KINDS),
-                "matchConditions": webhook_match_conditions(claim_writers),
-            },
-            {
-                # The scheduler's reservation of a claim for a pod, whoever writes it: checked
-                # against that pod (dra_guard.admission.reservations).
-                "name": RESERVATION_WEBHOOK,
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": {**client_config, "caBundle": base64.b64encode(ca_bundle).decode("ascii")},
-                "failurePolicy": failure_policy,
-                "sideEffects": "None",
-                "timeoutSeconds": WEBHOOK_TIMEOUT_SECONDS,
-                "matchPolicy": "Equivalent",
-                "namespaceSelector": namespace_selector(namespaces, namespace_label, exempt_namespaces),
-                "rules": [
-                    {
-                        "apiGroups": ["resource.k8s.io"],
-                        "apiVersions": ["*"],
-                        "operations": ["UPDATE"],
-                        "resources": ["resourceclaims/status"],
-                    }
-                ],
-                "matchConditions": [{"name": RESERVATION_CONDITION, "expression": reservation_condition()}],
-            },
+            entry("webhook.dra-guard.io", _resource_rules(WEBHOOK_KINDS), webhook_match_conditions(claim_writers)),
+            # The scheduler's reservation of a claim for a pod, whoever writes it: checked
+            # against that pod (dra_guard.admission.reservations).
+            entry(
+                RESERVATION_WEBHOOK,
+                [reservations],
+                [{"name": RESERVATION_CONDITION, "expression": reservation_condition()}],
+            ),
         ],
     }
 
