@@ -30,7 +30,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dra_guard.model.extended_resources import asks_nothing
+from dra_guard.model.extended_resources import (
+    LIMIT_RANGE_BOUNDS,
+    LIMIT_RANGE_DEFAULTS,
+    REQUIREMENT_SECTIONS,
+    asks_nothing,
+)
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 
 if TYPE_CHECKING:
@@ -87,7 +92,7 @@ def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 #: The fields of a built-in kind that hold resource lists (a container's and a pod's
 #: `resources`, a LimitRange item's bounds and defaults).
-_RESOURCE_LISTS = frozenset({"limits", "requests", "default", "defaultRequest", "max", "min", "maxLimitRequestRatio"})
+_RESOURCE_LISTS = frozenset({*REQUIREMENT_SECTIONS, *LIMIT_RANGE_DEFAULTS, *LIMIT_RANGE_BOUNDS})
 
 
 def _zeros_canonical(value: Any) -> Any:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from dra_guard.model.manifest import items, mapping, text
+
 #: kube-controller-manager's resource-claim controller names the pod claim a claim was made for.
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 #: The scheduler's claims for DRA-backed extended resources (KEP-5004), which no pod claim
@@ -42,11 +44,10 @@ def is_reservation(request: Mapping[str, Any]) -> bool:
 
 
 def _pods_reserved_for(claim: Any) -> set[Consumer]:
-    status = claim.get("status") if isinstance(claim, Mapping) else None
-    entries = status.get("reservedFor") if isinstance(status, Mapping) else None
     found: set[Consumer] = set()
-    for entry in entries if isinstance(entries, list) else ():
-        if isinstance(entry, Mapping) and entry.get("resource") == "pods" and not entry.get("apiGroup"):
+    for raw in items(mapping(mapping(claim).get("status")).get("reservedFor")):
+        entry = mapping(raw)
+        if entry.get("resource") == "pods" and not entry.get("apiGroup"):
             found.add(Consumer(str(entry.get("name") or ""), str(entry.get("uid") or "")))
     return found
 
@@ -56,11 +57,6 @@ def new_pods(claim: Any, old_claim: Any) -> list[Consumer]:
     return sorted(_pods_reserved_for(claim) - _pods_reserved_for(old_claim))
 
 
-def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = obj.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}
-
-
 def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any] | None:
     """The pod as the check sees it with this claim: its pod claims that get the claim (made
     from a template for this pod claim, as the annotation says, or naming it), each naming
@@ -68,20 +64,17 @@ def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return None
-    metadata = _metadata(claim)
-    name = str(metadata.get("name") or "")
-    annotations = metadata.get("annotations")
-    made_for = annotations.get(POD_CLAIM_NAME_ANNOTATION) if isinstance(annotations, Mapping) else None
-    owners = metadata.get("ownerReferences")
-    pod_uid = _metadata(pod).get("uid")
-    owned = isinstance(owners, list) and any(
-        isinstance(owner, Mapping) and owner.get("kind") == "Pod" and owner.get("uid") == pod_uid for owner in owners
+    metadata = mapping(claim.get("metadata"))
+    name = text(metadata.get("name"))
+    made_for = mapping(metadata.get("annotations")).get(POD_CLAIM_NAME_ANNOTATION)
+    pod_uid = mapping(pod.get("metadata")).get("uid")
+    owned = any(
+        mapping(owner).get("kind") == "Pod" and mapping(owner).get("uid") == pod_uid
+        for owner in items(metadata.get("ownerReferences"))
     )
     using = []
-    entries = spec.get("resourceClaims")
-    for entry in entries if isinstance(entries, list) else ():
-        if not isinstance(entry, Mapping):
-            continue
+    for raw in items(spec.get("resourceClaims")):
+        entry = mapping(raw)
         by_name = entry.get("resourceClaimName") == name
         from_template = bool(entry.get("resourceClaimTemplateName")) and owned and entry.get("name") == made_for
         if by_name or from_template:
@@ -92,5 +85,5 @@ def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any
 
 
 def is_extended_resource_claim(claim: Mapping[str, Any]) -> bool:
-    annotations = _metadata(claim).get("annotations")
-    return isinstance(annotations, Mapping) and annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
+    annotations = mapping(mapping(claim.get("metadata")).get("annotations"))
+    return annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"
