@@ -83,7 +83,8 @@ _LONGEST_SUFFIX = "-webhook-config"
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
 _LABEL = re.compile(r"([^=\s]+)=([^=\s]*)")
-_PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
+#: What a CA bundle holds (WebhookDeployment's, `admission-policy --ca-bundle`'s).
+PEM_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 
 
 def _require_secret_name(name: str, value: object) -> str:
@@ -213,7 +214,7 @@ class WebhookDeployment:
             require_runtime_config(entries)
             object.__setattr__(self, "runtime_config", entries)
         # A file name here is the likely mistake: say what is wanted instead of encoding it.
-        if not isinstance(self.ca_bundle, (str, bytes)) or _PEM_CERTIFICATE not in self.ca_pem:
+        if not isinstance(self.ca_bundle, (str, bytes)) or PEM_CERTIFICATE not in self.ca_pem:
             shown = self.ca_bundle if isinstance(self.ca_bundle, str) and len(self.ca_bundle) < 80 else "..."
             raise ValueError(
                 "ca_bundle: must be the PEM text of the CA certificate (-----BEGIN CERTIFICATE-----...), "

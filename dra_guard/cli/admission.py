@@ -238,6 +238,7 @@ _CA_BUNDLE_BYTES = 1 << 20
 def _ca_bundle(path: str) -> bytes:
     """The PEM CA bundle at `path`: a regular file (a FIFO would block the command for good),
     holding a certificate; ValueError saying what is wrong otherwise (OSError: unreadable)."""
+    from dra_guard.admission.deploy import PEM_CERTIFICATE
     from dra_guard.read.files import Refused, TooLarge, read_regular
 
     try:
@@ -246,7 +247,7 @@ def _ca_bundle(path: str) -> bytes:
         raise ValueError(f"--ca-bundle {path}: more than {_CA_BUNDLE_BYTES:,} bytes, which no CA bundle is") from None
     except Refused as refused:
         raise ValueError(f"--ca-bundle {path}: {refused.reason}") from None
-    if b"-----BEGIN CERTIFICATE-----" not in data:
+    if PEM_CERTIFICATE not in data:
         raise ValueError(
             "--ca-bundle: must be the PEM text of the CA certificate (-----BEGIN CERTIFICATE-----...); "
             f"{path} holds none"
