@@ -335,6 +335,13 @@ def test_a_claim_a_pod_names_is_read_and_the_pod_held_to_it(tmp_path: Path) -> N
     }
 
 
+def _reviewed_against(tmp_path: Path, answer: Answer, request: dict[str, Any]) -> dict[str, Any]:
+    """The webhook's answer to `request`, the stand-in API server answering every lookup so."""
+    with api_server(tmp_path) as server:
+        server.answer = lambda path: answer
+        return Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(request)
+
+
 @pytest.mark.parametrize(
     ("answer", "said"),
     [
@@ -347,11 +354,7 @@ def test_a_claim_a_pod_names_is_read_and_the_pod_held_to_it(tmp_path: Path) -> N
     ],
 )
 def test_a_claim_that_is_missing_or_cannot_be_read_denies_the_pod(tmp_path: Path, answer: Answer, said: str) -> None:
-    with api_server(tmp_path) as server:
-        server.answer = lambda path: answer
-        response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(
-            review(POD_NAMING_A_CLAIM)
-        )
+    response = _reviewed_against(tmp_path, answer, review(POD_NAMING_A_CLAIM))
     assert response["allowed"] is False and said in response["status"]["message"]
 
 
@@ -466,11 +469,7 @@ def test_a_claim_reserved_for_a_pod_without_the_scrubber_is_refused(tmp_path: Pa
 def test_a_reservation_for_a_pod_that_cannot_be_read_or_does_not_use_the_claim_is_refused(
     tmp_path: Path, answer: Answer, said: str
 ) -> None:
-    with api_server(tmp_path) as server:
-        server.answer = lambda path: answer
-        response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(
-            reservation(MADE_FOR_POD)
-        )
+    response = _reviewed_against(tmp_path, answer, reservation(MADE_FOR_POD))
     assert response["allowed"] is False and said in response["status"]["message"]
 
 
