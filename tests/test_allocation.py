@@ -17,6 +17,7 @@ import yaml
 
 from dra_guard import AcceleratorSlice, claim_template
 from dra_guard.model.allocation import (
+    MAX_DECIMAL_EXPONENT,
     Allocator,
     EvaluationOverdue,
     Inventory,
@@ -420,6 +421,15 @@ def test_point5_a_device_naming_a_counter_set_the_pool_lacks_makes_the_pool_inva
 def test_point5_counter_values_are_quantities(text: str, value: Fraction) -> None:
     assert quantity(text) == value
     assert quantity("lots") is None and quantity(True) is None
+
+
+def test_a_crafted_exponent_costs_nothing_and_is_no_limit() -> None:
+    """`0e999999999` is zero and `1e999999999` no number dra-guard compares: each answered at
+    once (computing 10 ** exponent took seconds, and a billion digits for the second)."""
+    assert quantity(f"1e{MAX_DECIMAL_EXPONENT + 1}") is None and quantity("3E-5000") is None
+    assert quantity(f"2e{MAX_DECIMAL_EXPONENT}") == 2 * 10**MAX_DECIMAL_EXPONENT
+    assert quantity("1e999999999") is None
+    assert quantity("0e999999999") == 0 and quantity("-0E-999999999") == 0
 
 
 def test_evaluating_past_the_deadline_raises_instead_of_deciding() -> None:

@@ -60,6 +60,11 @@ _SUFFIX = {
     **{name: Fraction(10) ** power for name, power in (("n", -9), ("u", -6), ("m", -3), ("k", 3), ("M", 6))},
     **{name: Fraction(10) ** power for name, power in (("G", 9), ("T", 12), ("P", 15), ("E", 18))},
 }
+#: The largest decimal exponent (`1e100`) computed exactly.  Go keeps a quantity's exponent
+#: as a scale, so `1e999999999` costs it nothing; here it would be a number of a billion
+#: digits.  Past this bound a non-zero amount is no quantity dra-guard compares (None: not a
+#: limit), far above any counter a driver publishes (they are bytes and counts).
+MAX_DECIMAL_EXPONENT = 100
 
 Status = Literal["satisfiable", "unsatisfiable", "undecided"]
 
@@ -260,7 +265,12 @@ def quantity(value: object) -> Fraction | None:
         return None
     number, suffix = Fraction(match.group(1)), match.group(2) or ""
     if suffix[:1] in ("e", "E"):
-        return number * Fraction(10) ** int(suffix[1:])
+        exponent = int(suffix[1:])
+        if number == 0:
+            return number
+        if abs(exponent) > MAX_DECIMAL_EXPONENT:
+            return None
+        return number * Fraction(10) ** exponent
     return number * _SUFFIX[suffix]
 
 
