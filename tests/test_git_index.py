@@ -184,10 +184,39 @@ def test_an_index_that_cannot_be_read_leaves_the_patterns_alone(
     assert walked(tmp_path, monkeypatch) == []  # as before the index was read: no traceback
 
 
-def test_a_split_index_is_not_read(tmp_path: Path) -> None:
-    """Most of its entries are in a shared index: what the main one holds is not all."""
+@pytest.mark.parametrize("version", [2, 4])
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_split_index_is_read_with_its_shared_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, object_format: str
+) -> None:
+    """Most entries are in the shared index the `link` extension names; the split one holds
+    what changed since, a replaced entry without its path.  A file removed after the split
+    still counts as tracked (the deletion bitmap is not decoded): more checked, never less."""
+    _index_with(tmp_path, NAMES, f"--object-format={object_format}")
+    git(tmp_path, "update-index", "--index-version", str(version))
+    git(tmp_path, "update-index", "--split-index")
+    empty = git(tmp_path, "hash-object", "-w", "--stdin").strip()
+    git(tmp_path, "update-index", "--add", "--cacheinfo", f"100644,{empty},k8s/new.yaml")  # added
+    git(tmp_path, "update-index", "--cacheinfo", f"100755,{empty},a/b.yaml")  # replaced
+    git(tmp_path, "update-index", "--force-remove", "ab.yaml")  # deleted
+    assert list((tmp_path / ".git").glob("sharedindex.*"))
+    with pytest.raises(ValueError, match="split index"):
+        parse_index((tmp_path / ".git" / "index").read_bytes())
+    index = tracked(str(tmp_path))
+    assert index is not None
+    assert sorted(index.files) == sorted({*listed(tmp_path), "ab.yaml"})
+    # What the walk makes of it: the tracked file a .gitignore names is checked.
+    (tmp_path / "k8s" / "new.yaml").parent.mkdir()
+    (tmp_path / "k8s" / "new.yaml").write_text(LEGACY_POD)
+    (tmp_path / ".gitignore").write_text("k8s/\n")
+    assert walked(tmp_path, monkeypatch) == ["k8s/new.yaml"]
+
+
+def test_a_split_index_without_its_shared_index_leaves_the_patterns_alone(tmp_path: Path) -> None:
     _index_with(tmp_path, ["a.yaml"])
     git(tmp_path, "update-index", "--split-index")
+    for shared in (tmp_path / ".git").glob("sharedindex.*"):
+        shared.unlink()
     assert tracked(str(tmp_path)) is None
 
 

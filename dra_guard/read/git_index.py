@@ -7,9 +7,16 @@ here before it leaves out what a `.gitignore` matches.  No `git` binary is neede
 index is read as `Documentation/gitformat-index.txt` describes it (versions 2, 3 and 4,
 SHA-1 or SHA-256 object names, sparse directory entries), once per repository.
 
-An index that cannot be read (a version or a split index this module does not know, a
-checksum that does not match) gives None: the walk then goes by the patterns alone, as it
-did before it read the index, just as it goes on when a `.gitignore` cannot be read.
+A split index (`core.splitIndex`) keeps most entries in the shared index its `link`
+extension names (`sharedindex.<hash>` in the git folder): both are read, and a file is
+tracked when either holds it.  The link's bitmaps of entries deleted since are not
+decoded, so a file removed from the index after the last split counts as tracked until git
+writes the shared index again: the walk then checks it when it is still on disk (more, never
+less, than git lists).
+
+An index that cannot be read (a version this module does not know, a checksum that does
+not match, a missing shared index) gives None: the walk then goes by the patterns alone, as
+it did before it read the index, just as it goes on when a `.gitignore` cannot be read.
 """
 
 from __future__ import annotations
@@ -70,8 +77,11 @@ def tracked(root: str) -> Tracked | None:
     except (OSError, ValueError, Refused):  # ValueError: a NUL in the path a `.git` file gave
         return None
     try:
-        names = parse_index(data)
-    except ValueError:
+        names, shared = _read_index(data)
+        if shared is not None:
+            shared_data = read_regular(os.path.join(git_dir, f"sharedindex.{shared}"), MAX_INDEX_BYTES)
+            names += parse_index(shared_data)
+    except (OSError, ValueError, Refused):
         return None
     return _tracked(names)
 
@@ -90,7 +100,16 @@ def _git_dir(root: str) -> str | None:
 
 def parse_index(data: bytes) -> list[bytes]:
     """The path of every entry of the index `data` (a sparse directory's ends in `/`);
-    ValueError where it is no index this module can read."""
+    ValueError where it is no index this module can read, or a split index."""
+    names, shared = _read_index(data)
+    if shared is not None:
+        raise ValueError("a split index: most of its entries are in its shared index")
+    return names
+
+
+def _read_index(data: bytes) -> tuple[list[bytes], str | None]:
+    """The paths an index holds, and the hash naming its shared index when it is split
+    (the entries it replaces there, written without a path, are left out)."""
     if len(data) < 12 or data[:4] != _SIGNATURE:
         raise ValueError("not a git index")
     version, count = struct.unpack_from(">II", data, 4)
@@ -98,9 +117,13 @@ def parse_index(data: bytes) -> list[bytes]:
         raise ValueError(f"index version {version}")
     for hash_size in _hash_sizes(data):
         try:
-            return _entries(data, version, count, hash_size)
+            names, offset = _entries(data, version, count, hash_size)
+            shared = _shared_index(data, offset, len(data) - hash_size, hash_size)
         except (ValueError, struct.error, IndexError):
             continue
+        if b"" in names and shared is None:
+            continue  # only a split index writes an entry without a path
+        return [name for name in names if name], shared
     raise ValueError("entries that do not fit the index")
 
 
@@ -125,7 +148,8 @@ _MAX_NAME_BYTES = 1 << 16
 _NAMES_PER_INDEX_BYTE = 16
 
 
-def _entries(data: bytes, version: int, count: int, hash_size: int) -> list[bytes]:
+def _entries(data: bytes, version: int, count: int, hash_size: int) -> tuple[list[bytes], int]:
+    """The entries' paths (empty for one a split index replaces), and where they end."""
     names: list[bytes] = []
     budget = _NAMES_PER_INDEX_BYTE * len(data) + (1 << 20)
     offset = 12
@@ -154,7 +178,7 @@ def _entries(data: bytes, version: int, count: int, hash_size: int) -> list[byte
             offset = start + ((offset - start + len(name) + 8) & ~7)
             if data[nul:offset].strip(b"\0"):
                 raise ValueError("padding that is not NUL")
-        if (flags & _NAME_LENGTH) != min(len(name), _NAME_LENGTH) or not name:
+        if (flags & _NAME_LENGTH) != min(len(name), _NAME_LENGTH):
             raise ValueError("a name whose length differs from its entry's")
         budget -= len(name)
         if len(name) > _MAX_NAME_BYTES or budget < 0:
@@ -163,21 +187,25 @@ def _entries(data: bytes, version: int, count: int, hash_size: int) -> list[byte
             raise ValueError("an entry past the end of the index")
         names.append(name)
         previous = name
-    _refuse_split_index(data, offset, end)
-    return names
+    return names, offset
 
 
-def _refuse_split_index(data: bytes, offset: int, end: int) -> None:
-    """A split index (`core.splitIndex`) keeps most entries in a shared index that its `link`
-    extension names: the entries read are then not all, so it is not read at all."""
+def _shared_index(data: bytes, offset: int, end: int, hash_size: int) -> str | None:
+    """The hash (hex) of the shared index a split index's `link` extension names; None
+    when there is none, or when it is all zeros (the index needs no shared one)."""
+    shared = None
     while offset + 8 <= end:
         signature = data[offset : offset + 4]
         (size,) = struct.unpack_from(">I", data, offset + 4)
         if signature == b"link":
-            raise ValueError("a split index")
+            if size < hash_size:
+                raise ValueError("a link extension shorter than an object name")
+            named = data[offset + 8 : offset + 8 + hash_size]
+            shared = named.hex() if any(named) else None
         offset += 8 + size
     if offset != end:
         raise ValueError("extensions that do not fit the index")
+    return shared
 
 
 def _varint(data: bytes, offset: int) -> tuple[int, int]:
