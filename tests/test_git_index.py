@@ -4,6 +4,7 @@ without git (`dra_guard.read.git_index`), and held here to what git itself lists
 from __future__ import annotations
 
 import io
+import json
 import os
 import random
 import subprocess
@@ -182,6 +183,28 @@ def test_an_index_that_cannot_be_read_leaves_the_patterns_alone(
     (tmp_path / ".git" / "index").write_bytes(spoil(data))  # type: ignore[operator]
     assert tracked(str(tmp_path)) is None
     assert walked(tmp_path, monkeypatch) == []  # as before the index was read: no traceback
+    # ... but not in silence: the report names the index as not read, and why.
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["check", "--format", "json", "."], out, err) == 0
+    (unread,) = json.loads(out.getvalue())["unchecked"]
+    assert unread["path"] == os.path.join(".git", "index") and "cannot be read (" in unread["reason"]
+    assert "dra-guard: .git/index: not read: cannot be read (" in err.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["check", "--fail-on-unchecked", "."], out, io.StringIO()) == 2
+    assert "1 git index not read" in out.getvalue()
+    assert main(["migrate", "--dry-run", "."], io.StringIO(), err) == 0
+    assert ".git/index: a git index that cannot be read (" in err.getvalue()
+
+
+def test_an_index_read_without_need_is_not_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No pattern matched, so the index was not read: nothing to say of it."""
+    _index_with(tmp_path, ["pod.yaml"])
+    (tmp_path / "pod.yaml").write_text("kind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n")
+    (tmp_path / ".git" / "index").write_bytes(b"damaged")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["check", "--format", "json", "."], out, io.StringIO()) == 0
+    assert json.loads(out.getvalue())["unchecked"] == []
 
 
 @pytest.mark.parametrize("version", [2, 4])

@@ -329,7 +329,7 @@ def test_json_report(tmp_path: Path) -> None:
     code, stdout, _ = migrate(FIXTURES / "two-profiles.yaml", "--dry-run", "--format", "json")
     assert code == 0
     report = json.loads(stdout)
-    assert set(report) == {"files", "objects", "errors", "skipped", "charts", "links", "summary"}
+    assert set(report) == {"files", "objects", "errors", "skipped", "charts", "links", "unread_git_indexes", "summary"}
     [file] = report["files"]
     assert file["changed"] and file["written"] is None and file["diff"].startswith("--- a/")
     [entry] = report["objects"]

@@ -180,6 +180,8 @@ class SelectedFiles:
     charts: list[str] = field(default_factory=list)
     #: Symlinked folders a walk did not follow: named, not migrated.
     links: list[str] = field(default_factory=list)
+    #: Git indexes a walk could not read (path, why): see `dra_guard.read.walk.Selection`.
+    unread_indexes: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: BinaryIO | None) -> SelectedFiles:
@@ -197,7 +199,12 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
         ignores=Ignores(invocation.excludes, gitignore=not arguments.no_ignore),
         output=output_file,
     )
-    inputs = SelectedFiles(errors=list(selection.errors), charts=list(selection.charts), links=list(selection.links))
+    inputs = SelectedFiles(
+        errors=list(selection.errors),
+        charts=list(selection.charts),
+        links=list(selection.links),
+        unread_indexes=list(selection.unread_indexes),
+    )
     if selection.output_named:
         raise UsageError(f"-o would overwrite the input {output}; use --in-place to rewrite inputs")
     output_directory = os.path.realpath(output) + os.sep if output and not output_file else None
@@ -348,7 +355,7 @@ def run_migrate(
         scan_templates(data, names)
     files = [migrate_file(data, name, invocation.settings, names) for name, data in inputs.files]
     errors = inputs.errors
-    unmigrated = Unmigrated(inputs.skipped, inputs.charts, inputs.links)
+    unmigrated = Unmigrated(inputs.skipped, inputs.charts, inputs.links, inputs.unread_indexes)
 
     written: dict[str, str] = {}
     write_failed = False

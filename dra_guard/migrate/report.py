@@ -22,6 +22,8 @@ class Unmigrated:
     charts: Sequence[str] = field(default_factory=list)
     #: Symlinked folders a walk does not follow (`dra_guard.read.walk`).
     links: Sequence[str] = field(default_factory=list)
+    #: Git indexes the walk could not read, and why (`dra_guard.read.walk.Selection`).
+    unread_indexes: Sequence[tuple[str, str]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         lines = [
@@ -29,6 +31,11 @@ class Unmigrated:
             for chart in self.charts
         ]
         lines += [f"dra-guard: {link}: {LINK_NOT_FOLLOWED}: not migrated; name it to migrate it" for link in self.links]
+        lines += [
+            f"dra-guard: {path}: a git index that cannot be read ({why}): files it tracks that a .gitignore "
+            "names were left out; name them to migrate them"
+            for path, why in self.unread_indexes
+        ]
         if self.skipped:
             lines.append(f"dra-guard: {len(self.skipped)} file(s) found are no Kubernetes manifests, left alone")
         return lines
@@ -158,6 +165,7 @@ def render_json(
         "skipped": list(unmigrated.skipped),
         "charts": list(unmigrated.charts),
         "links": list(unmigrated.links),
+        "unread_git_indexes": [{"path": path, "reason": why} for path, why in unmigrated.unread_indexes],
         "summary": dict(summary(files, errors)),
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

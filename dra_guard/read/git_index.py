@@ -66,24 +66,42 @@ EMPTY = Tracked(frozenset(), frozenset(), frozenset())
 def tracked(root: str) -> Tracked | None:
     """The files the repository at `root` (a folder holding `.git`) tracks: none when it has
     no index yet (nothing added), None when its index cannot be read."""
+    found = read_tracked(root)
+    return found if isinstance(found, Tracked) else None
+
+
+class Unread(NamedTuple):
+    """An index that cannot be read: its path, and why."""
+
+    path: str
+    why: str
+
+
+def read_tracked(root: str) -> Tracked | Unread:
+    """`tracked`, saying which index could not be read and why where it gives None."""
     git_dir = _git_dir(root)
     if git_dir is None:
-        return None
+        return Unread(os.path.join(root, ".git"), "no git folder that a `.git` file names")
+    index = os.path.join(git_dir, "index")
     try:
         # Opened as inputs are (a FIFO named index would block the walk for good).
-        data = read_regular(os.path.join(git_dir, "index"), MAX_INDEX_BYTES)
+        data = read_regular(index, MAX_INDEX_BYTES)
     except FileNotFoundError:
         return EMPTY
-    except (OSError, ValueError, Refused):  # ValueError: a NUL in the path a `.git` file gave
-        return None
+    except (OSError, ValueError, Refused) as error:  # ValueError: a NUL in the path a `.git` file gave
+        return Unread(index, _why(error))
     try:
         names, shared = _read_index(data)
         if shared is not None:
-            shared_data = read_regular(os.path.join(git_dir, f"sharedindex.{shared}"), MAX_INDEX_BYTES)
-            names += parse_index(shared_data)
-    except (OSError, ValueError, Refused):
-        return None
+            index = os.path.join(git_dir, f"sharedindex.{shared}")
+            names += parse_index(read_regular(index, MAX_INDEX_BYTES))
+    except (OSError, ValueError, Refused) as error:
+        return Unread(index, _why(error))
     return _tracked(names)
+
+
+def _why(error: Exception) -> str:
+    return (error.strerror or str(error)) if isinstance(error, OSError) else str(error)
 
 
 def _git_dir(root: str) -> str | None:

@@ -189,6 +189,17 @@ def _link(folder: str) -> Unchecked:
     return Unchecked(folder, f"{LINK_NOT_FOLLOWED}: name it to check it", "symlinked folder")
 
 
+def unread_index(path: str, why: str) -> Unchecked:
+    """A git index the walk could not read: files it tracks that a `.gitignore` names may have
+    been left out, since git's rule (a tracked file is never ignored) could not be applied."""
+    return Unchecked(
+        path,
+        f"cannot be read ({why}): files it tracks that a .gitignore names were left out; name them to check them",
+        "git index",
+        "not read",
+    )
+
+
 def kustomize_hint(folder: str) -> str:
     return f"render it with `kubectl kustomize {folder} | dra-guard check -`"
 
@@ -240,6 +251,7 @@ class Inputs:
         self._kustomize = kustomize
         self.skipped: list[str] = []
         self.unchecked: list[Unchecked] = [_link(folder) for folder in selection.links]
+        self.unchecked += [unread_index(path, why) for path, why in selection.unread_indexes]
         self.files = 0
 
     @property

@@ -82,6 +82,9 @@ class Selection:
     output_named: bool = False
     #: The report file was found by a walk or glob (and left out of the inputs).
     output_found: bool = False
+    #: Git indexes that could not be read while a `.gitignore` pattern left files out:
+    #: (path, why), reported as not read (the files they track may have been left out).
+    unread_indexes: list[tuple[str, str]] = field(default_factory=list)
 
     def file_sizes(self) -> Iterable[int]:
         """The size of each file selected (standard input's is not known), one at a time."""
@@ -203,6 +206,9 @@ class Ignores:
         self._folders: dict[tuple[str, str], _Folder] = {}
         #: Per repository root: what its index tracks (None: the index cannot be read).
         self._tracked: dict[str, Tracked | None] = {}
+        #: The indexes that could not be read when a `.gitignore` pattern matched, and why:
+        #: what they track and the patterns name was left out, so the report says so.
+        self.unread_indexes: dict[str, str] = {}
 
     def excluded(self, path: str, is_dir: bool = False) -> bool:
         """Named by an exclude pattern, or ignored by git."""
@@ -276,9 +282,12 @@ class Ignores:
         """Whether git tracks `absolute` (or, a folder, a file in it): its index is read the
         first time a path of the repository is ignored, and only then (`git_index`)."""
         if root not in self._tracked:
-            from dra_guard.read.git_index import tracked
+            from dra_guard.read.git_index import Unread, read_tracked
 
-            self._tracked[root] = tracked(root)
+            found = read_tracked(root)
+            if isinstance(found, Unread):
+                self.unread_indexes.setdefault(found.path, found.why)
+            self._tracked[root] = None if isinstance(found, Unread) else found
         index = self._tracked[root]
         relative = _relative(absolute, root)
         return index is not None and relative is not None and index.holds(relative, is_dir)
@@ -518,8 +527,19 @@ def select(
         else:  # a path too long, a folder on the way that cannot be entered, a loop of links
             selection.errors.append(InputError(raw, None, f"cannot read: {problem.strerror or problem}"))
     selection.charts = list(charts.values())
+    selection.unread_indexes = [(_shown(path), why) for path, why in ignores.unread_indexes.items()]
     selection.links = [link for link in links.values() if not _inside(os.path.realpath(link), walked_folders)]
     return selection
+
+
+def _shown(path: str) -> str:
+    """An absolute path as a report names it: relative to the working directory when it is
+    below it (the same on every machine), else as it is."""
+    try:
+        relative = os.path.relpath(path)
+    except OSError:  # the working directory is gone
+        return path
+    return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 def _inside(path: str, folders: Iterable[str]) -> bool:

@@ -85,7 +85,7 @@ def summary_line(report: Report) -> str:
         parts.append(f"skipped {skipped} {what}")
     groups = Counter((unchecked.what, unchecked.status) for unchecked in report.unchecked)
     for (what, status), count in groups.items():
-        parts.append(f"{_plural(count, what, what + 's')} {status}")
+        parts.append(f"{_plural(count, what, what + ('es' if what.endswith('x') else 's'))} {status}")
     if report.errors:
         parts.append(_plural(len(report.errors), "input error", "input errors"))
     return "; ".join(parts)
