@@ -259,6 +259,32 @@ def test_a_worktree_reads_its_own_index(tmp_path: Path, monkeypatch: pytest.Monk
     assert Ignores().excluded("other.yaml") is True  # untracked: ignored
 
 
+def test_a_worktree_and_a_submodule_use_their_repository_info_exclude(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worktree's `info/exclude` is its repository's (the common git folder), a
+    submodule's is in its own git folder under the superproject's: as `git status` has it."""
+    main_tree = tmp_path / "main"
+    main_tree.mkdir()
+    git(main_tree, "init", "-q", ".")
+    (main_tree / "kept.yaml").write_text(LEGACY_POD)
+    git(main_tree, "add", "kept.yaml")
+    git(main_tree, "commit", "-qm", "x")
+    (main_tree / ".git" / "info").mkdir(exist_ok=True)
+    (main_tree / ".git" / "info" / "exclude").write_text("scratch/\n")
+    git(main_tree, "worktree", "add", "-q", str(tmp_path / "wt"))
+    git(tmp_path, "init", "-q", "super")
+    git(tmp_path / "super", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(main_tree), "sub")
+    sub_git = tmp_path / "super" / ".git" / "modules" / "sub"
+    (sub_git / "info").mkdir(exist_ok=True)
+    (sub_git / "info" / "exclude").write_text("scratch/\n")
+    for tree in (tmp_path / "wt", tmp_path / "super" / "sub"):
+        (tree / "scratch").mkdir()
+        (tree / "scratch" / "pod.yaml").write_text(LEGACY_POD)
+        assert listed(tree, "--others", "--exclude-standard") == []  # git leaves it out
+        assert walked(tree, monkeypatch) == ["kept.yaml"]
+
+
 def _ever_longer_names(count: int) -> bytes:
     """A version 4 index whose every name is the previous one and one byte more."""
     import hashlib

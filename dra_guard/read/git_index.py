@@ -116,6 +116,16 @@ def _git_dir(root: str) -> str | None:
     return os.path.join(root, first[len("gitdir:") :].strip())
 
 
+def exclude_file(root: str) -> str:
+    """The repository's `info/exclude`: in its common git folder, which a worktree's git
+    folder names in its `commondir` file (git's `repository.c`), a submodule's is its own."""
+    git_dir = _git_dir(root) or os.path.join(root, ".git")
+    common = os.fsdecode(read_head(os.path.join(git_dir, "commondir"), 4096).partition(b"\n")[0]).strip()
+    if common and "\0" not in common:
+        git_dir = os.path.join(git_dir, common)
+    return os.path.join(git_dir, "info", "exclude")
+
+
 def parse_index(data: bytes) -> list[bytes]:
     """The path of every entry of the index `data` (a sparse directory's ends in `/`);
     ValueError where it is no index this module can read, or a split index."""

@@ -29,7 +29,7 @@ depth (`charts`, `*.generated.yaml`), one with a slash matches from its base dir
 (`deploy/legacy/`); excludes from the configuration are relative to the configuration
 file's directory, `--exclude` patterns to the working directory.  `.gitignore` files
 count only inside a git repository, as in git: those from the repository root down to
-each file, and `.git/info/exclude`.
+each file, and the repository's `info/exclude` (a worktree's is in the common git folder).
 """
 
 from __future__ import annotations
@@ -251,7 +251,9 @@ class Ignores:
             if directory == root:
                 # Before the root's .gitignore: in one spec the later match wins, and git
                 # lets a .gitignore's pattern (`!keep.yaml`) win over info/exclude's.
-                sources.insert(0, os.path.join(root, ".git", "info", "exclude"))
+                from dra_guard.read.git_index import exclude_file
+
+                sources.insert(0, exclude_file(root))
             for source in sources:
                 try:
                     # Opened as inputs are: a FIFO named .gitignore would block the walk for
