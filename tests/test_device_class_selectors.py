@@ -136,6 +136,25 @@ def test_a_nic_class_by_name_that_selects_gpus_is_judged_as_an_accelerator() -> 
     assert_parity(POD)
 
 
+def test_a_nic_class_by_name_that_selects_gpus_is_judged_beside_a_gpu_request_too() -> None:
+    """A GPU + `rdma` claim: the `rdma` request is judged by the input's DeviceClass as it is
+    alone (it was judged on its GPU request alone, so the second GPU went unpinned, unseen)."""
+    mixed = yaml.safe_load(yaml.safe_dump(TEMPLATE))
+    requests = mixed["spec"]["spec"]["devices"]["requests"]
+    requests[0]["name"] = "nic"
+    requests.insert(0, {"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com"}})
+
+    def on_nic(objects: list[dict[str, object]]) -> set[str]:
+        return {f.rule for f in findings(objects) if "request 'nic'" in f.message}
+
+    found = on_nic([device_class("rdma", MIG), mixed])
+    assert found >= {"DRA002", "DRA003"}
+    assert all(f.cross_object for f in findings([device_class("rdma", MIG), mixed]) if "request 'nic'" in f.message)
+    nics = device_class("rdma", 'device.driver == "dra.net"', 'device.attributes["dra.net"].rdma')
+    assert on_nic([mixed]) == set() and on_nic([nics, mixed]) == set()
+    assert_parity(mixed)
+
+
 def test_a_nic_class_the_configuration_lists_or_a_driver_class_stays_no_accelerator() -> None:
     listed = parse_config(yaml.safe_load("non-accelerator-classes: [rdma]"), RULES, "test")
     assert findings([device_class("rdma", MIG), TEMPLATE, POD], listed) == []

@@ -551,18 +551,14 @@ class Context:
         if resource.kind not in CLAIM_KINDS:
             return []
         if resource.accelerator_requests is None:
-            accelerators = [
-                request for request in resource.requests if self.config.is_accelerator(request.device_class)
+            # A request of a NIC or CPU class the catalog knows by its conventional name
+            # (`rdma`) counts too, beside a GPU's as well as alone: the input's DeviceClass may
+            # show it to select GPUs, so its findings wait for it (`unless_not_accelerators`).
+            resource.accelerator_requests = [
+                request
+                for request in resource.requests
+                if self.config.is_accelerator(request.device_class) or overridable(request.device_class, self.config)
             ]
-            if not accelerators:
-                # A claim only of NIC or CPU classes the catalog knows by their conventional
-                # names (`rdma`): the input's DeviceClass may show them to select GPUs, so their
-                # findings wait for it (`unless_not_accelerators`).  Never beside a request
-                # that is an accelerator's: a GPU + NIC claim is judged on its GPU alone.
-                accelerators = [
-                    request for request in resource.requests if overridable(request.device_class, self.config)
-                ]
-            resource.accelerator_requests = accelerators
         return resource.accelerator_requests
 
     def unless_not_accelerators(
