@@ -65,6 +65,29 @@ def test_a_template_is_read_with_the_service_account_token(tmp_path: Path) -> No
     assert [authorization.lower() for _, authorization in server.requests] == ["bearer token-1"] * 3
 
 
+def test_the_templates_and_claims_a_group_shares_are_looked_up() -> None:
+    """A Workload's nested templates and a Job's scheduling claims name templates and claims
+    as a pod spec does: the webhook reads them (a NIC's may be shared)."""
+    from dra_guard.admission.webhook import claim_names, template_names
+
+    nested = {"name": "w", "resourceClaims": [{"name": "a", "resourceClaimTemplateName": "deep"}]}
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "spec": {"compositePodGroupTemplates": [{"name": "c", "podGroupTemplates": [nested]}]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "spec": {
+            "scheduling": {"resourceClaims": [{"name": "g", "resourceClaimName": "shared"}]},
+            "template": {"spec": {"resourceClaims": [{"name": "p", "resourceClaimTemplateName": "own"}]}},
+        },
+    }
+    assert list(template_names(workload)) == ["deep"]
+    assert list(template_names(job)) == ["own"] and list(claim_names(job)) == ["shared"]
+
+
 def test_a_pod_naming_a_template_that_does_not_exist_is_denied_and_a_controller_is_not(tmp_path: Path) -> None:
     """404: the template does not exist (yet).  Admitting the Pod would let a template created
     afterwards give it devices nothing checked against it (DRA016's scrubber); so the Pod is

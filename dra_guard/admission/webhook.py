@@ -53,11 +53,12 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 from dra_guard.admission.policy import covered_rules
 from dra_guard.admission.reservations import is_extended_resource_claim, is_reservation, new_pods, pod_using
 from dra_guard.admission.serving import STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
-from dra_guard.contract.catalog import POD_GROUP_KINDS, POD_SPEC_PATHS
+from dra_guard.contract.catalog import POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
 from dra_guard.model.allocation import evaluations_until
 from dra_guard.model.manifest import get_path
+from dra_guard.model.pod_groups import group_claims
 from dra_guard.model.selectors import analysed_at_once, byte_length, parsed_already
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
@@ -1028,7 +1029,8 @@ def _policy_decides_all(rule: Rule, admission: Admission) -> bool:
 def template_names(obj: Mapping[str, Any]) -> Iterator[str]:
     """The claim templates `obj` makes claims from: `resourceClaimTemplateName` in the
     `resourceClaims` of its pod spec (where `POD_SPEC_PATHS` puts it for a built-in kind) or
-    of its pod groups (scheduling.k8s.io PodGroup and Workload), nowhere else in it."""
+    of its pod groups (scheduling.k8s.io PodGroup and Workload, a Job's `spec.scheduling`:
+    `dra_guard.model.pod_groups`), nowhere else in it."""
     return _pod_claim_fields(obj, "resourceClaimTemplateName")
 
 
@@ -1044,25 +1046,17 @@ def _pod_claim_fields(obj: Mapping[str, Any], field_name: str) -> Iterator[str]:
     if not isinstance(kind, str) or not isinstance(api_version, str):
         return
     group = api_version.rpartition("/")[0]
-    claim_lists: list[Any] = []
+    claims: list[Any] = []
     if kind in POD_SPEC_PATHS and KIND_RESOURCES[kind][0] == group:
         spec = get_path(obj, POD_SPEC_PATHS[kind])
-        if isinstance(spec, Mapping):
-            claim_lists.append(spec.get("resourceClaims"))
-    elif kind in POD_GROUP_KINDS and KIND_RESOURCES[kind][0] == group:
-        spec = obj.get("spec")
-        if isinstance(spec, Mapping) and kind == "PodGroup":
-            claim_lists.append(spec.get("resourceClaims"))
-        elif isinstance(spec, Mapping):
-            groups = spec.get("podGroupTemplates")
-            for pod_group in groups if isinstance(groups, list) else ():
-                if isinstance(pod_group, Mapping):
-                    claim_lists.append(pod_group.get("resourceClaims"))
-    for claims in claim_lists:
-        for claim in claims if isinstance(claims, list) else ():
-            name = claim.get(field_name) if isinstance(claim, Mapping) else None
-            if isinstance(name, str) and name:
-                yield name
+        if isinstance(spec, Mapping) and isinstance(spec.get("resourceClaims"), list):
+            claims += spec["resourceClaims"]
+    # A pod group's, a Workload's (nested templates too) and a Job's scheduling claims.
+    claims += (claim for _, claim in group_claims(kind, obj))
+    for claim in claims:
+        name = claim.get(field_name) if isinstance(claim, Mapping) else None
+        if isinstance(name, str) and name:
+            yield name
 
 
 def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from dra_guard.model.manifest import (
     metadata,
     text,
 )
+from dra_guard.model.pod_groups import group_claims
 from dra_guard.model.pod_templates import PodSpecView, pod_specs
 from dra_guard.ruleapi.config import Config
 from dra_guard.ruleapi.device_classes import decided_by_input, is_accelerator_class, is_pod_level_class, overridable
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
     from dra_guard.model.allocation import SliceCollector
 
 T = TypeVar("T")
-SCHEDULING_GROUP = "scheduling.k8s.io/"
+#: The kinds that may share claims among the pods of a group (`dra_guard.model.pod_groups`).
+GROUP_CLAIM_KINDS = frozenset({*POD_GROUP_KINDS, "Job", "CronJob"})
 #: NVIDIA's ComputeDomain (resource.nvidia.com), and the one request of the template it makes.
 COMPUTE_DOMAIN_GROUP = "resource.nvidia.com/"
 COMPUTE_DOMAIN_REQUESTS = ("channel",)
@@ -300,8 +302,9 @@ class Context:
         #: The CEL selectors of the input's DeviceClasses, by name: the last object of a
         #: name wins, as `kubectl apply` leaves it.
         self._class_selectors: dict[str, tuple[str, ...]] = {}
-        #: The claims each PodGroup shares among its pods, by (namespace, PodGroup name):
-        #: (claim name, resourceClaimName, resourceClaimTemplateName), "" for what is unset.
+        #: The claims each pod group shares among its pods, by (namespace, "Kind/name") of the
+        #: PodGroup, Workload or Job that declares them: (claim name, resourceClaimName,
+        #: resourceClaimTemplateName), "" for what is unset.
         self._pod_group_claims: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
         self._slices: SliceCollector | None = None
         #: Set by a caller that knows the input holds no ResourceSlice (the webhook: the object
@@ -375,7 +378,7 @@ class Context:
                 # fixture) is only an object: the cluster is what the user gives as such.
                 return None
             return (_SLICE, resource.obj)
-        if kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_GROUP):
+        if kind in GROUP_CLAIM_KINDS:
             return self._pod_group_fact(resource)
         if kind == "Pod":
             users = tuple(
@@ -424,19 +427,19 @@ class Context:
         return (_CLAIM, ClaimFacts("ResourceClaimTemplate", resource.namespace, template, names, classes))
 
     def _pod_group_fact(self, resource: Resource) -> Fact | None:
-        spec = mapping(resource.obj.get("spec"))
-        if resource.kind != "PodGroup":
-            return None  # a Workload's pod group templates become PodGroups whose names we cannot know
+        """The claims `resource` shares among the pods of a group (`dra_guard.model.pod_groups`),
+        keyed by (namespace, "Kind/name"): a PodGroup's, whose pods name it; a Workload's or a
+        Job's, whose PodGroups get names we cannot know."""
         entries = tuple(
             (
-                (resource.namespace, resource.name),
+                (resource.namespace, f"{resource.kind}/{resource.name}"),
                 (
                     text(claim.get("name")),
                     text(claim.get("resourceClaimName")),
                     text(claim.get("resourceClaimTemplateName")),
                 ),
             )
-            for claim in map(mapping, items(spec.get("resourceClaims")))
+            for _, claim in group_claims(resource.kind, resource.obj)
         )
         return (_POD_GROUP, entries) if entries and resource.name else None
 
@@ -508,15 +511,16 @@ class Context:
         )
         return any(
             wanted in entries
-            for (group_namespace, group_name), entries in self._pod_group_claims.items()
-            if group_name == group and same_namespace(group_namespace, namespace)
+            for (group_namespace, declared_by), entries in self._pod_group_claims.items()
+            if declared_by == f"PodGroup/{group}" and same_namespace(group_namespace, namespace)
         )
 
     def template_group_shared(self, namespace: str, template: str) -> list[str]:
-        """PodGroups in the input that share a claim made from this template among their pods."""
+        """The PodGroups, Workloads and Jobs in the input that share a claim made from this
+        template among the pods of a group ("Kind/name")."""
         return sorted(
-            f"PodGroup/{group_name}"
-            for (group_namespace, group_name), entries in self._pod_group_claims.items()
+            declared_by
+            for (group_namespace, declared_by), entries in self._pod_group_claims.items()
             if same_namespace(group_namespace, namespace) and any(entry[2] == template for entry in entries)
         )
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from dra_guard.contract.catalog import POD_GROUP_KINDS
 from dra_guard.contract.findings import Severity
-from dra_guard.model.manifest import Path, items, mapping, text
+from dra_guard.model.manifest import Path, mapping, text
+from dra_guard.model.pod_groups import SCHEDULING_API, group_claims
 from dra_guard.model.pod_templates import PodSpecView
 from dra_guard.ruleapi.admission_form import CONTROLLER_KINDS, Admission, AdmissionTarget, Validation, pod_spec
 from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
@@ -22,7 +23,9 @@ RATIONALE = (
     "A ResourceClaim named by resourceClaimName is one allocation: every pod that names it runs on the same "
     "devices, so tenants (or replicas) see each other's memory. In a controller's pod template it is shared "
     "by every replica, and in a Pod written with generateName and no name by every pod each `kubectl create` "
-    "of it makes; a PodGroup's (or Workload pod group's) claims are reserved for the whole group, and with "
+    "of it makes; a PodGroup's claims are reserved for the whole group, and so are a Workload's pod group "
+    "templates' (nested in composite templates too) and a Job's or CronJob's spec.scheduling.resourceClaims "
+    "(WorkloadWithJob, alpha 1.37), which become its PodGroup's; with "
     "DRAWorkloadResourceClaims (alpha 1.36) a pod claim from a template resolves to the group's one claim when "
     "the pod's PodGroup (schedulingGroup.podGroupName) declares a claim with the same name and template (core/v1 "
     "PodResourceClaim): such template claims are reported as shared too, where the PodGroup is among the "
@@ -43,7 +46,7 @@ FACETS = {
     "template-claim": "a controller's pod template names a ResourceClaim that every pod it creates would share",
     "generated-pod-claim": "a Pod with generateName names a ResourceClaim that every create of it shares",
     "pods-share-claim": "pods of the input name the same ResourceClaim",
-    "group-claim": "a PodGroup's claim is shared by every pod of the group",
+    "group-claim": "a PodGroup's claim (a Workload's, a Job's scheduling claim) is shared by every pod of the group",
     "group-template": "a pod's template claim resolves to the one claim its PodGroup makes",
 }
 _POD = """\
@@ -81,6 +84,31 @@ spec:
       - {name: gpu, resourceClaimName: shared-slice}
 """,
         findings=("Deployment/inference#/spec/template/spec/resourceClaims/0/resourceClaimName",),
+    ),
+    Example(
+        title="A gang-scheduled Job shares its scheduling claim among all its pods (WorkloadWithJob, 1.37)",
+        manifests="""\
+apiVersion: batch/v1
+kind: Job
+metadata: {name: train, namespace: team-a}
+spec:
+  parallelism: 4
+  scheduling:
+    schedulingPolicy: {gang: {minCount: 4}}
+    resourceClaims:
+    - {name: gpu, resourceClaimTemplateName: slice}
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: main
+        image: trainer
+        resources:
+          claims: [{name: gpu}]
+      resourceClaims:
+      - {name: gpu, resourceClaimTemplateName: slice}
+""",
+        findings=("Job/train#/spec/scheduling/resourceClaims/0",),
     ),
     Example(
         title="Two pods name the same ResourceClaim",
@@ -142,24 +170,14 @@ def made_many_times(obj: Mapping[str, Any]) -> str | None:
     return generate_name if generated else None
 
 
-def _group_claims(resource: Resource) -> Iterator[tuple[Path, Mapping[str, Any]]]:
-    spec = mapping(resource.obj.get("spec"))
-    if resource.kind == "PodGroup":
-        for index, claim in enumerate(items(spec.get("resourceClaims"))):
-            yield ("spec", "resourceClaims", index), mapping(claim)
-    else:
-        for group_index, group in enumerate(items(spec.get("podGroupTemplates"))):
-            for index, claim in enumerate(items(mapping(group).get("resourceClaims"))):
-                yield ("spec", "podGroupTemplates", group_index, "resourceClaims", index), mapping(claim)
-
-
 def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]:
-    if resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith("scheduling.k8s.io/"):
-        for path, claim in _group_claims(resource):
-            message = f"{resource.kind} claim {text(claim.get('name'))!r} is shared by every pod of the group"
-            args = (context, resource.namespace, text(claim.get("resourceClaimName")), message)
-            template = text(claim.get("resourceClaimTemplateName"))
-            yield Pending(path, _group_claim, (*args, template), facet="group-claim")
+    for path, claim in group_claims(resource.kind, resource.obj):
+        group = "the group" if resource.kind in POD_GROUP_KINDS else f"the {resource.kind}'s pod group"
+        message = f"{resource.kind} claim {text(claim.get('name'))!r} is shared by every pod of {group}"
+        args = (context, resource.namespace, text(claim.get("resourceClaimName")), message)
+        template = text(claim.get("resourceClaimTemplateName"))
+        yield Pending(path, _group_claim, (*args, template), facet="group-claim")
+    if resource.kind in POD_GROUP_KINDS and text(resource.obj.get("apiVersion")).startswith(SCHEDULING_API):
         return
     # Several pod specs may share one claim list (an Argo workflow's): report it once.
     reported: set[Path] = set()

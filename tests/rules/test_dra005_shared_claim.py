@@ -143,6 +143,61 @@ def test_dra005_group_claims_for_non_accelerators_may_be_shared() -> None:
     assert _dra005(_member(), declared, nic) == []
 
 
+# --- a Workload's nested templates, a Job's scheduling claims (WorkloadWithJob, 1.37) ------
+
+
+def _job_sharing(kind: str, claims: list[dict[str, str]]) -> dict[str, Any]:
+    """kubernetes/api @ 10b39a39 batch/v1/types.go `JobSchedulingConfiguration.ResourceClaims`:
+    "which ResourceClaims may be shared among Pods in the Job"."""
+    objects = workload("Job")
+    job = objects.workload
+    job["spec"]["scheduling"] = {"schedulingPolicy": {"gang": {"minCount": 2}}, "resourceClaims": claims}
+    if kind == "CronJob":
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": job["metadata"],
+            "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": job["spec"]}},
+        }
+    return job
+
+
+@pytest.mark.parametrize(
+    ("kind", "where"),
+    [("Job", "/spec/scheduling/resourceClaims/0"), ("CronJob", "/spec/jobTemplate/spec/scheduling/resourceClaims/0")],
+)
+def test_dra005_a_jobs_scheduling_claims_are_shared_by_its_pod_group(kind: str, where: str) -> None:
+    sharing = _job_sharing(kind, [{"name": "accelerator", "resourceClaimTemplateName": "slice"}])
+    (finding,) = [f for f in findings(sharing) if f.rule == "DRA005"]
+    assert (finding.object.kind, finding.path) == (kind, where)
+    assert f"shared by every pod of the {kind}'s pod group" in finding.message and not finding.cross_object
+    # A NIC's claim may be shared; a Job without scheduling claims shares nothing.
+    nic = template()
+    nic["metadata"]["name"] = "slice"
+    devices(nic)["requests"][0]["exactly"]["deviceClassName"] = "net.example.com"
+    assert [f for f in findings(sharing, nic) if f.rule == "DRA005"] == []
+    assert [f for f in findings(_job_sharing(kind, [])) if f.rule == "DRA005"] == []
+
+
+def test_dra005_a_workloads_nested_composite_templates_share_their_claims() -> None:
+    """scheduling/v1beta1 `CompositePodGroupTemplate` holds podGroupTemplates and more
+    composite templates; each nested PodGroupTemplate's resourceClaims is the group's."""
+    inner = {"name": "workers", "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared-mig"}]}
+    composite = {"name": "outer", "compositePodGroupTemplates": [{"name": "mid", "podGroupTemplates": [inner]}]}
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "train", "namespace": "ns"},
+        "spec": {"compositePodGroupTemplates": [composite]},
+    }
+    assert _dra005(group) == [
+        (
+            "Workload",
+            "/spec/compositePodGroupTemplates/0/compositePodGroupTemplates/0/podGroupTemplates/0/resourceClaims/0",
+        )
+    ]
+
+
 def _generated_pod(**metadata: Any) -> dict[str, Any]:
     obj = pod(
         containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],

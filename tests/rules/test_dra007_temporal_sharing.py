@@ -99,6 +99,30 @@ def test_dra007_a_template_a_pod_group_shares_is_critical(order: str) -> None:
     assert dra007(shared, _pod_group("other-template"))[0].severity == Severity.MEDIUM
 
 
+@pytest.mark.parametrize("kind", ["Workload", "Job"])
+def test_dra007_a_template_a_workload_or_job_shares_is_critical(kind: str) -> None:
+    """A Workload's pod group templates and a Job's scheduling claims make one claim per group
+    too (dra_guard.model.pod_groups): not one pod's own."""
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "slice"}]
+    group: dict[str, Any] = (
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "Workload",
+            "metadata": {"name": "workers", "namespace": "ns"},
+            "spec": {"podGroupTemplates": [{"name": "g", "resourceClaims": claims}]},
+        }
+        if kind == "Workload"
+        else {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "workers", "namespace": "ns"},
+            "spec": {"scheduling": {"resourceClaims": claims}, "template": {"spec": {"containers": []}}},
+        }
+    )
+    (finding,) = dra007(_sharing(template()), group)
+    assert finding.severity == Severity.CRITICAL and f"{kind}/workers" in finding.message
+
+
 def test_dra007_a_resource_claim_and_a_device_class_are_critical() -> None:
     (finding,) = dra007(_sharing(claim()))
     assert finding.severity == Severity.CRITICAL and "every pod that names this ResourceClaim" in finding.message
