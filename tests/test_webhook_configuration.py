@@ -441,9 +441,15 @@ def _reserved_for(*uids: str) -> dict[str, Any]:
         (_reserved_for("a"), _reserved_for("a"), False),  # a driver's device status, say
         (_reserved_for("a", "b"), _reserved_for("a"), False),  # a pod is done with it
         ({}, {"status": {"allocation": {}}}, False),
+        # A PodGroup (KEP-5729): every pod of the group gets the claim.
+        (
+            {},
+            {"status": {"reservedFor": [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "uid": "g"}]}},
+            True,
+        ),
     ],
 )
-def test_the_reservations_entry_gets_only_updates_that_reserve_for_another_pod(
+def test_the_reservations_entry_gets_only_updates_that_reserve_for_another_consumer(
     old: dict[str, Any], new: dict[str, Any], sent: bool
 ) -> None:
     import celpy

@@ -496,6 +496,26 @@ def test_a_reservation_for_a_pod_that_cannot_be_read_or_does_not_use_the_claim_i
     assert response["allowed"] is False and said in response["status"]["message"]
 
 
+def _reserved_for_a_group(claim: dict[str, Any]) -> dict[str, Any]:
+    """The scheduler's reservation of a claim a PodGroup declares: for the group, not a pod."""
+    request = reservation(claim)
+    group = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "workers", "uid": "g-1"}
+    request["object"] = {**claim, "status": {"reservedFor": [group]}}
+    return request
+
+
+def test_a_claim_the_scrubber_must_wipe_is_not_reserved_for_a_pod_group(tmp_path: Path) -> None:
+    """Every pod of the group would get the MIG claim at once, and no pod is named: refused
+    without reading anything. A NIC's claim may be reserved for a group."""
+    with api_server(tmp_path) as server:
+        webhook = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server))
+        response = webhook.review(_reserved_for_a_group(CLAIM))
+        nic = {**CLAIM, "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "rdma"}}]}}}
+        assert webhook.review(_reserved_for_a_group(nic))["allowed"] is True
+    assert response["allowed"] is False and server.requests == []
+    assert "for podgroups.scheduling.k8s.io/workers: DRA016" in response["status"]["message"]
+
+
 def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_path: Path) -> None:
     already = {**MADE_FOR_POD, "status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": POD_UID}]}}
     with api_server(tmp_path) as server:

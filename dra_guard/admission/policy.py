@@ -408,15 +408,16 @@ def webhook_configuration(
 
 #: The webhook entry for reservations, and its one matchCondition.
 RESERVATION_WEBHOOK = "reservations.dra-guard.io"
-RESERVATION_CONDITION = "reserves-for-another-pod"
+RESERVATION_CONDITION = "reserves-for-another-consumer"
 
 
 def reservation_condition() -> str:
-    """CEL (a webhook matchCondition): the update adds a pod to the claim's reservedFor (by
-    uid). The rest of a claim's status (its allocation alone, a driver's device status, a
-    reservation taken away) is never sent."""
+    """CEL (a webhook matchCondition): the update adds a consumer to the claim's reservedFor
+    (by uid): a pod, or a pod group (a PodGroup, whose pods all get the claim). The rest of a
+    claim's status (its allocation alone, a driver's device status, a reservation taken
+    away) is never sent."""
     added = (
-        "object.status.reservedFor.exists(c, c.resource == 'pods' && !(has(oldObject.status) && "
+        "object.status.reservedFor.exists(c, !(has(oldObject.status) && "
         "has(oldObject.status.reservedFor) && oldObject.status.reservedFor.exists(o, o.uid == c.uid)))"
     )
     return f"has(object.status) && has(object.status.reservedFor) && {added}"

@@ -10,6 +10,13 @@ allocation) through the status subresource before it binds the pod (kubernetes
 kubelet starts no pod whose claims are not reserved for it.  So the webhook reviews that
 update, for every pod it adds, against the claim being reserved, whoever writes it (another
 scheduler's binder too): DRA016, the scrubber, as at the pod's admission.
+
+A claim reserved for a pod group (a PodGroup, KEP-5729) gives its devices to every pod of
+the group, which the claim does not name.  When the claim is one DRA016 requires the
+scrubber for, such a reservation is refused: each pod's scrubber would wipe the memory the
+others are using, and which pods hold it cannot be read from the update.  Any other claim
+may be reserved for a group (DRA005 reports accelerator claims shared by a group at the
+group's admission).
 """
 
 from __future__ import annotations
@@ -29,6 +36,21 @@ EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-c
 class Consumer(NamedTuple):
     name: str
     uid: str
+
+
+class GroupConsumer(NamedTuple):
+    """A consumer in `reservedFor` that is not a pod: a PodGroup (DRAWorkloadResourceClaims,
+    KEP-5729: a claim a pod group declares "is reserved for the PodGroup in
+    ResourceClaimStatus.ReservedFor rather than for individual Pods", kubernetes/api @ 10b39a39
+    core/v1/types.go `PodResourceClaim`), or any other resource a controller names."""
+
+    api_group: str
+    resource: str
+    name: str
+    uid: str
+
+    def __str__(self) -> str:
+        return f"{self.resource}.{self.api_group}/{self.name}" if self.api_group else f"{self.resource}/{self.name}"
 
 
 def is_reservation(request: Mapping[str, Any]) -> bool:
@@ -55,6 +77,36 @@ def _pods_reserved_for(claim: Any) -> set[Consumer]:
 def new_pods(claim: Any, old_claim: Any) -> list[Consumer]:
     """The pods the update reserves the claim for that the old claim was not reserved for."""
     return sorted(_pods_reserved_for(claim) - _pods_reserved_for(old_claim))
+
+
+def _groups_reserved_for(claim: Any) -> set[GroupConsumer]:
+    found: set[GroupConsumer] = set()
+    for raw in items(mapping(mapping(claim).get("status")).get("reservedFor")):
+        entry = mapping(raw)
+        if not (entry.get("resource") == "pods" and not entry.get("apiGroup")):
+            found.add(GroupConsumer(*(str(entry.get(key) or "") for key in ("apiGroup", "resource", "name", "uid"))))
+    return found
+
+
+def new_groups(claim: Any, old_claim: Any) -> list[GroupConsumer]:
+    """The consumers other than pods the update newly reserves the claim for: every pod of
+    such a group gets the claim's devices, and the pods are not named in the claim."""
+    return sorted(_groups_reserved_for(claim) - _groups_reserved_for(old_claim))
+
+
+def group_member(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod that uses `claim` by name and runs nothing else: what DRA016 asks of any pod of a
+    group the claim is reserved for, before that pod's own init containers are known."""
+    metadata = mapping(claim.get("metadata"))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "pod-group-member", "namespace": text(metadata.get("namespace"))},
+        "spec": {
+            "containers": [{"name": "member", "image": "any", "resources": {"claims": [{"name": "claim"}]}}],
+            "resourceClaims": [{"name": "claim", "resourceClaimName": text(metadata.get("name"))}],
+        },
+    }
 
 
 def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -51,7 +51,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from dra_guard.admission.policy import covered_rules
-from dra_guard.admission.reservations import is_extended_resource_claim, is_reservation, new_pods, pod_using
+from dra_guard.admission.reservations import (
+    group_member,
+    is_extended_resource_claim,
+    is_reservation,
+    new_groups,
+    new_pods,
+    pod_using,
+)
 from dra_guard.admission.serving import STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
@@ -861,6 +868,23 @@ class Webhook:
         stays pending, and the scheduler tries again)."""
         uid = request["uid"]
         namespace = str(request.get("namespace") or "")
+        claim_name = str((claim.get("metadata") or {}).get("name") or "")
+        reserved = _with_namespace(claim, namespace)
+        groups = new_groups(claim, request.get("oldObject"))
+        if groups and not is_extended_resource_claim(claim):
+            with evaluations_until(checks_until):
+                report = _check(group_member(reserved), [reserved], self._engine_config(reserved))
+            if any(finding.rule == SCRUB_RULE and finding.severity >= self.fail_on for finding in report.findings):
+                where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
+                return _denial(
+                    uid,
+                    "; ".join(
+                        f"{where} for {group}: DRA016: a claim the scrubber must wipe before each use is given to "
+                        "every pod of the group at once, where one pod's scrubber would wipe the memory the others "
+                        "use, and the update names none of them; denied (give each pod its own claim from a template)"
+                        for group in groups
+                    ),
+                )
         pods = new_pods(claim, request.get("oldObject"))
         if not pods or not self._reads_pods:
             return {"uid": uid, "allowed": True}  # no reservation added, or nothing to read pods with
@@ -870,8 +894,6 @@ class Webhook:
                 f"dra-guard webhook: the update reserves the claim for {len(pods)} pods at once; the webhook reads "
                 f"at most {self.max_templates} for one review; denied",
             )
-        claim_name = str((claim.get("metadata") or {}).get("name") or "")
-        reserved = _with_namespace(claim, namespace)
         denials: list[str] = []
         for name, pod_uid in pods:
             which = f"Pod {namespace}/{name}"
