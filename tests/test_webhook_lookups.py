@@ -516,6 +516,40 @@ def test_a_claim_the_scrubber_must_wipe_is_not_reserved_for_a_pod_group(tmp_path
     assert "for podgroups.scheduling.k8s.io/workers: DRA016" in response["status"]["message"]
 
 
+@pytest.mark.parametrize(("device_class", "allowed"), [("mig.nvidia.com", False), ("rdma", True)])
+def test_the_schedulers_extended_resource_claim_of_a_class_to_scrub_is_refused(
+    tmp_path: Path, device_class: str, allowed: bool
+) -> None:
+    """A pod asking for `example.com/gpu`, which nothing dra-guard saw maps (DRA001 passed it),
+    gets the scheduler's claim (KEP-5004) of the class the cluster's DeviceClass maps it to: for
+    MIG, no pod claim, so no scrubber, can hold it. testkit/lifecycle.py models the claim."""
+    from testkit.lifecycle import extended_resource_claims
+
+    asking = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "tenant-a"},
+        "spec": {"containers": [{"name": "main", "image": "i", "resources": {"limits": {"example.com/gpu": 1}}}]},
+    }
+    mapping_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": device_class},
+        "spec": {"extendedResourceName": "example.com/gpu"},
+    }
+    (made,) = extended_resource_claims(asking, [mapping_class])
+    with api_server(tmp_path) as server:
+        server.answer = _served_pod(asking)
+        webhook = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server))
+        response = webhook.review(reservation(dict(made.obj)))
+    assert response["allowed"] is allowed
+    if not allowed:
+        assert (
+            "DRA016: the scheduler's claim for the extended resources of Pod tenant-a/p"
+            in (response["status"]["message"])
+        )
+
+
 def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_path: Path) -> None:
     already = {**MADE_FOR_POD, "status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": POD_UID}]}}
     with api_server(tmp_path) as server:

@@ -871,20 +871,17 @@ class Webhook:
         claim_name = str((claim.get("metadata") or {}).get("name") or "")
         reserved = _with_namespace(claim, namespace)
         groups = new_groups(claim, request.get("oldObject"))
-        if groups and not is_extended_resource_claim(claim):
-            with evaluations_until(checks_until):
-                report = _check(group_member(reserved), [reserved], self._engine_config(reserved))
-            if any(finding.rule == SCRUB_RULE and finding.severity >= self.fail_on for finding in report.findings):
-                where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
-                return _denial(
-                    uid,
-                    "; ".join(
-                        f"{where} for {group}: DRA016: a claim the scrubber must wipe before each use is given to "
-                        "every pod of the group at once, where one pod's scrubber would wipe the memory the others "
-                        "use, and the update names none of them; denied (give each pod its own claim from a template)"
-                        for group in groups
-                    ),
-                )
+        if groups and self._needs_scrubber(reserved, checks_until):
+            where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
+            return _denial(
+                uid,
+                "; ".join(
+                    f"{where} for {group}: DRA016: a claim the scrubber must wipe before each use is given to "
+                    "every pod of the group at once, where one pod's scrubber would wipe the memory the others "
+                    "use, and the update names none of them; denied (give each pod its own claim from a template)"
+                    for group in groups
+                ),
+            )
         pods = new_pods(claim, request.get("oldObject"))
         if not pods or not self._reads_pods:
             return {"uid": uid, "allowed": True}  # no reservation added, or nothing to read pods with
@@ -907,9 +904,16 @@ class Webhook:
                 continue
             using = pod_using(_with_namespace(pod, namespace), reserved)
             if using is None:
-                if is_extended_resource_claim(claim):
-                    continue  # the scheduler's claim for the pod's extended resources: DRA001 decided the pod
-                denials.append(f"the claim is reserved for {which}, no pod claim of which gets it")
+                if not is_extended_resource_claim(claim):
+                    denials.append(f"the claim is reserved for {which}, no pod claim of which gets it")
+                elif self._needs_scrubber(reserved, checks_until):
+                    # A name no DeviceClass or configuration dra-guard saw mapped passed DRA001;
+                    # the cluster's class maps it to devices the scrubber must wipe.
+                    denials.append(
+                        f"DRA016: the scheduler's claim for the extended resources of {which} is of a class the "
+                        "scrubber must wipe before each use, and no pod claim, so no scrubber, can hold it (ask "
+                        "for the device with a claim template)"
+                    )
                 continue
             with evaluations_until(checks_until):
                 report = _check(using, [reserved], self._engine_config(using))
@@ -922,6 +926,13 @@ class Webhook:
             return {"uid": uid, "allowed": True}
         where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
         return _denial(uid, "; ".join(f"{where}: {each}" for each in denials))
+
+    def _needs_scrubber(self, claim: Mapping[str, Any], checks_until: float | None) -> bool:
+        """Whether DRA016 requires the scrubber of a pod using `claim`: asked of the rule with a
+        pod that uses the claim and runs nothing else (`reservations.group_member`)."""
+        with evaluations_until(checks_until):
+            report = _check(group_member(claim), [claim], self._engine_config(claim))
+        return any(finding.rule == SCRUB_RULE and finding.severity >= self.fail_on for finding in report.findings)
 
     def _engine_config(self, obj: Mapping[str, Any]) -> Config:
         """The configuration the engine checks `obj` with: without the rules left to the
