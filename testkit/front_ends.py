@@ -591,11 +591,13 @@ PULUMI = FrontEnd(
     # DRA002: a claim on a class dra-guard does not know is unpinned until the stack's
     # DeviceClass of that name is seen to pin it.  DRA005: a controller's pod template naming
     # a claim shares it, unless the stack's claim asks for no accelerator.  DRA004, DRA008,
-    # DRA009, DRA012 (and the other accelerator rules): a request of a class dra-guard does
-    # not know is an accelerator's until the stack's DeviceClass of that name is seen to
-    # select a NIC or CPU driver (issue 20, point 6); DRA009: a pod claim no container names
-    # until the stack's template is seen to ask only for pod-level NICs.
-    _rules("DRA002", "DRA004", "DRA005", "DRA008", "DRA009", "DRA012", unseen=[Unseen.REPORTED_BEFORE_THE_STACK]),
+    # DRA009, DRA012 (and the other accelerator rules, DRA003 too): a request of a class
+    # dra-guard does not know is an accelerator's until the stack's DeviceClass of that name
+    # is seen to select a NIC or CPU driver (issue 20, point 6); DRA009: a pod claim no
+    # container names until the stack's template is seen to ask only for pod-level NICs.
+    _rules(
+        "DRA002", "DRA003", "DRA004", "DRA005", "DRA008", "DRA009", "DRA012", unseen=[Unseen.REPORTED_BEFORE_THE_STACK]
+    ),
 )
 #: The policies and the webhook together: what the cluster admits.
 CLUSTER = FrontEnd(
@@ -610,11 +612,11 @@ CLUSTER = FrontEnd(
         # webhook reads the templates and claims a pod names, but not one the namespace does
         # not have (the low "not among the checked objects" of `check`; a Pod is then denied).
         **_rules("DRA016", unseen=[Unseen.OTHER_OBJECTS]),
-        # DRA004, DRA008, DRA012 (the accelerator rules): a class dra-guard does not know that
-        # the input's DeviceClass shows to select a NIC or CPU driver (issue 20, point 6); the
-        # policies see the claim alone and count it as an accelerator (fail closed). Listing
-        # the class in `non-accelerator-classes` compiles it into the policies.
-        **_rules("DRA004", "DRA008", "DRA012", unseen=[Unseen.OTHER_OBJECTS]),
+        # DRA003, DRA004, DRA008, DRA012 (the accelerator rules): a class dra-guard does not
+        # know that the input's DeviceClass shows to select a NIC or CPU driver (issue 20,
+        # point 6); the policies see the claim alone and count it as an accelerator (fail
+        # closed). Listing the class in `non-accelerator-classes` compiles it into the policies.
+        **_rules("DRA003", "DRA004", "DRA008", "DRA012", unseen=[Unseen.OTHER_OBJECTS]),
         # DRA002: a class dra-guard does not know pinned by a DeviceClass of the input; and
         # DeviceClasses (cluster-scoped, written by admins) are neither matched nor sent, so
         # a redefinition of a known class is reported offline only.

@@ -85,9 +85,9 @@ EXPECTED = {
     # DRA011 gone from the four TPU files: the TPU driver publishes no pcieRoot or other topology
     # attribute, and a matchAttribute on one never allocates (catalog: tpu.google.com).
     "google-tpu-dra/multi-tpu-pod.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012", "DRA016", "DRA017"],
-    "google-tpu-dra/tpu-jax-test.yaml": ["DRA002", "DRA004", "DRA008", "DRA012", "DRA016"],
-    "google-tpu-dra/tpu-test.yaml": ["DRA002", "DRA004", "DRA008", "DRA012", "DRA016"],
-    "google-tpu-dra/vllm-tpu.yaml": ["DRA002", "DRA004", "DRA008", "DRA012", "DRA016"],
+    "google-tpu-dra/tpu-jax-test.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012", "DRA016"],
+    "google-tpu-dra/tpu-test.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012", "DRA016"],
+    "google-tpu-dra/vllm-tpu.yaml": ["DRA002", "DRA003", "DRA004", "DRA008", "DRA012", "DRA016"],
     "legacy-device-plugin/alexnet-gpu.yaml": ["DRA001"],
     "legacy-device-plugin/gpu-pod.yaml": ["DRA001"],
     "legacy-device-plugin/intelgpu-job.yaml": ["DRA001"],

@@ -39,9 +39,9 @@ ID = "DRA003"
 NAME = "exclusivity-undeclared"
 SEVERITY = Severity.HIGH
 SUMMARY = (
-    f"ExactCount accelerator requests must be exclusive: the selector `{EXCLUSIVITY_GUARD}` where the "
-    f'target Kubernetes enforces it (1.36+), else {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "false"; '
-    "and no capacity.requests."
+    f"Accelerator requests must be exclusive: the selector `{EXCLUSIVITY_GUARD}` where the target "
+    f"Kubernetes enforces it (1.36+, All requests too), else {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION}: "
+    '"false" (ExactCount requests); and no capacity.requests.'
 )
 RATIONALE = (
     "The standard requires allowMultipleAllocations to be false for multi-tenant workloads, but no claim "
@@ -53,7 +53,11 @@ RATIONALE = (
     "devices: that is the enforced form, and it is required there; the annotation alone is read by nothing "
     "in Kubernetes. Where the gate is off the expression does not compile, so exclusivity can only be "
     f"declared with the {ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION} annotation. A request with "
-    "capacity.requests asks for a share of a device: the rest goes to other claims."
+    "capacity.requests asks for a share of a device: the rest goes to other claims. The selector is required "
+    "of allocationMode All requests as well: All takes a share of every matching device that allows multiple "
+    "allocations (resource/v1 ExactDeviceRequest.capacity), which other claims share; before the gate no "
+    "device is allocated twice, so there the annotation is asked of ExactCount requests only, as the "
+    "standard words it."
 )
 REMEDIATION = (
     f"Add `&& {EXCLUSIVITY_GUARD}` to each request's selector (the dra-guard builders do) on Kubernetes 1.36+, "
@@ -159,10 +163,10 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     # As stored: an absent or null mode is ExactCount.  A mode the API server refuses
     # counts too, so a misspelt mode cannot switch the rule off.
     exact = [request for request in accelerator if request.allocation_mode != ALL]
-    if not exact:
+    if not accelerator:
         return
     places = declaration_places(resource.obj)
-    for place, place_annotations in places:
+    for place, place_annotations in places if exact else ():
         value = place_annotations.get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
         if value is not None and value != "false":
             where = "" if place == ("metadata",) else " in spec.metadata (what the claims made from it carry)"
@@ -173,8 +177,12 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
     value = places[0][1].get(ALLOW_MULTIPLE_ALLOCATIONS_ANNOTATION)
     release = context.config.kubernetes_release
     if context.config.exclusivity_guard_compiles:
-        for request in exact:
-            if not _guarded(request):
+        # Every request, All too: an All request takes a share of each matching device that
+        # allows multiple allocations (resource/v1 `ExactDeviceRequest.Capacity`, kubernetes/api
+        # @ 10b39a39), which other claims share as well.
+        for request in accelerator:
+            # adminAccess reaches devices whatever else holds them (DRA006 decides who may).
+            if not _guarded(request) and request.body.get("adminAccess") is not True:
                 declared = "the annotation alone enforces nothing" if value == "false" else "nothing keeps it exclusive"
                 yield Violation(
                     (*request.path, "selectors"),
@@ -183,6 +191,8 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
                     f"allowMultipleAllocations: true can go to other claims too, and {declared}",
                 )
         return
+    if not exact:
+        return  # before DRAConsumableCapacity no device is allocated twice: All takes whole devices
     first = exact[0]
     label = f"{'ExactCount request' if first.allocation_mode == EXACT_COUNT else 'request'} {first.qualified_name!r}"
     for place, place_annotations in places:
@@ -236,7 +246,16 @@ def _admission(target: AdmissionTarget) -> Admission:
     if config.exclusivity_guard_compiles:
         guard = conjunct_pattern(GUARD_TERM)
         variables.append(
-            ("unguarded", failing_requests(lambda body: f"!({exact(body)}) || ({selector_matches(body, guard)})"))
+            # Every accelerator request, All too (see `check`).
+            (
+                "unguarded",
+                failing_requests(
+                    lambda body: (
+                        f"!({accelerator(body)}) || (has({body}.adminAccess) && {body}.adminAccess == true) "
+                        f"|| ({selector_matches(body, guard)})"
+                    )
+                ),
+            )
         )
         consequence = " has no selector `" + EXCLUSIVITY_GUARD + "`: a device published with "
         consequence += "allowMultipleAllocations: true can go to other claims too"
