@@ -179,6 +179,27 @@ def test_stdin_and_globs(compliant: Path) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize(
+    "text",
+    ["", "# rendered nothing\n---\n", "apiVersion: v1\nkind: List\nitems: []\n"],
+    ids=["empty", "comments-only", "empty-list"],
+)
+def test_fail_on_empty_counts_objects_not_files(text: str, tmp_path: Path) -> None:
+    """A file read that holds no object (an empty `helm template` piped in) is nothing
+    checked: --fail-on-empty fails it, though the summary counts the file."""
+    piped = run("check", "-", stdin=text.encode())
+    assert (piped.returncode, piped.stdout) == (0, "0 findings in 0 objects from 1 file\n")
+    named = tmp_path / "rendered.yaml"
+    named.write_text(text)
+    for source in (["-"], [str(named)]):
+        result = run("check", "--fail-on-empty", *source, stdin=text.encode())
+        assert result.returncode == 2, (source, result.stdout, result.stderr)
+        assert result.stderr == "dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n"
+    named.write_text(f"{text}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n")
+    assert run("check", "--fail-on-empty", str(named)).returncode == 0
+
+
+@pytest.mark.e2e
 def test_config_file_errors_and_options(tmp_path: Path) -> None:
     gpu_pod = tmp_path / GPU_POD.name  # the configuration is found from the first path up
     gpu_pod.write_bytes(GPU_POD.read_bytes())

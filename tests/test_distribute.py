@@ -796,6 +796,29 @@ def test_exit_status_options_go_to_merge(tmp_path: Path, capsys: pytest.CaptureF
         assert code == 2 and "a shard writes facts, not a report or an exit status" in err, (option, err)
 
 
+@pytest.mark.e2e
+def test_fail_on_empty_counts_objects_in_workers_and_shards(
+    small_inputs_in_parallel: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Files read that hold no object fail --fail-on-empty whether workers read them
+    (--jobs) or shards did (merge): what counts is the objects, summed from every part."""
+    empty, comments = tmp_path / "empty.yaml", tmp_path / "comments.yaml"
+    empty.write_text("")
+    comments.write_text("# nothing rendered\n---\n")
+    inputs = [str(empty), str(comments)]  # named: a walk would skip them as no manifests
+    for jobs in ("1", "2"):
+        code, out, err = _cli(["check", "--fail-on-empty", "-j", jobs, *inputs], capsys)
+        assert out == "0 findings in 0 objects from 2 files\n"
+        assert code == 2 and "no Kubernetes manifest was checked (--fail-on-empty)" in err, (jobs, err)
+    facts = _shards(["-j", "2", *inputs], 2, tmp_path, capsys)
+    code, _, err = _cli(["merge", "--fail-on-empty", *facts], capsys)
+    assert code == 2 and "(--fail-on-empty)" in err
+    comments.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    assert _cli(["check", "--fail-on-empty", "-j", "2", *inputs], capsys)[0] == 0
+    facts = _shards(["-j", "2", *inputs], 2, tmp_path, capsys)
+    assert _cli(["merge", "--fail-on-empty", *facts], capsys)[0] == 0
+
+
 def test_shard_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for arguments, message in (
         (["--shard", "1/2"], "--shard and --facts-out go together"),

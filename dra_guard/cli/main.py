@@ -82,7 +82,10 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
         help="exit 0 whatever the findings, as --fail-on never (input and usage errors still exit 2)",
     )
     parser.add_argument(
-        "--fail-on-empty", action="store_true", help="exit 2 when no Kubernetes manifest was checked at all"
+        "--fail-on-empty",
+        action="store_true",
+        help="exit 2 when no Kubernetes object was checked: no file read, or only files that hold none (empty, "
+        "comments only, an empty List: an empty `helm template` output)",
     )
     parser.add_argument(
         "--fail-on-unchecked",
@@ -732,7 +735,9 @@ def _conclude(
         if arguments.write_baseline is not None:
             stderr.write(f"dra-guard: baseline not written: {len(report.errors)} input error(s)\n")
         return EXIT_ERROR
-    if getattr(arguments, "fail_on_empty", False) and report.files == 0:
+    # Objects, not files: an empty `helm template` output piped in is one file read and
+    # nothing checked, which must not pass a CI gate as clean.
+    if getattr(arguments, "fail_on_empty", False) and report.objects == 0:
         stderr.write("dra-guard: no Kubernetes manifest was checked (--fail-on-empty)\n")
         return EXIT_ERROR
     if getattr(arguments, "fail_on_unchecked", False) and report.unchecked:
