@@ -12,6 +12,7 @@ processes (in any order, any number, one dying, a part that does not pickle), fa
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import errno
 import hashlib
@@ -21,6 +22,7 @@ import multiprocessing
 import os
 import pickle
 import random
+import re
 import subprocess
 import sys
 import time
@@ -33,7 +35,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dra_guard.cli.main import main
+from dra_guard.cli.main import build_parser, main
 from dra_guard.contract.findings import Finding, InputError, Report
 from dra_guard.distribute import codec, pool
 from dra_guard.distribute.shards import FactsError, Shard, assign, merge
@@ -817,6 +819,50 @@ def test_fail_on_empty_counts_objects_in_workers_and_shards(
     assert _cli(["check", "--fail-on-empty", "-j", "2", *inputs], capsys)[0] == 0
     facts = _shards(["-j", "2", *inputs], 2, tmp_path, capsys)
     assert _cli(["merge", "--fail-on-empty", *facts], capsys)[0] == 0
+
+
+#: Options of `merge` that decide what is found, not how it is reported: a shard takes them too.
+SHARD_TAKES = frozenset({"--config", "--slices"})
+
+
+def _report_only_options() -> list[argparse.Action]:
+    """The options `merge` reads that a shard must refuse: all but the facts and SHARD_TAKES."""
+    parser = build_parser("merge")
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return [
+        action
+        for action in commands.choices["merge"]._actions
+        if action.option_strings and action.dest != "help" and not SHARD_TAKES & set(action.option_strings)
+    ]
+
+
+def test_a_shard_refuses_every_option_that_only_shapes_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A shard writes no report and no exit status of findings: an option that shapes only
+    those is a usage error, never dropped in silence, even given as its default (`--format
+    text`).  Derived from merge's options, so that a new report option is refused too."""
+    (tmp_path / "pod.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+    facts = tmp_path / "facts"
+    refused = _report_only_options()
+    assert {"--format", "--color", "--output"} <= {action.option_strings[0] for action in refused}
+    for action in refused:
+        value = [] if action.nargs == 0 else [str(next(iter(action.choices))) if action.choices else "x"]
+        option = [action.option_strings[0], *value]
+        code, out, err = _cli(["check", *option, "--shard", "1/1", "--facts-out", str(facts), str(tmp_path)], capsys)
+        assert (code, out) == (2, ""), (option, err)
+        assert f"dra-guard: {option[0]}: a shard writes facts, not a report or an exit status" in err, (option, err)
+        assert not facts.exists()
+
+
+def test_the_readme_lists_the_options_a_shard_refuses() -> None:
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    listed = re.search(r"A shard refuses those that only shape the report or the exit status \(([^)]*)\)", readme)
+    assert listed is not None
+    named = set(re.findall(r"`([^`]+)`", listed.group(1)))
+    refused = _report_only_options()
+    assert all(named & set(action.option_strings) for action in refused), (named, refused)
+    assert named <= {flag for action in refused for flag in action.option_strings}
 
 
 def test_shard_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -67,8 +67,10 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def _add_report_options(parser: argparse.ArgumentParser) -> None:
-    """What `check` and `merge` share: the report, its exit status, baselines, the configuration."""
-    parser.add_argument("--format", choices=FORMATS, default="text")
+    """What `check` and `merge` share: the report, its exit status, baselines, the configuration.
+    --format and --color default to None, read as text and auto (`_conclude`), so that a
+    shard can tell an option given from one left out and refuse it (`_shard`)."""
+    parser.add_argument("--format", choices=FORMATS, default=None, help="the report's format (default: text)")
     parser.add_argument(
         "--fail-on",
         choices=("critical", "high", "medium", "low", "never"),
@@ -114,7 +116,7 @@ def _add_report_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--color",
         choices=("auto", "always", "never"),
-        default="auto",
+        default=None,
         help="colour the text report: auto (default) when stdout is a terminal, unless NO_COLOR is set "
         "(FORCE_COLOR forces it); never into an -o file",
     )
@@ -591,6 +593,8 @@ def _shard(arguments: argparse.Namespace, stderr: TextIO) -> Shard | int | None:
         clashing = [
             flag
             for flag, value in (
+                ("--format", arguments.format),
+                ("--color", arguments.color),
                 ("--output", arguments.output),
                 ("--baseline", arguments.baseline),
                 ("--write-baseline", arguments.write_baseline),
@@ -699,14 +703,15 @@ def _conclude(
     from dra_guard.ruleapi.config import FAIL_ON
 
     output = arguments.output
+    output_format = arguments.format or "text"
     found = list(report.findings)
     if baseline is not None:
         from dra_guard.present.baseline import apply_baseline
 
         apply_baseline(report, baseline, arguments.baseline)
     try:
-        write = writer(arguments.format)
-        if arguments.format == "text" and color_wanted(arguments.color, output, stdout, os.environ):
+        write = writer(output_format)
+        if output_format == "text" and color_wanted(arguments.color or "auto", output, stdout, os.environ):
             import functools
 
             from dra_guard.present.report.text import write_text
@@ -721,7 +726,7 @@ def _conclude(
         if output is None:
             _silence(stdout)  # what is left in its buffer would fail again at exit
         return EXIT_ERROR
-    if output is not None or arguments.format != "text":
+    if output is not None or output_format != "text":
         # Machine formats go to stdout or a file; people still need to see input errors.
         for input_error in report.errors:
             stderr.write(printable(f"{input_error}\n"))
