@@ -151,6 +151,33 @@ def test_cli_refuses_bad_arguments_clearly(tmp_path: Path, arguments: list[str],
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.e2e
+def test_cli_refuses_a_keyed_configuration_that_no_webhook_verifies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With hmac-key-env the policies accept only hmac-sha256: tags, and only a webhook can
+    verify one: without a webhook that holds the key, a forged tag of the right form would
+    pass policies that seem to demand the key."""
+    monkeypatch.setenv("DRA_GUARD_TEST_TAG_KEY", "k")
+    (tmp_path / "keyed.yaml").write_text("hmac-key-env: DRA_GUARD_TEST_TAG_KEY\n")
+    (tmp_path / "ca.pem").write_bytes(b"-----BEGIN CERTIFICATE-----\nMIIBpolicy\n-----END CERTIFICATE-----\n")
+    keyed = ["admission-policy", "--config", "keyed.yaml"]
+    result = run(*keyed, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "hmac-key-env makes the policies require hmac-sha256: isolation tags" in result.stderr
+    assert "--deploy-webhook with --hmac-key-secret" in result.stderr
+    deploy = ["--deploy-webhook", "--webhook-image", "i", "--webhook-namespace", "n", "--tls-secret", "t"]
+    result = run(*keyed, *deploy, "--ca-bundle", "ca.pem", cwd=tmp_path)
+    assert result.returncode == 2 and "--hmac-key-secret: the config's hmac-key-env" in result.stderr
+    holding_the_key = [*deploy, "--hmac-key-secret", "tag-key"]
+    run_elsewhere = ["--webhook", "https://dra-guard.example/validate"]  # run with --hmac-key-file
+    for webhook in (holding_the_key, run_elsewhere):
+        result = run(*keyed, *webhook, "--ca-bundle", "ca.pem", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "^hmac-sha256:[0-9a-f]{64}$" in result.stdout
+    assert run("admission-policy", cwd=tmp_path).returncode == 0  # no key, no webhook needed
+
+
 TARGETS = [
     AdmissionTarget.for_release(Config(), version, label)
     for version in ("1.34", "1.35", "1.36", "1.37")

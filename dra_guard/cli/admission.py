@@ -154,10 +154,27 @@ def _deploy_arguments_problem(arguments: argparse.Namespace) -> str | None:
     return None
 
 
+def _unverified_hmac_problem(arguments: argparse.Namespace, hmac_key_env: object) -> str | None:
+    """Why a configuration with `hmac-key-env` (its value: `hmac_key_env`) is refused, or
+    None: the policies then accept only hmac-sha256: tags, and only the webhook can verify
+    one (CEL has no SHA-256), so without a webhook a forged tag of the right form passes
+    them while they seem to demand the key.  --deploy-webhook without the key's Secret is
+    refused by AdmissionGuardSpec; a --webhook URL is one the user runs, with the key."""
+    if not hmac_key_env or arguments.deploy_webhook or arguments.webhook is not None:
+        return None
+    return (
+        "the configuration's hmac-key-env makes the policies require hmac-sha256: isolation tags, which only "
+        "the webhook can verify, and no webhook is printed: add --deploy-webhook with --hmac-key-secret (or "
+        "--webhook URL for a `dra-guard webhook --hmac-key-file`), or generate the policies from a "
+        "configuration without hmac-key-env"
+    )
+
+
 def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import yaml
 
     from dra_guard.admission.deploy import (
+        HMAC_KEY_OPTION,
         AdmissionGuardSpec,
         WebhookDeployment,
         admission_guard_objects,
@@ -173,6 +190,9 @@ def run_admission_policy(arguments: argparse.Namespace, stdout: TextIO, stderr: 
         if problem is not None:
             raise ValueError(problem)
         config = load_config_file(arguments.config, RULES) if arguments.config else discover_config(".", RULES)
+        problem = _unverified_hmac_problem(arguments, config.values.get(HMAC_KEY_OPTION))
+        if problem is not None:
+            raise ValueError(problem)
         ca_bundle = None
         if arguments.ca_bundle is not None:
             ca_bundle = _ca_bundle(arguments.ca_bundle)
