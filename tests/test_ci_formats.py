@@ -112,6 +112,17 @@ def test_the_new_formats_are_offered() -> None:
     assert set(NEW_FORMATS) <= set(FORMATS)
 
 
+def test_the_architecture_names_every_format() -> None:
+    """docs/architecture.md's diagram and its `present/` entry name each `--format`."""
+    architecture = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    diagram = architecture.split("```")[1]
+    (entry,) = re.findall(r"`present/`: the report formats \(([^)]*)\)", architecture)
+    spelled = {"json": "JSON", "sarif": "SARIF", "github": "GitHub", "junit": "JUnit", "policyreport": "PolicyReport"}
+    for output_format in FORMATS:
+        assert output_format in diagram, output_format
+        assert spelled.get(output_format, output_format) in entry, (output_format, entry)
+
+
 @pytest.mark.parametrize("output_format", NEW_FORMATS)
 def test_same_bytes_from_two_runs_and_the_exit_status_of_text(output_format: str, broken_tree: Path) -> None:
     for fixture_state in ("with an input error", "findings only", "clean"):

@@ -180,6 +180,16 @@ def test_precision_and_recall() -> None:
     assert missed == KNOWN_MISSES and known.recall == 1.0 and total.precision >= PRECISION_FLOOR, message
 
 
+def test_the_readme_gives_todays_numbers() -> None:
+    """The README's "Precision on real repositories" paragraph states this test's outcome."""
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8").split())
+    result, projects = outcome(), len({project(name) for name in manifests()})
+    total = result.total
+    assert f"over {len(manifests())} real manifests from {projects} public projects" in readme
+    today = f"Today: {total.tp} true findings, {total.fp} false, {total.fn} missed ({total.tolerated} tolerated:"
+    assert today in readme, result.table
+
+
 def test_pinned_non_findings_are_not_reported() -> None:
     """Reported anyway, they are already false positives; this names them with the judge's reason."""
     wrong = [f"{key}: {why}" for key, why in judged("non_findings").items() if key in reported(key.file)]
