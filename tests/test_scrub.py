@@ -1,26 +1,34 @@
 """`dra-guard scrub` on a machine without an accelerator: its refusals, arguments and report.
 
-No device is faked: the CUDA path runs only on a GPU (bench/gpu/scrub_check.sh).  What runs
-here is everything around it: which device nodes a container's /dev holds (an empty folder,
-or one with the names drivers inject), the refusal of every vendor the scrubber cannot scrub,
-the refusal without cuda-python, the verdict on a device's counts, the driver's scrub-on-free
-parameter, the one-line JSON, and the command line's errors.
+The real CUDA path runs only on a GPU (bench/gpu/scrub_check.sh).  What runs here is
+everything around it: which device nodes a container's /dev holds (an empty folder, or one
+with the names drivers inject), the refusal of every vendor the scrubber cannot scrub, the
+refusal without cuda-python, the verdict on a device's counts, the driver's scrub-on-free
+parameter, the one-line JSON, and the command line's errors; and, through a fake CUDA driver
+module (`FakeCuda`, the cuda-python calls the scrubber makes, over host memory) and a fake
+NVML (`fake_nvml`), the comparison of the devices a container was given with those CUDA
+scrubbed.
 """
 
 from __future__ import annotations
 
+import enum
 import io
 import json
 import subprocess
 import sys
+import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dra_guard.cli.main import main
+from dra_guard.scrub import nvml
 from dra_guard.scrub.devices import VisibleDevice, visible_devices
 from dra_guard.scrub.driver_params import scrub_on_free
+from dra_guard.scrub.given import GivenDevice, NamedDevice, given_devices
 from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, load_driver
 from dra_guard.scrub.run import Settings, _verdicts
 
@@ -29,6 +37,7 @@ SUMMARY_KEYS = {
     "reason",
     "problems",
     "visible",
+    "unscrubbed",
     "devices",
     "bytes_checked",
     "bytes_nonzero_before",
@@ -201,3 +210,336 @@ def test_python_m_dra_guard_scrub_is_the_same_command(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert json.loads(result.stdout)["ok"] is False
     assert "Traceback" not in result.stderr
+
+
+# --- A fake CUDA driver module, and a fake NVML ----------------------------------------------
+
+
+class CUresult(enum.IntEnum):
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+@dataclass
+class FakeDevice:
+    """One device as CUDA shows it: `uuid` as NVML writes it (`GPU-…`, `MIG-…`)."""
+
+    uuid: str
+    total: int = 64 * MIB
+    #: Memory the scrubber's own context takes.
+    context: int = 4 * MIB
+    #: Memory other processes hold.
+    held: int = 0
+    #: Bytes the previous holder left, found at the start of the first allocation.
+    residue: int = 0
+
+
+class FakeCuda(types.ModuleType):
+    """`cuda.bindings.driver` as far as the scrubber calls it, over host memory."""
+
+    CUresult = CUresult
+
+    def __init__(self, devices: list[FakeDevice]) -> None:
+        super().__init__("cuda.bindings.driver")
+        self.devices = devices
+        self.current = 0
+        self.used = [0] * len(devices)
+        self.residue = [device.residue for device in devices]
+        self.memory: dict[int, bytearray] = {}
+
+    def cuInit(self, flags: int) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuDeviceGetCount(self) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS, len(self.devices))
+
+    def cuDeviceGet(self, index: int) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS, index)
+
+    def cuDeviceGetName(self, size: int, device: int) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS, b"NVIDIA Fake\0\0")
+
+    def cuDeviceGetUuid_v2(self, device: int) -> tuple[Any, ...]:
+        uuid = self.devices[device].uuid[4:].replace("-", "")
+        return (CUresult.CUDA_SUCCESS, types.SimpleNamespace(bytes=bytes.fromhex(uuid)))
+
+    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS, device)
+
+    def cuDevicePrimaryCtxRelease(self, device: int) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuCtxSetCurrent(self, context: int) -> tuple[Any, ...]:
+        self.current = context
+        return (CUresult.CUDA_SUCCESS,)
+
+    def _free(self) -> int:
+        device = self.devices[self.current]
+        return device.total - device.context - device.held - self.used[self.current]
+
+    def cuMemGetInfo(self) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS, self._free(), self.devices[self.current].total)
+
+    def cuMemAlloc(self, size: int) -> tuple[Any, ...]:
+        if size > self._free():
+            return (CUresult.CUDA_ERROR_OUT_OF_MEMORY, None)
+        self.used[self.current] += size
+        pointer = len(self.memory) + 1
+        residue = min(size, self.residue[self.current])
+        self.residue[self.current] -= residue
+        self.memory[pointer] = bytearray(b"\xa5" * residue + bytes(size - residue))
+        return (CUresult.CUDA_SUCCESS, pointer)
+
+    def cuMemFree(self, pointer: int) -> tuple[Any, ...]:
+        self.used[self.current] -= len(self.memory[pointer])
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuMemcpyDtoH(self, buffer: bytearray, pointer: int, size: int) -> tuple[Any, ...]:
+        buffer[:] = self.memory[pointer][:size]
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuMemsetD8(self, pointer: int, value: int, size: int) -> tuple[Any, ...]:
+        self.memory[pointer][:size] = bytes([value]) * size
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuCtxSynchronize(self) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS,)
+
+    def cuGetErrorName(self, error: CUresult) -> tuple[Any, ...]:
+        return (CUresult.CUDA_SUCCESS, error.name.encode())
+
+
+GPU0 = "GPU-00000000-0000-0000-0000-000000000000"
+GPU1 = "GPU-11111111-1111-1111-1111-111111111111"
+MIG_A = "MIG-aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+MIG_B = "MIG-bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
+#: What NVML names on the fake node: GPU 0 whole, GPU 1 in MIG mode with two MIG devices.
+NAMED = [
+    NamedDevice(GPU0, 0),
+    NamedDevice(GPU1, 1),
+    NamedDevice(MIG_A, 1, 1, 0),
+    NamedDevice(MIG_B, 1, 2, 0),
+]
+#: /proc/driver/nvidia-caps/mig-minors, as the driver lists it (config, monitor, then per GPU).
+MIG_MINORS = (
+    "config 1\nmonitor 2\ngpu1/gi1/access 12\ngpu1/gi1/ci0/access 13\ngpu1/gi2/access 21\ngpu1/gi2/ci0/access 22\n"
+)
+#: The nodes a MIG device's claim injects: its GPU and its two capabilities.
+MIG_A_NODES = ("nvidia1", "nvidia-caps/nvidia-cap12", "nvidia-caps/nvidia-cap13")
+MIG_B_NODES = ("nvidia1", "nvidia-caps/nvidia-cap21", "nvidia-caps/nvidia-cap22")
+
+
+def fake_cuda(monkeypatch: pytest.MonkeyPatch, *devices: FakeDevice, named: list[NamedDevice] = NAMED) -> FakeCuda:
+    """CUDA shows `devices`; NVML names `named`."""
+    fake = FakeCuda(list(devices))
+    monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
+    monkeypatch.setitem(sys.modules, "cuda.bindings", types.ModuleType("cuda.bindings"))
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", fake)
+    monkeypatch.setattr(nvml, "nvml_devices", lambda: list(named))
+    return fake
+
+
+def scrub_in(tmp_path: Path, *nodes: str, mig_minors: str | None = MIG_MINORS) -> tuple[int, dict[str, Any], str]:
+    minors = tmp_path / "mig-minors"
+    if mig_minors is not None:
+        minors.write_text(mig_minors)
+    dev = dev_with(tmp_path, *dict.fromkeys(nodes))
+    return run("--dev", str(dev), "--mig-minors", str(minors), "--chunk-mib", "16", "--min-chunk-mib", "1")
+
+
+def test_every_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch, FakeDevice(GPU0, residue=3 * MIB), FakeDevice(GPU1))
+    code, summary, stderr = scrub_in(tmp_path, "nvidia0", "nvidia1", "nvidiactl")
+    assert (code, stderr, summary["problems"], summary["unscrubbed"]) == (0, "", [], [])
+    assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:], GPU1[4:]]
+    assert summary["bytes_nonzero_before"] == 3 * MIB and summary["bytes_nonzero_after"] == 0
+    assert summary["bytes_checked"] == 2 * 60 * MIB
+
+
+def test_a_gpu_given_that_cuda_does_not_show_fails_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two GPUs injected, CUDA shows one (CUDA_VISIBLE_DEVICES, or a MIG device beside it): the
+    # scrubber used to say ok with "visible" 2 and "devices" 1.
+    fake_cuda(monkeypatch, FakeDevice(GPU0))
+    code, summary, stderr = scrub_in(tmp_path, "nvidia0", "nvidia1")
+    assert code == 1 and summary["ok"] is False
+    assert summary["unscrubbed"] == [f"/dev/nvidia1 ({GPU1})"]
+    assert summary["reason"] == (
+        f"not scrubbed: /dev/nvidia1 ({GPU1}): CUDA reached 1 of the 2 NVIDIA devices this container was given"
+    )
+    assert stderr == f"dra-guard scrub: {summary['reason']}\n"
+
+
+def test_one_mig_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch, FakeDevice(MIG_A))
+    code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES)
+    assert (code, summary["unscrubbed"]) == (0, [])
+
+
+def test_a_second_mig_device_cuda_does_not_enumerate_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both MIG devices share /dev/nvidia1; a CUDA process enumerates one of them.
+    fake_cuda(monkeypatch, FakeDevice(MIG_A))
+    code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES, *MIG_B_NODES)
+    assert code == 1
+    assert summary["unscrubbed"] == [f"/dev/nvidia1 MIG gi2/ci0 ({MIG_B})"]
+    assert summary["reason"].endswith("(a CUDA process enumerates at most one MIG device)")
+
+
+def test_a_whole_gpu_is_no_stand_in_for_its_mig_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # cuDeviceGetUuid naming a MIG device by its parent GPU: the GPU was not given, the MIG was.
+    fake_cuda(monkeypatch, FakeDevice(GPU1))
+    code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES)
+    assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia1 MIG gi1/ci0 ({MIG_A})"]
+
+
+@pytest.mark.parametrize(
+    ("mig_minors", "why"),
+    [
+        (None, "cannot be read (FileNotFoundError)"),
+        ("config 1\nmonitor 2\n", "does not list them as MIG instances"),
+    ],
+)
+def test_a_capability_node_that_cannot_be_placed_fails_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mig_minors: str | None, why: str
+) -> None:
+    fake_cuda(monkeypatch, FakeDevice(MIG_A))
+    code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES, mig_minors=mig_minors)
+    caps = [str(tmp_path / "dev" / node) for node in MIG_A_NODES[1:]]
+    assert code == 1
+    assert summary["reason"] == f"cannot tell which MIG devices {', '.join(caps)} give: {tmp_path / 'mig-minors'} {why}"
+    # Unplaced, the nodes name no MIG device: /dev/nvidia1 reads as a whole GPU, not reached either.
+    assert summary["unscrubbed"] == [f"/dev/nvidia1 ({GPU1})", *caps]
+
+
+def test_without_nvml_nothing_counts_as_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch, FakeDevice(GPU0))
+
+    def no_nvml() -> list[NamedDevice]:
+        raise ScrubError("NVML (libnvidia-ml.so.1) cannot be loaded: not here")
+
+    monkeypatch.setattr(nvml, "nvml_devices", no_nvml)
+    code, summary, _ = scrub_in(tmp_path, "nvidia0")
+    assert code == 1 and summary["unscrubbed"] == ["/dev/nvidia0"]
+    assert (
+        summary["reason"]
+        == "cannot tell which devices CUDA scrubbed: NVML (libnvidia-ml.so.1) cannot be loaded: not here"
+    )
+
+
+def test_a_device_cuda_gives_no_uuid_for_is_not_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch, FakeDevice(GPU0))
+    monkeypatch.setattr(
+        FakeCuda, "cuDeviceGetUuid_v2", lambda self, device: (CUresult.CUDA_ERROR_OUT_OF_MEMORY, None), raising=True
+    )
+    code, summary, _ = scrub_in(tmp_path, "nvidia0")
+    assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
+    assert summary["devices"][0]["uuid"] is None
+
+
+def test_which_devices_the_nodes_give(tmp_path: Path) -> None:
+    dev = dev_with(
+        tmp_path,
+        "nvidia0",
+        "nvidiactl",
+        "nvidia-uvm",
+        *MIG_A_NODES,
+        "nvidia-caps/nvidia-cap1",
+        "nvidia-caps/nvidia-cap21",
+    )
+    (tmp_path / "mig-minors").write_text(MIG_MINORS)
+    given, problems = given_devices(str(dev), str(tmp_path / "mig-minors"))
+    caps = dev / "nvidia-caps"
+    assert problems == []
+    assert given == [
+        GivenDevice((0, None, None), (str(dev / "nvidia0"),)),  # a whole GPU
+        GivenDevice((1, 1, 0), (str(caps / "nvidia-cap12"), str(caps / "nvidia-cap13"))),  # /dev/nvidia1 is its parent
+        GivenDevice((1, 2, None), (str(caps / "nvidia-cap21"),)),  # a GPU instance alone: nothing can use it
+    ]  # nvidia-cap1 (config) is no device
+    assert [device.label() for device in given] == [
+        "/dev/nvidia0",
+        "/dev/nvidia1 MIG gi1/ci0",
+        "/dev/nvidia1 MIG gi2 (no compute instance)",
+    ]
+
+
+class FakeNvmlLibrary:
+    """libnvidia-ml.so.1 as `nvml_devices` calls it through ctypes: GPU handles are 1, 2, …,
+    a MIG handle is 100 * its GPU's + 1 + its position.  `gpus`: (UUID, minor, MIG devices as
+    {position: (UUID, GI, CI)}, or None where the GPU is not MIG-capable)."""
+
+    NOT_FOUND, NOT_SUPPORTED, NO_PERMISSION = 6, 3, 4
+
+    def __init__(self, gpus: list[tuple[str, int, dict[int, tuple[str, int, int]] | None]]) -> None:
+        self.gpus = gpus
+        self.shut = False
+
+    def nvmlInit_v2(self) -> int:
+        return 0
+
+    def nvmlShutdown(self) -> int:
+        self.shut = True
+        return 0
+
+    def nvmlDeviceGetCount_v2(self, count: Any) -> int:
+        count._obj.value = len(self.gpus) + 1  # one more, which this process may not open
+        return 0
+
+    def nvmlDeviceGetHandleByIndex_v2(self, index: Any, handle: Any) -> int:
+        if index.value >= len(self.gpus):
+            return self.NO_PERMISSION
+        handle._obj.value = index.value + 1
+        return 0
+
+    def _mig(self, handle: int) -> tuple[str, int, int]:
+        migs = self.gpus[handle // 100 - 1][2]
+        assert migs is not None
+        return migs[handle % 100 - 1]
+
+    def nvmlDeviceGetUUID(self, handle: Any, buffer: Any, size: Any) -> int:
+        buffer.value = (self._mig(handle.value)[0] if handle.value >= 100 else self.gpus[handle.value - 1][0]).encode()
+        return 0
+
+    def nvmlDeviceGetMinorNumber(self, handle: Any, minor: Any) -> int:
+        minor._obj.value = self.gpus[handle.value - 1][1]
+        return 0
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any, most: Any) -> int:
+        migs = self.gpus[handle.value - 1][2]
+        if migs is None:
+            return self.NOT_SUPPORTED
+        most._obj.value = 7
+        return 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, position: Any, mig: Any) -> int:
+        migs = self.gpus[handle.value - 1][2]
+        if migs is None or position.value not in migs:
+            return self.NOT_FOUND
+        mig._obj.value = 100 * handle.value + 1 + position.value
+        return 0
+
+    def nvmlDeviceGetGpuInstanceId(self, handle: Any, gi: Any) -> int:
+        gi._obj.value = self._mig(handle.value)[1]
+        return 0
+
+    def nvmlDeviceGetComputeInstanceId(self, handle: Any, ci: Any) -> int:
+        ci._obj.value = self._mig(handle.value)[2]
+        return 0
+
+
+def test_nvml_names_gpus_by_minor_and_mig_devices_by_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    library = FakeNvmlLibrary([(GPU0, 0, None), (GPU1, 1, {0: (MIG_A, 1, 0), 3: (MIG_B, 2, 0)})])
+    monkeypatch.setattr(nvml.ctypes, "CDLL", lambda name: library)
+    assert nvml.nvml_devices() == NAMED
+    assert library.shut
+
+
+def test_nvml_that_cannot_be_loaded_is_a_scrub_error(tmp_path: Path) -> None:
+    with pytest.raises(ScrubError, match=r"^NVML \(.*absent\.so\) cannot be loaded: "):
+        nvml.nvml_devices(str(tmp_path / "absent.so"))
+
+
+def test_a_whole_gpu_beside_a_mig_device_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # "CUDA will not enumerate non-MIG GPU if any compute instance is enumerated on any other GPU".
+    fake_cuda(monkeypatch, FakeDevice(MIG_A))
+    code, summary, _ = scrub_in(tmp_path, "nvidia0", *MIG_A_NODES)
+    assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
+    assert summary["reason"].endswith("(CUDA enumerates no whole GPU beside a MIG device)")

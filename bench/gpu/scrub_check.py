@@ -4,8 +4,14 @@
 2. The scrubber runs: it must report the residue it found (or none, when the driver's
    scrub-on-free cleared it, which it then says) and leave none.
 3. Process B allocates all free memory and must find no byte of the pattern.
-4. The scrubber's rate (GB/s) on the whole GPU, and on a MIG instance where MIG is already
-   configured (this script never changes the GPU's MIG mode).
+4. The scrubber's rate (GB/s): on the whole GPU, or, where MIG is already configured (this
+   script never changes the GPU's MIG mode), steps 1-3 run on the first MIG instance
+   (CUDA_VISIBLE_DEVICES) and the scrubber is given that instance's nodes alone, as a
+   container would be: a folder of empty files named like them stands for its /dev (the
+   scrubber reads which devices it was given from the names).
+5. Fail-closed: given one device node more, a /dev/nvidiaN past the last GPU, which CUDA cannot
+   reach, the scrubber must exit 1 and name it (alone) in `unscrubbed`; on a GPU with two MIG
+   instances, given both (CUDA enumerates one per process), it must exit 1 naming one.
 
 Prints one JSON line per step and a last line, `RESULT ok|FAILED`, then exits 0 or 1.
 Needs cuda-python (`cuda.bindings`) and the repository on PYTHONPATH; nothing else.
@@ -15,8 +21,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 
 PATTERN = 0xA5
@@ -85,14 +93,39 @@ def python(code: str, env: dict[str, str]) -> str:
     return result.stdout.strip()
 
 
-def scrubber(env: dict[str, str]) -> tuple[int, dict[str, object]]:
+def scrubber(env: dict[str, str], dev: str = "/dev") -> tuple[int, dict[str, object]]:
     code = (
         "import sys; from dra_guard.scrub.run import Settings, scrub; "
-        "sys.exit(scrub(Settings(), sys.stdout, sys.stderr))"
+        "sys.exit(scrub(Settings(dev=sys.argv[1]), sys.stdout, sys.stderr))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    result = subprocess.run([sys.executable, "-c", code, dev], capture_output=True, text=True, env=env, check=False)
     line = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else "{}"
     return result.returncode, json.loads(line)
+
+
+def container_dev(*nodes: str) -> str:
+    """A folder of empty files named as a container's /dev would hold `nodes` (the scrubber reads
+    which devices it was given from the names alone)."""
+    root = tempfile.mkdtemp(prefix="scrub-dev-")
+    for node in nodes:
+        path = os.path.join(root, node)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").close()
+    return root
+
+
+def mig_nodes(uuid: str) -> list[str]:
+    """The nodes the container toolkit injects for the MIG device `uuid`: its GPU, and the
+    capabilities of its GPU and compute instances (mig-minors)."""
+    from dra_guard.scrub.given import MIG_MINORS
+    from dra_guard.scrub.nvml import nvml_devices
+
+    device = next(named for named in nvml_devices() if named.uuid == uuid)
+    with open(MIG_MINORS, encoding="ascii") as handle:
+        minors = dict(line.split() for line in handle if len(line.split()) == 2)
+    prefix = f"gpu{device.gpu_minor}/gi{device.gpu_instance}"
+    caps = [minors[f"{prefix}/access"], minors[f"{prefix}/ci{device.compute_instance}/access"]]
+    return [f"nvidia{device.gpu_minor}", *(f"nvidia-caps/nvidia-cap{minor}" for minor in caps)]
 
 
 def mig_uuids() -> list[str]:
@@ -106,10 +139,17 @@ def mig_uuids() -> list[str]:
 def main() -> int:
     env = dict(os.environ)
     failures = []
+    migs = mig_uuids()
+    given = [name for name in os.listdir("/dev") if re.fullmatch(r"nvidia\d+", name)]
+    if migs:
+        env["CUDA_VISIBLE_DEVICES"] = migs[0]
+        given = mig_nodes(migs[0])
+        print(json.dumps({"step": "MIG", "note": f"steps 1-3 on {migs[0]}, given its nodes alone: {given}"}))
+    dev = container_dev(*given)
     started = time.perf_counter()
     filled = int(python(FILL, env))
     print(json.dumps({"step": "A fills", "bytes": filled, "seconds": round(time.perf_counter() - started, 2)}))
-    code, summary = scrubber(env)
+    code, summary = scrubber(env, dev)
     print(json.dumps({"step": "scrub", "exit": code, **summary}))
     if code != 0:
         failures.append(f"scrubber exited {code}: {summary.get('reason')}")
@@ -130,14 +170,18 @@ def main() -> int:
     print(json.dumps({"step": "B searches", "bytes": searched, "pattern_bytes_found": found}))
     if found:
         failures.append(f"B found {found} bytes of A's pattern")
-    for uuid in mig_uuids()[:1]:
-        mig_env = {**env, "CUDA_VISIBLE_DEVICES": uuid}
-        code, summary = scrubber(mig_env)
-        print(json.dumps({"step": "scrub one MIG instance", "uuid": uuid, "exit": code, **summary}))
-        if code != 0:
-            failures.append(f"scrubber on {uuid} exited {code}: {summary.get('reason')}")
-    if not mig_uuids():
-        print(json.dumps({"step": "MIG", "note": "MIG is not configured on this GPU; not timed (left as it is)"}))
+    past = 1 + max((int(name[6:]) for name in os.listdir("/dev") if re.fullmatch(r"nvidia\d+", name)), default=-1)
+    code, summary = scrubber(env, container_dev(*given, f"nvidia{past}"))
+    print(json.dumps({"step": "a GPU node CUDA cannot reach", "exit": code, **summary}))
+    if code != 1 or summary.get("unscrubbed") != [f"/dev/nvidia{past}"]:
+        failures.append(f"given /dev/nvidia{past}, which CUDA cannot reach: exit {code}, {summary.get('unscrubbed')}")
+    if len(migs) >= 2:
+        both_env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(migs[:2])}
+        code, summary = scrubber(both_env, container_dev(*mig_nodes(migs[0]), *mig_nodes(migs[1])))
+        print(json.dumps({"step": "two MIG instances given", "uuids": migs[:2], "exit": code, **summary}))
+        unscrubbed = summary.get("unscrubbed")
+        if code != 1 or not isinstance(unscrubbed, list) or len(unscrubbed) != 1:
+            failures.append(f"given two MIG instances: exit {code}, unscrubbed {unscrubbed}")
     print("RESULT", "ok" if not failures else "FAILED: " + "; ".join(failures))
     return 0 if not failures else 1
 

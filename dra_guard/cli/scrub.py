@@ -23,9 +23,13 @@ def add_scrub_parser(commands: Any) -> None:
         "scrub",
         help="in a pod, before the tenant's code: read, zero and verify the memory of every accelerator it holds",
         description="Run as the pod's first init container, holding every accelerator claim of the pod. Prints "
-        "one JSON line (devices, bytes checked, bytes found non-zero before zeroing, seconds, GB/s); exits 1 "
-        "with a one-line reason when a device cannot be scrubbed or is not zero after zeroing. NVIDIA GPUs "
-        "and MIG instances only (install dra-guard[scrub]); any other accelerator is refused.",
+        "one JSON line (devices, bytes checked, bytes found non-zero before zeroing, seconds, GB/s, and "
+        "'unscrubbed': every device the container was given that was not scrubbed); exits 1 with a one-line "
+        "reason when a device cannot be scrubbed or is not zero after zeroing, and when a GPU or MIG device the "
+        "container was given (its /dev/nvidiaN and /dev/nvidia-caps nodes) is not among those CUDA scrubbed, "
+        "named by UUID through NVML, or cannot be told apart. A CUDA process enumerates at most one MIG "
+        "device, so a container given two or more fails. NVIDIA GPUs and MIG instances only (install "
+        "dra-guard[scrub]); any other accelerator is refused.",
     )
     scrub.add_argument("--chunk-mib", type=_mebibytes, default=1024, help="allocation size to start with (1024)")
     scrub.add_argument("--min-chunk-mib", type=_mebibytes, default=2, help="smallest allocation tried (2)")
@@ -37,6 +41,7 @@ def add_scrub_parser(commands: Any) -> None:
     )
     scrub.add_argument("--dev", default="/dev", help=argparse.SUPPRESS)  # tests: another /dev
     scrub.add_argument("--sys-class", default="/sys/class/drm", help=argparse.SUPPRESS)
+    scrub.add_argument("--mig-minors", default="/proc/driver/nvidia-caps/mig-minors", help=argparse.SUPPRESS)
 
 
 def run_scrub(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -51,5 +56,6 @@ def run_scrub(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         unreachable_tolerance_bytes=arguments.unreachable_mib * MIB,
         dev=arguments.dev,
         sys_class=arguments.sys_class,
+        mig_minors=arguments.mig_minors,
     )
     return scrub(settings, stdout, stderr)

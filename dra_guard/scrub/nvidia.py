@@ -1,7 +1,7 @@
 """Scrub NVIDIA GPUs and MIG instances through the CUDA driver API (cuda-python).
 
-For each device CUDA shows the container (a MIG instance is one, through the UUID its claim
-sets in CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES): allocate all free memory in chunks
+For each device CUDA shows the process (which may be fewer than the container was given:
+dra_guard/scrub/given.py compares the two): allocate all free memory in chunks
 (halving a chunk the driver refuses, down to `min_chunk`), copy each chunk to the host and
 count the bytes that are not zero (what the previous holder left, as the next one would see
 it), zero it with cuMemsetD8, copy it back and count again, then free it.
@@ -39,6 +39,9 @@ class DeviceScrub:
     nonzero_after_bytes: int
     unreachable_bytes: int
     seconds: float
+    #: What CUDA calls the device (cuDeviceGetUuid_v2: a MIG device's own UUID), without the
+    #: `GPU-`/`MIG-` prefix, which its 16 bytes do not carry; None when CUDA does not say.
+    uuid: str | None = None
 
 
 def load_driver() -> ModuleType:
@@ -92,6 +95,7 @@ def _scrub_device(cuda: _Cuda, index: int, chunk_bytes: int, min_chunk_bytes: in
     device = cuda.call("cuDeviceGet", index)
     raw_name = cuda.call("cuDeviceGetName", 256, device)
     name = raw_name.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw_name, bytes) else str(raw_name)
+    uuid = _uuid(cuda, device)
     started = time.perf_counter()
     with cuda.context(device):
         free, total = cuda.call("cuMemGetInfo")
@@ -117,8 +121,30 @@ def _scrub_device(cuda: _Cuda, index: int, chunk_bytes: int, min_chunk_bytes: in
     checked = sum(size for _pointer, size in chunks)
     seconds = time.perf_counter() - started
     return DeviceScrub(
-        index, name, int(total), int(total) - int(free), checked, before, after, int(unreachable), seconds
+        index, name, int(total), int(total) - int(free), checked, before, after, int(unreachable), seconds, uuid
     )
+
+
+def _uuid(cuda: _Cuda, device: Any) -> str | None:
+    """The device's UUID as CUDA reports it, or None.  cuDeviceGetUuid_v2 names a MIG device by
+    its own UUID; where only cuDeviceGetUuid exists and names it by its parent GPU's, the device
+    is taken for that whole GPU, which the container was not given: its MIG device then counts
+    as not scrubbed (never the other way round)."""
+    for name in ("cuDeviceGetUuid_v2", "cuDeviceGetUuid"):
+        function = getattr(cuda.driver, name, None)
+        if function is None:
+            continue
+        result = function(device)
+        if result[0] != cuda.success:
+            return None
+        raw = getattr(result[1], "bytes", None)
+        if isinstance(raw, str):
+            raw = raw.encode("latin-1")
+        if not isinstance(raw, bytes) or len(raw) != 16:
+            return None
+        text = raw.hex()
+        return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    return None
 
 
 def _nonzero(buffer: bytearray, zeros: bytes) -> int:

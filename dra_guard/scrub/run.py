@@ -1,10 +1,12 @@
 """One scrub of every accelerator the container sees, and its one-line JSON summary.
 
-Exit 0 only when every visible device was scrubbed and verified zero.  Residue found before
-zeroing is evidence (`bytes_nonzero_before`), reported, not a failure.  Exit 1, with a
-one-line reason on stderr, when a device cannot be scrubbed (no CUDA, a vendor the scrubber
-does not support, no device at all), when memory the driver reports free cannot be reached,
-or when anything is not zero after zeroing.
+Exit 0 only when every device the container was given was scrubbed and verified zero.
+Residue found before zeroing is evidence (`bytes_nonzero_before`), reported, not a failure.
+Exit 1, with a one-line reason on stderr, when a device cannot be scrubbed (no CUDA, a vendor
+the scrubber does not support, no device at all), when a GPU or MIG device the container was
+given was not among those CUDA scrubbed, or cannot be told apart (`unscrubbed` names them),
+when memory the driver reports free cannot be reached, or when anything is not zero after
+zeroing.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TextIO
 
+from dra_guard.scrub import nvml
 from dra_guard.scrub.devices import SCRUBBABLE, VisibleDevice, visible_devices
 from dra_guard.scrub.driver_params import scrub_on_free
+from dra_guard.scrub.given import MIG_MINORS, GivenDevice, Key, bare_uuid, given_devices, unscrubbed
 from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, scrub_all
 
 EXIT_SCRUBBED = 0
@@ -30,6 +34,7 @@ class Settings:
     unreachable_tolerance_bytes: int = 64 * MIB
     dev: str = "/dev"
     sys_class: str = "/sys/class/drm"
+    mig_minors: str = MIG_MINORS
 
 
 def scrub(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
@@ -44,15 +49,23 @@ def scrub(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
         named = ", ".join(f"{device.node} ({device.vendor})" for device in unsupported)
         problems.append(f"cannot scrub {named}: dra-guard scrubs NVIDIA GPUs and MIG instances only")
     driver_scrub = "unknown"
+    missed = [device.node for device in unsupported]
     if any(device.vendor == "nvidia" for device in devices):
         driver_scrub = scrub_on_free()
+        given, placing = given_devices(settings.dev, settings.mig_minors)
         try:
             results = scrub_all(settings.chunk_bytes, settings.min_chunk_bytes)
         except ScrubError as error:
             problems.append(str(error))
         problems += _verdicts(results, settings)
+        not_reached, naming, uuids = _coverage(given, results)
+        missed += [device.label(uuids.get(device.key)) for device in not_reached]
+        if results:
+            problems += placing + naming
+            if not_reached:
+                problems.append(_not_reached(not_reached, given, uuids))
     seconds = time.perf_counter() - started
-    stdout.write(_summary(devices, results, driver_scrub, seconds, problems) + "\n")
+    stdout.write(_summary(devices, results, driver_scrub, seconds, problems, missed=missed) + "\n")
     stdout.flush()
     if problems:
         stderr.write(
@@ -60,6 +73,36 @@ def scrub(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
         )
         return EXIT_NOT_SCRUBBED
     return EXIT_SCRUBBED
+
+
+def _coverage(
+    given: list[GivenDevice], results: list[DeviceScrub]
+) -> tuple[list[GivenDevice], list[str], dict[Key | None, str]]:
+    """The devices given and not scrubbed, why CUDA's devices could not be named, and the UUID
+    NVML gives each device it names."""
+    if not results:
+        return given, [], {}
+    try:
+        named = nvml.nvml_devices()
+    except ScrubError as error:
+        return given, [f"cannot tell which devices CUDA scrubbed: {error}"], {}
+    by_uuid = {bare_uuid(device.uuid): device for device in named}
+    reached = {by_uuid[result.uuid].key for result in results if result.uuid is not None and result.uuid in by_uuid}
+    uuids: dict[Key | None, str] = {device.key: device.uuid for device in named}
+    return unscrubbed(given, reached), [], uuids
+
+
+def _not_reached(missing: list[GivenDevice], given: list[GivenDevice], uuids: dict[Key | None, str]) -> str:
+    migs = sum(1 for device in given if device.key is not None and device.key[1] is not None)
+    hint = ""
+    if migs > 1:
+        hint = " (a CUDA process enumerates at most one MIG device)"
+    elif migs and len(given) > 1:
+        hint = " (CUDA enumerates no whole GPU beside a MIG device)"
+    return (
+        f"not scrubbed: {', '.join(device.label(uuids.get(device.key)) for device in missing)}: CUDA reached "
+        f"{len(given) - len(missing)} of the {len(given)} NVIDIA devices this container was given{hint}"
+    )
 
 
 def _verdicts(results: list[DeviceScrub], settings: Settings) -> list[str]:
@@ -77,7 +120,13 @@ def _verdicts(results: list[DeviceScrub], settings: Settings) -> list[str]:
 
 
 def _summary(
-    devices: list[VisibleDevice], results: list[DeviceScrub], driver_scrub: str, seconds: float, problems: list[str]
+    devices: list[VisibleDevice],
+    results: list[DeviceScrub],
+    driver_scrub: str,
+    seconds: float,
+    problems: list[str],
+    *,
+    missed: list[str],
 ) -> str:
     checked = sum(result.checked_bytes for result in results)
     scrub_seconds = sum(result.seconds for result in results)
@@ -87,6 +136,7 @@ def _summary(
             "reason": problems[0] if problems else None,
             "problems": problems,
             "visible": [asdict(device) for device in devices],
+            "unscrubbed": missed,
             "devices": [asdict(result) for result in results],
             "bytes_checked": checked,
             "bytes_nonzero_before": sum(result.nonzero_before_bytes for result in results),
