@@ -12,6 +12,7 @@ scrubbed.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import io
 import json
@@ -139,7 +140,7 @@ def scrubbed(**counts: int) -> DeviceScrub:
         "unreachable_bytes": 4 * MIB,
         **counts,
     }
-    return DeviceScrub(0, "NVIDIA H200", seconds=0.5, **values)
+    return DeviceScrub(0, "NVIDIA H200", seconds=0.5, multiprocessors=132, **values)
 
 
 def test_residue_before_zeroing_is_evidence_not_a_failure() -> None:
@@ -156,6 +157,28 @@ def test_residue_before_zeroing_is_evidence_not_a_failure() -> None:
 )
 def test_what_a_scrub_fails_on(counts: dict[str, int], problem: str) -> None:
     assert _verdicts([scrubbed(**counts)], Settings()) == [problem]
+
+
+@pytest.mark.parametrize(
+    ("multiprocessors", "reserved_mib", "tolerance_mib", "problem"),
+    [
+        (132, 792, None, None),  # 6 MiB per SM: an H100's 132 SMs
+        (132, 793, None, "device 0: 793 MiB was in use before the scrub, more than a CUDA context takes (792 MiB)"),
+        (16, 128, None, None),  # a MIG slice's 16 SMs: the floor, 128 MiB
+        (16, 129, None, "device 0: 129 MiB was in use before the scrub, more than a CUDA context takes (128 MiB)"),
+        (132, 900, 1024, None),  # --reserved-mib 1024
+        (None, 300, None, "device 0: CUDA does not say how many multiprocessors it has, so the 300 MiB in use"),
+        (None, 300, 1024, None),
+    ],
+)
+def test_memory_in_use_before_the_scrub_is_bounded(
+    multiprocessors: int | None, reserved_mib: int, tolerance_mib: int | None, problem: str | None
+) -> None:
+    result = dataclasses.replace(scrubbed(reserved_bytes=reserved_mib * MIB), multiprocessors=multiprocessors)
+    settings = Settings(reserved_tolerance_bytes=None if tolerance_mib is None else tolerance_mib * MIB)
+    problems = _verdicts([result], settings)
+    assert len(problems) == (problem is not None)
+    assert problem is None or problems[0].startswith(problem)
 
 
 @pytest.mark.parametrize(
@@ -220,6 +243,10 @@ class CUresult(enum.IntEnum):
     CUDA_ERROR_OUT_OF_MEMORY = 2
 
 
+class CUdevice_attribute(enum.IntEnum):  # cuda-python's name
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+
+
 @dataclass
 class FakeDevice:
     """One device as CUDA shows it: `uuid` as NVML writes it (`GPU-…`, `MIG-…`)."""
@@ -232,12 +259,14 @@ class FakeDevice:
     held: int = 0
     #: Bytes the previous holder left, found at the start of the first allocation.
     residue: int = 0
+    multiprocessors: int = 8
 
 
 class FakeCuda(types.ModuleType):
     """`cuda.bindings.driver` as far as the scrubber calls it, over host memory."""
 
     CUresult = CUresult
+    CUdevice_attribute = CUdevice_attribute
 
     def __init__(self, devices: list[FakeDevice]) -> None:
         super().__init__("cuda.bindings.driver")
@@ -258,6 +287,10 @@ class FakeCuda(types.ModuleType):
 
     def cuDeviceGetName(self, size: int, device: int) -> tuple[Any, ...]:
         return (CUresult.CUDA_SUCCESS, b"NVIDIA Fake\0\0")
+
+    def cuDeviceGetAttribute(self, attribute: CUdevice_attribute, device: int) -> tuple[Any, ...]:
+        assert attribute is CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        return (CUresult.CUDA_SUCCESS, self.devices[device].multiprocessors)
 
     def cuDeviceGetUuid_v2(self, device: int) -> tuple[Any, ...]:
         uuid = self.devices[device].uuid[4:].replace("-", "")
@@ -339,12 +372,16 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch, *devices: FakeDevice, named: list
     return fake
 
 
-def scrub_in(tmp_path: Path, *nodes: str, mig_minors: str | None = MIG_MINORS) -> tuple[int, dict[str, Any], str]:
+def scrub_in(
+    tmp_path: Path, *nodes: str, mig_minors: str | None = MIG_MINORS, reserved_mib: int | None = None
+) -> tuple[int, dict[str, Any], str]:
+    tmp_path.mkdir(exist_ok=True)
     minors = tmp_path / "mig-minors"
     if mig_minors is not None:
         minors.write_text(mig_minors)
     dev = dev_with(tmp_path, *dict.fromkeys(nodes))
-    return run("--dev", str(dev), "--mig-minors", str(minors), "--chunk-mib", "16", "--min-chunk-mib", "1")
+    reserved = [] if reserved_mib is None else ["--reserved-mib", str(reserved_mib)]
+    return run("--dev", str(dev), "--mig-minors", str(minors), "--chunk-mib", "16", "--min-chunk-mib", "1", *reserved)
 
 
 def test_every_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -543,3 +580,17 @@ def test_a_whole_gpu_beside_a_mig_device_fails(tmp_path: Path, monkeypatch: pyte
     code, summary, _ = scrub_in(tmp_path, "nvidia0", *MIG_A_NODES)
     assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
     assert summary["reason"].endswith("(CUDA enumerates no whole GPU beside a MIG device)")
+
+
+def test_memory_another_process_holds_fails_the_scrub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1 GiB, 904 MiB of it held by another process: the scrubber read the 116 MiB left and said ok.
+    fake_cuda(monkeypatch, FakeDevice(GPU0, total=1024 * MIB, held=904 * MIB))
+    code, summary, _ = scrub_in(tmp_path, "nvidia0")
+    assert code == 1 and summary["bytes_reserved"] == 908 * MIB
+    assert summary["reason"] == (
+        "device 0: 908 MiB was in use before the scrub, more than a CUDA context takes (128 MiB): "
+        "another process's or the driver's, not read"
+    )
+    assert summary["unscrubbed"] == []  # the device was reached; not all of it could be read
+    code, summary, _ = scrub_in(tmp_path / "again", "nvidia0", reserved_mib=1024)
+    assert code == 0 and summary["devices"][0]["multiprocessors"] == 8

@@ -2,7 +2,9 @@
 
 1. Process A fills every byte of device memory it can allocate with a pattern and exits.
 2. The scrubber runs: it must report the residue it found (or none, when the driver's
-   scrub-on-free cleared it, which it then says) and leave none.
+   scrub-on-free cleared it, which it then says) and leave none, and exit 0, which also needs
+   the memory in use before it ran (its own CUDA context, on an idle GPU) to be within its
+   default bound (6 MiB per SM): the MiB per SM measured is printed.
 3. Process B allocates all free memory and must find no byte of the pattern.
 4. The scrubber's rate (GB/s): on the whole GPU, or, where MIG is already configured (this
    script never changes the GPU's MIG mode), steps 1-3 run on the first MIG instance
@@ -153,6 +155,20 @@ def main() -> int:
     print(json.dumps({"step": "scrub", "exit": code, **summary}))
     if code != 0:
         failures.append(f"scrubber exited {code}: {summary.get('reason')}")
+    scrubbed = summary.get("devices")
+    for device in scrubbed if isinstance(scrubbed, list) else []:
+        reserved, sms = device.get("reserved_bytes", 0), device.get("multiprocessors")
+        print(
+            json.dumps(
+                {
+                    "step": "in use before the scrub (its CUDA context, if nothing else runs)",
+                    "device": device.get("index"),
+                    "reserved_mib": reserved // (1 << 20),
+                    "multiprocessors": sms,
+                    "mib_per_multiprocessor": round(reserved / (1 << 20) / sms, 2) if sms else None,
+                }
+            )
+        )
     residue = summary.get("bytes_nonzero_before", 0)
     print(
         json.dumps(

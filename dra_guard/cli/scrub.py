@@ -27,7 +27,8 @@ def add_scrub_parser(commands: Any) -> None:
         "'unscrubbed': every device the container was given that was not scrubbed); exits 1 with a one-line "
         "reason when a device cannot be scrubbed or is not zero after zeroing, and when a GPU or MIG device the "
         "container was given (its /dev/nvidiaN and /dev/nvidia-caps nodes) is not among those CUDA scrubbed, "
-        "named by UUID through NVML, or cannot be told apart. A CUDA process enumerates at most one MIG "
+        "named by UUID through NVML, or cannot be told apart, and when more of a device's memory was in use "
+        "before it ran than --reserved-mib (that memory is not read). A CUDA process enumerates at most one MIG "
         "device, so a container given two or more fails. NVIDIA GPUs and MIG instances only (install "
         "dra-guard[scrub]); any other accelerator is refused.",
     )
@@ -38,6 +39,16 @@ def add_scrub_parser(commands: Any) -> None:
         type=_mebibytes,
         default=64,
         help="free memory that may stay unallocated before the scrub fails (64)",
+    )
+    scrub.add_argument(
+        "--reserved-mib",
+        type=_mebibytes,
+        default=None,
+        help="memory of a device that may be in use before the scrub (total minus free once the scrubber's CUDA "
+        "context exists: that context, and whatever another process or the driver holds, none of it read) before "
+        "the scrub fails (default: 6 MiB per streaming multiprocessor, at least 128: twice the ~3 MiB per SM a bare "
+        "CUDA context was measured to take, 555 MiB on a 188-SM RTX PRO 6000 and 107 MiB on a 34-SM RTX 4060 Ti, "
+        "ggml-org/llama.cpp#23604; not measured by dra-guard)",
     )
     scrub.add_argument("--dev", default="/dev", help=argparse.SUPPRESS)  # tests: another /dev
     scrub.add_argument("--sys-class", default="/sys/class/drm", help=argparse.SUPPRESS)
@@ -54,6 +65,7 @@ def run_scrub(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         chunk_bytes=arguments.chunk_mib * MIB,
         min_chunk_bytes=arguments.min_chunk_mib * MIB,
         unreachable_tolerance_bytes=arguments.unreachable_mib * MIB,
+        reserved_tolerance_bytes=None if arguments.reserved_mib is None else arguments.reserved_mib * MIB,
         dev=arguments.dev,
         sys_class=arguments.sys_class,
         mig_minors=arguments.mig_minors,

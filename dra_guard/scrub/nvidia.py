@@ -6,9 +6,10 @@ dra_guard/scrub/given.py compares the two): allocate all free memory in chunks
 count the bytes that are not zero (what the previous holder left, as the next one would see
 it), zero it with cuMemsetD8, copy it back and count again, then free it.
 
-What cannot be read this way is reported, not hidden: the memory the driver reserves for the
-scrubber's own context (`reserved_bytes`: total minus free before the first allocation), and
-the free memory no chunk could be allocated from (`unreachable_bytes`).
+What cannot be read this way is reported, not hidden: the memory that was not free when the
+scrubber's context became current (`reserved_bytes`: total minus free before the first
+allocation: the context's own memory, and whatever another process or the driver held), and
+the free memory no chunk could be allocated from (`unreachable_bytes`).  run.py bounds both.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class DeviceScrub:
     nonzero_after_bytes: int
     unreachable_bytes: int
     seconds: float
+    #: Its streaming multiprocessors (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT; a MIG device's
+    #: own), which a context's memory scales with; None when CUDA does not say.
+    multiprocessors: int | None = None
     #: What CUDA calls the device (cuDeviceGetUuid_v2: a MIG device's own UUID), without the
     #: `GPU-`/`MIG-` prefix, which its 16 bytes do not carry; None when CUDA does not say.
     uuid: str | None = None
@@ -96,6 +100,7 @@ def _scrub_device(cuda: _Cuda, index: int, chunk_bytes: int, min_chunk_bytes: in
     raw_name = cuda.call("cuDeviceGetName", 256, device)
     name = raw_name.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw_name, bytes) else str(raw_name)
     uuid = _uuid(cuda, device)
+    multiprocessors = _multiprocessors(cuda, device)
     started = time.perf_counter()
     with cuda.context(device):
         free, total = cuda.call("cuMemGetInfo")
@@ -121,8 +126,27 @@ def _scrub_device(cuda: _Cuda, index: int, chunk_bytes: int, min_chunk_bytes: in
     checked = sum(size for _pointer, size in chunks)
     seconds = time.perf_counter() - started
     return DeviceScrub(
-        index, name, int(total), int(total) - int(free), checked, before, after, int(unreachable), seconds, uuid
+        index,
+        name,
+        int(total),
+        int(total) - int(free),
+        checked,
+        before,
+        after,
+        int(unreachable),
+        seconds,
+        multiprocessors,
+        uuid,
     )
+
+
+def _multiprocessors(cuda: _Cuda, device: Any) -> int | None:
+    attributes = getattr(cuda.driver, "CUdevice_attribute", None)
+    attribute = getattr(attributes, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT", None)
+    if attribute is None:
+        return None
+    result = cuda.driver.cuDeviceGetAttribute(attribute, device)
+    return int(result[1]) if result[0] == cuda.success and int(result[1]) > 0 else None
 
 
 def _uuid(cuda: _Cuda, device: Any) -> str | None:

@@ -5,8 +5,9 @@ Residue found before zeroing is evidence (`bytes_nonzero_before`), reported, not
 Exit 1, with a one-line reason on stderr, when a device cannot be scrubbed (no CUDA, a vendor
 the scrubber does not support, no device at all), when a GPU or MIG device the container was
 given was not among those CUDA scrubbed, or cannot be told apart (`unscrubbed` names them),
-when memory the driver reports free cannot be reached, or when anything is not zero after
-zeroing.
+when more of a device's memory was in use before the scrub than a CUDA context takes (it is
+not read), when memory the driver reports free cannot be reached, or when anything is not
+zero after zeroing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, scrub_all
 EXIT_SCRUBBED = 0
 EXIT_NOT_SCRUBBED = 1
 
+#: The default bound on a device's memory in use before the scrub, per streaming
+#: multiprocessor, and its floor.  A bare CUDA primary context was measured to take 555 MiB on
+#: a 188-SM RTX PRO 6000 Blackwell and 107 MiB on a 34-SM RTX 4060 Ti, "the cost scales with SM
+#: count" (ggml-org/llama.cpp#23604): about 3 MiB per SM.  Twice that leaves room for GPUs
+#: with more threads per SM (2048 on H100 and B200, 1536 on those two) and other drivers; it is
+#: not measured here.  Above it, the memory is another process's or the driver's, not read.
+RESERVED_PER_MULTIPROCESSOR = 6 * MIB
+RESERVED_FLOOR = 128 * MIB
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -32,6 +42,8 @@ class Settings:
     min_chunk_bytes: int = 2 * MIB
     #: Free memory no chunk could be allocated from, above which the scrub fails.
     unreachable_tolerance_bytes: int = 64 * MIB
+    #: Memory in use before the scrub above which a device fails; None: the per-SM default.
+    reserved_tolerance_bytes: int | None = None
     dev: str = "/dev"
     sys_class: str = "/sys/class/drm"
     mig_minors: str = MIG_MINORS
@@ -116,7 +128,28 @@ def _verdicts(results: list[DeviceScrub], settings: Settings) -> list[str]:
             )
         if result.checked_bytes == 0:
             problems.append(f"device {result.index}: no memory could be allocated")
+        limit = reserved_limit(result, settings)
+        if limit is None:
+            problems.append(
+                f"device {result.index}: CUDA does not say how many multiprocessors it has, so the "
+                f"{result.reserved_bytes // MIB} MiB in use before the scrub cannot be bounded (give --reserved-mib)"
+            )
+        elif result.reserved_bytes > limit:
+            problems.append(
+                f"device {result.index}: {result.reserved_bytes // MIB} MiB was in use before the scrub, more than a "
+                f"CUDA context takes ({limit // MIB} MiB): another process's or the driver's, not read"
+            )
     return problems
+
+
+def reserved_limit(result: DeviceScrub, settings: Settings) -> int | None:
+    """The most memory of `result`'s device that may be in use before the scrub, or None when it
+    cannot be told (no --reserved-mib, no multiprocessor count)."""
+    if settings.reserved_tolerance_bytes is not None:
+        return settings.reserved_tolerance_bytes
+    if result.multiprocessors is None:
+        return None
+    return max(RESERVED_FLOOR, RESERVED_PER_MULTIPROCESSOR * result.multiprocessors)
 
 
 def _summary(
