@@ -84,6 +84,7 @@ KNOWN = [
     "cloud-tpus.google.com/preemptible-v2",
     "cloud-tpus.google.com/v3",
     "cloud-tpus.google.com/preemptible-v3",
+    "npu.intel.com/accel",
 ]
 
 
@@ -112,6 +113,9 @@ def test_point2_every_family_cites_its_source_and_says_what_it_is() -> None:
         "huawei.com/npu",
         # A subdomain of google.com: its own domain (a name's domain ends at the slash).
         "cloud-tpus.google.com/v4",
+        # Intel's FPGA plugin: accelerator functions and the mode names its webhook maps.
+        "fpga.intel.com/af-d8424dc4a4a3c413f89e433683f9040b",
+        "fpga.intel.com/arria10.dcp1.2-nlb3-orchestrated",
     ],
 )
 def test_point2_an_unknown_name_under_a_vendor_domain_is_unverifiable_not_passed(name: str) -> None:

@@ -65,6 +65,12 @@ FAMILIES = (
         "@ 526de261 (millicores, memory.max, tiles from NFD; removed at 281ca081)",
     ),
     NameFamily(
+        # One name per NPU, or `-shared-dev-num` pods on each (its `sharedDevNum` option).
+        "Intel's NPU device plugin",
+        names=("npu.intel.com/accel",),
+        source="intel/intel-device-plugins-for-kubernetes cmd/npu_plugin/npu_plugin.go @ 94a91bc9",
+    ),
+    NameFamily(
         "NVIDIA's KubeVirt GPU device plugin (passthrough names from the PCI device name, vGPU names from the "
         "vGPU type, spaces made underscores)",
         # Those names keep the PCI database's and the vGPU type's capitals (GA102GL_A10,
@@ -175,6 +181,10 @@ ACCELERATOR_DOMAINS = (
     "nvidia.com/",
     "amd.com/",
     "gpu.intel.com/",
+    "npu.intel.com/",
+    # Intel's FPGA plugin names accelerator functions and regions (`af-<id>`, `region-<id>`,
+    # and the mode names its webhook maps: cmd/fpga_plugin @ 94a91bc9), as xilinx.com/ does.
+    "fpga.intel.com/",
     "habana.ai/",
     "google.com/",
     # A subdomain `google.com/` does not cover (a name's domain ends at its slash).
