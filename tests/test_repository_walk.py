@@ -276,6 +276,31 @@ def test_a_walk_skips_the_configuration_of_components_and_tools(tmp_path: Path) 
     assert result.returncode == 2 and "has no metadata.name" in result.stdout
 
 
+#: Files a walk meets that parse and hold no object, with what once made a PyYAML parse fail,
+#: so that they counted as manifests with errors (exit 2): a GitLab CI file's `!reference`
+#: tag beside a backslash (NVIDIA/gpu-operator .nvidia-ci.yml), and an OCI runtime
+#: configuration indented with tabs and escaping a quote (intel-device-plugins fpga_crihook
+#: testdata).
+NO_OBJECTS = {
+    ".nvidia-ci.yml": "include:\n  - local: ci.yml\nbuild:\n  script:\n    - !reference [.setup, script]\n"
+    '    - echo "kind: \\"x\\""\n',
+    "config.json": '{\n\t"ociVersion": "1.0.0",\n\t"process": {"args": ["sh", "-c", "echo \\"kind\\""]}\n}\n',
+}
+
+
+def test_a_walk_skips_files_that_parse_and_hold_no_object(tmp_path: Path) -> None:
+    for name, text in NO_OBJECTS.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "legacy.yaml").write_text((FIXTURE / BAD).read_text())
+    report = json.loads(check("--format", "json", ".", cwd=tmp_path).stdout)
+    assert report["errors"] == [] and report["skipped"] == sorted(f"./{name}" for name in NO_OBJECTS)
+    # A manifest's key in the wrong case is the manifest's mistake: still reported.
+    (tmp_path / "typo.yaml").write_text("Kind: Pod\nApiVersion: v1\nmetadata: {name: a}\n")
+    result = check("--format", "json", ".", cwd=tmp_path)
+    (error,) = json.loads(result.stdout)["errors"]
+    assert result.returncode == 2 and error["file"] == "./typo.yaml" and "kind is missing" in error["message"]
+
+
 def test_a_template_outside_a_chart_gets_the_render_hint(tmp_path: Path) -> None:
     (tmp_path / "deploy.yaml").write_text((FIXTURE / "charts/inference/templates/deployment.yaml").read_text())
     result = check("deploy.yaml", cwd=tmp_path)

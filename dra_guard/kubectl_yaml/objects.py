@@ -72,12 +72,30 @@ def _kind_problem(obj: dict[str, Any], what: str) -> str | None:
     if not parses:
         return f"{what}: apiVersion {obj['apiVersion']!r} is not <group>/<version>, so kubectl finds no kind"
     kind = obj.get("kind")
-    if "kind" not in obj and "apiVersion" not in obj:
+    if "kind" not in obj and "apiVersion" not in obj and not _spells_type_keys(obj):
         return f"{what} is not a Kubernetes object (it has no apiVersion and no kind)"
     if type(kind) is not str or not kind:
         shown = "missing" if "kind" not in obj else f"{kind!r}, not a name"
         return f"{what}: kind is {shown} (kubectl: Object 'Kind' is missing)"
     return None
+
+
+#: The refusals of a document that parsed and is no object at all (`_document_problem`): a
+#: mapping with neither apiVersion nor kind, or a scalar or list.
+_NO_OBJECT = re.compile(r"document [0-9]+ is (?:not|an? [a-z]+, not) a Kubernetes object")
+
+
+def says_no_object(message: str) -> bool:
+    """Whether an input error's `message` is a refusal of a document that parsed and is no
+    Kubernetes object (no apiVersion and no kind, or not a mapping): a file of nothing else is
+    no manifest, which a walk skips."""
+    return _NO_OBJECT.match(message) is not None
+
+
+def _spells_type_keys(obj: dict[str, Any]) -> bool:
+    """Whether a key is `kind` or `apiVersion` in another case (`Kind: Pod`): kubectl finds no
+    kind there, but it is a manifest's mistake, which `says_no_object` must not pass over."""
+    return any(isinstance(key, str) and key.lower() in ("kind", "apiversion") for key in obj)
 
 
 def document_problem(value: Any, index: int) -> tuple[Path, str] | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
 from dra_guard.contract.findings import InputError, Unchecked
+from dra_guard.kubectl_yaml.objects import says_no_object
 from dra_guard.read.files import Opened, open_input, read_input, standard_input
 from dra_guard.read.loader import STDIN_NAME, Document, display_name, iter_blocks, iter_bytes
 from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES, LINK_NOT_FOLLOWED, STDIN, Selection
@@ -502,7 +503,12 @@ def _found(path: str, data: bytes, tally: Tally) -> Iterator[Any]:
             held.append(item)
     if streaming:
         return
-    if is_manifest(data):
+    # Every document parsed, and none is an object (a GitLab CI file, an OCI runtime config):
+    # no manifest, whatever tags or escapes a parse with PyYAML would trip on.
+    parsed_no_object = all(
+        isinstance(item, Document) or (isinstance(item, InputError) and says_no_object(item.message)) for item in held
+    )
+    if not parsed_no_object and is_manifest(data):
         tally.files += 1
         yield from held
     else:
