@@ -259,6 +259,13 @@ TOOL_CONFIGURATIONS = {
     "kubeadm.yaml": "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n",
     "kubeconfig.yaml": "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
     "skaffold.yaml": "apiVersion: skaffold/v4beta11\nkind: Config\nbuild: {artifacts: [{image: app}]}\n",
+    # Operators' own configuration files, and operator-sdk's and istioctl's inputs.
+    "controller_manager_config.yaml": "apiVersion: controller-runtime.sigs.k8s.io/v1alpha1\n"
+    "kind: ControllerManagerConfig\nhealth: {healthProbeBindAddress: ':8081'}\n",
+    "trainer-config.yaml": "apiVersion: config.trainer.kubeflow.org/v1alpha1\nkind: Configuration\n",
+    "katib-config.yaml": "apiVersion: config.kubeflow.org/v1beta1\nkind: KatibConfig\n",
+    "scorecard.yaml": "kind: Configuration\napiversion: scorecard.operatorframework.io/v1alpha3\nstages: []\n",
+    "istio-profile.yaml": "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec: {profile: default}\n",
 }
 
 

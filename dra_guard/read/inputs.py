@@ -43,9 +43,14 @@ _KEY_DISGUISES = (b"\\", b"!!binary", b"tag:yaml.org,2002:binary", b"!<", b"%tag
 #: apiVersion and kind but are never sent to an API server (kubectl refuses them: no name,
 #: or no such resource): the scheduler's, kubelet's, kube-proxy's, the API server's
 #: admission, encryption and audit configuration, kubeadm's, kind's, k3d's, ctlptl's and
-#: Skaffold's. A walk that finds a file holding only these skips it, as a file that is no
-#: manifest (listed, never silently). A scheduler configuration that scores `nvidia.com/gpu`
-#: asks for no device.
+#: Skaffold's; and the configuration files operators read (controller-runtime's
+#: ControllerManagerConfig, Kubeflow's trainer Configuration and KatibConfig, which their
+#: kustomizations turn into ConfigMaps with a configMapGenerator, dra-guard reading those
+#: ConfigMaps as such), operator-sdk's scorecard configuration (written with a lowercase
+#: `apiversion`), krew's plugin manifests and istioctl's IstioOperator input (Istio removed the
+#: in-cluster operator that read it in 1.24). A walk that finds a file holding only these
+#: skips it, as a file that is no manifest (listed, never silently). A scheduler
+#: configuration that scores `nvidia.com/gpu` asks for no device.
 TOOL_CONFIGURATION_API_PREFIXES = (
     "kubescheduler.config.k8s.io/",
     "kubelet.config.k8s.io/",
@@ -61,6 +66,12 @@ TOOL_CONFIGURATION_API_PREFIXES = (
     "k3d.io/",
     "ctlptl.dev/",
     "skaffold/",
+    "controller-runtime.sigs.k8s.io/",
+    "config.trainer.kubeflow.org/",
+    "config.kubeflow.org/",
+    "scorecard.operatorframework.io/",
+    "krew.googlecontainertools.github.com/",
+    "install.istio.io/",
 )
 
 
@@ -69,7 +80,8 @@ def is_tool_configuration(document: Any) -> bool:
     kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the core API does not have)."""
     if not isinstance(document, dict):
         return False
-    api_version = document.get("apiVersion")
+    # In any case: operator-sdk writes `apiversion` in every scorecard configuration.
+    api_version = next((value for key, value in document.items() if str(key).lower() == "apiversion"), None)
     if not isinstance(api_version, str):
         return False
     if api_version == "v1":
