@@ -168,3 +168,18 @@ def test_point4_a_kustomization_kustomize_refuses_is_an_input_error(tmp_path: Pa
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     assert "missing.yaml" in result.stdout + result.stderr
+
+
+def test_a_render_error_kubectl_writes_over_several_lines_is_quoted_whole(tmp_path: Path) -> None:
+    """kubectl's klog writes an error holding line breaks as `err=<`, its lines, then ` >`: the
+    message was `>` (kserve config/overlays/development, a patch file that is generated)."""
+    _tree(
+        tmp_path,
+        {
+            "overlay/kustomization.yaml": "resources: [deployment.yaml]\npatches:\n- path: generated_patch.yaml\n",
+            "overlay/deployment.yaml": DEPLOYMENT,
+        },
+    )
+    result = _check(tmp_path, "overlay")
+    assert "failed to get the patch file from path(generated_patch.yaml)" in result.stdout, result.stdout
+    assert not any(line.rstrip().endswith(": >") for line in result.stdout.splitlines())

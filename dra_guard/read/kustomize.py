@@ -302,6 +302,11 @@ def _message(stderr: str, status: int) -> str:
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     if not lines:
         return f"exit status {status}"
+    if lines[-1] == ">":
+        # klog writes a value with line breaks as `err=<`, its lines indented, then ` >`.
+        opened = max((index for index, line in enumerate(lines) if line.endswith("err=<")), default=None)
+        if opened is not None:
+            return " ".join(lines[opened + 1 : -1]).removeprefix("Error: ")
     last = lines[-1]
     match = _KUBECTL_ERROR.search(last)
     if match:
