@@ -225,6 +225,12 @@ class DeviceRequestView:
         return stored if stored is not None and stored > 0 else None
 
     @property
+    def admin_access(self) -> bool:
+        """`adminAccess: true`: access to devices whatever other claims hold them (monitoring);
+        a `firstAvailable` entry has no such field."""
+        return self.body.get("adminAccess") is True
+
+    @property
     def qualified_name(self) -> str:
         if self.shape == "firstAvailable":
             return f"{self.request_name}/{text(self.raw.get('name'))}"

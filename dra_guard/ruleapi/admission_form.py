@@ -205,11 +205,13 @@ def failing_requests(check: Callable[[str], str], requests: str = "variables.req
 
 
 def is_accelerator_body(body: str, config: Config) -> str:
-    """The body requests a device class the configuration counts as an accelerator."""
+    """The body requests a device class the configuration counts as an accelerator, and not
+    with adminAccess (monitoring: `Context.accelerator_requests` leaves it out too)."""
+    admin = f"!(has({body}.adminAccess) && {body}.adminAccess == true)"
     non_accelerator = non_accelerator_classes(config)
     if not non_accelerator:
-        return "true"
-    return f"!(has({body}.deviceClassName) && {body}.deviceClassName in {string_list(non_accelerator)})"
+        return admin
+    return f"{admin} && !(has({body}.deviceClassName) && {body}.deviceClassName in {string_list(non_accelerator)})"
 
 
 def has_accelerator_request(config: Config, requests: str = REQUESTS) -> str:

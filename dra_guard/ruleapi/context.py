@@ -358,7 +358,10 @@ class Context:
             )
             # Claims mostly repeat a few request names: share one tuple per set of names.
             names = self._request_names.setdefault(names, names)
-            classes = tuple(dict.fromkeys(request.device_class for request in resource.requests))
+            # adminAccess requests allocate nothing to the claim's users (`accelerator_requests`).
+            classes = tuple(
+                dict.fromkeys(request.device_class for request in resource.requests if not request.admin_access)
+            )
             classes = self._request_names.setdefault(classes, classes)
             return (_CLAIM, ClaimFacts(kind, resource.namespace, resource.name, names, classes))
         if kind == "ComputeDomain" and text(resource.obj.get("apiVersion")).startswith(COMPUTE_DOMAIN_GROUP):
@@ -540,8 +543,11 @@ class Context:
         return is_pod_level_class(name, self.config, self._class_selectors.get(name))
 
     def no_accelerator(self, facts: ClaimFacts) -> bool:
-        """The claim or template has requests and none of them is for an accelerator."""
-        return bool(facts.classes) and not any(self.is_accelerator_class(name) for name in facts.classes)
+        """The claim or template has requests and none of them is for an accelerator (or every
+        one is an adminAccess request, whose class is not among `classes`)."""
+        if not facts.classes:
+            return bool(facts.request_names)
+        return not any(self.is_accelerator_class(name) for name in facts.classes)
 
     def pod_level(self, facts: ClaimFacts) -> bool:
         """Every request of the claim or template is for devices that attach to the pod."""
@@ -558,10 +564,15 @@ class Context:
             # A request of a NIC or CPU class the catalog knows by its conventional name
             # (`rdma`) counts too, beside a GPU's as well as alone: the input's DeviceClass may
             # show it to select GPUs, so its findings wait for it (`unless_not_accelerators`).
+            # An adminAccess request is left out: it monitors devices that other claims hold
+            # (a DCGM exporter), allocated to nobody by it, in the namespaces DRA006 allows
+            # it; pinning, tags, sanitization and the scrubber (which would take the free
+            # memory of a device another tenant is using) are not for it.
             resource.accelerator_requests = [
                 request
                 for request in resource.requests
-                if self.config.is_accelerator(request.device_class) or overridable(request.device_class, self.config)
+                if (self.config.is_accelerator(request.device_class) or overridable(request.device_class, self.config))
+                and not request.admin_access
             ]
         return resource.accelerator_requests
 

@@ -181,8 +181,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation]:
         # allows multiple allocations (resource/v1 `ExactDeviceRequest.Capacity`, kubernetes/api
         # @ 10b39a39), which other claims share as well.
         for request in accelerator:
-            # adminAccess reaches devices whatever else holds them (DRA006 decides who may).
-            if not _guarded(request) and request.body.get("adminAccess") is not True:
+            if not _guarded(request):
                 declared = "the annotation alone enforces nothing" if value == "false" else "nothing keeps it exclusive"
                 yield Violation(
                     (*request.path, "selectors"),
@@ -249,12 +248,7 @@ def _admission(target: AdmissionTarget) -> Admission:
             # Every accelerator request, All too (see `check`).
             (
                 "unguarded",
-                failing_requests(
-                    lambda body: (
-                        f"!({accelerator(body)}) || (has({body}.adminAccess) && {body}.adminAccess == true) "
-                        f"|| ({selector_matches(body, guard)})"
-                    )
-                ),
+                failing_requests(lambda body: f"!({accelerator(body)}) || ({selector_matches(body, guard)})"),
             )
         )
         consequence = " has no selector `" + EXCLUSIVITY_GUARD + "`: a device published with "

@@ -29,7 +29,10 @@ RATIONALE = (
     "other tenants' slices and their memory included. It is meant for monitoring and maintenance agents in "
     "a few trusted namespaces. The API server itself allows it only in namespaces that carry the admin-access "
     "label (KEP-5018, GA in 1.36); this rule checks, before apply, the namespaces you list under "
-    "admin-namespaces, which a Namespace object's labels do not change."
+    "admin-namespaces, which a Namespace object's labels do not change. Such a request is judged by this rule "
+    "alone: it allocates nothing to its pods that another tenant could have held before, so pinning, "
+    "exclusivity, sanitization, tags and the scrubber are not asked of it (the scrubber would take the free "
+    "memory of devices other tenants are using); a request beside it without adminAccess is judged as ever."
 )
 REMEDIATION = (
     "Remove adminAccess, or move the object to a namespace listed under admin-namespaces in the "

@@ -24,3 +24,54 @@ def test_dra006_admin_access(api_version: str, make: Any) -> None:
     assert rule_ids(obj, config=config({"admin-namespaces": ["ns"]})) == set()
     request_body(obj)["adminAccess"] = False
     assert rule_ids(retag(obj)) == set()
+
+
+#: NVIDIA/gpu-operator internal/state/testdata/golden/gpucluster-dcgm.yaml @ a22dbf6, cut down:
+#: the DCGM exporter's template asks for every GPU with adminAccess, and its DaemonSet's pods
+#: use it without the scrubber (which would take the free memory of GPUs other tenants use).
+MONITORING = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: nvidia-dcgm-admin, namespace: gpu-operator}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: admin-gpus
+        exactly: {deviceClassName: gpu.nvidia.com, allocationMode: All, adminAccess: true}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: nvidia-dcgm, namespace: gpu-operator}
+spec:
+  selector: {matchLabels: {app: dcgm}}
+  template:
+    metadata: {labels: {app: dcgm}}
+    spec:
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: nvidia-dcgm-admin}]
+      containers:
+      - name: dcgm
+        image: nvcr.io/nvidia/cloud-native/dcgm:4.2.3-1-ubuntu22.04
+        resources: {claims: [{name: gpus}]}
+"""
+
+
+def test_an_admin_access_claim_is_judged_by_dra006_alone() -> None:
+    """Monitoring reaches devices other claims hold: pinning (DRA002), exclusivity (DRA003),
+    sanitization (DRA004), allocation mode (DRA008), tags (DRA012) and the scrubber (DRA016)
+    are not asked of it; outside an admin namespace DRA006 reports it."""
+    import yaml
+
+    from tests.test_admission_parity import assert_parity
+
+    objects = list(yaml.safe_load_all(MONITORING))
+    assert rule_ids(*objects, config=config({"admin-namespaces": ["gpu-operator"]})) == set()
+    assert rule_ids(*objects) == {"DRA006"}
+    for obj in objects:
+        assert_parity(obj)
+        assert_parity(obj, "admin-namespaces: [gpu-operator]\n")
+    # A request beside it without adminAccess is judged as ever.
+    objects[0]["spec"]["spec"]["devices"]["requests"].append(
+        {"name": "own", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}
+    )
+    assert rule_ids(*objects) >= {"DRA002", "DRA004", "DRA012", "DRA016"}
