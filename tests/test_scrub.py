@@ -13,13 +13,12 @@ scrubbed.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import io
 import json
+import os
 import subprocess
 import sys
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,8 @@ from dra_guard.scrub.driver_params import scrub_on_free
 from dra_guard.scrub.given import GivenDevice, NamedDevice, given_devices
 from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, load_driver
 from dra_guard.scrub.run import Settings, _verdicts
+from testkit.paths import REPO_ROOT
+from tests.fake_cuda import SETTING, FakeCuda, FakeDevice, child_site, node_setting, visible
 
 SUMMARY_KEYS = {
     "ok",
@@ -238,110 +239,6 @@ def test_python_m_dra_guard_scrub_is_the_same_command(tmp_path: Path) -> None:
 # --- A fake CUDA driver module, and a fake NVML ----------------------------------------------
 
 
-class CUresult(enum.IntEnum):
-    CUDA_SUCCESS = 0
-    CUDA_ERROR_OUT_OF_MEMORY = 2
-
-
-class CUdevice_attribute(enum.IntEnum):  # cuda-python's name
-    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
-
-
-@dataclass
-class FakeDevice:
-    """One device as CUDA shows it: `uuid` as NVML writes it (`GPU-…`, `MIG-…`)."""
-
-    uuid: str
-    total: int = 64 * MIB
-    #: Memory the scrubber's own context takes.
-    context: int = 4 * MIB
-    #: Memory other processes hold.
-    held: int = 0
-    #: Bytes the previous holder left, found at the start of the first allocation.
-    residue: int = 0
-    multiprocessors: int = 8
-
-
-class FakeCuda(types.ModuleType):
-    """`cuda.bindings.driver` as far as the scrubber calls it, over host memory."""
-
-    CUresult = CUresult
-    CUdevice_attribute = CUdevice_attribute
-
-    def __init__(self, devices: list[FakeDevice]) -> None:
-        super().__init__("cuda.bindings.driver")
-        self.devices = devices
-        self.current = 0
-        self.used = [0] * len(devices)
-        self.residue = [device.residue for device in devices]
-        self.memory: dict[int, bytearray] = {}
-
-    def cuInit(self, flags: int) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuDeviceGetCount(self) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS, len(self.devices))
-
-    def cuDeviceGet(self, index: int) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS, index)
-
-    def cuDeviceGetName(self, size: int, device: int) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS, b"NVIDIA Fake\0\0")
-
-    def cuDeviceGetAttribute(self, attribute: CUdevice_attribute, device: int) -> tuple[Any, ...]:
-        assert attribute is CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-        return (CUresult.CUDA_SUCCESS, self.devices[device].multiprocessors)
-
-    def cuDeviceGetUuid_v2(self, device: int) -> tuple[Any, ...]:
-        uuid = self.devices[device].uuid[4:].replace("-", "")
-        return (CUresult.CUDA_SUCCESS, types.SimpleNamespace(bytes=bytes.fromhex(uuid)))
-
-    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS, device)
-
-    def cuDevicePrimaryCtxRelease(self, device: int) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuCtxSetCurrent(self, context: int) -> tuple[Any, ...]:
-        self.current = context
-        return (CUresult.CUDA_SUCCESS,)
-
-    def _free(self) -> int:
-        device = self.devices[self.current]
-        return device.total - device.context - device.held - self.used[self.current]
-
-    def cuMemGetInfo(self) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS, self._free(), self.devices[self.current].total)
-
-    def cuMemAlloc(self, size: int) -> tuple[Any, ...]:
-        if size > self._free():
-            return (CUresult.CUDA_ERROR_OUT_OF_MEMORY, None)
-        self.used[self.current] += size
-        pointer = len(self.memory) + 1
-        residue = min(size, self.residue[self.current])
-        self.residue[self.current] -= residue
-        self.memory[pointer] = bytearray(b"\xa5" * residue + bytes(size - residue))
-        return (CUresult.CUDA_SUCCESS, pointer)
-
-    def cuMemFree(self, pointer: int) -> tuple[Any, ...]:
-        self.used[self.current] -= len(self.memory[pointer])
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuMemcpyDtoH(self, buffer: bytearray, pointer: int, size: int) -> tuple[Any, ...]:
-        buffer[:] = self.memory[pointer][:size]
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuMemsetD8(self, pointer: int, value: int, size: int) -> tuple[Any, ...]:
-        self.memory[pointer][:size] = bytes([value]) * size
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuCtxSynchronize(self) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS,)
-
-    def cuGetErrorName(self, error: CUresult) -> tuple[Any, ...]:
-        return (CUresult.CUDA_SUCCESS, error.name.encode())
-
-
 GPU0 = "GPU-00000000-0000-0000-0000-000000000000"
 GPU1 = "GPU-11111111-1111-1111-1111-111111111111"
 MIG_A = "MIG-aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
@@ -362,13 +259,17 @@ MIG_A_NODES = ("nvidia1", "nvidia-caps/nvidia-cap12", "nvidia-caps/nvidia-cap13"
 MIG_B_NODES = ("nvidia1", "nvidia-caps/nvidia-cap21", "nvidia-caps/nvidia-cap22")
 
 
-def fake_cuda(monkeypatch: pytest.MonkeyPatch, *devices: FakeDevice, named: list[NamedDevice] = NAMED) -> FakeCuda:
-    """CUDA shows `devices`; NVML names `named`."""
-    fake = FakeCuda(list(devices))
+def fake_cuda(monkeypatch: pytest.MonkeyPatch, *node: FakeDevice, named: list[NamedDevice] = NAMED) -> FakeCuda:
+    """The container's devices are `node`, shown by CUDA to this process and to any process it
+    starts as real CUDA would (tests/fake_cuda.py); NVML names `named`."""
+    fake = FakeCuda(list(node))
     monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
     monkeypatch.setitem(sys.modules, "cuda.bindings", types.ModuleType("cuda.bindings"))
     monkeypatch.setitem(sys.modules, "cuda.bindings.driver", fake)
     monkeypatch.setattr(nvml, "nvml_devices", lambda: list(named))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv(SETTING, node_setting(list(node)))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join((child_site(), str(REPO_ROOT))))
     return fake
 
 
@@ -382,6 +283,18 @@ def scrub_in(
     dev = dev_with(tmp_path, *dict.fromkeys(nodes))
     reserved = [] if reserved_mib is None else ["--reserved-mib", str(reserved_mib)]
     return run("--dev", str(dev), "--mig-minors", str(minors), "--chunk-mib", "16", "--min-chunk-mib", "1", *reserved)
+
+
+def test_the_fake_shows_devices_as_cuda_does() -> None:
+    # A CUDA process enumerates one MIG device, and no whole GPU beside one; CUDA_VISIBLE_DEVICES
+    # shows the devices it names, up to the first it cannot match.
+    node = [FakeDevice(GPU0), FakeDevice(MIG_A), FakeDevice(MIG_B)]
+    assert visible(node, None) == [1]
+    assert visible(node, MIG_B) == [2]
+    assert visible(node, GPU0) == [0]
+    assert visible(node, f"{GPU0},{MIG_B}") == [2]
+    assert visible(node, f"{GPU1},{GPU0}") == []
+    assert visible([FakeDevice(GPU0), FakeDevice(GPU1)], None) == [0, 1]
 
 
 def test_every_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -414,7 +327,7 @@ def test_one_mig_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: p
 
 def test_a_second_mig_device_cuda_does_not_enumerate_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Both MIG devices share /dev/nvidia1; a CUDA process enumerates one of them.
-    fake_cuda(monkeypatch, FakeDevice(MIG_A))
+    fake_cuda(monkeypatch, FakeDevice(MIG_A), FakeDevice(MIG_B))
     code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES, *MIG_B_NODES)
     assert code == 1
     assert summary["unscrubbed"] == [f"/dev/nvidia1 MIG gi2/ci0 ({MIG_B})"]
@@ -423,7 +336,7 @@ def test_a_second_mig_device_cuda_does_not_enumerate_fails(tmp_path: Path, monke
 
 def test_a_whole_gpu_is_no_stand_in_for_its_mig_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # cuDeviceGetUuid naming a MIG device by its parent GPU: the GPU was not given, the MIG was.
-    fake_cuda(monkeypatch, FakeDevice(GPU1))
+    fake_cuda(monkeypatch, FakeDevice(MIG_A, cuda_uuid=GPU1))
     code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES)
     assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia1 MIG gi1/ci0 ({MIG_A})"]
 
@@ -463,10 +376,7 @@ def test_without_nvml_nothing_counts_as_scrubbed(tmp_path: Path, monkeypatch: py
 
 
 def test_a_device_cuda_gives_no_uuid_for_is_not_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_cuda(monkeypatch, FakeDevice(GPU0))
-    monkeypatch.setattr(
-        FakeCuda, "cuDeviceGetUuid_v2", lambda self, device: (CUresult.CUDA_ERROR_OUT_OF_MEMORY, None), raising=True
-    )
+    fake_cuda(monkeypatch, FakeDevice(GPU0, cuda_uuid=None))
     code, summary, _ = scrub_in(tmp_path, "nvidia0")
     assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
     assert summary["devices"][0]["uuid"] is None
@@ -576,7 +486,7 @@ def test_nvml_that_cannot_be_loaded_is_a_scrub_error(tmp_path: Path) -> None:
 
 def test_a_whole_gpu_beside_a_mig_device_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # "CUDA will not enumerate non-MIG GPU if any compute instance is enumerated on any other GPU".
-    fake_cuda(monkeypatch, FakeDevice(MIG_A))
+    fake_cuda(monkeypatch, FakeDevice(GPU0), FakeDevice(MIG_A))
     code, summary, _ = scrub_in(tmp_path, "nvidia0", *MIG_A_NODES)
     assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
     assert summary["reason"].endswith("(CUDA enumerates no whole GPU beside a MIG device)")
