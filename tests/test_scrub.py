@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from dra_guard.cli.main import main
-from dra_guard.scrub import nvml
+from dra_guard.scrub import apart, nvml
 from dra_guard.scrub.devices import VisibleDevice, visible_devices
 from dra_guard.scrub.driver_params import scrub_on_free
 from dra_guard.scrub.given import GivenDevice, NamedDevice, given_devices
@@ -206,6 +206,7 @@ def test_scrub_on_free_is_unknown_when_nothing_can_be_read(tmp_path: Path) -> No
     [
         (["--chunk-mib", "x"], "'x' is not a whole number of MiB"),
         (["--chunk-mib", "0"], "0 MiB: must be at least 1"),
+        (["--device-timeout-s", "0"], "0 s: must be at least 1"),
     ],
 )
 def test_a_wrong_argument_is_a_usage_error(
@@ -260,8 +261,8 @@ MIG_B_NODES = ("nvidia1", "nvidia-caps/nvidia-cap21", "nvidia-caps/nvidia-cap22"
 
 
 def fake_cuda(monkeypatch: pytest.MonkeyPatch, *node: FakeDevice, named: list[NamedDevice] = NAMED) -> FakeCuda:
-    """The container's devices are `node`, shown by CUDA to this process and to any process it
-    starts as real CUDA would (tests/fake_cuda.py); NVML names `named`."""
+    """The container's devices are `node`, shown by CUDA to this process and to those the
+    scrubber starts as real CUDA would (tests/fake_cuda.py); NVML names `named`."""
     fake = FakeCuda(list(node))
     monkeypatch.setitem(sys.modules, "cuda", types.ModuleType("cuda"))
     monkeypatch.setitem(sys.modules, "cuda.bindings", types.ModuleType("cuda.bindings"))
@@ -274,7 +275,11 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch, *node: FakeDevice, named: list[Na
 
 
 def scrub_in(
-    tmp_path: Path, *nodes: str, mig_minors: str | None = MIG_MINORS, reserved_mib: int | None = None
+    tmp_path: Path,
+    *nodes: str,
+    mig_minors: str | None = MIG_MINORS,
+    reserved_mib: int | None = None,
+    timeout_s: int | None = None,
 ) -> tuple[int, dict[str, Any], str]:
     tmp_path.mkdir(exist_ok=True)
     minors = tmp_path / "mig-minors"
@@ -282,7 +287,18 @@ def scrub_in(
         minors.write_text(mig_minors)
     dev = dev_with(tmp_path, *dict.fromkeys(nodes))
     reserved = [] if reserved_mib is None else ["--reserved-mib", str(reserved_mib)]
+    reserved += [] if timeout_s is None else ["--device-timeout-s", str(timeout_s)]
     return run("--dev", str(dev), "--mig-minors", str(minors), "--chunk-mib", "16", "--min-chunk-mib", "1", *reserved)
+
+
+def label(uuid: str) -> str:
+    """How `unscrubbed` and the reasons name a device of the fake node."""
+    return {
+        GPU0: f"/dev/nvidia0 ({GPU0})",
+        GPU1: f"/dev/nvidia1 ({GPU1})",
+        MIG_A: f"/dev/nvidia1 MIG gi1/ci0 ({MIG_A})",
+        MIG_B: f"/dev/nvidia1 MIG gi2/ci0 ({MIG_B})",
+    }[uuid]
 
 
 def test_the_fake_shows_devices_as_cuda_does() -> None:
@@ -306,17 +322,29 @@ def test_every_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pyt
     assert summary["bytes_checked"] == 2 * 60 * MIB
 
 
-def test_a_gpu_given_that_cuda_does_not_show_fails_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Two GPUs injected, CUDA shows one (CUDA_VISIBLE_DEVICES, or a MIG device beside it): the
-    # scrubber used to say ok with "visible" 2 and "devices" 1.
+@pytest.mark.e2e
+def test_a_gpu_given_that_no_process_can_reach_fails_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two GPUs injected, CUDA shows one, and a process of its own cannot reach the other either:
+    # the scrubber used to say ok with "visible" 2 and "devices" 1.
     fake_cuda(monkeypatch, FakeDevice(GPU0))
     code, summary, stderr = scrub_in(tmp_path, "nvidia0", "nvidia1")
     assert code == 1 and summary["ok"] is False
-    assert summary["unscrubbed"] == [f"/dev/nvidia1 ({GPU1})"]
+    assert summary["unscrubbed"] == [label(GPU1)]
     assert summary["reason"] == (
-        f"not scrubbed: /dev/nvidia1 ({GPU1}): CUDA reached 1 of the 2 NVIDIA devices this container was given"
+        f"not scrubbed: {label(GPU1)}: its scrubbing process could not scrub it: CUDA sees no device"
     )
     assert stderr == f"dra-guard scrub: {summary['reason']}\n"
+    assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:]]
+
+
+@pytest.mark.e2e
+def test_a_gpu_cuda_visible_devices_hides_is_scrubbed_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cuda(monkeypatch, FakeDevice(GPU0), FakeDevice(GPU1, residue=MIB))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", GPU0)
+    code, summary, stderr = scrub_in(tmp_path, "nvidia0", "nvidia1")
+    assert (code, stderr, summary["unscrubbed"]) == (0, "", [])
+    assert [(device["index"], device["uuid"]) for device in summary["devices"]] == [(0, GPU0[4:]), (1, GPU1[4:])]
+    assert summary["bytes_nonzero_before"] == MIB
 
 
 def test_one_mig_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -325,20 +353,112 @@ def test_one_mig_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: p
     assert (code, summary["unscrubbed"]) == (0, [])
 
 
-def test_a_second_mig_device_cuda_does_not_enumerate_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Both MIG devices share /dev/nvidia1; a CUDA process enumerates one of them.
-    fake_cuda(monkeypatch, FakeDevice(MIG_A), FakeDevice(MIG_B))
+@pytest.mark.e2e
+def test_two_mig_devices_are_each_scrubbed_in_a_process_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both MIG devices share /dev/nvidia1; a CUDA process enumerates one of them, so this one
+    # used to fail (exit 1, MIG_B unscrubbed) whatever was in their memory.
+    fake = fake_cuda(monkeypatch, FakeDevice(MIG_A, residue=2 * MIB), FakeDevice(MIG_B, residue=5 * MIB))
+    code, summary, stderr = scrub_in(tmp_path, *MIG_A_NODES, *MIG_B_NODES)
+    assert (code, stderr, summary["problems"], summary["unscrubbed"]) == (0, "", [], [])
+    assert [(device["index"], device["uuid"]) for device in summary["devices"]] == [(0, MIG_A[4:]), (1, MIG_B[4:])]
+    assert summary["bytes_nonzero_before"] == 7 * MIB and summary["bytes_nonzero_after"] == 0
+    assert summary["bytes_checked"] == 2 * 60 * MIB
+    assert fake.memory == {}  # this process made no context and read nothing itself
+
+
+@pytest.mark.e2e
+def test_a_gpu_and_a_mig_device_are_each_scrubbed_in_a_process_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "CUDA will not enumerate non-MIG GPU if any compute instance is enumerated on any other GPU".
+    fake_cuda(monkeypatch, FakeDevice(GPU0, residue=MIB), FakeDevice(MIG_A))
+    code, summary, stderr = scrub_in(tmp_path, "nvidia0", *MIG_A_NODES)
+    assert (code, stderr, summary["unscrubbed"]) == (0, "", [])
+    assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:], MIG_A[4:]]  # as given: GPUs first
+    assert summary["bytes_nonzero_before"] == MIB
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("fails", "why"),
+    [
+        ("crash", "its scrubbing process was killed by signal 9"),
+        ("hang", "its scrubbing process did not finish within 5 s and was killed"),
+        ("silent", "its scrubbing process printed no result it can be judged by (exit 0)"),
+        (
+            "raise",
+            "its scrubbing process printed no result it can be judged by (exit 1): RuntimeError: the fake driver broke",
+        ),
+    ],
+)
+def test_a_device_whose_process_fails_is_not_scrubbed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str, why: str
+) -> None:
+    fake_cuda(monkeypatch, FakeDevice(MIG_A), FakeDevice(MIG_B, fails=fails))
+    code, summary, stderr = scrub_in(tmp_path, *MIG_A_NODES, *MIG_B_NODES, timeout_s=5 if fails == "hang" else None)
+    assert code == 1 and summary["unscrubbed"] == [label(MIG_B)]
+    assert summary["problems"] == [f"not scrubbed: {label(MIG_B)}: {why}"]
+    assert stderr == f"dra-guard scrub: {summary['reason']}\n"
+    assert [device["uuid"] for device in summary["devices"]] == [MIG_A[4:]]
+
+
+@pytest.mark.e2e
+def test_a_process_that_reaches_another_device_scrubs_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # CUDA_VISIBLE_DEVICES=MIG_B shows the process a device whose UUID is MIG_A's.
+    fake_cuda(monkeypatch, FakeDevice(MIG_A), FakeDevice(MIG_B, cuda_uuid=MIG_A))
     code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES, *MIG_B_NODES)
-    assert code == 1
-    assert summary["unscrubbed"] == [f"/dev/nvidia1 MIG gi2/ci0 ({MIG_B})"]
-    assert summary["reason"].endswith("(a CUDA process enumerates at most one MIG device)")
+    assert code == 1 and summary["unscrubbed"] == [label(MIG_B)]
+    assert summary["reason"] == (
+        f"not scrubbed: {label(MIG_B)}: its scrubbing process could not scrub it: "
+        f"CUDA shows {MIG_A[4:]}, not {MIG_B[4:]} alone"
+    )
+    assert [device["uuid"] for device in summary["devices"]] == [MIG_A[4:]]
 
 
+#: A stand-in for the child process, as apart.CHILD: it prints `reply` whatever it was asked.
+LIAR = """
+import json, sys
+uuid = sys.argv[1][4:]
+device = dict(index=0, name="x", total_bytes=64, reserved_bytes=4, checked_bytes=60, nonzero_before_bytes=0,
+              nonzero_after_bytes=0, unreachable_bytes=0, seconds=0.1, multiprocessors=8, uuid=uuid)
+{lie}
+print(json.dumps(dict(device=device)))
+sys.exit(code if "code" in dir() else 0)
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("lie", "why"),
+    [
+        (f"device['uuid'] = {MIG_A[4:]!r}", f"its scrubbing process reached {MIG_A[4:]}, not it"),
+        ("device['uuid'] = None", "its scrubbing process reached a device without a UUID, not it"),
+        ("code = 3", "its scrubbing process exited 3"),
+        ("del device['seconds']", "its scrubbing process printed no result it can be judged by (exit 0)"),
+        ("device['checked_bytes'] = -1", "its scrubbing process printed no result it can be judged by (exit 0)"),
+        ("device['checked_bytes'] = True", "its scrubbing process printed no result it can be judged by (exit 0)"),
+    ],
+)
+def test_the_parent_checks_what_a_process_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lie: str, why: str
+) -> None:
+    fake_cuda(monkeypatch, FakeDevice(MIG_A), FakeDevice(MIG_B))
+    monkeypatch.setattr(apart, "CHILD", ("-c", LIAR.replace("{lie}", f"if uuid == {MIG_B[4:]!r}: {lie}")))
+    code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES, *MIG_B_NODES)
+    assert code == 1 and summary["unscrubbed"] == [label(MIG_B)]
+    assert summary["problems"] == [f"not scrubbed: {label(MIG_B)}: {why}"]
+    assert [device["uuid"] for device in summary["devices"]] == [MIG_A[4:]]
+
+
+@pytest.mark.e2e
 def test_a_whole_gpu_is_no_stand_in_for_its_mig_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # cuDeviceGetUuid naming a MIG device by its parent GPU: the GPU was not given, the MIG was.
     fake_cuda(monkeypatch, FakeDevice(MIG_A, cuda_uuid=GPU1))
     code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES)
-    assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia1 MIG gi1/ci0 ({MIG_A})"]
+    assert code == 1 and summary["unscrubbed"] == [label(MIG_A)]
+    assert summary["devices"] == []
 
 
 @pytest.mark.parametrize(
@@ -348,6 +468,7 @@ def test_a_whole_gpu_is_no_stand_in_for_its_mig_device(tmp_path: Path, monkeypat
         ("config 1\nmonitor 2\n", "does not list them as MIG instances"),
     ],
 )
+@pytest.mark.e2e
 def test_a_capability_node_that_cannot_be_placed_fails_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mig_minors: str | None, why: str
 ) -> None:
@@ -356,8 +477,12 @@ def test_a_capability_node_that_cannot_be_placed_fails_closed(
     caps = [str(tmp_path / "dev" / node) for node in MIG_A_NODES[1:]]
     assert code == 1
     assert summary["reason"] == f"cannot tell which MIG devices {', '.join(caps)} give: {tmp_path / 'mig-minors'} {why}"
-    # Unplaced, the nodes name no MIG device: /dev/nvidia1 reads as a whole GPU, not reached either.
-    assert summary["unscrubbed"] == [f"/dev/nvidia1 ({GPU1})", *caps]
+    # Unplaced, the nodes name no MIG device: /dev/nvidia1 reads as a whole GPU, which CUDA
+    # shows no process (it is in MIG mode).
+    assert summary["unscrubbed"] == [label(GPU1), *caps]
+    assert summary["problems"][1:] == [
+        f"not scrubbed: {label(GPU1)}: its scrubbing process could not scrub it: CUDA sees no device"
+    ]
 
 
 def test_without_nvml_nothing_counts_as_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -375,11 +500,40 @@ def test_without_nvml_nothing_counts_as_scrubbed(tmp_path: Path, monkeypatch: py
     )
 
 
+@pytest.mark.e2e
 def test_a_device_cuda_gives_no_uuid_for_is_not_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_cuda(monkeypatch, FakeDevice(GPU0, cuda_uuid=None))
     code, summary, _ = scrub_in(tmp_path, "nvidia0")
-    assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
-    assert summary["devices"][0]["uuid"] is None
+    assert code == 1 and summary["unscrubbed"] == [label(GPU0)]
+    assert summary["reason"] == (
+        f"not scrubbed: {label(GPU0)}: its scrubbing process could not scrub it: "
+        f"CUDA shows a device without a UUID, not {GPU0[4:]} alone"
+    )
+    assert summary["devices"] == []
+
+
+def test_a_gpu_node_nvml_does_not_name_is_not_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # /dev/nvidia5 given, no such GPU: nothing to point a process at, so none is started.
+    fake_cuda(monkeypatch, FakeDevice(GPU0))
+    code, summary, _ = scrub_in(tmp_path, "nvidia0", "nvidia5")
+    assert code == 1 and summary["unscrubbed"] == ["/dev/nvidia5"]
+    assert summary["reason"] == (
+        "not scrubbed: /dev/nvidia5: CUDA reached 1 of the 2 NVIDIA devices this container was given (NVML names "
+        "none of the others, so none could be scrubbed in a process of its own)"
+    )
+
+
+@pytest.mark.e2e
+def test_beside_devices_scrubbed_apart_a_gpu_node_nvml_does_not_name_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_cuda(monkeypatch, FakeDevice(GPU0), FakeDevice(MIG_A))
+    code, summary, _ = scrub_in(tmp_path, "nvidia0", "nvidia5", *MIG_A_NODES)
+    assert code == 1 and summary["unscrubbed"] == ["/dev/nvidia5"]
+    assert summary["problems"] == [
+        "not scrubbed: /dev/nvidia5: NVML names no such device, so no process could be given it alone"
+    ]
+    assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:], MIG_A[4:]]
 
 
 def test_which_devices_the_nodes_give(tmp_path: Path) -> None:
@@ -482,14 +636,6 @@ def test_nvml_names_gpus_by_minor_and_mig_devices_by_instance(monkeypatch: pytes
 def test_nvml_that_cannot_be_loaded_is_a_scrub_error(tmp_path: Path) -> None:
     with pytest.raises(ScrubError, match=r"^NVML \(.*absent\.so\) cannot be loaded: "):
         nvml.nvml_devices(str(tmp_path / "absent.so"))
-
-
-def test_a_whole_gpu_beside_a_mig_device_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # "CUDA will not enumerate non-MIG GPU if any compute instance is enumerated on any other GPU".
-    fake_cuda(monkeypatch, FakeDevice(GPU0), FakeDevice(MIG_A))
-    code, summary, _ = scrub_in(tmp_path, "nvidia0", *MIG_A_NODES)
-    assert code == 1 and summary["unscrubbed"] == [f"/dev/nvidia0 ({GPU0})"]
-    assert summary["reason"].endswith("(CUDA enumerates no whole GPU beside a MIG device)")
 
 
 def test_memory_another_process_holds_fails_the_scrub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,14 +8,21 @@ from typing import Any, TextIO
 MIB = 1024 * 1024
 
 
-def _mebibytes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} MiB: must be at least 1")
-    return value
+def _whole(unit: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {unit}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{value} {unit}: must be at least 1")
+        return value
+
+    return parse
+
+
+_mebibytes = _whole("MiB")
+_seconds = _whole("s")
 
 
 def add_scrub_parser(commands: Any) -> None:
@@ -29,8 +36,10 @@ def add_scrub_parser(commands: Any) -> None:
         "container was given (its /dev/nvidiaN and /dev/nvidia-caps nodes) is not among those CUDA scrubbed, "
         "named by UUID through NVML, or cannot be told apart, and when more of a device's memory was in use "
         "before it ran than --reserved-mib (that memory is not read). A CUDA process enumerates at most one MIG "
-        "device, so a container given two or more fails. NVIDIA GPUs and MIG instances only (install "
-        "dra-guard[scrub]); any other accelerator is refused.",
+        "device, and no whole GPU beside one: when CUDA does not show it every device the container was given, "
+        "each is scrubbed in a process of its own with CUDA_VISIBLE_DEVICES set to its UUID, and one whose "
+        "process fails, runs past --device-timeout-s or reaches another device is not scrubbed. NVIDIA GPUs and "
+        "MIG instances only (install dra-guard[scrub]); any other accelerator is refused.",
     )
     scrub.add_argument("--chunk-mib", type=_mebibytes, default=1024, help="allocation size to start with (1024)")
     scrub.add_argument("--min-chunk-mib", type=_mebibytes, default=2, help="smallest allocation tried (2)")
@@ -50,6 +59,13 @@ def add_scrub_parser(commands: Any) -> None:
         "CUDA context was measured to take, 555 MiB on a 188-SM RTX PRO 6000 and 107 MiB on a 34-SM RTX 4060 Ti, "
         "ggml-org/llama.cpp#23604; not measured by dra-guard)",
     )
+    scrub.add_argument(
+        "--device-timeout-s",
+        type=_seconds,
+        default=1800,
+        help="how long a device scrubbed in a process of its own may take before that process is killed and the "
+        "device is not scrubbed (1800)",
+    )
     scrub.add_argument("--dev", default="/dev", help=argparse.SUPPRESS)  # tests: another /dev
     scrub.add_argument("--sys-class", default="/sys/class/drm", help=argparse.SUPPRESS)
     scrub.add_argument("--mig-minors", default="/proc/driver/nvidia-caps/mig-minors", help=argparse.SUPPRESS)
@@ -66,6 +82,7 @@ def run_scrub(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
         min_chunk_bytes=arguments.min_chunk_mib * MIB,
         unreachable_tolerance_bytes=arguments.unreachable_mib * MIB,
         reserved_tolerance_bytes=None if arguments.reserved_mib is None else arguments.reserved_mib * MIB,
+        device_timeout_s=arguments.device_timeout_s,
         dev=arguments.dev,
         sys_class=arguments.sys_class,
         mig_minors=arguments.mig_minors,

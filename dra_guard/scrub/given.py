@@ -13,10 +13,11 @@ CUDA does not show a process every device it was given: "a single CUDA process c
 enumerate a single MIG device", and "CUDA will not enumerate non-MIG GPU if any compute
 instance is enumerated on any other GPU" (NVIDIA MIG User Guide, "CUDA Device Enumeration",
 https://docs.nvidia.com/datacenter/tesla/mig-user-guide/mig-device-names.html), and
-CUDA_VISIBLE_DEVICES hides any. So the scrubber names each device CUDA scrubbed (its UUID,
+CUDA_VISIBLE_DEVICES hides any. So the scrubber names each device CUDA shows it (its UUID,
 through NVML: its GPU's minor number, and for a MIG device its GPU and compute instance IDs)
-and compares: a device given and not scrubbed, or one that cannot be told apart, fails the
-scrub.
+and compares: when a device given is not among them, each device given is scrubbed in a
+process that CUDA shows it alone (apart.py); a device given and not scrubbed, or one that
+cannot be told apart, fails the scrub.
 """
 
 from __future__ import annotations

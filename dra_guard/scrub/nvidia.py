@@ -1,7 +1,8 @@
 """Scrub NVIDIA GPUs and MIG instances through the CUDA driver API (cuda-python).
 
 For each device CUDA shows the process (which may be fewer than the container was given:
-dra_guard/scrub/given.py compares the two): allocate all free memory in chunks
+dra_guard/scrub/given.py compares the two, and run.py then scrubs each device given in a
+process that CUDA shows it alone, apart.py): allocate all free memory in chunks
 (halving a chunk the driver refuses, down to `min_chunk`), copy each chunk to the host and
 count the bytes that are not zero (what the previous holder left, as the next one would see
 it), zero it with cuMemsetD8, copy it back and count again, then free it.
@@ -31,6 +32,7 @@ class ScrubError(RuntimeError):
 
 @dataclass(frozen=True)
 class DeviceScrub:
+    #: Its place among the devices scrubbed: its CUDA ordinal when one process scrubbed them all.
     index: int
     name: str
     total_bytes: int
@@ -93,6 +95,30 @@ def scrub_all(chunk_bytes: int, min_chunk_bytes: int, driver: ModuleType | None 
     if count == 0:
         raise ScrubError("CUDA sees no device")
     return [_scrub_device(cuda, index, chunk_bytes, min_chunk_bytes) for index in range(count)]
+
+
+def device_uuids(driver: ModuleType | None = None) -> list[str | None]:
+    """The UUID (as `DeviceScrub.uuid`) of each device CUDA shows this process, in CUDA's order,
+    None where CUDA gives none.  No context is made: no device memory is taken."""
+    cuda = _Cuda(driver if driver is not None else load_driver())
+    cuda.call("cuInit", 0)
+    count = cuda.call("cuDeviceGetCount")
+    return [_uuid(cuda, cuda.call("cuDeviceGet", index)) for index in range(count)]
+
+
+def scrub_only(uuid: str, chunk_bytes: int, min_chunk_bytes: int, driver: ModuleType | None = None) -> DeviceScrub:
+    """Scrub the device `uuid` (bare, as `DeviceScrub.uuid`), when it is the one device CUDA
+    shows this process; otherwise ScrubError, before any device memory is touched."""
+    cuda = _Cuda(driver if driver is not None else load_driver())
+    cuda.call("cuInit", 0)
+    count = cuda.call("cuDeviceGetCount")
+    if count == 0:
+        raise ScrubError("CUDA sees no device")
+    shown = [_uuid(cuda, cuda.call("cuDeviceGet", index)) for index in range(count)]
+    if shown != [uuid]:
+        named = ", ".join(found or "a device without a UUID" for found in shown)
+        raise ScrubError(f"CUDA shows {named}, not {uuid} alone")
+    return _scrub_device(cuda, 0, chunk_bytes, min_chunk_bytes)
 
 
 def _scrub_device(cuda: _Cuda, index: int, chunk_bytes: int, min_chunk_bytes: int) -> DeviceScrub:

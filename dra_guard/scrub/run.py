@@ -8,20 +8,28 @@ given was not among those CUDA scrubbed, or cannot be told apart (`unscrubbed` n
 when more of a device's memory was in use before the scrub than a CUDA context takes (it is
 not read), when memory the driver reports free cannot be reached, or when anything is not
 zero after zeroing.
+
+When CUDA shows this process every NVIDIA device the container was given, this process
+scrubs them all.  When it does not (two MIG devices, a GPU beside a MIG device, a GPU that
+CUDA_VISIBLE_DEVICES hides), each device given is scrubbed in a process of its own that CUDA
+shows it alone (apart.py), in the order given_devices lists them; this process then makes no
+CUDA context at all.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from dataclasses import asdict, dataclass
 from typing import TextIO
 
 from dra_guard.scrub import nvml
+from dra_guard.scrub.apart import scrub_apart
 from dra_guard.scrub.devices import SCRUBBABLE, VisibleDevice, visible_devices
 from dra_guard.scrub.driver_params import scrub_on_free
-from dra_guard.scrub.given import MIG_MINORS, GivenDevice, Key, bare_uuid, given_devices, unscrubbed
-from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, scrub_all
+from dra_guard.scrub.given import MIG_MINORS, GivenDevice, Key, NamedDevice, bare_uuid, given_devices, unscrubbed
+from dra_guard.scrub.nvidia import MIB, DeviceScrub, ScrubError, device_uuids, scrub_all
 
 EXIT_SCRUBBED = 0
 EXIT_NOT_SCRUBBED = 1
@@ -35,6 +43,11 @@ EXIT_NOT_SCRUBBED = 1
 RESERVED_PER_MULTIPROCESSOR = 6 * MIB
 RESERVED_FLOOR = 128 * MIB
 
+#: How long a device scrubbed in a process of its own may take before that process is killed
+#: and the device counts as not scrubbed.  Not measured: far above what reading a device's
+#: memory twice takes (the bench prints GB/s), so only a process that hangs reaches it.
+DEVICE_TIMEOUT_S = 1800.0
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -44,6 +57,8 @@ class Settings:
     unreachable_tolerance_bytes: int = 64 * MIB
     #: Memory in use before the scrub above which a device fails; None: the per-SM default.
     reserved_tolerance_bytes: int | None = None
+    #: The time a device scrubbed in a process of its own may take.
+    device_timeout_s: float = DEVICE_TIMEOUT_S
     dev: str = "/dev"
     sys_class: str = "/sys/class/drm"
     mig_minors: str = MIG_MINORS
@@ -65,17 +80,9 @@ def scrub(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
     if any(device.vendor == "nvidia" for device in devices):
         driver_scrub = scrub_on_free()
         given, placing = given_devices(settings.dev, settings.mig_minors)
-        try:
-            results = scrub_all(settings.chunk_bytes, settings.min_chunk_bytes)
-        except ScrubError as error:
-            problems.append(str(error))
-        problems += _verdicts(results, settings)
-        not_reached, naming, uuids = _coverage(given, results)
-        missed += [device.label(uuids.get(device.key)) for device in not_reached]
-        if results:
-            problems += placing + naming
-            if not_reached:
-                problems.append(_not_reached(not_reached, given, uuids))
+        results, found, not_scrubbed = _scrub_nvidia(given, placing, settings)
+        problems += found
+        missed += not_scrubbed
     seconds = time.perf_counter() - started
     stdout.write(_summary(devices, results, driver_scrub, seconds, problems, missed=missed) + "\n")
     stdout.flush()
@@ -87,30 +94,92 @@ def scrub(settings: Settings, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_SCRUBBED
 
 
-def _coverage(
-    given: list[GivenDevice], results: list[DeviceScrub]
-) -> tuple[list[GivenDevice], list[str], dict[Key | None, str]]:
-    """The devices given and not scrubbed, why CUDA's devices could not be named, and the UUID
-    NVML gives each device it names."""
-    if not results:
-        return given, [], {}
+def _scrub_nvidia(
+    given: list[GivenDevice], placing: list[str], settings: Settings
+) -> tuple[list[DeviceScrub], list[str], list[str]]:
+    """Scrub the NVIDIA devices given, in this process when CUDA shows it all of them, each in
+    a process of its own otherwise: the devices scrubbed, the problems, and the devices given
+    and not scrubbed (labelled)."""
     try:
-        named = nvml.nvml_devices()
+        shown = {uuid for uuid in device_uuids() if uuid is not None}
     except ScrubError as error:
-        return given, [f"cannot tell which devices CUDA scrubbed: {error}"], {}
-    by_uuid = {bare_uuid(device.uuid): device for device in named}
-    reached = {by_uuid[result.uuid].key for result in results if result.uuid is not None and result.uuid in by_uuid}
-    uuids: dict[Key | None, str] = {device.key: device.uuid for device in named}
-    return unscrubbed(given, reached), [], uuids
+        return [], [str(error)], [device.label() for device in given]
+    named: list[NamedDevice] | None
+    try:
+        named, naming = nvml.nvml_devices(), []
+    except ScrubError as error:
+        named, naming = None, [f"cannot tell which devices CUDA scrubbed: {error}"]
+    uuids: dict[Key | None, str] = {device.key: device.uuid for device in named or []}
+    if any(device.key in uuids and bare_uuid(uuids[device.key]) not in shown for device in given):
+        return _apart(given, placing, uuids, settings)
+    return _together(given, placing, settings, named=named, naming=naming, uuids=uuids)
 
 
-def _not_reached(missing: list[GivenDevice], given: list[GivenDevice], uuids: dict[Key | None, str]) -> str:
-    migs = sum(1 for device in given if device.key is not None and device.key[1] is not None)
-    hint = ""
-    if migs > 1:
-        hint = " (a CUDA process enumerates at most one MIG device)"
-    elif migs and len(given) > 1:
-        hint = " (CUDA enumerates no whole GPU beside a MIG device)"
+def _together(
+    given: list[GivenDevice],
+    placing: list[str],
+    settings: Settings,
+    *,
+    named: list[NamedDevice] | None,
+    naming: list[str],
+    uuids: dict[Key | None, str],
+) -> tuple[list[DeviceScrub], list[str], list[str]]:
+    """Every device CUDA shows this process, scrubbed here, then matched with those given."""
+    problems: list[str] = []
+    results: list[DeviceScrub] = []
+    try:
+        results = scrub_all(settings.chunk_bytes, settings.min_chunk_bytes)
+    except ScrubError as error:
+        problems.append(str(error))
+    problems += _verdicts(results, settings)
+    if not results:
+        return results, problems, [device.label(uuids.get(device.key)) for device in given]
+    not_reached = given
+    if named is not None:
+        by_uuid = {bare_uuid(device.uuid): device for device in named}
+        reached = {by_uuid[result.uuid].key for result in results if result.uuid is not None and result.uuid in by_uuid}
+        not_reached = unscrubbed(given, reached)
+    problems += placing + naming
+    if not_reached:
+        problems.append(_not_reached(not_reached, given, uuids, named is not None))
+    return results, problems, [device.label(uuids.get(device.key)) for device in not_reached]
+
+
+def _apart(
+    given: list[GivenDevice], placing: list[str], uuids: dict[Key | None, str], settings: Settings
+) -> tuple[list[DeviceScrub], list[str], list[str]]:
+    """Each device given scrubbed in a process that CUDA shows it alone, in the order given;
+    `index` is a device's place among those scrubbed."""
+    results: list[DeviceScrub] = []
+    failed: list[str] = []
+    missed: list[str] = []
+    unnamed: list[GivenDevice] = []
+    for device in given:
+        uuid = uuids.get(device.key)
+        if uuid is None:
+            missed.append(device.label())
+            if device.key is not None:  # one that cannot be placed is in `placing`
+                unnamed.append(device)
+            continue
+        outcome = scrub_apart(uuid, settings.chunk_bytes, settings.min_chunk_bytes, settings.device_timeout_s)
+        if isinstance(outcome, str):
+            failed.append(f"not scrubbed: {device.label(uuid)}: {outcome}")
+            missed.append(device.label(uuid))
+        else:
+            results.append(dataclasses.replace(outcome, index=len(results)))
+    problems = _verdicts(results, settings) + placing + failed
+    if unnamed:
+        problems.append(
+            f"not scrubbed: {', '.join(device.label() for device in unnamed)}: NVML names no such device, so no "
+            "process could be given it alone"
+        )
+    return results, problems, missed
+
+
+def _not_reached(
+    missing: list[GivenDevice], given: list[GivenDevice], uuids: dict[Key | None, str], named: bool
+) -> str:
+    hint = " (NVML names none of the others, so none could be scrubbed in a process of its own)" if named else ""
     return (
         f"not scrubbed: {', '.join(device.label(uuids.get(device.key)) for device in missing)}: CUDA reached "
         f"{len(given) - len(missing)} of the {len(given)} NVIDIA devices this container was given{hint}"
