@@ -5,7 +5,8 @@ starts to scrub one device each (dra_guard/scrub/apart.py).
 It shows a process the devices of a node (`FakeDevice`) as real CUDA does: all of them when
 CUDA_VISIBLE_DEVICES is unset, else those it names by UUID, in its order, up to the first
 name that matches none; and never more than one MIG device, nor a whole GPU beside one
-(NVIDIA MIG User Guide, "CUDA Device Enumeration").  A child process gets the same node: the
+(NVIDIA MIG User Guide, "CUDA Device Enumeration").  With none, cuInit fails with
+CUDA_ERROR_NO_DEVICE, as the driver API's does.  A child process gets the same node: the
 test puts `child_site()` first on PYTHONPATH, whose `cuda.bindings.driver` is this fake built
 from DRA_GUARD_FAKE_CUDA (`node_setting`).  Only the standard library is imported here.
 """
@@ -31,6 +32,7 @@ class CUresult(enum.IntEnum):
     CUDA_SUCCESS = 0
     CUDA_ERROR_OUT_OF_MEMORY = 2
     CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_NO_DEVICE = 100
 
 
 class CUdevice_attribute(enum.IntEnum):  # cuda-python's name
@@ -90,7 +92,7 @@ class FakeCuda(types.ModuleType):
 
     def cuInit(self, flags: int) -> tuple[Any, ...]:
         self.shown = visible(self.node, os.environ.get("CUDA_VISIBLE_DEVICES"))
-        return (CUresult.CUDA_SUCCESS,)
+        return (CUresult.CUDA_SUCCESS if self.shown else CUresult.CUDA_ERROR_NO_DEVICE,)
 
     def _device(self, ordinal: int) -> FakeDevice:
         return self.node[self.shown[ordinal]]

@@ -331,7 +331,7 @@ def test_a_gpu_given_that_no_process_can_reach_fails_by_name(tmp_path: Path, mon
     assert code == 1 and summary["ok"] is False
     assert summary["unscrubbed"] == [label(GPU1)]
     assert summary["reason"] == (
-        f"not scrubbed: {label(GPU1)}: its scrubbing process could not scrub it: CUDA sees no device"
+        f"not scrubbed: {label(GPU1)}: its scrubbing process could not scrub it: cuInit failed: CUDA_ERROR_NO_DEVICE"
     )
     assert stderr == f"dra-guard scrub: {summary['reason']}\n"
     assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:]]
@@ -351,6 +351,17 @@ def test_one_mig_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: p
     fake_cuda(monkeypatch, FakeDevice(MIG_A))
     code, summary, _ = scrub_in(tmp_path, *MIG_A_NODES)
     assert (code, summary["unscrubbed"]) == (0, [])
+
+
+@pytest.mark.e2e
+def test_a_gpu_hidden_from_this_process_is_scrubbed_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # CUDA_VISIBLE_DEVICES hides every device: cuInit finds none (CUDA_ERROR_NO_DEVICE).
+    fake_cuda(monkeypatch, FakeDevice(GPU0, residue=MIB))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    code, summary, stderr = scrub_in(tmp_path, "nvidia0")
+    assert (code, stderr, summary["unscrubbed"]) == (0, "", [])
+    assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:]]
+    assert summary["bytes_nonzero_before"] == MIB
 
 
 @pytest.mark.e2e
@@ -481,7 +492,7 @@ def test_a_capability_node_that_cannot_be_placed_fails_closed(
     # shows no process (it is in MIG mode).
     assert summary["unscrubbed"] == [label(GPU1), *caps]
     assert summary["problems"][1:] == [
-        f"not scrubbed: {label(GPU1)}: its scrubbing process could not scrub it: CUDA sees no device"
+        f"not scrubbed: {label(GPU1)}: its scrubbing process could not scrub it: cuInit failed: CUDA_ERROR_NO_DEVICE"
     ]
 
 

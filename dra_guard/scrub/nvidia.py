@@ -99,9 +99,15 @@ def scrub_all(chunk_bytes: int, min_chunk_bytes: int, driver: ModuleType | None 
 
 def device_uuids(driver: ModuleType | None = None) -> list[str | None]:
     """The UUID (as `DeviceScrub.uuid`) of each device CUDA shows this process, in CUDA's order,
-    None where CUDA gives none.  No context is made: no device memory is taken."""
+    None where CUDA gives none; none when cuInit finds no device (CUDA_ERROR_NO_DEVICE: the
+    devices may be hidden, by CUDA_VISIBLE_DEVICES).  No context is made: no device memory is
+    taken."""
     cuda = _Cuda(driver if driver is not None else load_driver())
-    cuda.call("cuInit", 0)
+    error = cuda.driver.cuInit(0)[0]
+    if error == getattr(cuda.driver.CUresult, "CUDA_ERROR_NO_DEVICE", None):
+        return []
+    if error != cuda.success:
+        raise ScrubError(f"cuInit failed: {cuda.describe(error)}")
     count = cuda.call("cuDeviceGetCount")
     return [_uuid(cuda, cuda.call("cuDeviceGet", index)) for index in range(count)]
 
