@@ -12,8 +12,19 @@
    container would be: a folder of empty files named like them stands for its /dev (the
    scrubber reads which devices it was given from the names).
 5. Fail-closed: given one device node more, a /dev/nvidiaN past the last GPU, which CUDA cannot
-   reach, the scrubber must exit 1 and name it (alone) in `unscrubbed`; on a GPU with two MIG
-   instances, given both (CUDA enumerates one per process), it must exit 1 naming one.
+   reach, the scrubber must exit 1 and name it (alone) in `unscrubbed`.
+6. Each device in a process of its own (dra_guard/scrub/apart.py: a child with
+   CUDA_VISIBLE_DEVICES set to the device's UUID), where CUDA shows the scrubber fewer devices
+   than it was given; each must exit 0 with exactly the devices given in `devices` (by UUID)
+   and `unscrubbed` empty:
+   - the devices of steps 1-3, hidden from the scrubber itself (CUDA_VISIBLE_DEVICES=-1, so
+     its cuInit finds no device);
+   - where there are two MIG instances, with no CUDA_VISIBLE_DEVICES, as in a container: A
+     fills the second, the scrubber is given both (a CUDA process enumerates one), and B must
+     then find none of the pattern on the second;
+   - where a GPU not in MIG mode is beside a MIG instance: given both (CUDA enumerates no
+     whole GPU beside a MIG device).
+   A case this machine cannot make is printed as not run, not skipped in silence.
 
 Prints one JSON line per step and a last line, `RESULT ok|FAILED`, then exits 0 or 1.
 Needs cuda-python (`cuda.bindings`) and the repository on PYTHONPATH; nothing else.
@@ -28,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 PATTERN = 0xA5
 CHUNK = 1 << 30
@@ -85,6 +97,13 @@ print(searched, found)
 )
 
 
+def bare(uuid: str) -> str:
+    """A UUID as the scrubber's `devices` give it: without `GPU-`/`MIG-`, lower case."""
+    from dra_guard.scrub.given import bare_uuid
+
+    return bare_uuid(uuid)
+
+
 def python(code: str, env: dict[str, str]) -> str:
     arguments = [str(CHUNK), str(MIN_CHUNK), str(PATTERN)]
     result = subprocess.run(
@@ -128,6 +147,38 @@ def mig_nodes(uuid: str) -> list[str]:
     prefix = f"gpu{device.gpu_minor}/gi{device.gpu_instance}"
     caps = [minors[f"{prefix}/access"], minors[f"{prefix}/ci{device.compute_instance}/access"]]
     return [f"nvidia{device.gpu_minor}", *(f"nvidia-caps/nvidia-cap{minor}" for minor in caps)]
+
+
+def named() -> list[Any]:
+    """Every GPU and MIG device NVML names (dra_guard.scrub.nvml.NamedDevice)."""
+    from dra_guard.scrub.nvml import nvml_devices
+
+    return list(nvml_devices())
+
+
+def whole_gpus() -> list[Any]:
+    """The GPUs not in MIG mode (nvidia-smi), which CUDA shows whole, as NVML names them."""
+    try:
+        listing = subprocess.run(
+            ["nvidia-smi", "--query-gpu=uuid,mig.mode.current", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+    except OSError:
+        return []
+    whole = {line.split(",")[0].strip() for line in listing.splitlines() if "Enabled" not in line}
+    return [device for device in named() if device.gpu_instance is None and device.uuid in whole]
+
+
+def apart(name: str, env: dict[str, str], nodes: list[str], uuids: list[str], failures: list[str]) -> None:
+    """Step 6: given `nodes`, the scrubber must exit 0 having scrubbed exactly `uuids`."""
+    code, summary = scrubber(env, container_dev(*nodes))
+    print(json.dumps({"step": name, "uuids": uuids, "exit": code, **summary}))
+    devices = summary.get("devices")
+    reached = sorted(str(device.get("uuid")) for device in devices) if isinstance(devices, list) else []
+    if code != 0 or summary.get("unscrubbed") != [] or reached != sorted(bare(uuid) for uuid in uuids):
+        failures.append(f"{name}: exit {code}, unscrubbed {summary.get('unscrubbed')}, scrubbed {reached}")
 
 
 def mig_uuids() -> list[str]:
@@ -191,13 +242,27 @@ def main() -> int:
     print(json.dumps({"step": "a GPU node CUDA cannot reach", "exit": code, **summary}))
     if code != 1 or summary.get("unscrubbed") != [f"/dev/nvidia{past}"]:
         failures.append(f"given /dev/nvidia{past}, which CUDA cannot reach: exit {code}, {summary.get('unscrubbed')}")
+    # 6. Each device in a process of its own, with no CUDA_VISIBLE_DEVICES, as in a container.
+    bare_env = {key: value for key, value in env.items() if key != "CUDA_VISIBLE_DEVICES"}
+    hidden = migs[:1] or [gpu.uuid for gpu in whole_gpus() if f"nvidia{gpu.gpu_minor}" in given]
+    apart("hidden from the scrubber itself", {**bare_env, "CUDA_VISIBLE_DEVICES": "-1"}, given, hidden, failures)
     if len(migs) >= 2:
-        both_env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(migs[:2])}
-        code, summary = scrubber(both_env, container_dev(*mig_nodes(migs[0]), *mig_nodes(migs[1])))
-        print(json.dumps({"step": "two MIG instances given", "uuids": migs[:2], "exit": code, **summary}))
-        unscrubbed = summary.get("unscrubbed")
-        if code != 1 or not isinstance(unscrubbed, list) or len(unscrubbed) != 1:
-            failures.append(f"given two MIG instances: exit {code}, unscrubbed {unscrubbed}")
+        filled = int(python(FILL, {**env, "CUDA_VISIBLE_DEVICES": migs[1]}))
+        print(json.dumps({"step": "A fills the second MIG instance", "uuid": migs[1], "bytes": filled}))
+        apart("two MIG instances given", bare_env, [*mig_nodes(migs[0]), *mig_nodes(migs[1])], migs[:2], failures)
+        searched, found = (int(value) for value in python(SEARCH, {**env, "CUDA_VISIBLE_DEVICES": migs[1]}).split())
+        print(json.dumps({"step": "B searches the second", "bytes": searched, "pattern_bytes_found": found}))
+        if found:
+            failures.append(f"B found {found} bytes of A's pattern on {migs[1]}")
+    else:
+        print(json.dumps({"step": "two MIG instances given", "note": f"not run: {len(migs)} MIG instance(s) here"}))
+    whole = whole_gpus()
+    if migs and whole:
+        nodes = [f"nvidia{whole[0].gpu_minor}", *mig_nodes(migs[0])]
+        apart("a GPU beside a MIG instance", bare_env, nodes, [whole[0].uuid, migs[0]], failures)
+    else:
+        note = "not run: needs a GPU in MIG mode and one not"
+        print(json.dumps({"step": "a GPU beside a MIG instance", "note": note}))
     print("RESULT", "ok" if not failures else "FAILED: " + "; ".join(failures))
     return 0 if not failures else 1
 
