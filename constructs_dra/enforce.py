@@ -38,6 +38,7 @@ from constructs_dra.registry import (
     Member,
     chart_of,
     enforcing,
+    finish_wiring,
     jsii_key,
     record_enforce,
 )
@@ -116,6 +117,7 @@ class DraGuardValidation:
                     others.append(child)
             elif isinstance(child, Chart):
                 charts.append(child)
+        finish_wiring(keys)  # the scrubber use_claim_template adds at synth is part of what is checked
         if self._batch_read_pays(built, others):
             manifests = _read_charts(charts, len(keys))
             if manifests is not None and self._passes(keys, manifests):
@@ -318,6 +320,8 @@ class _ChartSelfCheck:
     def validate(self) -> list[str]:
         if _ChartRead.active:  # asked from inside an enforce() validation's read of the charts
             return []
+        # use_claim_template may wire one of our objects too (a second claim and its scrubber).
+        finish_wiring(jsii_key(api_object) for member in self._entry.members for api_object in member.objects)
         groups: dict[tuple[int, str], tuple[Config, Severity, list[BuiltApiObject], DraGuardValidation | None]] = {}
         for member in self._entry.members:
             applying = enforcing(self._entry.app, member.path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +197,11 @@ class ChartEntry:
 _CHARTS: dict[str, ChartEntry] = {}
 #: `enforce()` validations by app and scope path; the latest call on a scope applies.
 _ENFORCED: dict[str, dict[str, Any]] = {}
+#: What `use_claim_template` finishes at synth (the scrubber, the claims of containers added
+#: later), by the jsii key of the object it wires: cdk8s validates a parent before its
+#: children, so an `enforce()` (or a chart's self-check) above the object would read it
+#: before these ran; they run these first (`finish_wiring`).
+_WIRINGS: dict[str, list[Any]] = {}
 
 
 def chart_of(scope: IConstruct, on_first: Callable[[ChartEntry], None]) -> tuple[ChartEntry, str]:
@@ -232,6 +237,24 @@ def record_enforce(scope: IConstruct, validation: Any) -> str:
     return path
 
 
+def record_wiring(api_object: IConstruct, wiring: Any) -> None:
+    """Remember `wiring` (a cdk8s validation that edits `api_object` at synth, and adds
+    nothing when run again) so that the checks of the object run it first."""
+    _WIRINGS.setdefault(jsii_key(api_object), []).append(wiring)
+
+
+def finish_wiring(keys: Iterable[str]) -> None:
+    """Run the wirings of the objects with these jsii keys, before they are read for a check.
+
+    What they would report (a scrubber image that clashes) is not reported here: cdk8s asks
+    each wiring itself, which reports it."""
+    if not _WIRINGS:
+        return
+    for key in keys:
+        for wiring in _WIRINGS.get(key, ()):
+            wiring.validate()
+
+
 def enforcing(app: str, path: str) -> Any:
     """The latest `enforce()` validation of the nearest scope at or above `path`, if any."""
     scopes = _ENFORCED.get(app)
@@ -251,8 +274,10 @@ __all__ = [
     "Member",
     "chart_of",
     "enforcing",
+    "finish_wiring",
     "join_path",
     "jsii_key",
     "record_enforce",
+    "record_wiring",
     "synthesized",
 ]

@@ -12,7 +12,7 @@ from cdk8s import ApiObject, JsonPatch
 from constructs import Construct, IValidation
 
 from constructs_dra.enforce import self_checked_chart, validate_self
-from constructs_dra.registry import BuiltApiObject, join_path
+from constructs_dra.registry import BuiltApiObject, join_path, record_wiring
 from dra_guard.builders import (
     DEFAULT_SCRUB_IMAGE,
     POD_CLAIM_NAME,
@@ -181,7 +181,7 @@ def use_claim_template(
         not isinstance(template, IsolatedClaimTemplate) or scrubbed(template.spec.slice.device_class)
     ):
         require_scrub_image(scrub_image)  # a bad image is refused now, not at synth
-        api_object.node.add_validation(_RunScrubberFirst(api_object, pointer, claim_name, scrub_image))
+        _wire_at_synth(api_object, _RunScrubberFirst(api_object, pointer, claim_name, scrub_image))
     # Additive patches, not a replacement of the pod spec: whatever cdk8s-plus adds to the
     # pod later (volumes, security context) must survive.
     base = "/" + "/".join(str(part) for part in pointer)
@@ -196,7 +196,15 @@ def use_claim_template(
     if containers is None:
         # cdk8s validates every construct before it renders any object (App.synth,
         # Testing.synth and Chart.to_json alike), so this runs once the containers are final.
-        api_object.node.add_validation(_WireLateContainers(api_object, pointer, claim_name))
+        _wire_at_synth(api_object, _WireLateContainers(api_object, pointer, claim_name))
+
+
+def _wire_at_synth(api_object: ApiObject, wiring: Any) -> None:
+    """Run `wiring` when the app is synthesized, before any check reads the object: cdk8s
+    validates an `enforce()` scope above the object first, so the checks run it themselves
+    (`finish_wiring`); run again, it adds nothing."""
+    api_object.node.add_validation(wiring)
+    record_wiring(api_object, wiring)
 
 
 def _workload_api_object(workload: Construct) -> ApiObject:

@@ -127,3 +127,39 @@ def test_use_claim_template_by_name_scrubs_unless_told_not_to_and_a_tpu_template
     assert "initContainers" not in by_name["tpu"]["spec"]
     with pytest.raises(ValueError, match="pinned to :latest"):
         constructs_dra.use_claim_template(pods[1], "other", claim_name="other", scrub_image="scrub:latest")
+
+
+@pytest.mark.parametrize("enforced", ["before", "after"])
+@pytest.mark.parametrize("scope", ["app", "chart"])
+def test_use_claim_template_passes_enforce_with_the_scrubber_in_place(enforced: str, scope: str) -> None:
+    """enforce() reads the objects before cdk8s runs the object's own validations (a parent
+    is validated first), so the scrubber and the late container's claim must be in place
+    by then, whichever of the two calls came first."""
+    app = App(outdir=Cdk8sTesting.app().outdir)
+    chart = Chart(app, "chart", namespace="ns")
+    enforced_scope = app if scope == "app" else chart
+    if enforced == "before":
+        constructs_dra.enforce(enforced_scope)
+    template = constructs_dra.IsolatedClaimTemplate(chart, "slice", slice=SCRUBBED["mig"])
+    web = kplus.Deployment(chart, "web", containers=[kplus.ContainerProps(image="server:1")])
+    constructs_dra.use_claim_template(web, template)
+    web.add_container(image="sidecar:1", name="late")
+    if enforced == "after":
+        constructs_dra.enforce(enforced_scope)
+    app.synth()  # no RuntimeError: DRA016 no-scrubber, DRA009 for the late container
+    (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Deployment"]
+    pod = pod_of(synthesized)
+    assert [container["name"] for container in pod["initContainers"]] == [SCRUB_CONTAINER_NAME]
+    assert [claims_of(container) for container in pod["containers"]] == [["accelerator"], ["accelerator"]]
+
+
+def test_use_claim_template_on_our_own_workload_passes_its_self_check() -> None:
+    """The chart's self-check of our constructs reads them before the wiring ran too."""
+    app = App(outdir=Cdk8sTesting.app().outdir)
+    chart = Chart(app, "chart", namespace="ns")
+    template = constructs_dra.IsolatedClaimTemplate(chart, "slice", slice=SCRUBBED["mig"])
+    workload = constructs_dra.IsolatedAcceleratorWorkload(chart, "w", image="i:1", slice=SCRUBBED["gpu"])
+    constructs_dra.use_claim_template(workload.workload, template, claim_name="extra")
+    app.synth()  # no RuntimeError: DRA016 claim-not-scrubbed
+    (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Deployment"]
+    assert claims_of(pod_of(synthesized)["initContainers"][0]) == ["accelerator", "extra"]
