@@ -19,7 +19,7 @@ from dra_guard.builders import (
     build_claim_template,
     build_isolated_workload,
     require_scrub_image,
-    scrubbed,
+    slice_scrubbed,
     with_claim_template,
     with_scrubber,
 )
@@ -178,7 +178,7 @@ def use_claim_template(
     template_name = template.name if isinstance(template, IsolatedClaimTemplate) else template
     wired = with_claim_template(current, template_name, claim_name=claim_name, containers=containers)
     if scrub_image is not None and (
-        not isinstance(template, IsolatedClaimTemplate) or scrubbed(template.spec.slice.device_class)
+        not isinstance(template, IsolatedClaimTemplate) or slice_scrubbed(template.spec.slice)
     ):
         require_scrub_image(scrub_image)  # a bad image is refused now, not at synth
         _wire_at_synth(api_object, _RunScrubberFirst(api_object, pointer, claim_name, scrub_image))

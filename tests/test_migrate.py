@@ -19,6 +19,7 @@ from dra_guard.migrate.edits import Edit
 from dra_guard.migrate.legacy import Replacement, Unmigratable, resolve
 from dra_guard.migrate.sites import site_label
 from dra_guard.migrate.yaml_text import Unrealizable, compose_documents, detect_style, text_edits
+from dra_guard.ruleapi.config import EXTRA_CLASSES
 from testkit.rulecases import UNSCRUBBED_ACCEPTED, config
 
 PINS = {"gpu.nvidia.com": "NVIDIA H100 80GB HBM3", "tpu.google.com": "v6e", "gpu.amd.com": "cpx_nps4"}
@@ -485,6 +486,31 @@ def test_no_scrubber_when_told_and_the_image_given() -> None:
     image = "registry.example/scrub@sha256:" + "b" * 64
     output, _ = migrate_text(text, MigrationSettings(pins=SETTINGS.pins, scrub_image=image))
     assert f"image: {image}" in output
+
+
+def test_a_configured_class_of_nvidias_driver_gets_the_scrubber_and_passes() -> None:
+    """NVIDIA's per-profile class (README, KEP-5004), declared under extra-classes: its devices
+    are NVIDIA's, so the pod runs the scrubber, and `check` with the same configuration passes."""
+    selector = (
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && "
+        "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
+    )
+    options = {
+        "extra-classes": {
+            "mig-1g-12gb.gpu.nvidia.com": {"pin-attribute": "gpu.nvidia.com/profile", "selector": selector}
+        }
+    }
+    configured = config(options)
+    settings = MigrationSettings(
+        pins={"mig-1g-12gb.gpu.nvidia.com": "1g.12gb"},
+        namespace="team",
+        extra_classes=configured.get(EXTRA_CLASSES),
+    )
+    legacy = pod(container(limits={"deviceclass.resource.kubernetes.io/mig-1g-12gb.gpu.nvidia.com": 1}))
+    result = migrate_documents([legacy], settings)
+    (migrated,) = by_kind(result.documents, "Pod")
+    assert migrated["spec"]["initContainers"][0]["name"] == "dra-guard-scrub"
+    assert check_objects(result.documents, configured).findings == []
 
 
 @pytest.mark.parametrize(

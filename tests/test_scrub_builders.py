@@ -163,3 +163,15 @@ def test_use_claim_template_on_our_own_workload_passes_its_self_check() -> None:
     app.synth()  # no RuntimeError: DRA016 claim-not-scrubbed
     (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Deployment"]
     assert claims_of(pod_of(synthesized)["initContainers"][0]) == ["accelerator", "extra"]
+
+
+def test_use_claim_template_scrubs_a_template_of_nvidias_driver_whatever_its_class_name() -> None:
+    """NVIDIA's per-profile class is NVIDIA's driver's: its MIG devices are scrubbed too."""
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="ns")
+    per_profile = AcceleratorSlice("mig-1g-12gb.gpu.nvidia.com", "gpu.nvidia.com/profile", "1g.12gb")
+    template = constructs_dra.IsolatedClaimTemplate(chart, "slice", slice=per_profile)
+    pod = ApiObject(chart, "p", api_version="v1", kind="Pod", metadata=ApiObjectMetadata(name="p"))
+    pod.add_json_patch(JsonPatch.add("/spec", {"containers": [{"name": "main", "image": "i:1"}]}))
+    constructs_dra.use_claim_template(pod, template)
+    (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Pod"]
+    assert synthesized["spec"]["initContainers"][0]["name"] == SCRUB_CONTAINER_NAME

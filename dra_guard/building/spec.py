@@ -33,7 +33,7 @@ from dra_guard.contract.catalog import (
     exclusivity_guard_compiles,
 )
 from dra_guard.contract.mig_profiles import max_per_gpu
-from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE, SCRUBBED_CLASSES
+from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE, NOT_SCRUBBED_CLASSES, SCRUBBED_CLASSES, SCRUBBED_DRIVERS
 from dra_guard.contract.served import served_claim_api_versions
 from dra_guard.contract.validators import (
     describe,
@@ -589,8 +589,10 @@ class WorkloadSpec(_IsolationFields):
         metadata={
             "doc": "Image of the scrubber each pod runs as its first init container, holding the claim, before any "
             "other container (`dra-guard scrub`: device memory read, zeroed and verified), pinned by tag or digest. "
-            f"Emitted for the classes it scrubs ({', '.join(sorted(SCRUBBED_CLASSES))}); for any other no "
-            'scrubber is emitted (README, "Memory erasure").'
+            f"Emitted for a slice of a class it scrubs: its driver (the pin attribute's domain) is "
+            f"{', '.join(sorted(SCRUBBED_DRIVERS))} ({', '.join(sorted(SCRUBBED_CLASSES))}, or a class of another "
+            f"name, not {', '.join(sorted(NOT_SCRUBBED_CLASSES))}); for any other no scrubber is emitted (README, "
+            '"Memory erasure").'
         },
     )
 

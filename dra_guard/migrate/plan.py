@@ -486,7 +486,7 @@ def _scrubber_edits(
 ) -> list[Edit]:
     """The scrubber as the first init container, holding the claims of the classes it scrubs
     (DRA016), or the claims added to a scrubber already first."""
-    claims = [pod_claim for (device_class, _), pod_claim, _ in templates if scrubbed(device_class)]
+    claims = [pod_claim for (device_class, _), pod_claim, _ in templates if _scrubbed(device_class, settings)]
     if settings.scrub_image is None or not claims:
         return []
     at = (*prefix, *site.path, "initContainers")
@@ -512,6 +512,13 @@ def _scrubber_edits(
         )
         return []
     return [Edit("prepend", at, scrub_container(settings.scrub_image, claims))]
+
+
+def _scrubbed(device_class: str, settings: MigrationSettings) -> bool:
+    """Whether the scrubber scrubs the class's devices, by their driver (the domain of the
+    class as the catalog or extra-classes knows it: every template migrate makes is of one)."""
+    known = settings.device_class(device_class)
+    return known is not None and scrubbed(device_class, known.domain)
 
 
 def _container_edits(

@@ -23,7 +23,13 @@ from dra_guard.model.manifest import (
 from dra_guard.model.pod_groups import group_claims
 from dra_guard.model.pod_templates import PodSpecView, pod_specs
 from dra_guard.ruleapi.config import Config
-from dra_guard.ruleapi.device_classes import decided_by_input, is_accelerator_class, is_pod_level_class, overridable
+from dra_guard.ruleapi.device_classes import (
+    decided_by_input,
+    is_accelerator_class,
+    is_pod_level_class,
+    overridable,
+    scrubbed_class,
+)
 
 if TYPE_CHECKING:
     from dra_guard.model.allocation import SliceCollector
@@ -541,6 +547,11 @@ class Context:
     def is_pod_level_class(self, name: str) -> bool:
         """Whether devices of class `name` attach to the pod, not a container (DRANET's NICs)."""
         return is_pod_level_class(name, self.config, self._class_selectors.get(name))
+
+    def is_scrubbed_class(self, name: str) -> bool:
+        """Whether the scrubber scrubs devices of class `name` (their driver is NVIDIA's GPU
+        driver), the input's DeviceClass of that name considered: final only after the last object."""
+        return scrubbed_class(name, self.config, self._class_selectors.get(name))
 
     def no_accelerator(self, facts: ClaimFacts) -> bool:
         """The claim or template has requests and none of them is for an accelerator (or every

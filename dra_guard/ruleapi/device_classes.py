@@ -31,6 +31,14 @@ NIC or CPU class the catalog knows only by the name its users give it (DRANET's 
 accelerator driver (`ACCELERATOR_DRIVERS`: gpu.nvidia.com, tpu.google.com, ...) in a
 top-level `&&` conjunct.  The admission policies, which see one claim or pod, decide by the
 name; findings that rest on such a class are cross-object.
+
+Whether the scrubber scrubs a class's devices is decided by their driver, the same way
+(`scrubbed_class`): the driver of a class the configuration or the catalog knows is its
+attribute domain (`extra-classes.<class>.pin-attribute`), and a class neither knows has the
+driver its input DeviceClass fixes in a top-level `&&` conjunct, or none.  The webhook (and
+an admission policy) sees no DeviceClass: there a class is NVIDIA's when the configuration
+or the catalog knows it so, which every front end knows alike, so a class only its
+DeviceClass shows to be NVIDIA's is declared under `extra-classes` for the cluster.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from dra_guard.contract.catalog import (
     DeviceClass,
     class_selector,
 )
+from dra_guard.contract.scrubber import SCRUBBED_DRIVERS, scrubbed
 from dra_guard.model.conjuncts import any_driver_term, attribute_term, conjunct_pattern, driver_term, has_conjunct
 from dra_guard.model.selectors import analyse
 from dra_guard.ruleapi.config import EXTRA_CLASSES, Config
@@ -177,6 +186,17 @@ def is_accelerator_class(name: str, config: Config, from_input: Sequence[str] | 
     if from_input is None or not decided_by_input(name, config):
         return True
     return not fixes_driver(from_input, NON_ACCELERATOR_DRIVERS)
+
+
+def scrubbed_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
+    """Whether the scrubber scrubs the devices of class `name`, by their driver: the class's
+    domain where the configuration or the catalog knows it, else the driver the input's
+    DeviceClass of that name (its selectors, None when there is none) fixes (see the module)."""
+    if decided_by_input(name, config):
+        driver = selected_driver(from_input, SCRUBBED_DRIVERS) if from_input is not None else None
+        return driver is not None and scrubbed(name, driver)
+    known = config.device_class(name)
+    return known is not None and scrubbed(name, known.domain)
 
 
 def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:

@@ -11,8 +11,8 @@ from dra_guard.contract.scrubber import (
     DEFAULT_SCRUB_IMAGE,
     SCRUB_COMMAND,
     SCRUB_CONTAINER_NAME,
+    SCRUBBED_DRIVERS,
     image_pin_problem,
-    scrubbed,
 )
 from dra_guard.model.manifest import ContainerView, Path, text
 from dra_guard.model.pod_templates import PodSpecView
@@ -47,13 +47,16 @@ RATIONALE = (
     "reaches the devices before they are clean; `restartPolicy: Always` makes it a sidecar that the next "
     "containers do not wait for), holds every accelerator claim of the pod (a device it is not given it cannot "
     "see), and is the image and command you configured: a container of that name with another image, a changed "
-    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing. It scrubs NVIDIA '
-    "GPUs and MIG instances only; a claim of any other accelerator class is reported as unscrubbed unless the "
-    "configuration accepts the class (unscrubbed-classes, with a reason that the report shows on the waived "
-    "finding). Whether a pod claim is an accelerator's is read from its template or claim: among the objects for "
-    "`check`, from the API server for the webhook; the admission policy decides the scrubber's own shape, which "
-    "the pod alone shows. A claim or template that is not among the checked objects is a low finding unless the "
-    "scrubber holds it."
+    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing. It scrubs every '
+    "device of NVIDIA's GPU driver (gpu.nvidia.com: GPUs and MIG instances) the pod sees, so a class is scrubbed "
+    "by its devices' driver, whatever its name (NVIDIA's per-profile mig-1g-12gb.gpu.nvidia.com too): the domain "
+    "of a class the catalog or extra-classes knows, else the device.driver its DeviceClass among the checked "
+    "objects fixes; vfio.gpu.nvidia.com hands the GPU to a virtual machine and is not. A claim of any other "
+    "accelerator class is reported as unscrubbed unless the configuration accepts the class (unscrubbed-classes, "
+    "with a reason that the report shows on the waived finding). Whether a pod claim is an accelerator's is read "
+    "from its template or claim: among the objects for `check`, from the API server for the webhook; the "
+    "admission policy decides the scrubber's own shape, which the pod alone shows. A claim or template that is "
+    "not among the checked objects is a low finding unless the scrubber holds it."
 )
 REMEDIATION = (
     f"Build the workload with IsolatedAcceleratorWorkload or with_claim_template(scrub_image=...), or add the "
@@ -397,7 +400,7 @@ def _accelerator_classes(context: Context, target: ClaimFacts) -> list[str]:
 
 def _unscrubbed(context: Context, target: ClaimFacts, facts: _Claim) -> Resolved | None:
     """A claim of a class the scrubber scrubs that no scrubber, or not this pod's, holds."""
-    if facts.held or not any(scrubbed(cls) for cls in _accelerator_classes(context, target)):
+    if facts.held or not any(context.is_scrubbed_class(cls) for cls in _accelerator_classes(context, target)):
         return None
     if facts.has_scrubber:
         message = (
@@ -414,14 +417,14 @@ def _unscrubbed(context: Context, target: ClaimFacts, facts: _Claim) -> Resolved
 
 def _unscrubbable(context: Context, target: ClaimFacts, facts: _Claim) -> Resolved | None:
     """A claim of an accelerator class the scrubber cannot scrub: reported, or accepted by name."""
-    classes = [cls for cls in _accelerator_classes(context, target) if not scrubbed(cls)]
+    classes = [cls for cls in _accelerator_classes(context, target) if not context.is_scrubbed_class(cls)]
     if not classes:
         return None
     accepted: Mapping[str, str] = context.config.get(UNSCRUBBED_CLASSES)
     message = (
-        f"{facts.label()} asks for {', '.join(classes)}, which dra-guard's scrubber cannot scrub (it scrubs "
-        "NVIDIA GPUs and MIG instances): what the previous holder left in device memory is not erased before "
-        "this pod runs"
+        f"{facts.label()} asks for {', '.join(classes)}, which dra-guard's scrubber cannot scrub ({SCRUBS}): "
+        "what the previous holder left in device memory is not erased before this pod runs"
+        + unknown_driver_hint(context, classes)
     )
     refused = [cls for cls in classes if cls not in accepted]
     if refused:
@@ -430,6 +433,22 @@ def _unscrubbable(context: Context, target: ClaimFacts, facts: _Claim) -> Resolv
         return Resolved(message)
     reasons = "; ".join(f"{cls}: {accepted[cls]}" for cls in classes)
     return Resolved(message, accepted=f"accepted unscrubbed by the configuration (unscrubbed-classes) -- {reasons}")
+
+
+#: What the scrubber scrubs, for messages.
+SCRUBS = f"it scrubs the GPUs and MIG instances of NVIDIA's driver, {', '.join(sorted(SCRUBBED_DRIVERS))}"
+
+
+def unknown_driver_hint(context: Context, classes: list[str]) -> str:
+    """How to show dra-guard that a class it knows no driver of is NVIDIA's, if one is."""
+    unknown = [cls for cls in classes if decided_by_input(cls, context.config)]
+    if not unknown:
+        return ""
+    return (
+        f"; dra-guard knows no driver of {', '.join(unknown)}: if its devices are NVIDIA's, declare it under "
+        "extra-classes with a pin-attribute in gpu.nvidia.com (or check it with its DeviceClass, whose selector "
+        "fixes device.driver == 'gpu.nvidia.com')"
+    )
 
 
 def _no_scrubber(context: Context, target: ClaimFacts, facts: _Claim) -> Resolved | None:

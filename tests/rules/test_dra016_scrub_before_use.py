@@ -253,3 +253,100 @@ def test_the_pods_a_controller_makes_pass_with_the_scrubber_and_are_denied_witho
     assert "DRA016" in denied_rules(admit(policies, look_alike.workload))
     for pod in [made.obj for made in cluster_creates(list(look_alike)) if made.kind == "Pod"]:
         assert "DRA016" in denied_rules(admit(policies, pod))
+
+
+# --- a class is scrubbed by its devices' driver, not its name ---------------------------------
+
+#: NVIDIA's per-profile DeviceClass (README, KEP-5004): its devices are the MIG devices of
+#: NVIDIA's driver, which the scrubber scrubs whatever class selects them.
+PER_PROFILE = "mig-1g-12gb.gpu.nvidia.com"
+PER_PROFILE_SELECTOR = (
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && "
+    "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
+)
+PER_PROFILE_CLASS = {"pin-attribute": "gpu.nvidia.com/profile", "selector": PER_PROFILE_SELECTOR}
+
+
+def _per_profile(*, scrubber: bool = True) -> Any:
+    """A workload of the per-profile class, as the builders make it (scrubber first)."""
+    accelerator = AcceleratorSlice(PER_PROFILE, "gpu.nvidia.com/profile", "1g.12gb")
+    objects = isolated_workload("app", image="i", slice=accelerator, namespace="ns")
+    if not scrubber:
+        del objects.workload["spec"]["template"]["spec"]["initContainers"]
+    return objects
+
+
+def _device_class(selector: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": PER_PROFILE},
+        "spec": {"selectors": [{"cel": {"expression": selector}}]},
+    }
+
+
+def test_the_builders_scrub_a_class_of_nvidias_driver_whatever_its_name() -> None:
+    assert _scrubber(_per_profile())["resources"] == {"claims": [{"name": "accelerator"}]}
+
+
+def test_a_class_declared_as_nvidias_passes_with_the_scrubber_and_needs_it() -> None:
+    options = {"extra-classes": {PER_PROFILE: PER_PROFILE_CLASS}}
+    objects = _per_profile()
+    assert _dra016(objects.claim_template, objects.workload, options=options) == []
+    bare = _per_profile(scrubber=False)
+    assert _dra016(bare.claim_template, bare.workload, options=options) == [
+        ("no-scrubber", "/spec/template/spec/resourceClaims/0")
+    ]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_class_whose_device_class_fixes_nvidias_driver_passes_with_the_scrubber(where: str) -> None:
+    objects = _per_profile()
+    device_class = _device_class(PER_PROFILE_SELECTOR)
+    ordered = [device_class, *objects] if where == "before" else [*objects, device_class]
+    assert _dra016(*ordered) == []
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        "device.driver == 'gpu.nvidia.com' || device.driver == 'tpu.google.com'",  # not a conjunct: proves nothing
+        "device.driver == 'tpu.google.com'",
+    ],
+)
+def test_a_class_not_shown_to_be_nvidias_cannot_be_scrubbed(selector: str) -> None:
+    objects = _per_profile()
+    assert _dra016(*objects, _device_class(selector)) == [
+        ("unscrubbable-class", "/spec/template/spec/resourceClaims/0")
+    ]
+
+
+def test_a_class_of_unknown_driver_is_unscrubbable_and_says_how_to_show_it_is_nvidias() -> None:
+    objects = _per_profile()
+    (finding,) = [f for f in findings(*objects) if f.rule == "DRA016"]
+    assert (finding.facet, finding.severity.label) == ("unscrubbable-class", "critical")
+    assert "declare it under extra-classes with a pin-attribute in gpu.nvidia.com" in finding.message
+
+
+def test_passthrough_gpus_of_nvidias_driver_are_never_scrubbed() -> None:
+    """vfio.gpu.nvidia.com hands the GPU to a virtual machine, where no container runs CUDA."""
+    accelerator = AcceleratorSlice("vfio.gpu.nvidia.com", "gpu.nvidia.com/productName", "GH100")
+    objects = isolated_workload("app", image="i", slice=accelerator, namespace="ns")
+    assert "initContainers" not in objects.workload["spec"]["template"]["spec"]
+    assert _dra016(*objects) == [("unscrubbable-class", "/spec/template/spec/resourceClaims/0")]
+
+
+def test_the_webhook_admits_a_pod_of_a_configured_nvidia_class_with_its_scrubber() -> None:
+    """The webhook reads the template, not the DeviceClass: the configuration it runs with says
+    whose the class is, as it says for the policies and `check`."""
+    objects = _per_profile()
+    configured = config({"extra-classes": {PER_PROFILE: PER_PROFILE_CLASS}})
+    pods = [made.obj for made in cluster_creates(list(objects)) if made.kind == "Pod"]
+    assert pods
+    for configuration, allowed in ((configured, True), (Config(), False)):
+        webhook = Webhook(RULES, configuration, templates=_ClusterTemplates(objects.claim_template))
+        for pod in pods:
+            response = webhook.review(_review(pod))
+            assert response["allowed"] is allowed, response.get("status")
+            if not allowed:
+                assert "cannot scrub" in response["status"]["message"]
