@@ -19,7 +19,6 @@ from dra_guard.builders import (
     build_claim_template,
     build_isolated_workload,
     require_scrub_image,
-    slice_scrubbed,
     with_claim_template,
     with_scrubber,
 )
@@ -177,9 +176,7 @@ def use_claim_template(
     current = _pod_spec_of(api_object, pointer)
     template_name = template.name if isinstance(template, IsolatedClaimTemplate) else template
     wired = with_claim_template(current, template_name, claim_name=claim_name, containers=containers)
-    if scrub_image is not None and (
-        not isinstance(template, IsolatedClaimTemplate) or slice_scrubbed(template.spec.slice)
-    ):
+    if scrub_image is not None and (not isinstance(template, IsolatedClaimTemplate) or template.spec.slice.scrubbed):
         require_scrub_image(scrub_image)  # a bad image is refused now, not at synth
         _wire_at_synth(api_object, _RunScrubberFirst(api_object, pointer, claim_name, scrub_image))
     # Additive patches, not a replacement of the pod spec: whatever cdk8s-plus adds to the

@@ -73,7 +73,17 @@ TOLERATIONS = (
     {"operator": "Exists", "key": "example.com/maintenance"},
     {"operator": "Equal", "key": "example.com/maintenance", "value": "planned"},
 )
-ANNOTATION_VALUES = ("WipeOnDeallocate", "ZeroFillMemoryOnRelease", "Wipe", "", " ", "\u200b", "false", "true")
+ANNOTATION_VALUES = (
+    "WipeOnDeallocate",
+    "ZeroFillMemoryOnRelease",
+    "ScrubBeforeUse",
+    "Wipe",
+    "",
+    " ",
+    "\u200b",
+    "false",
+    "true",
+)
 TAGS = ("sha256:" + "a" * 64, "hmac-sha256:" + "0" * 64, "sha256:" + "A" * 64, "md5:abc", "")
 #: Strategies as written: the engine compares them case-insensitively, the policy with RE2's (?i).
 STRATEGIES = ("TimeSlicing", "MPS", "mps", "time\u017flicing", "TIMESLICING ", "Exclusive", 5, None, ["MPS"])

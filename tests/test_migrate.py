@@ -488,6 +488,24 @@ def test_no_scrubber_when_told_and_the_image_given() -> None:
     assert f"image: {image}" in output
 
 
+def test_scrub_before_use_is_refused_for_an_object_whose_class_nothing_scrubs() -> None:
+    """ScrubBeforeUse on a TPU's template would declare an erasure nothing performs (the pod
+    gets no scrubber): that object is refused, with the builders' reason; an NVIDIA one is
+    migrated, with the scrubber that performs it."""
+    settings = MigrationSettings(pins=PINS, namespace="team", sanitization="ScrubBeforeUse")
+    tpu = pod(container(limits={"google.com/tpu": 4}), name="tpu")
+    gpu = pod(container(limits={"nvidia.com/gpu": 1}), name="gpu")
+    result = migrate_documents([copy.deepcopy(tpu), copy.deepcopy(gpu)], settings)
+    refused, migrated = result.reports
+    assert refused.status != "migrated" and result.documents[0] == tpu
+    assert "sanitization: ScrubBeforeUse declares that the scrubber erases the devices" in refused.errors[0].text
+    assert "tpu.google.com" in refused.errors[0].text
+    assert migrated.status == "migrated"
+    (template,) = by_kind(result.documents, "ResourceClaimTemplate")
+    assert template["metadata"]["annotations"]["dra-guard.io/sanitization"] == "ScrubBeforeUse"
+    assert check_objects(result.documents[1:]).findings == []
+
+
 def test_a_configured_class_of_nvidias_driver_gets_the_scrubber_and_passes() -> None:
     """NVIDIA's per-profile class (README, KEP-5004), declared under extra-classes: its devices
     are NVIDIA's, so the pod runs the scrubber, and `check` with the same configuration passes."""

@@ -526,6 +526,10 @@ def test_limit_range_defaults_are_removed_with_a_note(name: str, tmp_path: Path)
         (["--pin", "gpu.amd.com"], "expected CLASS=VALUE"),
         (["--pin", "fpga.example.org=x"], "unknown device class 'fpga.example.org'"),
         (["--hmac-key-env", "DRA_GUARD_TEST_UNSET_KEY"], "DRA_GUARD_TEST_UNSET_KEY, which is not set or empty"),
+        (
+            ["--sanitization", "ScrubBeforeUse", "--no-scrubber"],
+            "--sanitization ScrubBeforeUse declares that the scrubber runs first in every pod, and --no-scrubber",
+        ),
     ],
 )
 def test_usage_errors_exit_2_and_write_nothing(arguments: list[str], message: str, tmp_path: Path) -> None:

@@ -179,6 +179,17 @@ def test_a_namespace_is_required(mocks: RecordingMocks) -> None:
     assert mocks.registered == []
 
 
+def test_scrub_before_use_is_refused_where_nothing_scrubs(mocks: RecordingMocks) -> None:
+    """The same refusal as the builders': a TPU is not scrubbed, so ScrubBeforeUse would be untrue."""
+    tpu = pulumi_dra.AcceleratorSlice.google_tpu("v6e", count=4)
+    refused = r"^sanitization: ScrubBeforeUse declares that the scrubber erases the devices"
+    with pytest.raises(ValueError, match=refused):
+        pulumi_dra.IsolatedAcceleratorWorkload("w", namespace="ns", image="i", slice=tpu, sanitization="ScrubBeforeUse")
+    with pytest.raises(ValueError, match=refused):
+        pulumi_dra.IsolatedClaimTemplate("t", namespace="ns", slice=tpu, sanitization="ScrubBeforeUse")
+    assert mocks.registered == []
+
+
 def test_example_program_registers_compliant_resources(mocks: RecordingMocks) -> None:
     import runpy
 

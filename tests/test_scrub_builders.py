@@ -17,7 +17,7 @@ from cdk8s import ApiObject, ApiObjectMetadata, App, Chart, JsonPatch
 from cdk8s import Testing as Cdk8sTesting  # not `Testing`: pytest would collect it
 
 import constructs_dra
-from dra_guard import AcceleratorSlice, isolated_workload
+from dra_guard import AcceleratorSlice, claim_template, isolated_workload
 from dra_guard.builders import DEFAULT_SCRUB_IMAGE, SCRUB_CONTAINER_NAME, with_claim_template
 from dra_guard.engine import check_objects
 
@@ -175,3 +175,37 @@ def test_use_claim_template_scrubs_a_template_of_nvidias_driver_whatever_its_cla
     constructs_dra.use_claim_template(pod, template)
     (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Pod"]
     assert synthesized["spec"]["initContainers"][0]["name"] == SCRUB_CONTAINER_NAME
+
+
+# --- ScrubBeforeUse is declared only where the scrubber runs -------------------------------
+
+SCRUB_REFUSED = r"^sanitization: ScrubBeforeUse declares that the scrubber erases the devices .* cannot scrub those of "
+
+
+@pytest.mark.parametrize("accelerator", list(NOT_SCRUBBED), ids=str)
+def test_scrub_before_use_is_refused_for_a_class_the_scrubber_cannot_scrub(accelerator: str) -> None:
+    """It would declare an erasure nothing performs (no scrubber is emitted for the class),
+    whatever unscrubbed-classes later accepts."""
+    chosen = NOT_SCRUBBED[accelerator]
+    options: dict[str, Any] = {"slice": chosen, "sanitization": "ScrubBeforeUse"}
+    refused = SCRUB_REFUSED + chosen.device_class.replace(".", r"\.")
+    with pytest.raises(ValueError, match=refused):
+        isolated_workload("trainer", namespace="t", image="trainer:1", **options)
+    with pytest.raises(ValueError, match=refused):
+        claim_template(name="slice", namespace="t", **options)
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="ns")
+    with pytest.raises(ValueError, match=refused):
+        constructs_dra.IsolatedAcceleratorWorkload(chart, "w", image="i:1", **options)
+    with pytest.raises(ValueError, match=refused):
+        constructs_dra.IsolatedClaimTemplate(chart, "t", **options)
+    assert chart.node.children == []  # refused before joining the tree
+
+
+@pytest.mark.parametrize("accelerator", list(SCRUBBED), ids=str)
+def test_scrub_before_use_on_a_class_it_scrubs_builds_and_passes(accelerator: str) -> None:
+    built = isolated_workload(
+        "trainer", namespace="t", image="trainer:1", slice=SCRUBBED[accelerator], sanitization="ScrubBeforeUse"
+    )
+    assert built.claim_template["metadata"]["annotations"]["dra-guard.io/sanitization"] == "ScrubBeforeUse"
+    assert pod_of(built.workload)["initContainers"][0]["name"] == SCRUB_CONTAINER_NAME
+    assert check_objects(list(built)).findings == []

@@ -33,7 +33,7 @@ from dra_guard.contract.catalog import (
     TENANT_ANNOTATION,
     TENANT_LABEL,
 )
-from dra_guard.contract.scrubber import SCRUB_COMMAND, SCRUB_CONTAINER_NAME, scrubbed
+from dra_guard.contract.scrubber import SCRUB_COMMAND, SCRUB_CONTAINER_NAME
 from dra_guard.contract.tags import claim_isolation_tag, isolation_tag
 from dra_guard.contract.validators import (
     plain_copy,
@@ -185,12 +185,6 @@ def build_claim_template(spec: ClaimSpec) -> dict[str, Any]:
     return template
 
 
-def slice_scrubbed(accelerator: AcceleratorSlice) -> bool:
-    """Whether the scrubber scrubs the slice's devices: by their driver, which its selector
-    fixes (`device.driver == '<domain>'`), so a class of another name of NVIDIA's driver is too."""
-    return scrubbed(accelerator.device_class, accelerator.domain)
-
-
 def scrub_container(image: str, claim_names: Sequence[str]) -> dict[str, Any]:
     """The scrubber's init container, holding the pod claims `claim_names` (README, "Memory
     erasure"): not restartable (a sidecar would let the others start before it finishes)."""
@@ -236,7 +230,7 @@ def with_claim_template(
     `containers` names the containers that get the device (default: all regular ones);
     init containers are left alone, as a slice is usually for the main process.  With
     `scrub_image`, the scrubber runs first, holding the claim (`with_scrubber`): give it for
-    a template of a class the scrubber scrubs (`slice_scrubbed`).
+    a template of a slice the scrubber scrubs (`AcceleratorSlice.scrubbed`).
     """
     require_dns_subdomain("template_name", template_name)
     require_dns_label("claim_name", claim_name)
@@ -293,7 +287,7 @@ def build_workload(spec: WorkloadSpec) -> dict[str, Any]:
         "spec": with_claim_template(
             pod_spec,
             claim_template_name(spec.name),
-            scrub_image=spec.scrub_image if slice_scrubbed(spec.slice) else None,
+            scrub_image=spec.scrub_image if spec.slice.scrubbed else None,
         ),
     }
     metadata: dict[str, Any] = {"name": spec.name}

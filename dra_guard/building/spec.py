@@ -29,11 +29,19 @@ from dra_guard.contract.catalog import (
     DEVICE_CLASSES,
     KUBERNETES_RELEASES,
     KUBERNETES_VERSIONS,
+    SANITIZATION_POLICIES,
+    SCRUB_BEFORE_USE,
     DeviceClass,
     exclusivity_guard_compiles,
 )
 from dra_guard.contract.mig_profiles import max_per_gpu
-from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE, NOT_SCRUBBED_CLASSES, SCRUBBED_CLASSES, SCRUBBED_DRIVERS
+from dra_guard.contract.scrubber import (
+    DEFAULT_SCRUB_IMAGE,
+    NOT_SCRUBBED_CLASSES,
+    SCRUBBED_CLASSES,
+    SCRUBBED_DRIVERS,
+    scrubbed,
+)
 from dra_guard.contract.served import served_claim_api_versions
 from dra_guard.contract.validators import (
     describe,
@@ -187,6 +195,12 @@ class AcceleratorSlice:
         return self.pin_attribute.partition("/")[2]
 
     @property
+    def scrubbed(self) -> bool:
+        """Whether the scrubber scrubs the slice's devices: by their driver, which the slice's
+        selector fixes (`device.driver == '<domain>'`), so under a class of any name."""
+        return scrubbed(self.device_class, self.domain)
+
+    @property
     def alignment(self) -> str | None:
         """The attribute a `matchAttribute` constraint aligns several devices on, or None."""
         return None if self.topology is CATALOG_DEFAULT else self.topology
@@ -235,6 +249,18 @@ class AcceleratorSlice:
         value = _named("partition_profile", partition_profile)
         check_pin_value("partition_profile", DEVICE_CLASSES["gpu.amd.com"], value)
         return cls("gpu.amd.com", "gpu.amd.com/partitionProfile", value, count, topology)
+
+
+def _scrub_unperformed(device_class: str) -> str:
+    """Why ScrubBeforeUse is refused for a slice the scrubber does not scrub: it would declare
+    an erasure nothing performs (DRA004 reports it on a template, whatever unscrubbed-classes says)."""
+    others = " or ".join(policy for policy in SANITIZATION_POLICIES if policy != SCRUB_BEFORE_USE)
+    return (
+        f"sanitization: {SCRUB_BEFORE_USE} declares that the scrubber erases the devices before the pod's "
+        f"containers run, and it cannot scrub those of {device_class} (it scrubs the GPUs and MIG instances of "
+        f"NVIDIA's driver, {', '.join(sorted(SCRUBBED_DRIVERS))}), so no scrubber is emitted for them; declare "
+        f"{others}, which the driver or a node agent must honour"
+    )
 
 
 #: What one value of a default alignment attribute stands for, for messages.
@@ -448,7 +474,12 @@ class _IsolationFields:
     )
     sanitization: str = field(
         default=DEFAULT_SANITIZATION,
-        metadata={"doc": "`WipeOnDeallocate` or `ZeroFillMemoryOnRelease`, declared in `dra-guard.io/sanitization`."},
+        metadata={
+            "doc": f"{', '.join(f'`{policy}`' for policy in SANITIZATION_POLICIES[:-1])} or "
+            f"`{SANITIZATION_POLICIES[-1]}`, declared in `dra-guard.io/sanitization`. `{SCRUB_BEFORE_USE}` (the "
+            "scrubber runs first in every pod) is refused for a slice the scrubber does not scrub; the others are "
+            'promises for the driver or a node agent (README, "Memory erasure").'
+        },
     )
     hmac_key: str | bytes | None = field(
         default=None,
@@ -490,6 +521,8 @@ class _IsolationFields:
                 "(it came in 1.34); leave it None"
             )
         require_sanitization(self.sanitization)
+        if self.sanitization == SCRUB_BEFORE_USE and not self.slice.scrubbed:
+            raise ValueError(_scrub_unperformed(self.slice.device_class))
         require_hmac_key(self.hmac_key)
         if self.labels is not None:
             _set(self, "labels", frozen_copy(require_labels("labels", self.labels)))

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
-from dra_guard.contract.catalog import DEVICE_CLASSES
+from dra_guard.contract.catalog import DEVICE_CLASSES, SCRUB_BEFORE_USE
 from dra_guard.contract.findings import InputError
 from dra_guard.migrate.migration import FileMigration, migrate_file, scan_templates
 from dra_guard.migrate.plan import TemplateNames
@@ -140,6 +140,12 @@ def settings_from(arguments: argparse.Namespace, environ: Mapping[str, str] = os
             f"pass --runtime-config={api_version}=true if your API server enables it{gate}"
         )
     scrub_image = None if arguments.no_scrubber else _scrub_image(arguments.scrub_image, option("scrub-images"))
+    if scrub_image is None and arguments.sanitization == SCRUB_BEFORE_USE:
+        # It would declare an erasure that no pod performs (DRA004, DRA016).
+        raise UsageError(
+            f"--sanitization {SCRUB_BEFORE_USE} declares that the scrubber runs first in every pod, and "
+            "--no-scrubber adds none; give one of them only"
+        )
     namespace = arguments.namespace
     if namespace is not None:
         try:

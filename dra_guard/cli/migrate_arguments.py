@@ -48,7 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the namespace objects that name none are applied to (kubectl apply -n NS): their templates are "
         "written for it, since the isolation tag binds the namespace",
     )
-    parser.add_argument("--sanitization", choices=SANITIZATION_POLICIES, default=SANITIZATION_POLICIES[0])
+    parser.add_argument(
+        "--sanitization",
+        choices=SANITIZATION_POLICIES,
+        default=SANITIZATION_POLICIES[0],
+        help="the templates' dra-guard.io/sanitization; ScrubBeforeUse only where the scrubber runs (not with "
+        "--no-scrubber, and an object asking for a class it cannot scrub, such as a TPU, is refused)",
+    )
     parser.add_argument(
         "--tenant-from-namespace", action="store_true", help="name each workload's namespace as its tenant"
     )

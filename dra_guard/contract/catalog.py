@@ -47,7 +47,9 @@ FLAT_REQUEST_API_VERSIONS = frozenset({"resource.k8s.io/v1beta1", "resource.k8s.
 #: when the claim is deallocated, when memory is released (both performed by the driver or
 #: the kernel module, not by dra-guard), or before the pod's containers use it, which the
 #: scrubber init container performs and DRA016 requires of every pod.
-SANITIZATION_POLICIES = ("WipeOnDeallocate", "ZeroFillMemoryOnRelease", "ScrubBeforeUse")
+#: The one that dra-guard performs: only for devices the scrubber scrubs (DRA004).
+SCRUB_BEFORE_USE = "ScrubBeforeUse"
+SANITIZATION_POLICIES = ("WipeOnDeallocate", "ZeroFillMemoryOnRelease", SCRUB_BEFORE_USE)
 DEFAULT_SANITIZATION = SANITIZATION_POLICIES[0]
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job")

@@ -35,16 +35,18 @@ name; findings that rest on such a class are cross-object.
 Whether the scrubber scrubs a class's devices is decided by their driver, the same way
 (`scrubbed_class`): the driver of a class the configuration or the catalog knows is its
 attribute domain (`extra-classes.<class>.pin-attribute`), and a class neither knows has the
-driver its input DeviceClass fixes in a top-level `&&` conjunct, or none.  The webhook (and
-an admission policy) sees no DeviceClass: there a class is NVIDIA's when the configuration
-or the catalog knows it so, which every front end knows alike, so a class only its
-DeviceClass shows to be NVIDIA's is declared under `extra-classes` for the cluster.
+driver its input DeviceClass fixes in a top-level `&&` conjunct, or none.  The webhook and
+the admission policies see no DeviceClass: there a class is NVIDIA's when the configuration
+or the catalog knows it so (`scrubbed_classes`, which every front end knows alike), so a
+class only its DeviceClass shows to be NVIDIA's is declared under `extra-classes` for the
+cluster.  A finding that the input's DeviceClass could clear is decided by the claim alone
+where no DeviceClass of that name is among the objects, as a policy decides it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from dra_guard.contract.catalog import (
@@ -197,6 +199,14 @@ def scrubbed_class(name: str, config: Config, from_input: Sequence[str] | None) 
         return driver is not None and scrubbed(name, driver)
     known = config.device_class(name)
     return known is not None and scrubbed(name, known.domain)
+
+
+def scrubbed_classes(config: Config) -> list[str]:
+    """The classes the configuration and the catalog know whose devices the scrubber scrubs:
+    what an admission policy, which sees no DeviceClass, counts as scrubbed."""
+    configured: Mapping[str, DeviceClass] = config.get(EXTRA_CLASSES)
+    known = {**DEVICE_CLASSES, **configured}
+    return sorted(name for name, device_class in known.items() if scrubbed(name, device_class.domain))
 
 
 def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:

@@ -5,12 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from dra_guard import AcceleratorSlice
+from dra_guard.admission.emulate import admit, denied_rules
+from dra_guard.admission.policy import admission_objects
+from dra_guard.engine.run import check_objects
+from dra_guard.ruleapi.admission_form import AdmissionTarget
+from dra_guard.rules import RULES
 from testkit.rulecases import (
     ALL_VERSIONS,
     CLAIM_MAKERS,
+    MIG,
+    config,
     findings,
+    request_body,
     retag,
     rule_ids,
     template,
@@ -44,3 +53,119 @@ def test_dra004_a_template_whose_claims_carry_no_policy(api_version: str) -> Non
     del obj["spec"]["metadata"]
     (finding,) = [finding for finding in findings(obj) if finding.rule == "DRA004"]
     assert finding.path == "/spec/metadata" and "all the claims made from it carry" in finding.message
+
+
+# --- ScrubBeforeUse only where the scrubber scrubs -------------------------------------------
+
+SCRUB = "ScrubBeforeUse"
+SANITIZATION_PATH = "/annotations/dra-guard.io~1sanitization"
+ACCEPTED = {"unscrubbed-classes": {"tpu.google.com": "single-tenant pool", "gpu.amd.com": "single-tenant pool"}}
+
+
+def _declaring_scrub(obj: dict[str, Any], device_class: str | None = None) -> dict[str, Any]:
+    """`obj` declaring ScrubBeforeUse in every place, its request's class set to `device_class`."""
+    for place in [obj["metadata"]] + ([obj["spec"]["metadata"]] if obj["kind"] == "ResourceClaimTemplate" else []):
+        place["annotations"]["dra-guard.io/sanitization"] = SCRUB
+    if device_class is not None:
+        request_body(obj)["deviceClassName"] = device_class
+    return retag(obj)
+
+
+def _dra004(*objects: dict[str, Any], options: dict[str, Any] | None = None) -> list[tuple[str, str]]:
+    found = findings(*objects, config=config(options or {}))
+    return [(finding.facet, finding.path) for finding in found if finding.rule == "DRA004"]
+
+
+def _expected(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    places = ["/metadata"] + (["/spec/metadata"] if obj["kind"] == "ResourceClaimTemplate" else [])
+    return [("unscrubbable-class", place + SANITIZATION_PATH) for place in places]
+
+
+@ALL_VERSIONS
+@CLAIM_MAKERS
+@pytest.mark.parametrize(
+    "accelerator",
+    [AcceleratorSlice.google_tpu("v6e", count=4), AcceleratorSlice.amd_gpu("cpx_nps4")],
+    ids=["tpu", "amd"],
+)
+def test_dra004_scrub_before_use_where_nothing_scrubs_is_reported_even_when_accepted_unscrubbed(
+    api_version: str, make: Any, accelerator: AcceleratorSlice
+) -> None:
+    obj = _declaring_scrub(make(api_version, accelerator))
+    assert _dra004(obj) == _expected(obj)
+    # unscrubbed-classes accepts a pod running unscrubbed (DRA016), not a claim saying it is scrubbed.
+    assert _dra004(obj, options=ACCEPTED) == _expected(obj)
+    (finding,) = [f for f in findings(obj) if f.rule == "DRA004"][:1]
+    assert finding.severity.label == "critical" and accelerator.device_class in finding.message
+
+
+@ALL_VERSIONS
+@CLAIM_MAKERS
+@pytest.mark.parametrize("accelerator", [MIG, AcceleratorSlice.nvidia_gpu("NVIDIA H100 80GB HBM3")], ids=["mig", "gpu"])
+def test_dra004_scrub_before_use_on_nvidia_devices_passes(
+    api_version: str, make: Any, accelerator: AcceleratorSlice
+) -> None:
+    assert _dra004(_declaring_scrub(make(api_version, accelerator))) == []
+
+
+PER_PROFILE = "mig-1g-12gb.gpu.nvidia.com"
+PER_PROFILE_SELECTOR = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
+
+
+def _device_class(name: str, selector: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": selector}}]},
+    }
+
+
+def test_dra004_a_class_of_unknown_driver_is_reported_unless_shown_to_be_nvidias() -> None:
+    obj = _declaring_scrub(template(), PER_PROFILE)
+    (finding,) = [f for f in findings(obj) if f.rule == "DRA004" and f.path == "/metadata" + SANITIZATION_PATH]
+    assert "declare it under extra-classes with a pin-attribute in gpu.nvidia.com" in finding.message
+    configured = {"extra-classes": {PER_PROFILE: {"pin-attribute": "gpu.nvidia.com/profile"}}}
+    assert _dra004(obj, options=configured) == []
+    nvidia = _device_class(PER_PROFILE, PER_PROFILE_SELECTOR)
+    assert _dra004(nvidia, obj) == [] and _dra004(obj, nvidia) == []
+    tpu = _device_class(PER_PROFILE, "device.driver == 'tpu.google.com'")
+    assert _dra004(obj, tpu) == _expected(obj)
+
+
+def test_dra004_a_nic_class_by_name_is_judged_by_its_device_class() -> None:
+    """`rdma` is a NIC's class by name: no finding, unless its DeviceClass selects an
+    accelerator the scrubber cannot scrub (then only `check`, which sees the DeviceClass, can say)."""
+    obj = _declaring_scrub(template(), "rdma")
+    assert _dra004(obj) == []
+    assert _dra004(obj, _device_class("rdma", "device.driver == 'gpu.nvidia.com'")) == []
+    report = check_objects([obj, _device_class("rdma", "device.driver == 'tpu.google.com'")])
+    found = [f for f in report.findings if f.rule == "DRA004"]
+    assert [(f.facet, f.cross_object) for f in found] == [("unscrubbable-class", True)] * 2
+
+
+#: Configurations the policy is compared with the engine under: the catalog alone, and a
+#: class of NVIDIA's driver declared under extra-classes (what the policy can know).
+POLICY_CONFIGS = ["", f"extra-classes: {{{PER_PROFILE}: {{pin-attribute: gpu.nvidia.com/profile}}}}\n"]
+
+
+@pytest.mark.parametrize("config_text", POLICY_CONFIGS, ids=["catalog", "configured"])
+@pytest.mark.parametrize(
+    "device_class",
+    ["mig.nvidia.com", "gpu.nvidia.com", "vfio.gpu.nvidia.com", "tpu.google.com", "gpu.amd.com", PER_PROFILE, "rdma"],
+)
+@CLAIM_MAKERS
+def test_dra004_the_policy_denies_what_the_engine_reports(make: Any, device_class: str, config_text: str) -> None:
+    obj = _declaring_scrub(make("resource.k8s.io/v1"), device_class)
+    options = yaml.safe_load(config_text) or {}
+    policies = admission_objects(RULES, AdmissionTarget(config(options)))
+    engine = {f.rule for f in check_objects([obj], config(options), complete=False).findings} & {"DRA004"}
+    assert engine == (set() if device_class in SCRUBBED_HERE[config_text != ""] else {"DRA004"})
+    assert denied_rules(admit(policies, obj)) & {"DRA004"} == engine
+
+
+#: Which classes the policy and the engine count as scrubbed, by configuration.
+SCRUBBED_HERE = {
+    False: {"mig.nvidia.com", "gpu.nvidia.com", "rdma"},
+    True: {"mig.nvidia.com", "gpu.nvidia.com", "rdma", PER_PROFILE},
+}
