@@ -578,3 +578,26 @@ def test_a_source_of_its_own_is_asked_for_the_reserved_pod_with_get_pod() -> Non
     source = Source()
     assert Webhook(RULES, Config(), templates=source).review(reservation(MADE_FOR_POD))["allowed"] is True
     assert source.asked == ["pod p"]
+
+
+@pytest.mark.parametrize(
+    ("where", "field", "most"),
+    [
+        (("spec", "spec", "devices"), "requests", 32),
+        (("spec", "spec", "devices", "requests", 0, "exactly"), "selectors", 32),
+    ],
+)
+def test_a_claim_past_the_apis_list_limits_is_denied_unchecked(where: tuple[Any, ...], field: str, most: int) -> None:
+    """The API server validates before any validating webhook and never sends such a claim;
+    one sent straight to the Service held a review for seconds (a findings x requests loop)."""
+    import copy
+
+    from dra_guard.model.manifest import get_path
+
+    template = copy.deepcopy(TEMPLATE)
+    listed = get_path(template, where)[field]
+    assert Webhook(RULES, Config()).review(review(template))["allowed"] is True
+    listed.extend(copy.deepcopy(listed[0]) for _ in range(most + 1 - len(listed)))
+    response = Webhook(RULES, Config()).review(review(template))
+    assert response["allowed"] is False
+    assert f"has {most + 1} {field}, more than {most}, which the API server refuses" in response["status"]["message"]

@@ -64,7 +64,7 @@ from dra_guard.contract.catalog import POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
 from dra_guard.model.allocation import evaluations_until
-from dra_guard.model.manifest import get_path
+from dra_guard.model.manifest import CLAIM_KINDS, get_path
 from dra_guard.model.pod_groups import group_claims
 from dra_guard.model.selectors import analysed_at_once, byte_length, parsed_already
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
@@ -777,6 +777,12 @@ class Webhook:
                 f"dra-guard webhook: the {operation or 'request'} carries no object to review; denied "
                 f"(only {' and '.join(OBJECTLESS_OPERATIONS)} may have none)",
             )
+        beyond = past_api_limits(obj)
+        if beyond is not None:
+            # The API server validates an object before any validating webhook sees it, so it
+            # never sends one past these; whoever does is not it (a claim of 8,000 requests
+            # held a review for 24 s).
+            return _denial(uid, f"dra-guard webhook: {beyond}, which the API server refuses; denied unchecked")
         if is_reservation(request):
             return self._review_reservation(request, obj, deadline, checks_until)
         if self._written_by_claim_writer(request, obj):
@@ -1090,6 +1096,37 @@ def _pod_claim_fields(obj: Mapping[str, Any], field_name: str) -> Iterator[str]:
         name = claim.get(field_name) if isinstance(claim, Mapping) else None
         if isinstance(name, str) and name:
             yield name
+
+
+#: resource.k8s.io's own limits (kubernetes/api @ 10b39a39 resource/v1/types.go:
+#: DeviceRequestsMaxSize, DeviceConstraintsMaxSize, DeviceConfigMaxSize, DeviceSelectorsMaxSize,
+#: FirstAvailableDeviceRequestMaxSize), the same in every version dra-guard reads.
+API_LIMITS = (("requests", 32), ("constraints", 32), ("config", 32))
+REQUEST_LIMITS = (("selectors", 32), ("firstAvailable", 8))
+
+
+def past_api_limits(obj: Mapping[str, Any]) -> str | None:
+    """What of a claim or claim template (or a claim whose status is updated) is past the
+    API's list limits, or None."""
+    if obj.get("kind") not in CLAIM_KINDS or not str(obj.get("apiVersion") or "").startswith("resource.k8s.io/"):
+        return None
+    place = ("spec", "spec", "devices") if obj.get("kind") == "ResourceClaimTemplate" else ("spec", "devices")
+    devices = get_path(obj, place)
+    if not isinstance(devices, Mapping):
+        return None
+    for field_name, most in API_LIMITS:
+        listed = devices.get(field_name)
+        if isinstance(listed, list) and len(listed) > most:
+            return f"the claim has {len(listed)} {field_name}, more than {most}"
+    requests = devices.get("requests")
+    for request in requests if isinstance(requests, list) else ():
+        # v1beta1's flat request, or v1's `exactly`.
+        for body in (request, get_path(request, ("exactly",))):
+            for field_name, most in REQUEST_LIMITS:
+                listed = get_path(body, (field_name,))
+                if isinstance(listed, list) and len(listed) > most:
+                    return f"a request has {len(listed)} {field_name}, more than {most}"
+    return None
 
 
 def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:

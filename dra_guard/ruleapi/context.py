@@ -597,15 +597,20 @@ class Context:
         A finding rests on the requests whose path contains its path or is contained in it,
         or on every accelerator request of the object when none does (an annotation)."""
         accelerators = self.accelerator_requests(resource)
+        if not any(decided_by_input(request.device_class, self.config) for request in accelerators):
+            return list(violations)  # every class is settled already: nothing to wait for
+        # Requests by every prefix of their path, and by their path: a violation's requests in
+        # a walk of its own path (a claim of many requests cost requests x findings before).
+        below: dict[Path, list[DeviceRequestView]] = {}
+        for request in accelerators:
+            for end in range(len(request.path) + 1):
+                below.setdefault(request.path[:end], []).append(request)
+        at = {request.path: request for request in accelerators}
         kept: list[Violation | Pending] = []
         for violation in violations:
             path = violation.path
-            relevant = [
-                request
-                for request in accelerators
-                if request.path[: len(path)] == path or path[: len(request.path)] == request.path
-            ] or accelerators
-            classes = tuple(sorted({request.device_class for request in relevant}))
+            relevant = [*below.get(path, ()), *(at[path[:end]] for end in range(len(path)) if path[:end] in at)]
+            classes = tuple(sorted({request.device_class for request in relevant or accelerators}))
             if not classes or not all(decided_by_input(name, self.config) for name in classes):
                 kept.append(violation)
             elif isinstance(violation, Pending):
