@@ -134,7 +134,8 @@ def test_patches_are_checked_for_what_they_set(pack: analyzer_pb2_grpc.AnalyzerS
     assert [p for p, _ in mandatory] == ["dra001-legacy-extended-resource"]
     assert "Deployment/ns/web" in mandatory[0][1]
     assert ("verifiable-contents", ADVISORY) in {(p, level) for p, level, _ in results}
-    # A claim-template patch that sets an invalid sanitization value and adminAccess.
+    # A claim-template patch that sets an invalid sanitization value and adminAccess (on one
+    # request: adminAccess alone is DRA006's only, sanitization is not asked of it).
     template, _ = compliant_pair()
     patch = {
         "metadata": {
@@ -145,7 +146,10 @@ def test_patches_are_checked_for_what_they_set(pack: analyzer_pb2_grpc.AnalyzerS
         "spec": {
             "spec": {
                 "devices": {
-                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com", "adminAccess": True}}]
+                    "requests": [
+                        {"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com", "adminAccess": True}},
+                        {"name": "own", "exactly": {"deviceClassName": "mig.nvidia.com"}},
+                    ]
                 }
             }
         },
