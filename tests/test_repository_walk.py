@@ -295,6 +295,15 @@ NO_OBJECTS = {
 }
 
 
+def test_a_second_apiversion_key_of_a_tool_does_not_hide_a_manifest(tmp_path: Path) -> None:
+    """`apiversion: install.istio.io/...` beside `apiVersion: v1`: the API server drops the
+    unknown key (unless strict) and makes the Pod; the walk skipped the file as istioctl's."""
+    pod = (FIXTURE / BAD).read_text()
+    (tmp_path / "dual.yaml").write_text("apiversion: install.istio.io/v1alpha1\n" + pod)
+    report = json.loads(check("--format", "json", ".", cwd=tmp_path).stdout)
+    assert report["skipped"] == [] and "DRA001" in [finding["rule"] for finding in report["findings"]]
+
+
 def test_a_walk_skips_files_that_parse_and_hold_no_object(tmp_path: Path) -> None:
     for name, text in NO_OBJECTS.items():
         (tmp_path / name).write_text(text)

@@ -126,6 +126,10 @@ class KubernetesRelease(NamedTuple):
     #: Whether the DynamicResourceAllocation feature gate is on by default: beta and off in
     #: 1.32 and 1.33, GA and on from 1.34 (KEP-4381 kep.yaml).
     dra_enabled_by_default: bool = True
+    #: Whether DRAAdminAccess is on by default (KEP-5018: alpha in 1.33, beta from 1.34): where
+    #: it is off the API server drops `adminAccess` from a request on create, which is then an
+    #: ordinary request.
+    admin_access_by_default: bool = True
 
     @property
     def consumable_capacity_exists(self) -> bool:
@@ -152,7 +156,14 @@ KUBERNETES_RELEASES: Mapping[str, KubernetesRelease] = MappingProxyType(
     {
         release.version: release
         for release in (
-            KubernetesRelease("1.33", _SERVED_1_33, None, _ADMIN_LABEL_1_33, dra_enabled_by_default=False),
+            KubernetesRelease(
+                "1.33",
+                _SERVED_1_33,
+                None,
+                _ADMIN_LABEL_1_33,
+                dra_enabled_by_default=False,
+                admin_access_by_default=False,
+            ),
             KubernetesRelease("1.34", _SERVED_1_34, False, _ADMIN_LABEL),
             KubernetesRelease("1.35", _SERVED_1_34, False, _ADMIN_LABEL),
             KubernetesRelease("1.36", _SERVED_1_34, True, _ADMIN_LABEL),

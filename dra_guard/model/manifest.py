@@ -228,7 +228,7 @@ class DeviceRequestView:
     def admin_access(self) -> bool:
         """`adminAccess: true`: access to devices whatever other claims hold them (monitoring);
         a `firstAvailable` entry has no such field."""
-        return self.body.get("adminAccess") is True
+        return self.shape != "firstAvailable" and self.body.get("adminAccess") is True
 
     @property
     def qualified_name(self) -> str:

@@ -80,8 +80,12 @@ def is_tool_configuration(document: Any) -> bool:
     kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the core API does not have)."""
     if not isinstance(document, dict):
         return False
-    # In any case: operator-sdk writes `apiversion` in every scorecard configuration.
-    api_version = next((value for key, value in document.items() if str(key).lower() == "apiversion"), None)
+    # In another case only where `apiVersion` itself is absent: operator-sdk writes
+    # `apiversion` in every scorecard configuration, and a manifest may not hide behind a
+    # second, tool-like `apiversion` beside its own (the API server drops the unknown key).
+    api_version = document.get("apiVersion")
+    if "apiVersion" not in document:
+        api_version = next((value for key, value in document.items() if str(key).lower() == "apiversion"), None)
     if not isinstance(api_version, str):
         return False
     if api_version == "v1":

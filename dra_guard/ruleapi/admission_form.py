@@ -207,11 +207,18 @@ def failing_requests(check: Callable[[str], str], requests: str = "variables.req
 def is_accelerator_body(body: str, config: Config) -> str:
     """The body requests a device class the configuration counts as an accelerator, and not
     with adminAccess (monitoring: `Context.accelerator_requests` leaves it out too)."""
-    admin = f"!(has({body}.adminAccess) && {body}.adminAccess == true)"
+    admin = not_admin_access(body, config)
     non_accelerator = non_accelerator_classes(config)
     if not non_accelerator:
         return admin
     return f"{admin} && !(has({body}.deviceClassName) && {body}.deviceClassName in {string_list(non_accelerator)})"
+
+
+def not_admin_access(body: str, config: Config) -> str:
+    """The body is no adminAccess request the target release honours (`Context._monitors`)."""
+    if not config.kubernetes_release.admin_access_by_default:
+        return "true"
+    return f"!(has({body}.adminAccess) && {body}.adminAccess == true)"
 
 
 def has_accelerator_request(config: Config, requests: str = REQUESTS) -> str:

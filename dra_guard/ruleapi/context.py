@@ -366,7 +366,7 @@ class Context:
             names = self._request_names.setdefault(names, names)
             # adminAccess requests allocate nothing to the claim's users (`accelerator_requests`).
             classes = tuple(
-                dict.fromkeys(request.device_class for request in resource.requests if not request.admin_access)
+                dict.fromkeys(request.device_class for request in resource.requests if not self._monitors(request))
             )
             classes = self._request_names.setdefault(classes, classes)
             return (_CLAIM, ClaimFacts(kind, resource.namespace, resource.name, names, classes))
@@ -553,6 +553,11 @@ class Context:
         driver), the input's DeviceClass of that name considered: final only after the last object."""
         return scrubbed_class(name, self.config, self._class_selectors.get(name))
 
+    def _monitors(self, request: DeviceRequestView) -> bool:
+        """An adminAccess request the target release honours (on 1.33 the API server drops the
+        field, and the request is an ordinary one)."""
+        return request.admin_access and self.config.kubernetes_release.admin_access_by_default
+
     def no_accelerator(self, facts: ClaimFacts) -> bool:
         """The claim or template has requests and none of them is for an accelerator (or every
         one is an adminAccess request, whose class is not among `classes`)."""
@@ -583,7 +588,7 @@ class Context:
                 request
                 for request in resource.requests
                 if (self.config.is_accelerator(request.device_class) or overridable(request.device_class, self.config))
-                and not request.admin_access
+                and not self._monitors(request)
             ]
         return resource.accelerator_requests
 

@@ -14,6 +14,7 @@ from dra_guard.ruleapi.admission_form import (
     Validation,
     bodies,
     devices_list,
+    not_admin_access,
     string,
     string_list,
 )
@@ -155,7 +156,8 @@ def _admission(target: AdmissionTarget) -> Admission:
     }
     table = "{" + ", ".join(f"{string(name)}: [{', '.join(map(string, names))}]" for name, names in alignments.items())
     table += "}"
-    of_class = "has(b.deviceClassName) && b.deviceClassName == k"
+    # adminAccess requests are no accelerator requests (`Context.accelerator_requests`).
+    of_class = f"has(b.deviceClassName) && b.deviceClassName == k && {not_admin_access('b', config)}"
     names = f"variables.requests.filter(r, {bodies('r')}.exists(b, {of_class})).map(r, has(r.name) ? r.name : '')"
     several = (
         f"(size({names}) >= 2 || variables.requests.exists(r, {bodies('r')}.exists(b, {of_class} && "

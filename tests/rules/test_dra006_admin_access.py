@@ -75,3 +75,27 @@ def test_an_admin_access_claim_is_judged_by_dra006_alone() -> None:
         {"name": "own", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1}}
     )
     assert rule_ids(*objects) >= {"DRA002", "DRA004", "DRA012", "DRA016"}
+
+
+def test_an_admin_access_mig_claim_is_let_alone_by_every_front_end_and_only_where_honoured() -> None:
+    """DRA011's policy counted the adminAccess request as several MIG devices (the engine did
+    not); on 1.33, where DRAAdminAccess is off by default and the API server drops the field,
+    and in a firstAvailable entry, which has no such field, the request is an ordinary one."""
+    import yaml
+
+    from tests.test_admission_parity import assert_parity
+
+    claim = yaml.safe_load(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: dcgm, namespace: gpu-ops}\n"
+        "spec:\n  devices:\n    requests:\n    - name: mig\n"
+        "      exactly: {deviceClassName: mig.nvidia.com, allocationMode: All, adminAccess: true}\n"
+    )
+    admin = "admin-namespaces: [gpu-ops]\n"
+    assert rule_ids(claim, config=config({"admin-namespaces": ["gpu-ops"]})) == set()
+    assert_parity(claim, admin)
+    on_133 = config({"admin-namespaces": ["gpu-ops"], "kubernetes-version": "1.33"})
+    beta = {**claim, "apiVersion": "resource.k8s.io/v1beta2"}
+    assert rule_ids(beta, config=on_133) >= {"DRA002", "DRA004", "DRA012"}
+    entry = {"name": "a", "deviceClassName": "mig.nvidia.com", "adminAccess": True}
+    offered = {**claim, "spec": {"devices": {"requests": [{"name": "mig", "firstAvailable": [entry]}]}}}
+    assert "DRA002" in rule_ids(offered, config=config({"admin-namespaces": ["gpu-ops"]}))
