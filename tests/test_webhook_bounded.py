@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import random
+import select
 import socket
 import ssl
 import threading
@@ -197,6 +198,7 @@ def serving(
     ciphers: str | None = None,
     pair: Pair | None = None,
     config: Config | None = None,
+    send_buffer: int | None = None,
     **app_settings: Any,
 ) -> Iterator[Running]:
     authority = Authority()
@@ -213,11 +215,15 @@ def serving(
         app = Webhook(RULES, config or Config(), certificate=certificate, **app_settings)
         connections = connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1)
         limits = Limits(connections, app.max_reviews, app.body_bytes)
+        review_socket, probe_socket = listening_socket("127.0.0.1", 0), listening_socket("127.0.0.1", 0)
+        if send_buffer is not None:  # the connections accepted get it: a client that reads nothing fills it at once
+            for sock in (review_socket, probe_socket):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
         server = WebhookServer(
             app,
             app.probes,
-            review_socket=listening_socket("127.0.0.1", 0),
-            probe_socket=listening_socket("127.0.0.1", 0),
+            review_socket=review_socket,
+            probe_socket=probe_socket,
             certificate=certificate,
             limits=limits,
             certificate_interval=interval,
@@ -689,6 +695,81 @@ def test_connections_that_never_finish_their_handshake_count_against_the_cap(tmp
     (evicted,) = running.events("connection evicted")  # logged once in ten seconds, counted
     assert evicted["reason"] == "the oldest TLS handshake under way made way for a new connection"
     assert not running.events("connection refused")
+
+
+def _reading_nothing(port: int, client: ssl.SSLContext | None, requests: int = 6000) -> socket.socket:
+    """A connection that pipelines `requests` probes and never reads an answer."""
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    raw.connect(("127.0.0.1", port))
+    sock = raw if client is None else client.wrap_socket(raw, server_hostname="127.0.0.1")
+    sock.settimeout(5)
+    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * requests)
+    return sock
+
+
+def _reset_within(sock: socket.socket, seconds: float) -> float:
+    """Seconds until the server closed `sock`, read nothing from it (reading would have the
+    server write again)."""
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLRDHUP)
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if any(events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR) for _, events in poller.poll(20)):
+            return time.monotonic() - started
+    raise AssertionError(f"the server kept the connection open past {seconds} s")
+
+
+def _unread(running: Running, count: int, index: int = 0) -> None:
+    """Wait until `count` connections of the server's port `index` (0 reviews, 1 probes)
+    have their writing paused: their clients left the answers unread."""
+    connections = running.server._servers[index].server_state.connections
+    wait_for(lambda: sum(connection.flow.write_paused for connection in connections) >= count, 10)
+
+
+def test_clients_that_read_no_answers_make_way_and_are_closed(tmp_path: Path) -> None:
+    """A client that pipelines requests and reads none of the answers pauses the server's
+    writing, and uvicorn waited for it with no deadline: 128 of them shut the review port
+    for as long as they stayed, 8 the probe port (95 probes failed in a row).  At the cap
+    such a connection makes way first, and whatever happens it is closed once its answers
+    have waited unread for `unread_answer_timeout` (1.5 s here)."""
+    limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30, unread_answer_timeout=1.5)
+    with serving(tmp_path, connections=limits, send_buffer=4096) as running:
+        unread = [_reading_nothing(running.port, running.client) for _ in range(3)]
+        _unread(running, 3)
+        paused = time.monotonic()
+        response, elapsed = running.review(PLAIN_POD)
+        assert response["allowed"] is True and elapsed < 1
+        # One made way at once (the one paused longest), the others went at their deadline.
+        closed = sorted(_reset_within(sock, 4) + time.monotonic() - paused for sock in unread)
+        assert closed[0] < 1 and all(1.0 < at < 4 for at in closed[1:])
+        for sock in unread:
+            sock.close()
+    (evicted,) = running.events("connection evicted")
+    assert evicted["reason"] == "a connection whose client left its answers unread made way for a new connection"
+    (closed,) = running.events("connection closed")  # logged once in ten seconds, counted
+    assert closed["reason"] == "answers left unread 1.5 s"
+
+
+def test_clients_that_pipeline_requests_cannot_hold_the_probe_port(tmp_path: Path) -> None:
+    """Connections whose clients send requests ahead of reading the answers (neither the API
+    server nor the kubelet pipelines) make way for the kubelet's probes while their requests
+    are still being answered: 8 of them used to fail 95 probes in a row."""
+    with serving(tmp_path) as running:
+        port = running.server.probe_port
+        assert port is not None
+        pipelining = []
+        for _ in range(PROBE_LIMITS.max_connections):
+            pipelining.append(_reading_nothing(port, None))
+            time.sleep(0.05)  # accepted one at a time
+        for _ in range(3):
+            assert running.probe("/healthz") == (200, {"status": "ok"})
+        for sock in pipelining:
+            sock.close()
+    (evicted,) = running.events("connection evicted")
+    assert evicted["port"] == "probe" and evicted["reason"] == (
+        "a connection whose client sent requests ahead of reading the answers made way for a new connection"
+    )
 
 
 def _hanging_checks(monkeypatch: pytest.MonkeyPatch) -> Gate:

@@ -4,9 +4,12 @@ The review port is HTTPS on uvicorn's h11 protocol with kube-apiserver's own dea
 (k8s.io/apiserver pkg/server/secure_serving.go: `ReadHeaderTimeout` 32 s, `IdleTimeout`
 90 s), which uvicorn lacks for the first: a connection that has not sent a whole request
 head within `read_header_timeout` of connecting (or of its first byte after a kept-alive
-response) is closed, so are idle kept-alive connections after `idle_timeout`; at
-`max_connections` a new connection closes another that is not under review (`_make_way`:
-one the server closed, then the one whose body has stalled longest, then the idle one
+response) is closed, so are idle kept-alive connections after `idle_timeout`, and a
+connection whose answers stay unread for `unread_answer_timeout` (its writing paused, with
+`WRITE_BUFFER_BYTES` unsent; uvicorn would wait for ever); at `max_connections` a new
+connection closes another that is not under review (`_make_way`: the one whose answers
+have been unread longest, then one whose client sent a request ahead of reading an answer,
+then one the server closed, then the one whose body has stalled longest, then the idle one
 accepted first, then the one whose body has been arriving longest), or is itself closed
 when every other is under review; TLS handshakes under way are capped at half of it (past
 that, the oldest handshake under way is cut off for the newcomer). The request body is read
@@ -34,6 +37,7 @@ load (a key that does not match, a half-written file) leave the old pair in plac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import itertools
 import json
@@ -42,6 +46,7 @@ import operator
 import os
 import socket
 import ssl
+import struct
 import sys
 import tempfile
 import threading
@@ -90,6 +95,17 @@ STALLED_BODY_SECONDS = 1.0
 #: How long a connection the server closed waits for the client's TLS close_notify (asyncio's
 #: default is 30 s, held below the connection cap; Go's server does not wait at all).
 TLS_SHUTDOWN_TIMEOUT = 2.0
+#: How long an answer may wait for its client to read it.  Writing pauses once a connection
+#: holds `WRITE_BUFFER_BYTES` of answers unsent (and the kernel's buffers are full), and
+#: uvicorn then waits for it to resume with no deadline: 128 clients that pipelined reviews
+#: and never read the answers held every connection for as long as they stayed, and 8 of
+#: them the probe port (95 probes failed in a row, and the kubelet restarts the pod).  The API
+#: server reads its answer, a few KiB, as it arrives; a client that leaves 64 KiB unread for
+#: 2 s (as long as `TLS_SHUTDOWN_TIMEOUT` lets a closed connection wait) is not reading at all.
+UNREAD_ANSWER_SECONDS = 2.0
+#: Bytes of answers a connection holds unsent before its writing pauses (asyncio's TLS layer
+#: holds 512 KiB by default, on top of the socket's 64 KiB): a review's answer is a few KiB.
+WRITE_BUFFER_BYTES = 64 * 1024
 #: The longest request head accepted (h11's default); the API server's are a few hundred bytes.
 MAX_HEADER_BYTES = 16 * 1024
 #: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
@@ -153,6 +169,7 @@ class ConnectionLimits:
     backlog: int = BACKLOG
     tls_handshake_timeout: float = TLS_HANDSHAKE_TIMEOUT
     stalled_body_timeout: float = STALLED_BODY_SECONDS
+    unread_answer_timeout: float = UNREAD_ANSWER_SECONDS
 
 
 #: The probe port's: a few connections, short deadlines (the kubelet's probes time out in 2 s).
@@ -524,6 +541,10 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
 
     class BoundedH11Protocol(H11Protocol):
         _head_deadline: asyncio.TimerHandle | None = None
+        #: Closes the connection when its writing stays paused (`UNREAD_ANSWER_SECONDS`).
+        _write_deadline: asyncio.TimerHandle | None = None
+        #: When its writing paused (loop time), None while the client reads its answers.
+        _paused_at: float | None = None
         _accepted_at = 0.0
         _handshake: asyncio.Transport | None = None
         #: When the request under way had its head read (loop time).
@@ -588,6 +609,7 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 # abort, not close: a TLS close waits up to 30 s for the client's close_notify.
                 transport.abort()
                 return
+            transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
             # After super(): its flow control pauses and resumes reading on the transport itself.
             self.transport = CoalescedWrites(transport, self.loop)
             self._arm()
@@ -604,7 +626,43 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            self._reading_again()
             super().connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            """The transport holds more answers unsent than it may: the client is not reading
+            them.  uvicorn's answer then waits for `resume_writing`, with no deadline of its
+            own: this one closes the connection unless writing resumes in time."""
+            super().pause_writing()
+            if self._write_deadline is None:
+                self._paused_at = self.loop.time()
+                self._write_deadline = self.loop.call_later(limits.unread_answer_timeout, self._unread_too_long)
+
+        def resume_writing(self) -> None:
+            self._reading_again()
+            super().resume_writing()
+
+        def _reading_again(self) -> None:
+            self._paused_at = None
+            if self._write_deadline is not None:
+                self._write_deadline.cancel()
+                self._write_deadline = None
+
+        def _unread_too_long(self) -> None:
+            self._write_deadline = None
+            slow(port=port, reason=f"answers left unread {limits.unread_answer_timeout:g} s")
+            self._reset()
+
+        def _reset(self) -> None:
+            """Abort the connection with a TCP reset, dropping what it holds unsent.  A close,
+            even an abort, leaves the unsent answers to the kernel, which keeps trying to send
+            them to a client that reads nothing (in memory charged to the pod) for minutes; a close
+            from uvicorn waits for them to be read (on plain HTTP with no deadline at all)."""
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.transport.abort()
 
         def handle_events(self) -> None:
             # uvicorn starts a request's cycle here, from data_received or, for a request
@@ -642,6 +700,20 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 and (self.cycle is None or self.cycle.response_complete)
             )
 
+        def unread(self) -> bool:
+            """Its writing paused: its client leaves the answers unread."""
+            return self._made and not self._evicted and self._paused_at is not None
+
+        def pipelining(self) -> bool:
+            """Its client sent another request before reading the answer to the one under way
+            (neither the API server nor the kubelet does: Go's HTTP/1.1 client never pipelines)."""
+            return (
+                self._made
+                and not self._evicted
+                and self.conn.their_state is h11.DONE
+                and bool(self.conn.trailing_data[0])
+            )
+
         def receiving(self) -> bool:
             """A request whose body is still arriving."""
             return self._made and not self._evicted and self.conn.their_state is h11.SEND_BODY
@@ -658,7 +730,10 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             self._evicted = True
             evicted(port=port, reason=reason, limit=limits.max_connections)
             self._disarm()
-            self.transport.abort()
+            if self._paused_at is not None:
+                self._reset()
+            else:
+                self.transport.abort()
 
         def send_400_response(self, msg: str) -> None:
             """What uvicorn answers a request h11 cannot parse, in JSON as every other answer
@@ -684,7 +759,11 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         return sum(not connection._evicted for connection in connections)
 
     def _make_way(connections: Iterable[BoundedH11Protocol], newcomer: BoundedH11Protocol) -> bool:
-        """Close a connection to make way for a new one, the first there is of: one the
+        """Close a connection to make way for a new one, the first there is of: the one whose
+        client has left its answers unread longest (its writing paused); the one whose client
+        sent another request before reading the answer to the one under way, longest under
+        way (clients pipelining requests and reading nothing held every place for as long as
+        they stayed, the probe port's too: 8 of them failed 95 probes in a row); one the
         server has closed, still waiting for the client's TLS close (clients that sent
         `Connection: close` and stayed silent held the cap for asyncio's 30 s); the one
         whose request body has stalled longest; the idle one accepted first; the one whose
@@ -693,12 +772,23 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         None of them keeps a client out at the cap: 128 silent connections used to shut the
         review port for 32 s, and 8 the probes' (the API server and the kubelet open
         another when theirs is closed); 128 sending a request head and no body shut it for
-        the review's deadline, up to 30 s.  A request being reviewed is never cut off."""
+        the review's deadline, up to 30 s.  A request being reviewed is never cut off, unless
+        its client sent another behind it."""
         others = [connection for connection in connections if connection is not newcomer]
         now = newcomer.loop.time()
         accepted_at, request_at = operator.attrgetter("_accepted_at"), operator.attrgetter("_request_at")
         # (which, the first of them to go, why), in the order they make way.
         choices = (
+            (
+                BoundedH11Protocol.unread,
+                operator.attrgetter("_paused_at"),
+                "a connection whose client left its answers unread made way for a new connection",
+            ),
+            (
+                BoundedH11Protocol.pipelining,
+                request_at,
+                "a connection whose client sent requests ahead of reading the answers made way for a new connection",
+            ),
             (
                 BoundedH11Protocol.closing,
                 accepted_at,
