@@ -1614,6 +1614,26 @@ def test_a_body_in_utf16_or_past_what_json_reads_is_refused_not_reviewed(
     assert not inline
 
 
+def test_a_uid_longer_than_the_api_servers_is_refused_not_echoed(tmp_path: Path) -> None:
+    """The uid is echoed in the answer and logged: a 3 MiB uid made 3 MiB answers (and log
+    lines).  The API server's is a UUID; one past 128 bytes is a malformed review, answered
+    400 without it, and logged without it."""
+    with serving(tmp_path) as running:
+        review = admission_review(PLAIN_POD)
+        review["request"]["uid"] = "u" * 129
+        status, payload, _ = running.post(json.dumps(review).encode())
+        assert (status, payload) == (
+            400,
+            {"error": "AdmissionReview's request uid is longer than 128 bytes (the API server's is a UUID)"},
+        )
+        review["request"]["uid"] = "é" * 65  # 130 bytes in UTF-8
+        assert running.post(json.dumps(review, ensure_ascii=False).encode())[0] == 400
+        review["request"]["uid"] = "u" * 128
+        status, payload, _ = running.post(json.dumps(review).encode())
+        assert status == 200 and payload["response"] == {"uid": "u" * 128, "allowed": True}
+    assert not [event for event in running.log if "u" * 129 in json.dumps(event)]
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_the_expression_key_is_seen_however_it_is_spelled(seed: int) -> None:
     """`_EXPRESSION_KEY` finds the key in any spelling JSON allows (each character itself or

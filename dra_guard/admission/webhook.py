@@ -127,6 +127,12 @@ TEMPLATE_CACHE_ENTRY_BYTES = 64 * 1024
 #: The most JSON a pod read from the API server may be (etcd keeps objects up to 1.5 MiB).
 MAX_POD_BYTES = 3 * 512 * 1024
 REVIEW_API = "admission.k8s.io/v1"
+#: The longest request uid accepted.  The API server's is a UUID, 36 characters
+#: (k8s.io/apiserver's webhook request: `uuid.NewUUID()`); the uid is echoed in the answer
+#: and written to the log, and a client reaching the Service could send one of 3 MiB and
+#: have every answer and log line that large (3 MiB answers, pipelined and left unread, held
+#: 272 MiB).  128 bytes leaves room for any UUID's spelling and for nothing else.
+MAX_UID_BYTES = 128
 #: The rule a reservation is checked for: the scrubber a pod runs before it gets the devices.
 SCRUB_RULE = "DRA016"
 #: The operations whose AdmissionRequest has no `object`.
@@ -1249,6 +1255,8 @@ def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
     request = review.get("request")
     if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
         return None, "AdmissionReview has no request with a uid"
+    if len(request["uid"].encode("utf-8")) > MAX_UID_BYTES:
+        return None, f"AdmissionReview's request uid is longer than {MAX_UID_BYTES} bytes (the API server's is a UUID)"
     return review, ""
 
 
