@@ -12,7 +12,7 @@ have been unread longest, then one whose client sent a request ahead of reading 
 then one the server closed, then the one whose body has stalled longest, then the idle one
 accepted first, then the one whose body has been arriving longest), or is itself closed
 when every other is under review; TLS handshakes under way are capped at half of it (past
-that, the oldest handshake under way is cut off for the newcomer). The request body is read
+that, one is cut off for the newcomer: `_cut_for`). The request body is read
 by the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
@@ -37,6 +37,7 @@ load (a key that does not match, a half-written file) leave the old pair in plac
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime
 import itertools
@@ -547,6 +548,9 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         _paused_at: float | None = None
         _accepted_at = 0.0
         _handshake: asyncio.Transport | None = None
+        #: The address its handshake comes from, and whether any of its bytes have arrived.
+        _peer: str | None = None
+        _heard = False
         #: When the request under way had its head read (loop time).
         _request_at = 0.0
         _made = False
@@ -558,42 +562,38 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             # have a cap of their own, half the connections' -- 780 connections that never
             # said hello took the process past its memory limit when nothing counted them.
             # They make no idle connection give way: the API server's kept-alive ones stay.
-            # At that cap the oldest handshake under way is cut off for the newcomer, as a
-            # stalled request makes way at the connection cap: refusing the newcomer let 64
-            # connections that never said hello shut the port for the handshake deadline,
-            # again and again; now a flood must outpace handshakes that take milliseconds.
+            # At that cap a handshake under way is cut off for the newcomer
+            # (`handshake_began`), as a stalled request makes way at the connection cap:
+            # refusing the newcomer let 64 connections that never said hello shut the port
+            # for the handshake deadline, again and again.
             super().__init__(*args, **kwargs)
-            now = self.loop.time()
-            since = now - limits.tls_handshake_timeout - 0.5
-            handshaking = [
-                other for other in accepted if not other._made and not other._evicted and other._accepted_at >= since
-            ]
-            if len(handshaking) >= max(1, limits.max_connections // 2):
-                oldest = min(
-                    (other for other in handshaking if other._handshake is not None),
-                    key=lambda other: other._accepted_at,
-                    default=None,
-                )
-                if oldest is None:
-                    refused(port=port, reason="at the limit of handshakes under way", limit=limits.max_connections // 2)
-                    # Out of the loop's accept: it drops the socket (closed with it, unanswered).
-                    raise ConnectionRefusedError(f"{port}: at the limit of handshakes under way")
-                oldest.cut_handshake()
-            self._accepted_at = now
+            self._accepted_at = self.loop.time()
+            handshaking = _handshaking(self._accepted_at)
+            if len(handshaking) >= handshakes and all(other._handshake is None for other in handshaking):
+                # This loop does not say which transport a handshake runs on (`_bound_tls`):
+                # none can be cut off.
+                refused(port=port, reason="at the limit of handshakes under way", limit=handshakes)
+                # Out of the loop's accept: it drops the socket (closed with it, unanswered).
+                raise ConnectionRefusedError(f"{port}: at the limit of handshakes under way")
             accepted.add(self)
 
-        def handshake_began(self, transport: asyncio.Transport) -> None:
+        def handshake_began(self, transport: asyncio.Transport, peer: str | None = None) -> None:
             """The TLS transport this connection's handshake runs on (`_bound_tls`), by which
-            the handshake can be cut off before the connection is made."""
-            self._handshake = transport
+            the handshake can be cut off before the connection is made, and the address it
+            comes from.  Past the cap of handshakes under way, one of the others is cut off
+            (`_cut_for`)."""
+            self._handshake, self._peer = transport, peer
+            handshaking = _handshaking(self._accepted_at)
+            if len(handshaking) > handshakes:
+                _cut_for(self, handshaking)
+
+        def handshake_heard(self) -> None:
+            """The first bytes of its handshake arrived (`_bound_tls`)."""
+            self._heard = True
 
         def cut_handshake(self) -> None:
             self._evicted = True
-            evicted(
-                port=port,
-                reason="the oldest TLS handshake under way made way for a new connection",
-                limit=limits.max_connections // 2,
-            )
+            evicted(port=port, reason="a TLS handshake under way made way for a new connection", limit=handshakes)
             if self._handshake is not None:
                 self._handshake.abort()
                 # A connection accepted in this turn of the loop has no socket under its TLS
@@ -755,6 +755,35 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 pass  # a response had started already: nothing more can be said on it
             self.transport.close()
 
+    #: TLS handshakes that may be under way at once.
+    handshakes = max(1, limits.max_connections // 2)
+
+    def _handshaking(now: float) -> list[BoundedH11Protocol]:
+        """This port's connections accepted whose handshakes are under way (or ended
+        without a word to the protocol, until they are cut off or their deadline passes)."""
+        since = now - limits.tls_handshake_timeout - 0.5
+        return [other for other in accepted if not other._made and not other._evicted and other._accepted_at >= since]
+
+    def _cut_for(newcomer: BoundedH11Protocol, handshaking: list[BoundedH11Protocol]) -> None:
+        """Cut off one handshake under way for `newcomer`, the first there is of: one whose
+        connection is gone already; one from the address holding the most handshakes under
+        way (the newcomer's counted); of those, one that has sent nothing yet; the oldest.
+        Cutting the oldest alone let a flood of reopened silent or half-finished handshakes
+        (96 of them) cut 87-97 % of the handshakes of fresh clients, which take longer than
+        the flood needs to churn the places; now a flood cuts its own handshakes first,
+        those from its address (a client's only handshake is never cut while another
+        address holds more) and those that have sent nothing (a client says hello at once)."""
+        held = collections.Counter(other._peer for other in handshaking)
+        candidates = [other for other in handshaking if other is not newcomer and other._handshake is not None]
+        if not candidates:  # pragma: no cover - every handshake began before its newcomer's
+            return
+
+        def first(other: BoundedH11Protocol) -> tuple[bool, int, bool, float]:
+            assert other._handshake is not None
+            return (not other._handshake.is_closing(), -held[other._peer], other._heard, other._accepted_at)
+
+        min(candidates, key=first).cut_handshake()
+
     def _live(connections: Iterable[BoundedH11Protocol]) -> int:
         return sum(not connection._evicted for connection in connections)
 
@@ -848,12 +877,52 @@ def _bound_tls(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
 
     def telling_the_protocol(rawsock: Any, protocol: Any, *args: Any, **kwargs: Any) -> Any:
         transport = make_ssl_transport(rawsock, protocol, *args, **kwargs)
+        heard = getattr(protocol, "handshake_heard", None)
+        ssl_protocol = getattr(transport, "_ssl_protocol", None)
+        if heard is not None and _has_bytes(rawsock):
+            # A client sends its ClientHello right behind the TCP handshake: under a flood it
+            # is mostly there when the connection is accepted, and the flood's newcomers,
+            # accepted in the same turn of the loop, cut handshakes off before any is read.
+            heard()
+        elif heard is not None and ssl_protocol is not None:
+            _on_first_bytes(ssl_protocol, heard)
         began = getattr(protocol, "handshake_began", None)
         if began is not None:
-            began(transport)
+            peer = (kwargs.get("extra") or {}).get("peername")
+            began(transport, str(peer[0]) if isinstance(peer, tuple) and peer else None)
         return transport
 
     loop._make_ssl_transport = telling_the_protocol  # type: ignore[attr-defined]
+
+
+def _has_bytes(sock: socket.socket) -> bool:
+    """Whether bytes have arrived on `sock` (not read)."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # none yet (BlockingIOError), or the connection is gone
+        return False
+
+
+def _on_first_bytes(protocol: asyncio.BaseProtocol, call: Callable[[], None]) -> None:
+    """`call()` (a bound method) when the first bytes reach `protocol` (asyncio's TLS
+    protocol, under the handshake), and nothing after: its method for them is wrapped for
+    that first call only.  The wrapper holds both weakly: a reference cycle through it kept
+    each silent connection's TLS buffers (256 KiB) until the garbage collector's next full
+    pass, and a flood of them past 460 MiB."""
+    name = "buffer_updated" if isinstance(protocol, asyncio.BufferedProtocol) else "data_received"
+    if not callable(getattr(protocol, name, None)):
+        return
+    weak_protocol, weak_call = weakref.ref(protocol), weakref.WeakMethod(call)
+
+    def first(*args: Any) -> Any:
+        protocol, call = weak_protocol(), weak_call()
+        assert protocol is not None  # it is calling
+        delattr(protocol, name)  # the class's own method again
+        if call is not None:
+            call()
+        return getattr(protocol, name)(*args)
+
+    setattr(protocol, name, first)
 
 
 class WebhookServer:
