@@ -20,6 +20,7 @@ import random
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
 import uuid
@@ -696,6 +697,48 @@ def test_connections_that_never_finish_their_handshake_count_against_the_cap(tmp
     (evicted,) = running.events("connection evicted")  # logged once in ten seconds, counted
     assert evicted["reason"] == "a TLS handshake under way made way for a new connection"
     assert not running.events("connection refused")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10's TLS layer holds no read buffer of its own")
+def test_the_tls_layer_reads_into_32_kib_for_this_servers_connections_only(tmp_path: Path) -> None:
+    """asyncio's TLS layer holds a read buffer of 256 KiB for every connection from the
+    moment it is accepted: connect floods took the process to 251-341 MiB under its 256 MiB
+    limit.  The server's connections, handshakes under way included, read into 32 KiB; the
+    class asyncio makes them from, which any other TLS in the process uses, is untouched,
+    and a body of 3 MiB (96 reads) is reviewed as before."""
+    import asyncio.sslproto
+
+    limits = ConnectionLimits(4, read_header_timeout=30.0, idle_timeout=30)
+    with serving(tmp_path, connections=limits) as running:
+        made = running.connect()
+        under_way = socket.create_connection(("127.0.0.1", running.port), timeout=5)
+        wait_for(lambda: len(running.server._servers[0].server_state.connections) == 1)
+        time.sleep(0.1)
+        (connection,) = running.server._servers[0].server_state.connections
+        buffers = [connection.transport._transport._ssl_protocol._ssl_buffer]
+        buffers += [
+            handshake._ssl_protocol._ssl_buffer
+            for handshake in (gc_object._handshake for gc_object in _protocols_under_way(connection))
+        ]
+        assert len(buffers) == 2 and {len(buffer) for buffer in buffers} == {32 * 1024}
+        assert asyncio.sslproto.SSLProtocol.max_size == 256 * 1024
+        padded = json.loads(json.dumps(PLAIN_POD))
+        padded["metadata"]["annotations"] = {"padding": "p" * (3 * 2**20 - 4096)}
+        response, _ = running.review(padded)
+        assert response["allowed"] is True
+        made.close()
+        under_way.close()
+
+
+def _protocols_under_way(made: Any) -> list[Any]:
+    """The connections of `made`'s port whose TLS handshakes are under way."""
+    import gc
+
+    return [
+        other
+        for other in gc.get_objects()
+        if type(other) is type(made) and not other._made and other._handshake is not None and not other._evicted
+    ]
 
 
 class _Handshake:

@@ -66,9 +66,13 @@ MEMORY_LIMIT_MIB = 256
 #: What the process holds before any review: the interpreter, the rules, the `kubernetes`
 #: client (about 50 MiB measured after a thousand reviews on loopback), rounded up.
 BASELINE_MIB = 64
-#: One open connection at most: h11's buffer for an incomplete request head
-#: (`MAX_HEADER_BYTES`), uvicorn's body buffer up to its high-water mark (64 KiB) and one
-#: more read (64 KiB), the TLS records (2 x 17 KiB) and the objects around them.
+#: One open connection at most, the larger of what it holds receiving a request and
+#: answering one: h11's buffer for an incomplete request head (`MAX_HEADER_BYTES`), uvicorn's
+#: body buffer up to its high-water mark (64 KiB) and one more read (`TLS_READ_BUFFER_BYTES`),
+#: or the answers unsent (`WRITE_BUFFER_BYTES` in the TLS layer, as much again below it);
+#: with the TLS layer's read buffer (`TLS_READ_BUFFER_BYTES`: asyncio's own 256 KiB went
+#: uncounted), the TLS records (2 x 17 KiB) and the objects around them (an idle connection
+#: measured 94 KiB).
 CONNECTION_KIB = 256
 #: One review at most: the largest body accepted (3 MiB), its parsed JSON (Python objects
 #: take about eight times the JSON's size) and the engine's working set over it.
@@ -93,6 +97,13 @@ TLS_HANDSHAKE_TIMEOUT = 10.0
 #: it, six clients sending most of a 3 MiB body with `?timeout=30s` held the 16 MiB budget,
 #: and 128 sending a head alone held every connection, for 30 s at a time, again and again.
 STALLED_BODY_SECONDS = 1.0
+#: The buffer asyncio's TLS layer reads each connection's socket into, held from the moment
+#: it is accepted (asyncio.sslproto.SSLProtocol.max_size, 256 KiB; `_smaller_read_buffer`):
+#: a connect flood held the handshakes' and the connections' buffers, and those of the
+#: flood's connections the garbage collector had not yet freed (their objects form
+#: reference cycles), 251-341 MiB under a 256 MiB limit; 121 MiB with 32 KiB.  A TLS
+#: record is 16 KiB at most, and a 3 MiB body takes 96 reads instead of 12.
+TLS_READ_BUFFER_BYTES = 32 * 1024
 #: How long a connection the server closed waits for the client's TLS close_notify (asyncio's
 #: default is 30 s, held below the connection cap; Go's server does not wait at all).
 TLS_SHUTDOWN_TIMEOUT = 2.0
@@ -877,8 +888,10 @@ def _bound_tls(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
 
     def telling_the_protocol(rawsock: Any, protocol: Any, *args: Any, **kwargs: Any) -> Any:
         transport = make_ssl_transport(rawsock, protocol, *args, **kwargs)
-        heard = getattr(protocol, "handshake_heard", None)
         ssl_protocol = getattr(transport, "_ssl_protocol", None)
+        if ssl_protocol is not None:
+            _smaller_read_buffer(ssl_protocol)
+        heard = getattr(protocol, "handshake_heard", None)
         if heard is not None and _has_bytes(rawsock):
             # A client sends its ClientHello right behind the TCP handshake: under a flood it
             # is mostly there when the connection is accepted, and the flood's newcomers,
@@ -893,6 +906,26 @@ def _bound_tls(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
         return transport
 
     loop._make_ssl_transport = telling_the_protocol  # type: ignore[attr-defined]
+
+
+def _smaller_read_buffer(protocol: Any) -> None:
+    """Give asyncio's TLS protocol of one connection a read buffer of
+    `TLS_READ_BUFFER_BYTES` instead of its 256 KiB, just made and not yet read into.
+
+    The least global way: `asyncio.sslproto.SSLProtocol.max_size = ...` would change every
+    TLS connection of every loop in the process, and making the protocol ourselves would
+    copy asyncio's private `_make_ssl_transport`; this changes only the connections this
+    server's loop accepts (its `_make_ssl_transport`, wrapped by `_bound_tls`), through the
+    instance: the buffer's size is read from `self.max_size` wherever asyncio reads into
+    it, grows it or reads from the TLS object (3.11+; 3.10's TLS layer holds no buffer of
+    its own).  The 256 KiB made with the protocol is dropped at once, before any read; a
+    loop without `_make_ssl_transport` (uvloop, which uvicorn would pick if its own loop
+    were used, has its own TLS layer) keeps its own buffers."""
+    if not isinstance(getattr(protocol, "_ssl_buffer", None), bytearray) or protocol.max_size <= TLS_READ_BUFFER_BYTES:
+        return
+    protocol.max_size = TLS_READ_BUFFER_BYTES
+    protocol._ssl_buffer = bytearray(TLS_READ_BUFFER_BYTES)
+    protocol._ssl_buffer_view = memoryview(protocol._ssl_buffer)
 
 
 def _has_bytes(sock: socket.socket) -> bool:
