@@ -11,16 +11,17 @@ connection closes another that is not under review (`_make_way`: the one whose a
 have been unread longest, then one whose client sent a request ahead of reading an answer,
 then one the server closed, then the one whose body has stalled longest, then the idle one
 accepted first, then the one whose body has been arriving longest), or is itself closed
-when every other is under review; TLS handshakes under way are capped at half of it (past
+when every other is under review; TLS handshakes under way are capped at as many (past
 that, one is cut off for the newcomer: `_cut_for`). The request body is read
 by the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
 (`MEMORY_LIMIT_MIB`, `Limits.for_memory`): an eighth of it for connections at
-`CONNECTION_KIB` each, a sixteenth for the bytes of request bodies received and not yet
-parsed (read before a review slot is taken, so a slow body holds only what it has sent),
-and what is left after the process's own `BASELINE_MIB` for reviews at `REVIEW_MIB` each
-(the largest body, 3 MiB, parsed and checked). 256 MiB gives 128 connections, 16 MiB of
+`CONNECTION_KIB` each, as many TLS handshakes under way at `HANDSHAKE_KIB` each, a
+sixteenth for the bytes of request bodies received and not yet parsed (read before a
+review slot is taken, so a slow body holds only what it has sent), and what is left after
+the process's own `BASELINE_MIB` for reviews at `REVIEW_MIB` each (the largest body, 3 MiB,
+parsed and checked). 256 MiB gives 128 connections, 128 handshakes (16 MiB), 16 MiB of
 bodies and 4 reviews in flight.
 
 `/healthz` and `/readyz` are also served on a plain-HTTP probe port of their own, with
@@ -74,6 +75,11 @@ BASELINE_MIB = 64
 #: uncounted), the TLS records (2 x 17 KiB) and the objects around them (an idle connection
 #: measured 94 KiB).
 CONNECTION_KIB = 256
+#: One TLS handshake under way at most: the TLS layer's read buffer (`TLS_READ_BUFFER_BYTES`),
+#: OpenSSL's handshake state and the objects around them (89 KiB measured, each of 120
+#: half-finished handshakes held at once), rounded up.  As many handshakes as connections
+#: may be under way, and they get a share of their own.
+HANDSHAKE_KIB = 128
 #: One review at most: the largest body accepted (3 MiB), its parsed JSON (Python objects
 #: take about eight times the JSON's size) and the engine's working set over it.
 REVIEW_MIB = 32
@@ -202,24 +208,33 @@ class Limits:
     @classmethod
     def for_memory(cls, memory_mib: int = MEMORY_LIMIT_MIB) -> Limits:
         """The limits for a container limited to `memory_mib` MiB (see the module's doc)."""
-        connections_mib, bodies_mib, reviews_mib = _shares(memory_mib)
+        connections_mib, handshakes_mib, bodies_mib, reviews_mib = _shares(memory_mib)
         if reviews_mib < REVIEW_MIB:
-            least = next(mib for mib in itertools.count(memory_mib) if _shares(mib)[2] >= REVIEW_MIB)
+            least = next(mib for mib in itertools.count(memory_mib) if _shares(mib)[3] >= REVIEW_MIB)
             raise ValueError(
                 f"--memory-limit-mib: {memory_mib} MiB leaves no room for one review of {REVIEW_MIB} MiB after the "
-                f"process's {BASELINE_MIB} MiB, the connections' {connections_mib} MiB and the request bodies' "
-                f"{bodies_mib} MiB; give at least {least}"
+                f"process's {BASELINE_MIB} MiB, the connections' {connections_mib} MiB, their TLS handshakes' "
+                f"{handshakes_mib} MiB and the request bodies' {bodies_mib} MiB; give at least {least}"
             )
-        return cls(
-            ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB), reviews_mib // REVIEW_MIB, bodies_mib * 2**20
-        )
+        return cls(_connections(connections_mib), reviews_mib // REVIEW_MIB, bodies_mib * 2**20)
 
 
-def _shares(memory_mib: int) -> tuple[int, int, int]:
-    """MiB of `memory_mib` for connections, for request bodies and for reviews."""
+def _connections(connections_mib: int) -> ConnectionLimits:
+    return ConnectionLimits(connections_mib * 1024 // CONNECTION_KIB)
+
+
+def _shares(memory_mib: int) -> tuple[int, int, int, int]:
+    """MiB of `memory_mib` for connections, for their TLS handshakes under way (as many as
+    connections), for request bodies and for reviews."""
     connections_mib = memory_mib // CONNECTION_SHARE
+    handshakes_mib = -(-_connections(connections_mib).max_connections * HANDSHAKE_KIB // 1024)
     bodies_mib = memory_mib // BODY_SHARE
-    return connections_mib, bodies_mib, memory_mib - BASELINE_MIB - connections_mib - bodies_mib
+    return (
+        connections_mib,
+        handshakes_mib,
+        bodies_mib,
+        memory_mib - BASELINE_MIB - connections_mib - handshakes_mib - bodies_mib,
+    )
 
 
 # --- TLS ------------------------------------------------------------------------------
@@ -568,10 +583,10 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
         _evicted = False
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            # Made as a connection is accepted, before its TLS handshake: asyncio holds a
-            # buffer of 256 KiB for each handshake (up to TLS_HANDSHAKE_TIMEOUT), so those
-            # have a cap of their own, half the connections' -- 780 connections that never
-            # said hello took the process past its memory limit when nothing counted them.
+            # Made as a connection is accepted, before its TLS handshake, which holds
+            # `HANDSHAKE_KIB` (up to TLS_HANDSHAKE_TIMEOUT), so those have a cap of their
+            # own, as many as connections -- 780 connections that never said hello took the
+            # process past its memory limit when nothing counted them.
             # They make no idle connection give way: the API server's kept-alive ones stay.
             # At that cap a handshake under way is cut off for the newcomer
             # (`handshake_began`), as a stalled request makes way at the connection cap:
@@ -766,8 +781,9 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
                 pass  # a response had started already: nothing more can be said on it
             self.transport.close()
 
-    #: TLS handshakes that may be under way at once.
-    handshakes = max(1, limits.max_connections // 2)
+    #: TLS handshakes that may be under way at once: as many as connections, at
+    #: `HANDSHAKE_KIB` each (half the 64 of them held more, with asyncio's 256 KiB buffers).
+    handshakes = max(1, limits.max_connections)
 
     def _handshaking(now: float) -> list[BoundedH11Protocol]:
         """This port's connections accepted whose handshakes are under way (or ended
