@@ -1738,6 +1738,42 @@ def test_a_body_in_utf16_or_past_what_json_reads_is_refused_not_reviewed(
     assert not inline
 
 
+def test_a_body_of_more_json_containers_than_a_review_may_hold_is_refused_unparsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """3 MiB of `{}` parses to 72 MiB, past a review's allowance of 32 MiB (16 of them at
+    once took the process past 450 MiB).  A body holding more than 131,072 `{` and `[` is
+    refused before it is parsed; one holding that many is reviewed."""
+    parsed: list[int] = []  # the lengths of the large texts json.loads reads (the padded bodies)
+    loads = json.loads
+
+    def recorded(text: Any, **options: Any) -> Any:
+        if len(text) > 100_000:
+            parsed.append(len(text))
+        return loads(text, **options)
+
+    monkeypatch.setattr(json, "loads", recorded)
+
+    def padded(containers: int) -> bytes:
+        review = admission_review(PLAIN_POD)
+        review["request"]["object"]["metadata"]["annotations"] = {"padding": "["}  # one in a string counts too
+        body = json.dumps(review, separators=(",", ":")).encode()
+        left = containers - body.count(b"{") - body.count(b"[") - 1  # the padding's own array
+        padded = body.replace(b'"spec":{', b'"padding":[' + b",".join([b"{}"] * left) + b'],"spec":{', 1)
+        assert padded.count(b"{") + padded.count(b"[") == containers
+        return padded
+
+    with serving(tmp_path) as running:
+        status, payload, _ = running.post(padded(131_073))
+        assert (status, payload) == (
+            400,
+            {"error": "the body holds more than 131,072 JSON objects and arrays, more than one review's memory allows"},
+        )
+        assert not parsed
+        status, payload, _ = running.post(padded(131_072))
+        assert status == 200 and payload["response"]["allowed"] is True and parsed
+
+
 def test_a_uid_longer_than_the_api_servers_is_refused_not_echoed(tmp_path: Path) -> None:
     """The uid is echoed in the answer and logged: a 3 MiB uid made 3 MiB answers (and log
     lines).  The API server's is a UUID; one past 128 bytes is a malformed review, answered

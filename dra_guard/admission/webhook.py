@@ -59,7 +59,7 @@ from dra_guard.admission.reservations import (
     new_pods,
     pod_using,
 )
-from dra_guard.admission.serving import STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
+from dra_guard.admission.serving import REVIEW_MIB, STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.contract.catalog import POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
@@ -133,6 +133,15 @@ REVIEW_API = "admission.k8s.io/v1"
 #: have every answer and log line that large (3 MiB answers, pipelined and left unread, held
 #: 272 MiB).  128 bytes leaves room for any UUID's spelling and for nothing else.
 MAX_UID_BYTES = 128
+#: The most JSON objects and arrays a request body may hold, counted before it is parsed
+#: (every `{` and `[` byte, those in strings too: it only over-counts).  A review's
+#: allowance (serving.REVIEW_MIB, 32 MiB) takes the parsed JSON to be about eight times the
+#: body; a container parses to 64 bytes at least (an empty dict; a list, 56) and 8 more for
+#: the reference to it, whatever its few bytes of JSON, and 3 MiB of `{}` parsed to 72 MiB,
+#: 16 of them at once past 450 MiB.  The containers may take a quarter of the allowance at
+#: 64 bytes each: 131,072.  Objects as the API server sends them hold one in 20 to 50 bytes
+#: of JSON (the largest Pod of tests/test_webhook_memory.py, 3 MiB: 29,648).
+MAX_JSON_CONTAINERS = REVIEW_MIB * 2**20 // 4 // 64
 #: The rule a reservation is checked for: the scrubber a pod runs before it gets the devices.
 SCRUB_RULE = "DRA016"
 #: The operations whose AdmissionRequest has no `object`.
@@ -1242,6 +1251,11 @@ _NONE_CACHED = _Cached({}, 0, False, False)
 
 
 def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
+    if body.count(b"{") + body.count(b"[") > MAX_JSON_CONTAINERS:
+        return None, (
+            f"the body holds more than {MAX_JSON_CONTAINERS:,} JSON objects and arrays, more than one review's "
+            "memory allows"
+        )
     try:
         # UTF-8 only, as the API server writes it: json.loads would also read bytes in UTF-16
         # or UTF-32, which `_EXPRESSION_KEY` does not see, so CEL would pass the gate unseen.
