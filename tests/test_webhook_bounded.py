@@ -873,6 +873,42 @@ def test_clients_that_read_no_answers_make_way_and_are_closed(tmp_path: Path) ->
     assert closed["reason"] == "answers left unread 1.5 s"
 
 
+def test_probe_connections_accepted_at_once_go_through_the_connection_cap(tmp_path: Path) -> None:
+    """The probe port has no TLS, so no handshakes to count.  Its connections accepted in
+    one turn of the loop used to count as handshakes under way until made (in the next
+    turn), and those past the cap were refused unanswered, whatever the connections made
+    held: a probe behind a burst of silent connections was dropped.  Now the connection cap
+    decides, and the silent ones make way for the probe."""
+    with serving(tmp_path) as running:
+        port = running.server.probe_port
+        assert port is not None
+        ready = running.app.readiness_problem
+        blocked = threading.Event()
+
+        def blocking() -> str | None:  # holds the event loop while the burst queues
+            blocked.set()
+            time.sleep(0.5)
+            return ready()
+
+        running.app.readiness_problem = blocking  # type: ignore[method-assign]
+        first = threading.Thread(target=running.probe)
+        first.start()
+        assert blocked.wait(5)
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
+        probe = socket.create_connection(("127.0.0.1", port), timeout=5)
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        first.join(5)
+        answer = b""
+        while not answer.endswith(b"}"):
+            chunk = probe.recv(4096)
+            assert chunk, "closed unanswered"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        for sock in (*silent, probe):
+            sock.close()
+    assert not running.events("connection refused")
+
+
 def test_clients_that_pipeline_requests_cannot_hold_the_probe_port(tmp_path: Path) -> None:
     """Connections whose clients send requests ahead of reading the answers (neither the API
     server nor the kubelet pipelines) make way for the kubelet's probes while their requests

@@ -553,9 +553,10 @@ class CoalescedWrites(asyncio.Transport):
         return False  # uvicorn never half-closes; TLS cannot
 
 
-def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protocol]:
+def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with a connection cap, a deadline for the request head, an
-    answer's writes sent as one (`CoalescedWrites`) and a JSON 400 for malformed HTTP."""
+    answer's writes sent as one (`CoalescedWrites`) and a JSON 400 for malformed HTTP; on a
+    port with `tls`, a cap of TLS handshakes under way."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -594,6 +595,11 @@ def bounded_protocol(limits: ConnectionLimits, port: str) -> type[asyncio.Protoc
             # for the handshake deadline, again and again.
             super().__init__(*args, **kwargs)
             self._accepted_at = self.loop.time()
+            if not tls:
+                # No handshake: the connection is made in the next turn of the loop.  Counted
+                # as handshakes, connections accepted in one turn past half the probe port's
+                # 8 were refused.
+                return
             handshaking = _handshaking(self._accepted_at)
             if len(handshaking) >= handshakes and all(other._handshake is None for other in handshaking):
                 # This loop does not say which transport a handshake runs on (`_bound_tls`):
@@ -1010,7 +1016,7 @@ class WebhookServer:
 
         config = uvicorn.Config(
             app,
-            http=bounded_protocol(limits, name),
+            http=bounded_protocol(limits, name, tls=context is not None),
             interface="asgi3",
             lifespan="on" if context is not None else "off",
             log_config=None,
