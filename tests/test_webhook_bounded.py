@@ -909,6 +909,44 @@ def test_probe_connections_accepted_at_once_go_through_the_connection_cap(tmp_pa
     assert not running.events("connection refused")
 
 
+def test_a_connection_whose_request_has_arrived_is_not_closed_as_idle(tmp_path: Path) -> None:
+    """At the cap a new connection closes the idle one accepted first, and a connection is
+    idle until the loop reads its request, a turn or two after it is made: 200 silent
+    connections on the probe port, reopened as they were closed, made the kubelet's own
+    connection, request sent, the oldest idle one again and again (8 of 30 probes failed).
+    One whose bytes have arrived, not yet read, is passed over."""
+    with serving(tmp_path) as running:
+        port = running.server.probe_port
+        assert port is not None
+        ready = running.app.readiness_problem
+        blocked = threading.Event()
+
+        def blocking() -> str | None:  # holds the event loop while the burst queues
+            blocked.set()
+            time.sleep(0.5)
+            return ready()
+
+        running.app.readiness_problem = blocking  # type: ignore[method-assign]
+        first = threading.Thread(target=running.probe)
+        first.start()
+        assert blocked.wait(5)
+        probe = socket.create_connection(("127.0.0.1", port), timeout=5)  # accepted first of the burst
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
+        first.join(5)
+        answer = b""
+        while not answer.endswith(b"}"):
+            chunk = probe.recv(4096)
+            assert chunk, "closed unanswered"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        for sock in (*silent, probe):
+            sock.close()
+    assert "an idle connection made way for a new one" in [
+        event["reason"] for event in running.events("connection evicted")
+    ]
+
+
 def test_clients_that_pipeline_requests_cannot_hold_the_probe_port(tmp_path: Path) -> None:
     """Connections whose clients send requests ahead of reading the answers (neither the API
     server nor the kubelet pipelines) make way for the kubelet's probes while their requests

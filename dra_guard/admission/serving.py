@@ -59,6 +59,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+try:
+    import fcntl
+    import termios
+except ImportError:  # pragma: no cover - not Unix
+    fcntl = termios = None  # type: ignore[assignment]
+
 # --- sizing: everything from the memory limit ---------------------------------------
 
 #: The memory limit of the generated Deployment (dra_guard.admission.deploy sets it from
@@ -736,6 +742,11 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
             """Its writing paused: its client leaves the answers unread."""
             return self._made and not self._evicted and self._paused_at is not None
 
+        def bytes_waiting(self) -> bool:
+            """Bytes have arrived on its socket that the loop has not read yet."""
+            sock = self.transport.get_extra_info("socket")
+            return sock is not None and _bytes_waiting(sock.fileno())
+
         def pipelining(self) -> bool:
             """Its client sent another request before reading the answer to the one under way
             (neither the API server nor the kubelet does: Go's HTTP/1.1 client never pipelines)."""
@@ -828,7 +839,8 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
         they stayed, the probe port's too: 8 of them failed 95 probes in a row); one the
         server has closed, still waiting for the client's TLS close (clients that sent
         `Connection: close` and stayed silent held the cap for asyncio's 30 s); the one
-        whose request body has stalled longest; the idle one accepted first; the one whose
+        whose request body has stalled longest; the idle one accepted first (one whose
+        request has arrived, not yet read, after the others); the one whose
         request body has been arriving longest, however briefly (clients pipelining tiny
         requests, each body a byte sent half a second late, were never stalled nor idle).
         None of them keeps a client out at the cap: 128 silent connections used to shut the
@@ -870,9 +882,15 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
             ),
         )
         for which, first, reason in choices:
-            candidates = [connection for connection in others if which(connection)]
+            candidates = sorted((connection for connection in others if which(connection)), key=first)
             if candidates:
-                min(candidates, key=first).evict(reason)
+                if which is BoundedH11Protocol.idle:
+                    # Idle until the loop reads its request, a turn or two after it is made:
+                    # one whose bytes have arrived is passed over (200 silent connections
+                    # reopened on the probe port made the kubelet's, its request sent, the
+                    # idle one accepted first again and again: 8 of 30 probes failed).
+                    candidates.sort(key=BoundedH11Protocol.bytes_waiting)
+                candidates[0].evict(reason)
                 return True
         return False
 
@@ -948,6 +966,18 @@ def _smaller_read_buffer(protocol: Any) -> None:
     protocol.max_size = TLS_READ_BUFFER_BYTES
     protocol._ssl_buffer = bytearray(TLS_READ_BUFFER_BYTES)
     protocol._ssl_buffer_view = memoryview(protocol._ssl_buffer)
+
+
+def _bytes_waiting(fileno: int) -> bool:
+    """Whether bytes have arrived on the socket `fileno` that nothing has read (FIONREAD;
+    asyncio's socket wrapper has no `recv` to peek with).  Never where there is no ioctl."""
+    if fcntl is None or termios is None:  # pragma: no cover - not Unix
+        return False
+    try:
+        waiting = fcntl.ioctl(fileno, termios.FIONREAD, b"\0\0\0\0")
+    except OSError:
+        return False
+    return bool(struct.unpack("i", waiting)[0])
 
 
 def _has_bytes(sock: socket.socket) -> bool:
