@@ -873,6 +873,43 @@ def test_clients_that_read_no_answers_make_way_and_are_closed(tmp_path: Path) ->
     assert closed["reason"] == "answers left unread 1.5 s"
 
 
+def _probed_in_a_burst(running: Any, *, probe_first: bool) -> bytes:
+    """The answer to a probe sent on the probe port in a burst of 12 silent connections, all
+    accepted while a first probe holds the event loop (0.5 s in its readiness check): the
+    probe connected before the silent ones, or after them."""
+    port = running.server.probe_port
+    assert port is not None
+    ready = running.app.readiness_problem
+    blocked = threading.Event()
+
+    def blocking() -> str | None:  # holds the event loop while the burst queues
+        blocked.set()
+        time.sleep(0.5)
+        return ready()
+
+    running.app.readiness_problem = blocking
+    first = threading.Thread(target=running.probe)
+    first.start()
+    assert blocked.wait(5)
+
+    def connect() -> socket.socket:
+        return socket.create_connection(("127.0.0.1", port), timeout=5)
+
+    silent = [] if probe_first else [connect() for _ in range(12)]
+    probe = connect()
+    probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    silent += [connect() for _ in range(12)] if probe_first else []
+    first.join(5)
+    answer = b""
+    while not answer.endswith(b"}"):
+        chunk = probe.recv(4096)
+        assert chunk, "closed unanswered"
+        answer += chunk
+    for sock in (*silent, probe):
+        sock.close()
+    return answer
+
+
 def test_probe_connections_accepted_at_once_go_through_the_connection_cap(tmp_path: Path) -> None:
     """The probe port has no TLS, so no handshakes to count.  Its connections accepted in
     one turn of the loop used to count as handshakes under way until made (in the next
@@ -880,32 +917,7 @@ def test_probe_connections_accepted_at_once_go_through_the_connection_cap(tmp_pa
     held: a probe behind a burst of silent connections was dropped.  Now the connection cap
     decides, and the silent ones make way for the probe."""
     with serving(tmp_path) as running:
-        port = running.server.probe_port
-        assert port is not None
-        ready = running.app.readiness_problem
-        blocked = threading.Event()
-
-        def blocking() -> str | None:  # holds the event loop while the burst queues
-            blocked.set()
-            time.sleep(0.5)
-            return ready()
-
-        running.app.readiness_problem = blocking  # type: ignore[method-assign]
-        first = threading.Thread(target=running.probe)
-        first.start()
-        assert blocked.wait(5)
-        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
-        probe = socket.create_connection(("127.0.0.1", port), timeout=5)
-        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        first.join(5)
-        answer = b""
-        while not answer.endswith(b"}"):
-            chunk = probe.recv(4096)
-            assert chunk, "closed unanswered"
-            answer += chunk
-        assert answer.startswith(b"HTTP/1.1 200 ")
-        for sock in (*silent, probe):
-            sock.close()
+        assert _probed_in_a_burst(running, probe_first=False).startswith(b"HTTP/1.1 200 ")
     assert not running.events("connection refused")
 
 
@@ -916,32 +928,7 @@ def test_a_connection_whose_request_has_arrived_is_not_closed_as_idle(tmp_path: 
     connection, request sent, the oldest idle one again and again (8 of 30 probes failed).
     One whose bytes have arrived, not yet read, is passed over."""
     with serving(tmp_path) as running:
-        port = running.server.probe_port
-        assert port is not None
-        ready = running.app.readiness_problem
-        blocked = threading.Event()
-
-        def blocking() -> str | None:  # holds the event loop while the burst queues
-            blocked.set()
-            time.sleep(0.5)
-            return ready()
-
-        running.app.readiness_problem = blocking  # type: ignore[method-assign]
-        first = threading.Thread(target=running.probe)
-        first.start()
-        assert blocked.wait(5)
-        probe = socket.create_connection(("127.0.0.1", port), timeout=5)  # accepted first of the burst
-        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
-        first.join(5)
-        answer = b""
-        while not answer.endswith(b"}"):
-            chunk = probe.recv(4096)
-            assert chunk, "closed unanswered"
-            answer += chunk
-        assert answer.startswith(b"HTTP/1.1 200 ")
-        for sock in (*silent, probe):
-            sock.close()
+        assert _probed_in_a_burst(running, probe_first=True).startswith(b"HTTP/1.1 200 ")
     assert "an idle connection made way for a new one" in [
         event["reason"] for event in running.events("connection evicted")
     ]
