@@ -15,6 +15,7 @@ import datetime
 import json
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -358,10 +359,13 @@ def test_a_claim_a_pod_names_is_read_and_the_pod_held_to_it(tmp_path: Path) -> N
     }
 
 
-def _reviewed_against(tmp_path: Path, answer: Answer, request: dict[str, Any]) -> dict[str, Any]:
-    """The webhook's answer to `request`, the stand-in API server answering every lookup so."""
+def _reviewed_against(
+    tmp_path: Path, answer: Answer | Callable[[str], Answer], request: dict[str, Any]
+) -> dict[str, Any]:
+    """The webhook's answer to `request`, the stand-in API server answering every lookup so
+    (or as `answer` says for each path)."""
     with api_server(tmp_path) as server:
-        server.answer = lambda path: answer
+        server.answer = answer if callable(answer) else lambda path: answer
         return Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(request)
 
 
@@ -538,10 +542,7 @@ def test_the_schedulers_extended_resource_claim_of_a_class_to_scrub_is_refused(
         "spec": {"extendedResourceName": "example.com/gpu"},
     }
     (made,) = extended_resource_claims(asking, [mapping_class])
-    with api_server(tmp_path) as server:
-        server.answer = _served_pod(asking)
-        webhook = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server))
-        response = webhook.review(reservation(dict(made.obj)))
+    response = _reviewed_against(tmp_path, _served_pod(asking), reservation(dict(made.obj)))
     assert response["allowed"] is allowed
     if not allowed:
         assert (
