@@ -537,11 +537,7 @@ def select(
 def _shown(path: str) -> str:
     """An absolute path as a report names it: relative to the working directory when it is
     below it (the same on every machine), else as it is."""
-    try:
-        relative = os.path.relpath(path)
-    except OSError:  # the working directory is gone
-        return path
-    return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+    return _relative(path, os.curdir) or path
 
 
 def _inside(path: str, folders: Iterable[str]) -> bool:
