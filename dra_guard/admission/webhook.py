@@ -891,9 +891,12 @@ class Webhook:
         namespace = str(request.get("namespace") or "")
         claim_name = str((claim.get("metadata") or {}).get("name") or "")
         reserved = _with_namespace(claim, namespace)
+        where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
+        # Asked of DRA016 at most once an update, and only where a group or the scheduler's
+        # extended-resource claim needs the answer.
+        needs_scrubber = functools.cache(lambda: self._needs_scrubber(reserved, checks_until))
         groups = new_groups(claim, request.get("oldObject"))
-        if groups and self._needs_scrubber(reserved, checks_until):
-            where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
+        if groups and needs_scrubber():
             return _denial(
                 uid,
                 "; ".join(
@@ -927,7 +930,7 @@ class Webhook:
             if using is None:
                 if not is_extended_resource_claim(claim):
                     denials.append(f"the claim is reserved for {which}, no pod claim of which gets it")
-                elif self._needs_scrubber(reserved, checks_until):
+                elif needs_scrubber():
                     # A name no DeviceClass or configuration dra-guard saw mapped passed DRA001;
                     # the cluster's class maps it to devices the scrubber must wipe.
                     denials.append(
@@ -945,7 +948,6 @@ class Webhook:
             ]
         if not denials:
             return {"uid": uid, "allowed": True}
-        where = f"dra-guard webhook: reserving ResourceClaim {namespace}/{claim_name}"
         return _denial(uid, "; ".join(f"{where}: {each}" for each in denials))
 
     def _needs_scrubber(self, claim: Mapping[str, Any], checks_until: float | None) -> bool:
