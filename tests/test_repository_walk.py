@@ -266,6 +266,18 @@ TOOL_CONFIGURATIONS = {
     "katib-config.yaml": "apiVersion: config.kubeflow.org/v1beta1\nkind: KatibConfig\n",
     "scorecard.yaml": "kind: Configuration\napiversion: scorecard.operatorframework.io/v1alpha3\nstages: []\n",
     "istio-profile.yaml": "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec: {profile: default}\n",
+    # JobSet's and Kueue's manager configuration, outside the kustomization that makes it a
+    # ConfigMap (kubernetes-sigs/jobset test/e2e/config/default/controller_manager_config.yaml
+    # @ 08dfbdfd, shortened; Kueue's the same shape).
+    "jobset-config.yaml": "apiVersion: config.jobset.x-k8s.io/v1alpha1\nkind: Configuration\n"
+    "leaderElection: {leaderElect: true}\n",
+    "kueue-config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+    "metrics: {enableClusterQueueResources: true}\n",
+    # A Helm chart repository's index: apiVersion and no kind (aws/karpenter-provider-aws
+    # charts/index.yaml @ 1d927085, one entry of it).
+    "index.yaml": "apiVersion: v1\nentries:\n  karpenter:\n  - apiVersion: v2\n    appVersion: 0.16.3\n"
+    "    name: karpenter\n    urls: [karpenter-0.16.3.tgz]\n    version: 0.16.3\n"
+    'generated: "2022-09-27T14:35:08.090486-07:00"\n',
 }
 
 

@@ -46,11 +46,14 @@ _KEY_DISGUISES = (b"\\", b"!!binary", b"tag:yaml.org,2002:binary", b"!<", b"%tag
 #: Skaffold's; and the configuration files operators read (controller-runtime's
 #: ControllerManagerConfig, Kubeflow's trainer Configuration and KatibConfig, which their
 #: kustomizations turn into ConfigMaps with a configMapGenerator, dra-guard reading those
-#: ConfigMaps as such), operator-sdk's scorecard configuration (written with a lowercase
-#: `apiversion`), krew's plugin manifests and istioctl's IstioOperator input (Istio removed the
-#: in-cluster operator that read it in 1.24). A walk that finds a file holding only these
-#: skips it, as a file that is no manifest (listed, never silently). A scheduler
-#: configuration that scores `nvidia.com/gpu` asks for no device.
+#: ConfigMaps as such; JobSet's and Kueue's `Configuration` likewise: kubernetes-sigs/jobset
+#: config/components/manager/kustomization.yaml @ 08dfbdfd and kubernetes-sigs/kueue
+#: config/components/manager/kustomization.yaml @ ff69552e generate `manager-config` from
+#: them, and no API server serves their groups), operator-sdk's scorecard configuration
+#: (written with a lowercase `apiversion`), krew's plugin manifests and istioctl's
+#: IstioOperator input (Istio removed the in-cluster operator that read it in 1.24). A walk
+#: that finds a file holding only these skips it, as a file that is no manifest (listed,
+#: never silently). A scheduler configuration that scores `nvidia.com/gpu` asks for no device.
 TOOL_CONFIGURATION_API_PREFIXES = (
     "kubescheduler.config.k8s.io/",
     "kubelet.config.k8s.io/",
@@ -69,6 +72,8 @@ TOOL_CONFIGURATION_API_PREFIXES = (
     "controller-runtime.sigs.k8s.io/",
     "config.trainer.kubeflow.org/",
     "config.kubeflow.org/",
+    "config.jobset.x-k8s.io/",
+    "config.kueue.x-k8s.io/",
     "scorecard.operatorframework.io/",
     "krew.googlecontainertools.github.com/",
     "install.istio.io/",
@@ -76,8 +81,13 @@ TOOL_CONFIGURATION_API_PREFIXES = (
 
 
 def is_tool_configuration(document: Any) -> bool:
-    """Whether `document` is a component's or a tool's configuration (see above), or a
-    kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the core API does not have)."""
+    """Whether `document` is a component's or a tool's configuration (see above), a
+    kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the core API does not have), or a
+    Helm chart repository's index (`apiVersion: v1` and an `entries` mapping of charts, no
+    kind), which `helm repo index` writes and chart repositories served from a project's own
+    tree keep there (aws/karpenter-provider-aws charts/index.yaml @ 1d927085,
+    substratusai/kubeai docs/index.yaml @ 2f32ef49): kubectl refuses it (no kind), and no
+    walk should fail on it."""
     if not isinstance(document, dict):
         return False
     # In another case only where `apiVersion` itself is absent: operator-sdk writes
@@ -89,6 +99,8 @@ def is_tool_configuration(document: Any) -> bool:
     if not isinstance(api_version, str):
         return False
     if api_version == "v1":
+        if "kind" not in document and isinstance(document.get("entries"), dict):
+            return True
         return document.get("kind") == "Config"
     return api_version.startswith(TOOL_CONFIGURATION_API_PREFIXES)
 
