@@ -598,6 +598,16 @@ _NON_ACCELERATORS = (
         'device.driver == "dra.cpu"',
     ),
     NonAcceleratorClass(
+        # Crypto and compression offload, not an AI accelerator: its device plugin's names
+        # (`qat.intel.com/generic`, `cy`, `dc`, ...) are under no accelerator domain either.
+        "qat.intel.com",
+        "qat.intel.com",
+        "Intel QuickAssist Technology (QAT) crypto and compression virtual functions",
+        "intel/intel-resource-drivers-for-kubernetes @ 1da939fa: deployments/qat/base/device-class.yaml, "
+        "charts/intel-qat-resource-driver/templates/device-class.yaml",
+        'device.driver == "qat.intel.com"',
+    ),
+    NonAcceleratorClass(
         "net.example.com",
         "net.example.com",
         "the example driver's NIC profile (shareable devices)",
