@@ -85,6 +85,11 @@ KNOWN = [
     "cloud-tpus.google.com/v3",
     "cloud-tpus.google.com/preemptible-v3",
     "npu.intel.com/accel",
+    # Koordinator's device share (koordinator-sh/koordinator apis/extension/device_share.go @ a7a1b76b).
+    "koordinator.sh/gpu-core",
+    "koordinator.sh/gpu-memory-ratio",
+    "koordinator.sh/gpu.shared",
+    "kubernetes.io/gpu-memory",
 ]
 
 
@@ -130,6 +135,8 @@ def test_point2_an_unknown_name_under_a_vendor_domain_is_unverifiable_not_passed
 
 def test_point2_nic_names_and_other_domains_are_not_accelerators() -> None:
     names = ("nvidia.com/hostdev", "nvidia.com/rdma_shared_device_a", "nvidia.com/sriov_rdma", "example.com/widget")
+    # Koordinator's colocation tiers and RDMA share the prefixes of its GPU shares.
+    names += ("kubernetes.io/batch-cpu", "koordinator.sh/mid-memory", "koordinator.sh/rdma")
     for name in names:
         assert vendor_domain(name) is None or name.startswith("example.com")
     assert dra001([pod(*names)]) == []

@@ -4,8 +4,9 @@ The device plugins dra-guard's own classes replace (`nvidia.com/gpu`, `nvidia.co
 `google.com/tpu`, ...) are in the catalog's `legacy_resources`.  This table adds the names
 other plugins register, each with the file and commit it was read from: AMD's partition
 names, every name of Intel's GPU plugin, NVIDIA's KubeVirt passthrough and vGPU names, and
-the GPU-sharing plugins (HAMi, Volcano, Alibaba's gpushare, Tencent's gpu-manager), which
-hand several tenants slices of one GPU's memory with nothing erasing it between them.
+the GPU-sharing plugins and schedulers (HAMi, Volcano, Alibaba's gpushare, Tencent's
+gpu-manager, Koordinator), which hand several tenants slices of one GPU's memory with nothing
+erasing it between them.
 
 Then the vendor domains: a name under one of them that no table knows is not let through
 (it may be the next plugin's GPU) but reported as unverifiable, unless it is one of the
@@ -166,6 +167,26 @@ FAMILIES = (
         ),
         source="pytorch/torchx torchx/specs/named_resources_tpu.py @ e556ac32 (_register_type); "
         "tensorflow/tpu models/official/resnet/resnet_k8s.yaml, mask_rcnn/mask_rcnn_k8s.yaml @ 7dc921f8",
+    ),
+    NameFamily(
+        # Koordinator's device-share names (a percentage of a GPU's cores and memory, so
+        # several pods on one GPU), and the `kubernetes.io/` spellings it still maps onto
+        # them (DeprecatedDeviceResourcesMapper). Its other names under both prefixes are
+        # CPU and memory colocation tiers, RDMA and FPGA: not listed, and no domain here.
+        "Koordinator's GPU shares",
+        names=(
+            "koordinator.sh/gpu",
+            "koordinator.sh/gpu.shared",
+            "koordinator.sh/gpu-core",
+            "koordinator.sh/gpu-memory",
+            "koordinator.sh/gpu-memory-ratio",
+            "kubernetes.io/gpu",
+            "kubernetes.io/gpu-core",
+            "kubernetes.io/gpu-memory",
+            "kubernetes.io/gpu-memory-ratio",
+        ),
+        source="koordinator-sh/koordinator apis/extension/device_share.go, deprecated.go @ a7a1b76b",
+        shares=True,
     ),
     NameFamily(
         "Tencent's gpu-manager (vCUDA shares)",
