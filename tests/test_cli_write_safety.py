@@ -1,7 +1,9 @@
-"""`init` and `migrate` never write outside the folder they were pointed at.
+"""`init`, `migrate` and the files `check` and `merge` write (`-o`, `--facts-out`,
+`--write-baseline`) never write outside the folder they were pointed at.
 
 A cloned repository can hold symlinks out of it (`.github` -> elsewhere, `cdk8s.yaml` ->
-a file of the user's), or a symlink planted at a temporary's name.  Each case below is
+a file of the user's, `reports` -> /etc, a report's name -> a device), or a symlink
+planted at a temporary's name.  Each case below is
 refused with one `dra-guard:` line and exit 2, writing nothing, or written through to a
 real file inside; and no temporary is ever left behind.  In-process: no subprocess.
 """
@@ -258,3 +260,67 @@ def test_stale_temporaries_of_a_killed_run_are_swept_and_fresh_ones_kept(project
     code, report, stderr = dra_guard("migrate", project, "--in-place", *PINS)
     assert code == 0, report + stderr
     assert not stale.exists() and fresh.exists() and other.exists()
+
+
+# --- a path named inside the working folder stays in it -----------------------------------
+
+
+@pytest.fixture
+def checkout(project: Path, outside: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cloned repository, the working folder (as in CI), with a manifest and a folder
+    `reports` its author made a symlink out of it."""
+    legacy(project)
+    (project / "reports").symlink_to(outside, target_is_directory=True)
+    monkeypatch.chdir(project)
+    return project
+
+
+@pytest.mark.parametrize("target", ["reports/dra-guard.sarif", "reports/../dra-guard.sarif"])
+def test_check_writes_no_report_through_a_planted_folder_symlink(checkout: Path, outside: Path, target: str) -> None:
+    """`reports/..` is the folder above wherever `reports` leads, not the checkout."""
+    code, _, stderr = dra_guard("check", "--format", "sarif", "-o", target, "pod.yaml")
+    assert_refused(code, stderr, f"cannot write {target}", "outside the working folder")
+    assert tree(outside) == {"keep.yaml": b"mine: true\n"}
+    assert not (outside.parent / "dra-guard.sarif").exists()
+
+
+def test_check_writes_no_report_into_what_a_planted_report_name_leads_to(checkout: Path) -> None:
+    """A report name committed as a symlink to a device (/dev/null here; /dev/sda or a
+    watchdog in earnest) is not opened: only a name replaced by a rename is safe."""
+    (checkout / "dra-guard.sarif").symlink_to(os.devnull)
+    code, _, stderr = dra_guard("check", "--format", "sarif", "-o", "dra-guard.sarif", "pod.yaml")
+    assert_refused(code, stderr, "dra-guard.sarif leads to", "outside the working folder")
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--write-baseline", "reports/baseline.json"],
+        ["--shard", "1/1", "--facts-out", "reports/facts"],
+    ],
+)
+def test_baselines_and_facts_go_through_no_planted_folder_symlink(
+    checkout: Path, outside: Path, arguments: list[str]
+) -> None:
+    code, _, stderr = dra_guard("check", *arguments, "pod.yaml")
+    assert code == 2 and "outside the working folder" in stderr, stderr
+    assert tree(outside) == {"keep.yaml": b"mine: true\n"}
+
+
+def test_a_report_named_outside_the_working_folder_is_the_users_choice(checkout: Path, tmp_path: Path) -> None:
+    code, _, stderr = dra_guard("check", "--format", "json", "-o", tmp_path / "report.json", "pod.yaml")
+    assert code == 1, stderr
+    assert (tmp_path / "report.json").read_text().startswith("{")
+
+
+def test_migrate_writes_nothing_through_a_planted_output_folder(checkout: Path, outside: Path) -> None:
+    code, _, stderr = dra_guard("migrate", "pod.yaml", "-o", "reports/", *PINS)
+    assert_refused(code, stderr, "outside the working folder", "nothing written")
+    assert tree(outside) == {"keep.yaml": b"mine: true\n"}
+
+
+def test_in_place_rewrites_no_named_folder_that_is_a_symlink_out(checkout: Path, outside: Path) -> None:
+    legacy(outside)
+    code, _, stderr = dra_guard("migrate", "reports", "--in-place", *PINS)
+    assert_refused(code, stderr, "outside the working folder", "nothing written")
+    assert tree(outside) == {"keep.yaml": b"mine: true\n", "pod.yaml": (CORPUS / "gpu-pod.yaml").read_bytes()}

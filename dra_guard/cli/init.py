@@ -115,11 +115,12 @@ def _dump_round_trip(document: Any, path: str, real: str) -> None:
 
 def _real_target(directory: str, path: str) -> str:
     """Where `path` really is, which must be inside the project `directory`: a symlinked
-    target, or a symlinked folder above it (`.github` -> /etc), must not take a write out."""
-    from dra_guard.cli.safe_write import OutsideRoot, real_path_inside
+    target, or a symlinked folder above it (`.github` -> /etc), must not take a write out;
+    nor may the project folder itself, named inside the working folder, lead out of it."""
+    from dra_guard.cli.safe_write import OutsideRoot, confined, real_path_inside
 
     try:
-        return real_path_inside(path, directory)
+        return confined(directory, real_path_inside(path, directory))
     except OutsideRoot as error:
         raise ScaffoldError(f"{error}; refusing to write outside the project, nothing written") from None
 

@@ -329,8 +329,16 @@ def _write(write: Callable[[Any], None], output: str | None, stdout: TextIO | No
         assert stdout is not None and not binary
         write(_Printable(stdout))
         return
+    from dra_guard.cli.safe_write import OutsideRoot, confined, rename_target
+
     if os.path.exists(output) and not os.path.isfile(output):
         # /dev/null, a FIFO, a terminal: nothing to replace, and no folder to write beside.
+        # Written through, so never where a name planted in the working folder leads out
+        # of it (`dra-guard.sarif -> /dev/sda`).
+        try:
+            confined(output, os.path.realpath(output))
+        except OutsideRoot as error:
+            raise OSError(errno.EPERM, f"{error}; refusing to write outside it") from None
         if binary:
             with open(output, "wb") as raw:
                 write(raw)
@@ -342,7 +350,14 @@ def _write(write: Callable[[Any], None], output: str | None, stdout: TextIO | No
     # previous file, never half of one, whatever happens to this process.
     import tempfile  # only here: it costs start-up time every run would pay
 
-    directory = os.path.dirname(os.path.abspath(output))
+    try:
+        # The real folder: the temporary and the rename land in the same one, and a
+        # symlinked folder planted in the working folder (`reports -> /etc`) leads no
+        # report out of it.
+        output = rename_target(output)
+    except OutsideRoot as error:
+        raise OSError(errno.EPERM, f"{error}; refusing to write outside it") from None
+    directory = os.path.dirname(output)
     handle, temporary = tempfile.mkstemp(prefix=".dra-guard-", suffix=".tmp", dir=directory)
     try:
         if binary:

@@ -415,10 +415,13 @@ def _write(files: Sequence[FileMigration], output: str | None, paths: Sequence[s
 
 
 def _inside(path: str, root: str, where: str) -> str:
-    from dra_guard.cli.safe_write import OutsideRoot, real_path_inside
+    """The real path of `path`, which must lie inside the real `root`, and, where `root` is
+    named inside the working folder, inside that too: a planted `out -> /etc` (for `-o
+    out`) or a named folder that is a symlink leading out takes no write with it."""
+    from dra_guard.cli.safe_write import OutsideRoot, confined, real_path_inside
 
     try:
-        return real_path_inside(path, root)
+        return confined(root, real_path_inside(path, root))
     except OutsideRoot as error:
         raise UsageError(f"{where}: {error}; refusing to write outside it, nothing written") from None
 

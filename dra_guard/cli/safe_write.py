@@ -47,6 +47,46 @@ def real_path_inside(path: str, root: str) -> str:
     return real
 
 
+def _named_inside(path: str, folder: str) -> bool:
+    """Whether `path`, as written (made absolute, `..` taken as text), lies in `folder`."""
+    try:
+        return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)
+    except ValueError:  # another drive (Windows)
+        return False
+
+
+def confined(path: str, real: str, working: str | None = None) -> str:
+    """`real` (where a write to `path` lands), unless `path` is named inside the working
+    folder and `real` lies outside it: then OutsideRoot.
+
+    A file or folder named inside the working folder (`-o dra-guard.sarif`, `-o out/`,
+    `migrate --in-place deploy`) is, to whoever typed it, inside the project; in a cloned
+    repository any name there may be a symlink its author planted (`out -> /etc`, a report
+    name pointing at a device), so where it really leads must stay inside too.  A path
+    named outside the working folder (`-o /tmp/report.sarif`, `-o ../x`, `/dev/stdout`)
+    is the user's own choice, written as named."""
+    working = os.getcwd() if working is None else working
+    if _named_inside(path, working):
+        real_working = os.path.realpath(working)
+        try:
+            inside = os.path.commonpath([real, real_working]) == real_working
+        except ValueError:
+            inside = False
+        if not inside:
+            raise OutsideRoot(f"{path} leads to {real}, outside the working folder {real_working}")
+    return real
+
+
+def rename_target(path: str, working: str | None = None) -> str:
+    """Where an atomic rename onto `path` lands: its folder's real path joined with its
+    name.  The name itself, a symlink or not, is replaced, never followed; every folder on
+    the way is resolved as the system resolves it (`reports/..` is the parent of wherever
+    `reports` leads), so the temporary and the rename go to the same real folder, which
+    `confined` keeps in the working folder where `path` is named inside it."""
+    folder, name = os.path.split(path)
+    return confined(path, os.path.join(os.path.realpath(folder or os.curdir), name), working)
+
+
 def _new_file_mode(like: str | None) -> int:
     """The permissions of the file replaced, or what a plain open() would give a new one
     (mkstemp makes 0600, which would hide a manifest from the rest of a team)."""
