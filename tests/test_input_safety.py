@@ -7,6 +7,7 @@ error naming its path (exit 2), and the good file is still checked and reported.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import itertools
@@ -373,6 +374,46 @@ def test_every_command_names_a_failing_stdout(project: Path, command: list[str],
     else:
         assert code == EXIT_ERROR
         assert err.getvalue().endswith(f"dra-guard: cannot write standard output: {os.strerror(number)}\n")
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not hasattr(os, "set_blocking"), reason="no non-blocking pipes here")
+@pytest.mark.parametrize(
+    "command",
+    [["check", "--format", "json", "many.yaml"], ["migrate", "many.yaml", "--gpu-product", "A100", "-n", "ns"]],
+)
+def test_an_output_cut_short_is_named_with_pythonunbuffered(project: Path, command: list[str]) -> None:
+    """With PYTHONUNBUFFERED (this project's Dockerfile sets it), sys.stdout writes
+    straight to the descriptor and drops what a write leaves over: into a full
+    non-blocking pipe the report was cut at the pipe's size, under exit 1 and no word.
+    Now the whole output arrives, or exit 2 names why it did not."""
+    import subprocess
+
+    # Several times what a pipe holds (64 KiB), the reader not reading.
+    Path("many.yaml").write_text("---\n".join(LEGACY_POD.replace("legacy", f"p{n}") for n in range(150)))
+    reader, writer = os.pipe()
+    os.set_blocking(writer, False)
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", "import sys; from dra_guard.cli.main import main; sys.exit(main())", *command],
+            stdin=subprocess.DEVNULL,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            timeout=120,
+            check=False,
+        )
+        os.close(writer)
+        with os.fdopen(reader, "rb") as pipe:
+            written = pipe.read()
+    finally:
+        for descriptor in (reader, writer):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+    stderr = completed.stderr.decode()
+    assert "Traceback" not in stderr
+    assert completed.returncode == EXIT_ERROR, (completed.returncode, len(written), stderr[-300:])
+    assert "cannot write the report to stdout" in stderr or "cannot write standard output" in stderr, stderr[-300:]
 
 
 @pytest.mark.parametrize("where", ["config-yaml", "config-toml", "baseline", "facts"])

@@ -913,8 +913,8 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
     # Python sets sys.stdout and sys.stderr to None when the descriptor is closed (`>&-`):
     # writing the output then fails as writing to a closed descriptor does, and with no
     # stderr there is nobody to tell.
-    stdout = stdout or sys.stdout or _closed_output()
-    stderr = stderr or sys.stderr or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process's life
+    stdout = stdout or _whole_writes(sys.stdout) or _closed_output()
+    stderr = stderr or _whole_writes(sys.stderr, line_buffering=True) or open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     parser = build_parser(requested_command(sys.argv[1:] if argv is None else argv))
     arguments = parser.parse_args(argv)
     try:
@@ -938,6 +938,31 @@ def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None, stderr
         where = error.filename or "standard output"
         stderr.write(printable(f"dra-guard: cannot write {where}: {error.strerror or error}\n"))
         return EXIT_ERROR
+
+
+def _whole_writes(stream: TextIO | None, *, line_buffering: bool = False) -> TextIO | None:
+    """`stream` (sys.stdout or sys.stderr), on a buffered writer where it has none
+    (`line_buffering`: each line written as it ends, as stderr's are without -u).
+
+    With PYTHONUNBUFFERED (set in many images, this project's Dockerfile included) or
+    `python -u`, the text stream writes straight to its file descriptor and ignores what
+    that write returns: a write the descriptor takes only part of (a non-blocking pipe that
+    is full, a reader that went away mid-write) loses the rest without an error, and a
+    report is cut short under an exit status that says nothing of it.  A BufferedWriter
+    writes the rest or raises (BlockingIOError, BrokenPipeError), which is reported as
+    any failing output is.  Its own FileIO (closefd=False): the descriptor stays open.
+    """
+    import io
+
+    if not isinstance(stream, io.TextIOWrapper) or not isinstance(stream.buffer, io.RawIOBase):
+        return stream
+    try:
+        raw = io.FileIO(stream.fileno(), "w", closefd=False)
+    except (OSError, ValueError):
+        return stream
+    return io.TextIOWrapper(
+        io.BufferedWriter(raw), encoding=stream.encoding, errors=stream.errors, line_buffering=line_buffering
+    )
 
 
 def _closed_output() -> TextIO:
