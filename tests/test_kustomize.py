@@ -56,6 +56,23 @@ def test_a_patch_file_that_is_not_there_cannot_be_verified(tmp_path: Path) -> No
     assert path == "/patches/0/path" and severity == Severity.MEDIUM and "cannot verify" in message
 
 
+def test_a_patch_file_outside_the_kustomization_folder_is_not_read(tmp_path: Path) -> None:
+    """kustomize loads no file outside the kustomization's folder (its load restrictor),
+    symlinks resolved; a cloned repository's kustomization must not make dra-guard read
+    one either (a file of the machine's that it would quote or judge): "cannot verify"."""
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "gpu.yaml").write_text(LEGACY_PATCH)
+    (project / "linked.yaml").symlink_to(outside / "gpu.yaml")
+    found = _check(project, "patches:\n- path: ../outside/gpu.yaml\n- path: linked.yaml\n")
+    assert [(path, severity) for path, severity, _ in found] == [
+        ("/patches/0/path", Severity.MEDIUM),
+        ("/patches/1/path", Severity.MEDIUM),
+    ]
+    assert all("not in or below the kustomization's folder" in message for _, _, message in found), found
+
+
 def test_from_stdin_a_patch_file_cannot_be_verified() -> None:
     """Read from stdin, a kustomization has no folder its patch files could be found in."""
     text = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\npatches:\n- path: gpu.yaml\n"

@@ -30,10 +30,17 @@ from dra_guard.read.walk import KUSTOMIZATION_FILE_NAMES
 def read_patch_files(obj: Mapping[str, Any], source: str) -> dict[str, PatchFile]:
     """The patch files of the kustomization in the file `source`, each read (or why not)."""
     folder = os.path.dirname(source)
-    return {name: _read_patch_file(os.path.join(folder, name)) for name in patch_file_names(obj)}
+    return {name: _read_patch_file(os.path.join(folder, name), folder) for name in patch_file_names(obj)}
 
 
-def _read_patch_file(file: str) -> PatchFile:
+def _read_patch_file(file: str, folder: str) -> PatchFile:
+    # kustomize loads a file only in or below the kustomization's folder, symlinks resolved
+    # (its default load restrictor: kubernetes-sigs/kustomize api/loader/loadrestrictions.go,
+    # RestrictionRootOnly, "security; file ... is not in or below ..."); nor does dra-guard,
+    # so a cloned repository's `path: ../../../home/me/.kube/config` reads nothing of the
+    # machine it is checked on.  What is left unread is "cannot verify", never skipped.
+    if not _in_or_below(file, folder):
+        return PatchFile(file, Unreadable("it is not in or below the kustomization's folder, which kustomize refuses"))
     if not os.path.isfile(file):
         return PatchFile(file, Unreadable("it is not there"))
     try:
@@ -48,6 +55,15 @@ def _read_patch_file(file: str) -> PatchFile:
         return PatchFile(file, data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         return PatchFile(file, Unreadable(f"{file} is not UTF-8 text"))
+
+
+def _in_or_below(file: str, folder: str) -> bool:
+    """Whether `file`, symlinks resolved, lies in `folder` (resolved too) or below it."""
+    real, real_folder = os.path.realpath(file), os.path.realpath(folder or os.curdir)
+    try:
+        return os.path.commonpath([real, real_folder]) == real_folder
+    except ValueError:  # another drive (Windows)
+        return False
 
 
 #: How long one `kubectl kustomize` may take.
