@@ -14,6 +14,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import stat
 import sys
 from collections.abc import Iterator
@@ -213,6 +214,19 @@ def test_a_fifo_is_refused_never_read(project: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(walk, "select", swapping)
     code, document, _ = report(".")
     assert code == EXIT_ERROR and errors_of(document) == [("./swapped.yaml", refused)]
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets here")
+def test_a_socket_is_refused_as_no_regular_file(project: Path) -> None:
+    """open() fails on a socket (ENXIO) before fstat can name it: the error says what it is."""
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind("socket.yaml")
+        refused = "not a regular file (a socket): not read"
+        for named in (".", "socket.yaml"):
+            code, document, _ = report(named, "legacy.yaml")
+            assert code == EXIT_ERROR
+            assert [message for _, message in errors_of(document)] == [refused]
+            assert [rule for _, rule in rules_of(document)] == ["DRA001"]
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")

@@ -55,6 +55,22 @@ def _kind(mode: int) -> str:
     return "an unknown kind of file"
 
 
+def _open(path: str) -> int:
+    """`path` opened to read as an input is; Refused for a socket, which POSIX `open`
+    refuses with ENXIO ("No such device or address") before fstat could name it."""
+    try:
+        return os.open(path, _OPEN_FLAGS)
+    except OSError as error:
+        if error.errno in (errno.ENXIO, errno.EOPNOTSUPP):
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                raise error from None
+            if stat.S_ISSOCK(mode):
+                raise Refused(f"not a regular file ({_kind(mode)}): not read") from None
+        raise
+
+
 def too_large(size: str, limit: int, option: str = LIMIT_OPTION) -> str:
     return f"{size}, larger than {option} ({limit} bytes): not read; raise {option} in the configuration to check it"
 
@@ -62,7 +78,7 @@ def too_large(size: str, limit: int, option: str = LIMIT_OPTION) -> str:
 def read_regular(path: str, limit: int, option: str = LIMIT_OPTION) -> bytes:
     """The bytes of the regular file `path`: OSError when it cannot be opened or read,
     Refused when it is no regular file or holds more than `limit` bytes."""
-    descriptor = os.open(path, _OPEN_FLAGS)
+    descriptor = _open(path)
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
@@ -217,7 +233,7 @@ def open_input(path: str, limit: int, stdin: BinaryIO | None = None) -> Opened |
     try:
         if stdin is not None:
             return _open_stream(stdin, limit)
-        descriptor = os.open(path, _OPEN_FLAGS)
+        descriptor = _open(path)
     except Refused as refused:
         return refused.reason
     except OSError as error:
