@@ -532,6 +532,39 @@ def test_a_configured_class_of_nvidias_driver_gets_the_scrubber_and_passes() -> 
 
 
 @pytest.mark.parametrize(
+    "selector",
+    [
+        None,  # a pin attribute says the driver, not which of its devices
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
+    ],
+    ids=["no-selector", "vfio"],
+)
+def test_a_configured_class_not_shown_to_be_gpus_or_mig_gets_no_scrubber_and_no_scrub_before_use(
+    selector: str | None,
+) -> None:
+    """As `check` decides it with the same configuration: a class of NVIDIA's driver whose
+    selector does not fix type gpu or mig (its passthrough devices, or none given) is not one
+    the scrubber scrubs, so migrate neither adds it nor declares ScrubBeforeUse for it."""
+    declared: dict[str, Any] = {"pin-attribute": "gpu.nvidia.com/productName"}
+    if selector is not None:
+        declared["selector"] = selector
+    configured = config({"extra-classes": {"passthrough.example.com": declared}})
+    legacy = pod(container(limits={"deviceclass.resource.kubernetes.io/passthrough.example.com": 1}))
+    options: dict[str, Any] = {
+        "pins": {"passthrough.example.com": "GH100"},
+        "namespace": "team",
+        "extra_classes": configured.get(EXTRA_CLASSES),
+    }
+    result = migrate_documents([copy.deepcopy(legacy)], MigrationSettings(**options))
+    (migrated,) = by_kind(result.documents, "Pod")
+    assert "initContainers" not in migrated["spec"]
+    refused = migrate_documents([copy.deepcopy(legacy)], MigrationSettings(**options, sanitization="ScrubBeforeUse"))
+    (report,) = refused.reports
+    assert report.status != "migrated" and refused.documents == [legacy]
+    assert "sanitization: ScrubBeforeUse declares that the scrubber erases the devices" in report.errors[0].text
+
+
+@pytest.mark.parametrize(
     ("text", "why"),
     [
         # An anchor shared by two containers: editing it once would change both.

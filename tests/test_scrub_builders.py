@@ -209,3 +209,16 @@ def test_scrub_before_use_on_a_class_it_scrubs_builds_and_passes(accelerator: st
     assert built.claim_template["metadata"]["annotations"]["dra-guard.io/sanitization"] == "ScrubBeforeUse"
     assert pod_of(built.workload)["initContainers"][0]["name"] == SCRUB_CONTAINER_NAME
     assert check_objects(list(built)).findings == []
+
+
+def test_the_catalogs_scrubbed_classes_are_those_whose_selector_fixes_a_type_it_reaches() -> None:
+    """The builders take SCRUBBED_CLASSES as data (they read no selector); `check` decides the
+    same classes from the catalog's selectors: NVIDIA's gpu and mig classes, not its vfio one."""
+    from dra_guard.contract.catalog import DEVICE_CLASSES
+    from dra_guard.contract.scrubber import SCRUBBED_CLASSES
+    from dra_guard.ruleapi.config import Config
+    from dra_guard.ruleapi.device_classes import scrubbed_class, scrubbed_classes
+
+    derived = {name for name in DEVICE_CLASSES if scrubbed_class(name, Config(), None)}
+    assert derived == SCRUBBED_CLASSES == {"gpu.nvidia.com", "mig.nvidia.com"}
+    assert scrubbed_classes(Config()) == sorted(SCRUBBED_CLASSES)

@@ -37,7 +37,6 @@ from dra_guard.contract.catalog import (
 from dra_guard.contract.mig_profiles import max_per_gpu
 from dra_guard.contract.scrubber import (
     DEFAULT_SCRUB_IMAGE,
-    NOT_SCRUBBED_CLASSES,
     SCRUBBED_CLASSES,
     SCRUBBED_DRIVERS,
     scrubbed,
@@ -251,7 +250,7 @@ class AcceleratorSlice:
         return cls("gpu.amd.com", "gpu.amd.com/partitionProfile", value, count, topology)
 
 
-def _scrub_unperformed(device_class: str) -> str:
+def scrub_unperformed(device_class: str) -> str:
     """Why ScrubBeforeUse is refused for a slice the scrubber does not scrub: it would declare
     an erasure nothing performs (DRA004 reports it on a template, whatever unscrubbed-classes says)."""
     others = " or ".join(policy for policy in SANITIZATION_POLICIES if policy != SCRUB_BEFORE_USE)
@@ -522,7 +521,7 @@ class _IsolationFields:
             )
         require_sanitization(self.sanitization)
         if self.sanitization == SCRUB_BEFORE_USE and not self.slice.scrubbed:
-            raise ValueError(_scrub_unperformed(self.slice.device_class))
+            raise ValueError(scrub_unperformed(self.slice.device_class))
         require_hmac_key(self.hmac_key)
         if self.labels is not None:
             _set(self, "labels", frozen_copy(require_labels("labels", self.labels)))
@@ -622,10 +621,10 @@ class WorkloadSpec(_IsolationFields):
         metadata={
             "doc": "Image of the scrubber each pod runs as its first init container, holding the claim, before any "
             "other container (`dra-guard scrub`: device memory read, zeroed and verified), pinned by tag or digest. "
-            f"Emitted for a slice of a class it scrubs: its driver (the pin attribute's domain) is "
-            f"{', '.join(sorted(SCRUBBED_DRIVERS))} ({', '.join(sorted(SCRUBBED_CLASSES))}, or a class of another "
-            f"name, not {', '.join(sorted(NOT_SCRUBBED_CLASSES))}); for any other no scrubber is emitted (README, "
-            '"Memory erasure").'
+            f"Emitted for a slice of a class it scrubs: {', '.join(sorted(SCRUBBED_CLASSES))}, or a class the "
+            f"catalog does not know whose driver (the pin attribute's domain) is {', '.join(sorted(SCRUBBED_DRIVERS))}"
+            " (`check` and admission decide that class by its selectors: its devices' type must be gpu or mig); "
+            'for any other, vfio.gpu.nvidia.com included, no scrubber is emitted (README, "Memory erasure").'
         },
     )
 

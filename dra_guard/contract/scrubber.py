@@ -3,18 +3,21 @@ erasure"): the init container's name and command, the default image, and the dev
 it scrubs.  The builders emit it from these facts.
 
 It scrubs through CUDA every NVIDIA device the container sees, so what it scrubs is decided by
-the driver of a class's devices, not by the class's name: NVIDIA's GPU driver (full GPUs and
-MIG instances), under its own classes and any other that selects its devices (NVIDIA's
-per-profile `mig-1g-12gb.gpu.nvidia.com`).  Not `vfio.gpu.nvidia.com` (the GPU is handed to a
-virtual machine, where no container runs CUDA on it), and no TPU, AMD, Intel or Gaudi class
-(README: not scrubbed, and reported).  Where a class's driver comes from (the catalog, the
-configuration, the input's DeviceClass) is the rules' business:
-`dra_guard.ruleapi.device_classes.scrubbed_class`.
+what a class's devices are, not by the class's name: devices of NVIDIA's GPU driver whose
+`type` is `gpu` or `mig` (full GPUs and MIG instances), under NVIDIA's own classes and any
+other whose selectors fix both (NVIDIA's per-profile `mig-1g-12gb.gpu.nvidia.com`).  Not the
+same driver's `vfio` devices (a GPU bound to vfio-pci for a virtual machine: no container
+reaches it through CUDA; NVIDIA's `vfio.gpu.nvidia.com` selects them), and no TPU, AMD, Intel
+or Gaudi class (README: not scrubbed, and reported).  Where a class's selectors come from
+(the catalog, the configuration, the input's DeviceClass) and how they are read is the
+rules' business: `dra_guard.ruleapi.device_classes.scrubbed_class`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from dra_guard.contract.catalog import DEVICE_CLASSES
 
@@ -25,24 +28,35 @@ SCRUB_COMMAND = ("dra-guard", "scrub")
 DEFAULT_SCRUB_IMAGE = "ghcr.io/dra-guard/scrub:0.1.0"
 #: The drivers (`device.driver`, the domain of their attributes) whose devices it scrubs.
 SCRUBBED_DRIVERS = frozenset({"gpu.nvidia.com"})
-#: Classes of those drivers whose devices no container reaches through CUDA (passthrough).
-NOT_SCRUBBED_CLASSES = frozenset({"vfio.gpu.nvidia.com"})
+#: For each of those drivers, the attribute every device of it publishes to say what it is,
+#: and the values of the devices the scrubber reaches through CUDA.  NVIDIA's GPU driver
+#: publishes `type` on every device: `gpu`, `mig` (static and dynamic MIG alike), `vfio` (a
+#: GPU bound to vfio-pci, handed to a virtual machine as /dev/vfio nodes) and, for IMEX
+#: channels, `imex-channel` (NVIDIA/k8s-dra-driver-gpu @ 22407113785e78c7763b4637689a201eb39c6199,
+#: cmd/gpu-kubelet-plugin/types.go, deviceinfo.go `Attributes`/`GetDevice`, mig.go).  A class
+#: is scrubbed only where its selectors fix the driver and one of these values.
+SCRUBBED_DEVICE_TYPES: Mapping[str, tuple[str, frozenset[str]]] = MappingProxyType(
+    {"gpu.nvidia.com": ("type", frozenset({"gpu", "mig"}))}
+)
+#: The catalog's classes whose devices it scrubs: those whose selector fixes a scrubbed
+#: driver and device type (tests/test_scrub_builders.py derives the set from the catalog's
+#: selectors, as `check` reads them).  `vfio.gpu.nvidia.com`, of the same driver, is not one.
+SCRUBBED_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com"})
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
 _TAG = re.compile(r":[\w][\w.-]{0,127}")
 
 
 def scrubbed(device_class: str, driver: str | None = None) -> bool:
-    """Whether the scrubber can scrub the devices of `device_class`, whose devices' driver is
-    `driver` (None: the catalog's driver of the class, where it knows the class)."""
-    if driver is None:
-        known = DEVICE_CLASSES.get(device_class)
-        driver = known.domain if known is not None else None
-    return driver in SCRUBBED_DRIVERS and device_class not in NOT_SCRUBBED_CLASSES
-
-
-#: The catalog's classes it scrubs (for docs; a class of another name may be scrubbed too).
-SCRUBBED_CLASSES = frozenset(name for name in DEVICE_CLASSES if scrubbed(name))
+    """What the builders, which see no DeviceClass, take the scrubber to scrub: a class the
+    catalog knows, when it is one of `SCRUBBED_CLASSES`; any other, when its devices' driver
+    (`driver`, the domain a slice pins) is one it scrubs.  That emits the scrubber for a
+    class of NVIDIA's driver whose selectors nothing here can read; `check` and admission
+    decide such a class by its selectors, and a scrubber given a device it cannot scrub
+    exits 1, so the pod never starts (README, "Memory erasure")."""
+    if device_class in DEVICE_CLASSES:
+        return device_class in SCRUBBED_CLASSES
+    return driver in SCRUBBED_DRIVERS
 
 
 def image_pin_problem(image: str) -> str | None:

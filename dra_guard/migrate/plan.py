@@ -19,13 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_guard.building.builders import POD_CLAIM_NAME, claim_template, scrub_container
-from dra_guard.building.spec import name_from_id
-from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME, scrubbed
+from dra_guard.building.spec import name_from_id, scrub_unperformed
+from dra_guard.contract.catalog import SCRUB_BEFORE_USE, class_selector
+from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.operators import Removal, review
 from dra_guard.migrate.settings import MigrationSettings
 from dra_guard.migrate.sites import Container, PodSite, pod_sites, unknown_kind_reason
+from dra_guard.ruleapi.device_classes import selects_scrubbed_devices
 
 SECTIONS = ("limits", "requests")
 # LimitRange fields that inject quantities into containers (`max`/`min` do too, through
@@ -360,6 +362,9 @@ def _template(
     alongside = sum(need.counts[profile] for need in users if need.container.concurrent)
     count = max([alongside, *(need.counts[profile] for need in users if not need.container.concurrent)])
     accelerator = users[0].replacements[profile].make_slice(count)
+    if settings.sanitization == SCRUB_BEFORE_USE and not _scrubbed(accelerator.device_class, settings):
+        # The builders cannot see the selector extra-classes gives a class; `check` can.
+        raise ValueError(scrub_unperformed(accelerator.device_class))
     slug = profile_slug(*profile)
     options: dict[str, Any] = {**settings.claim_options(), "slice": accelerator, "tenant": tenant}
     wanted = f"{base}-{slug}"[:253].rstrip("-.")
@@ -515,10 +520,15 @@ def _scrubber_edits(
 
 
 def _scrubbed(device_class: str, settings: MigrationSettings) -> bool:
-    """Whether the scrubber scrubs the class's devices, by their driver (the domain of the
-    class as the catalog or extra-classes knows it: every template migrate makes is of one)."""
-    known = settings.device_class(device_class)
-    return known is not None and scrubbed(device_class, known.domain)
+    """Whether the scrubber scrubs the class's devices, as `check` decides it with the same
+    configuration (`dra_guard.ruleapi.device_classes.scrubbed_class`): by the selector
+    extra-classes or the catalog gives the class (every template migrate makes is of one), which
+    must fix NVIDIA's driver and a device type it reaches (gpu, mig; not vfio).  A class
+    extra-classes declares without a selector is not: nothing shows which devices it selects."""
+    declared = settings.extra_classes.get(device_class)
+    selector = declared.class_selector if declared is not None and declared.class_selector else None
+    selector = selector or class_selector(device_class)
+    return selector is not None and selects_scrubbed_devices((selector,))
 
 
 def _container_edits(

@@ -102,18 +102,29 @@ def _literal_of(value: str | None) -> str:
     return rf"""(?:[rR]?(?:'{quoted}'|"{quoted}"))"""
 
 
-def attribute_term(domain: str | None = None, attribute: str | None = None) -> str:
+def attribute_term(domain: str | None = None, attribute: str | None = None, values: Iterable[str] | None = None) -> str:
     """`device.attributes['<domain>'].<attribute> == '<literal>'`, either side, `.a` or `['a']`.
 
-    None stands for any domain or attribute. Domain and attribute must be written without
-    escape sequences (an escaped spelling is not recognised: fail closed).
+    None stands for any domain, attribute or literal; `values` are the literals allowed.
+    Domain, attribute and values must be written without escape sequences (an escaped
+    spelling is not recognised: fail closed).
     """
     name = r"[A-Za-z_][A-Za-z0-9_]*" if attribute is None else attribute
     reference = (
         rf"device{_WS}\.{_WS}attributes{_WS}\[{_WS}{_literal_of(domain)}{_WS}\]{_WS}"
         rf"(?:\.{_WS}{name}|\[{_WS}{_literal_of(attribute)}{_WS}\])"
     )
-    return rf"(?:{reference}{_WS}=={_WS}{TEXT_STRING}|{TEXT_STRING}{_WS}=={_WS}{reference})"
+    value = TEXT_STRING if values is None else _literal_of_any(values)
+    return rf"(?:{reference}{_WS}=={_WS}{value}|{value}{_WS}=={_WS}{reference})"
+
+
+def _literal_of_any(values: Iterable[str]) -> str:
+    """A string literal whose value is one of `values`, written without escapes."""
+    alternatives = "|".join(
+        "".join("\\" + character if not character.isalnum() else character for character in value)
+        for value in sorted(set(values))
+    )
+    return rf"""(?:[rR]?(?:'(?:{alternatives})'|"(?:{alternatives})"))"""
 
 
 #: Where `int_attribute_term(..., None)` puts the integer, so that a policy can splice in

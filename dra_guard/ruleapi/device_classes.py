@@ -32,15 +32,22 @@ accelerator driver (`ACCELERATOR_DRIVERS`: gpu.nvidia.com, tpu.google.com, ...) 
 top-level `&&` conjunct.  The admission policies, which see one claim or pod, decide by the
 name; findings that rest on such a class are cross-object.
 
-Whether the scrubber scrubs a class's devices is decided by their driver, the same way
-(`scrubbed_class`): the driver of a class the configuration or the catalog knows is its
-attribute domain (`extra-classes.<class>.pin-attribute`), and a class neither knows has the
-driver its input DeviceClass fixes in a top-level `&&` conjunct, or none.  The webhook and
-the admission policies see no DeviceClass: there a class is NVIDIA's when the configuration
-or the catalog knows it so (`scrubbed_classes`, which every front end knows alike), so a
-class only its DeviceClass shows to be NVIDIA's is declared under `extra-classes` for the
-cluster.  A finding that the input's DeviceClass could clear is decided by the claim alone
-where no DeviceClass of that name is among the objects, as a policy decides it.
+Whether the scrubber scrubs a class's devices is decided by what they are, from the class's
+selectors (`scrubbed_class`): top-level `&&` conjuncts must fix `device.driver` to a driver
+it scrubs and that driver's device type to one it reaches (`SCRUBBED_DEVICE_TYPES`:
+`device.attributes['gpu.nvidia.com'].type == 'gpu'` or `'mig'`), as NVIDIA's `gpu.nvidia.com`,
+`mig.nvidia.com` and per-profile classes do; NVIDIA's passthrough devices (`type == 'vfio'`)
+are of the same driver and are not scrubbed.  The selectors are those of the configuration
+(`extra-classes.<class>.selector`) or the catalog for a class either knows, else the input's
+DeviceClass of that name.  Where they do not fix both (no selector configured for a class of
+`extra-classes`, no DeviceClass in the input, a driver named only under `||`, a type named
+with `in` or `!=`), the class is not scrubbed: dra-guard cannot tell that no passthrough
+device is among its devices (fail closed).  The webhook and the admission policies see no
+DeviceClass: there a class is scrubbed when the configuration's or the catalog's selectors
+show it (`scrubbed_classes`, which every front end knows alike), so a class only its
+DeviceClass shows to be NVIDIA's is declared under `extra-classes`, with its selector, for
+the cluster.  A finding that the input's DeviceClass could clear is decided by the claim
+alone where no DeviceClass of that name is among the objects, as a policy decides it.
 """
 
 from __future__ import annotations
@@ -58,7 +65,7 @@ from dra_guard.contract.catalog import (
     DeviceClass,
     class_selector,
 )
-from dra_guard.contract.scrubber import SCRUBBED_DRIVERS, scrubbed
+from dra_guard.contract.scrubber import SCRUBBED_DEVICE_TYPES
 from dra_guard.model.conjuncts import any_driver_term, attribute_term, conjunct_pattern, driver_term, has_conjunct
 from dra_guard.model.selectors import analyse
 from dra_guard.ruleapi.config import EXTRA_CLASSES, Config
@@ -190,23 +197,67 @@ def is_accelerator_class(name: str, config: Config, from_input: Sequence[str] | 
     return not fixes_driver(from_input, NON_ACCELERATOR_DRIVERS)
 
 
+def selects_scrubbed_devices(expressions: Sequence[str]) -> bool:
+    """Whether the selectors (ANDed, as the allocator does) fix, each in a top-level `&&`
+    conjunct, `device.driver` to a driver the scrubber scrubs and that driver's device type
+    to one it reaches (see the module)."""
+    return any(
+        any(has_conjunct(expression, driver_term(driver)) for expression in expressions)
+        and any(has_conjunct(expression, attribute_term(driver, attribute, types)) for expression in expressions)
+        for driver, (attribute, types) in sorted(SCRUBBED_DEVICE_TYPES.items())
+    )
+
+
 def scrubbed_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:
-    """Whether the scrubber scrubs the devices of class `name`, by their driver: the class's
-    domain where the configuration or the catalog knows it, else the driver the input's
-    DeviceClass of that name (its selectors, None when there is none) fixes (see the module)."""
+    """Whether the scrubber scrubs the devices of class `name`, by what its selectors select:
+    those the configuration or the catalog gives where either knows the class, else those of
+    the input's DeviceClass of that name (None when there is none); a class whose selectors
+    are not known scrubs nothing (see the module)."""
     if decided_by_input(name, config):
-        driver = selected_driver(from_input, SCRUBBED_DRIVERS) if from_input is not None else None
-        return driver is not None and scrubbed(name, driver)
-    known = config.device_class(name)
-    return known is not None and scrubbed(name, known.domain)
+        return from_input is not None and selects_scrubbed_devices(from_input)
+    configured = configured_selectors(name, config)
+    return configured is not None and selects_scrubbed_devices(configured.expressions)
 
 
 def scrubbed_classes(config: Config) -> list[str]:
     """The classes the configuration and the catalog know whose devices the scrubber scrubs:
     what an admission policy, which sees no DeviceClass, counts as scrubbed."""
     configured: Mapping[str, DeviceClass] = config.get(EXTRA_CLASSES)
-    known = {**DEVICE_CLASSES, **configured}
-    return sorted(name for name, device_class in known.items() if scrubbed(name, device_class.domain))
+    known = sorted({*DEVICE_CLASSES, *configured})
+    return [name for name in known if scrubbed_class(name, config, None)]
+
+
+def scrub_hint(names: Sequence[str], config: Config) -> str:
+    """How to show dra-guard that classes it does not count as scrubbed select only devices
+    the scrubber scrubs, where they may: those it knows no driver of, and those the
+    configuration declares without a selector."""
+    unknown = [name for name in names if decided_by_input(name, config)]
+    declared: Mapping[str, DeviceClass] = config.get(EXTRA_CLASSES)
+    unselected = [
+        name
+        for name in names
+        if name in declared
+        and declared[name].domain in SCRUBBED_DEVICE_TYPES
+        and configured_selectors(name, config) is None
+    ]
+    how = (
+        "declare it under extra-classes with a pin-attribute in gpu.nvidia.com and the selector of its "
+        "DeviceClass, which must fix device.driver == 'gpu.nvidia.com' and "
+        "device.attributes['gpu.nvidia.com'].type == 'gpu' or 'mig' (its passthrough 'vfio' devices cannot be "
+        "scrubbed)"
+    )
+    hint = ""
+    if unknown:
+        hint += (
+            f"; dra-guard knows no driver of {', '.join(unknown)}: if its devices are NVIDIA's GPUs or MIG "
+            f"instances, {how} (or check it with its DeviceClass, whose selector fixes both)"
+        )
+    if unselected:
+        hint += (
+            f"; extra-classes declares {', '.join(unselected)} without a selector, so dra-guard cannot tell which "
+            f"of its driver's devices it selects: if they are NVIDIA's GPUs or MIG instances, {how}"
+        )
+    return hint
 
 
 def is_pod_level_class(name: str, config: Config, from_input: Sequence[str] | None) -> bool:

@@ -30,7 +30,7 @@ from dra_guard.ruleapi.admission_form import (
 )
 from dra_guard.ruleapi.context import Context, Pending, Resolved, Resource, Violation
 from dra_guard.ruleapi.declarations import Example
-from dra_guard.ruleapi.device_classes import decided_by_input, overridable, scrubbed_classes
+from dra_guard.ruleapi.device_classes import decided_by_input, overridable, scrub_hint, scrubbed_classes
 
 ID = "DRA004"
 NAME = "sanitization-undeclared"
@@ -207,16 +207,11 @@ def _unscrubbed_message(context: Context, unscrubbable: list[str], where: str) -
     if not unscrubbable:
         return None
     named = ", ".join(name or "(a request that names no class)" for name in unscrubbable)
-    unknown = [name for name in unscrubbable if decided_by_input(name, context.config)]
-    hint = (
-        f"; dra-guard knows no driver of {', '.join(unknown)}: if its devices are NVIDIA's, declare it under "
-        "extra-classes with a pin-attribute in gpu.nvidia.com"
-        if unknown
-        else ""
-    )
+    hint = scrub_hint(unscrubbable, context.config)
     return (
         f"{SANITIZATION_ANNOTATION}{where} is {SCRUB_BEFORE_USE}, but the scrubber cannot scrub {named} (it scrubs "
-        f"the GPUs and MIG instances of NVIDIA's driver, {', '.join(sorted(SCRUBBED_DRIVERS))}): nothing erases "
+        f"the GPUs and MIG instances of NVIDIA's driver, {', '.join(sorted(SCRUBBED_DRIVERS))}, not its passthrough "
+        "(vfio) devices): nothing erases "
         "these devices before the pod runs, whatever unscrubbed-classes accepts; declare WipeOnDeallocate or "
         f"ZeroFillMemoryOnRelease for the driver or a node agent to honour{hint}"
     )

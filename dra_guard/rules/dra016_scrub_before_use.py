@@ -28,7 +28,7 @@ from dra_guard.ruleapi.admission_form import (
 )
 from dra_guard.ruleapi.context import ClaimFacts, Context, Pending, Resolved, Resource, Violation
 from dra_guard.ruleapi.declarations import Example
-from dra_guard.ruleapi.device_classes import decided_by_input
+from dra_guard.ruleapi.device_classes import decided_by_input, scrub_hint
 from dra_guard.ruleapi.options import ConfigError, Option, ParseContext, StringMap, StringSet
 
 ID = "DRA016"
@@ -47,11 +47,14 @@ RATIONALE = (
     "reaches the devices before they are clean; `restartPolicy: Always` makes it a sidecar that the next "
     "containers do not wait for), holds every accelerator claim of the pod (a device it is not given it cannot "
     "see), and is the image and command you configured: a container of that name with another image, a changed "
-    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing. It scrubs every '
-    "device of NVIDIA's GPU driver (gpu.nvidia.com: GPUs and MIG instances) the pod sees, so a class is scrubbed "
-    "by its devices' driver, whatever its name (NVIDIA's per-profile mig-1g-12gb.gpu.nvidia.com too): the domain "
-    "of a class the catalog or extra-classes knows, else the device.driver its DeviceClass among the checked "
-    "objects fixes; vfio.gpu.nvidia.com hands the GPU to a virtual machine and is not. A claim of any other "
+    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing. It scrubs the GPUs '
+    "and MIG instances of NVIDIA's GPU driver (gpu.nvidia.com) the pod sees, so a class is scrubbed by what its "
+    "devices are, whatever its name (NVIDIA's per-profile mig-1g-12gb.gpu.nvidia.com too): its selector must fix "
+    "device.driver == 'gpu.nvidia.com' and device.attributes['gpu.nvidia.com'].type == 'gpu' or 'mig', each in a "
+    "top-level &&, as the catalog's classes, the selector extra-classes gives, or else its DeviceClass among the "
+    "checked objects shows it. The same driver's passthrough devices (type 'vfio', vfio.gpu.nvidia.com) are handed "
+    "to a virtual machine and are not scrubbed, and a class whose selector does not show which devices it selects "
+    "(extra-classes without a selector, none at all) is not counted as scrubbed. A claim of any other "
     "accelerator class is reported as unscrubbed unless the configuration accepts the class (unscrubbed-classes, "
     "with a reason that the report shows on the waived finding). Whether a pod claim is an accelerator's is read "
     "from its template or claim: among the objects for `check`, from the API server for the webhook; the "
@@ -424,7 +427,7 @@ def _unscrubbable(context: Context, target: ClaimFacts, facts: _Claim) -> Resolv
     message = (
         f"{facts.label()} asks for {', '.join(classes)}, which dra-guard's scrubber cannot scrub ({SCRUBS}): "
         "what the previous holder left in device memory is not erased before this pod runs"
-        + unknown_driver_hint(context, classes)
+        + scrub_hint(classes, context.config)
     )
     refused = [cls for cls in classes if cls not in accepted]
     if refused:
@@ -436,19 +439,10 @@ def _unscrubbable(context: Context, target: ClaimFacts, facts: _Claim) -> Resolv
 
 
 #: What the scrubber scrubs, for messages.
-SCRUBS = f"it scrubs the GPUs and MIG instances of NVIDIA's driver, {', '.join(sorted(SCRUBBED_DRIVERS))}"
-
-
-def unknown_driver_hint(context: Context, classes: list[str]) -> str:
-    """How to show dra-guard that a class it knows no driver of is NVIDIA's, if one is."""
-    unknown = [cls for cls in classes if decided_by_input(cls, context.config)]
-    if not unknown:
-        return ""
-    return (
-        f"; dra-guard knows no driver of {', '.join(unknown)}: if its devices are NVIDIA's, declare it under "
-        "extra-classes with a pin-attribute in gpu.nvidia.com (or check it with its DeviceClass, whose selector "
-        "fixes device.driver == 'gpu.nvidia.com')"
-    )
+SCRUBS = (
+    f"it scrubs the GPUs and MIG instances of NVIDIA's driver, {', '.join(sorted(SCRUBBED_DRIVERS))}, not its "
+    "passthrough (vfio) devices"
+)
 
 
 def _no_scrubber(context: Context, target: ClaimFacts, facts: _Claim) -> Resolved | None:

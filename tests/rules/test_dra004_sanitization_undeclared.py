@@ -109,7 +109,11 @@ def test_dra004_scrub_before_use_on_nvidia_devices_passes(
 
 
 PER_PROFILE = "mig-1g-12gb.gpu.nvidia.com"
-PER_PROFILE_SELECTOR = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
+#: NVIDIA's per-profile class (NVIDIA/k8s-dra-driver-gpu @ 22407113, demo/specs/extended-resources/mig-1g-12gb.yaml).
+PER_PROFILE_SELECTOR = (
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && "
+    "device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"
+)
 
 
 def _device_class(name: str, selector: str) -> dict[str, Any]:
@@ -125,7 +129,9 @@ def test_dra004_a_class_of_unknown_driver_is_reported_unless_shown_to_be_nvidias
     obj = _declaring_scrub(template(), PER_PROFILE)
     (finding,) = [f for f in findings(obj) if f.rule == "DRA004" and f.path == "/metadata" + SANITIZATION_PATH]
     assert "declare it under extra-classes with a pin-attribute in gpu.nvidia.com" in finding.message
-    configured = {"extra-classes": {PER_PROFILE: {"pin-attribute": "gpu.nvidia.com/profile"}}}
+    configured = {
+        "extra-classes": {PER_PROFILE: {"pin-attribute": "gpu.nvidia.com/profile", "selector": PER_PROFILE_SELECTOR}}
+    }
     assert _dra004(obj, options=configured) == []
     nvidia = _device_class(PER_PROFILE, PER_PROFILE_SELECTOR)
     assert _dra004(nvidia, obj) == [] and _dra004(obj, nvidia) == []
@@ -133,12 +139,41 @@ def test_dra004_a_class_of_unknown_driver_is_reported_unless_shown_to_be_nvidias
     assert _dra004(obj, tpu) == _expected(obj)
 
 
+@pytest.mark.parametrize(
+    "selector",
+    [
+        # NVIDIA's passthrough devices: a GPU bound to vfio-pci, which no container reaches through CUDA.
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
+        # Every device of the driver, passthrough ones included: it cannot tell, so fail closed.
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'",
+        "device.driver == 'gpu.nvidia.com'",
+        # The type under `||` is no conjunct.
+        "device.driver == 'gpu.nvidia.com' && (device.attributes['gpu.nvidia.com'].type == 'mig' || true)",
+    ],
+)
+def test_dra004_a_class_of_nvidias_driver_is_scrubbed_only_where_its_selector_fixes_gpu_or_mig(selector: str) -> None:
+    """Decided by what the class's devices are, wherever its selector comes from: the input's
+    DeviceClass or extra-classes (a class declared there without a selector cannot be told)."""
+    obj = _declaring_scrub(template(), PER_PROFILE)
+    assert _dra004(obj, _device_class(PER_PROFILE, selector)) == _expected(obj)
+    declared = {"pin-attribute": "gpu.nvidia.com/profile", "selector": selector}
+    assert _dra004(obj, options={"extra-classes": {PER_PROFILE: declared}}) == _expected(obj)
+
+
+def test_dra004_a_class_declared_without_a_selector_is_reported_and_says_to_give_it() -> None:
+    obj = _declaring_scrub(template(), PER_PROFILE)
+    configured = {"extra-classes": {PER_PROFILE: {"pin-attribute": "gpu.nvidia.com/profile"}}}
+    (finding, _) = [f for f in check_objects([obj], config(configured)).findings if f.rule == "DRA004"]
+    assert f"extra-classes declares {PER_PROFILE} without a selector" in finding.message
+
+
 def test_dra004_a_nic_class_by_name_is_judged_by_its_device_class() -> None:
     """`rdma` is a NIC's class by name: no finding, unless its DeviceClass selects an
     accelerator the scrubber cannot scrub (then only `check`, which sees the DeviceClass, can say)."""
     obj = _declaring_scrub(template(), "rdma")
     assert _dra004(obj) == []
-    assert _dra004(obj, _device_class("rdma", "device.driver == 'gpu.nvidia.com'")) == []
+    nvidia = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+    assert _dra004(obj, _device_class("rdma", nvidia)) == []
     report = check_objects([obj, _device_class("rdma", "device.driver == 'tpu.google.com'")])
     found = [f for f in report.findings if f.rule == "DRA004"]
     assert [(f.facet, f.cross_object) for f in found] == [("unscrubbable-class", True)] * 2
@@ -146,7 +181,11 @@ def test_dra004_a_nic_class_by_name_is_judged_by_its_device_class() -> None:
 
 #: Configurations the policy is compared with the engine under: the catalog alone, and a
 #: class of NVIDIA's driver declared under extra-classes (what the policy can know).
-POLICY_CONFIGS = ["", f"extra-classes: {{{PER_PROFILE}: {{pin-attribute: gpu.nvidia.com/profile}}}}\n"]
+POLICY_CONFIGS = [
+    "",
+    f"extra-classes: {{{PER_PROFILE}: {{pin-attribute: gpu.nvidia.com/profile, "
+    f"selector: {PER_PROFILE_SELECTOR!r}}}}}\n",
+]
 
 
 @pytest.mark.parametrize("config_text", POLICY_CONFIGS, ids=["catalog", "configured"])

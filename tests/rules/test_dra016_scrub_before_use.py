@@ -312,6 +312,14 @@ def test_a_class_whose_device_class_fixes_nvidias_driver_passes_with_the_scrubbe
     [
         "device.driver == 'gpu.nvidia.com' || device.driver == 'tpu.google.com'",  # not a conjunct: proves nothing
         "device.driver == 'tpu.google.com'",
+        # NVIDIA's driver, its passthrough devices (NVIDIA's vfio.gpu.nvidia.com selector):
+        # the scrubber's CUDA never reaches a GPU bound to vfio-pci.
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'",
+        # NVIDIA's driver, any of its devices (passthrough ones too): it cannot tell, so fails closed.
+        "device.driver == 'gpu.nvidia.com'",
+        "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type != 'vfio'",
+        # The type alone: another driver may publish the attribute.
+        "device.attributes['gpu.nvidia.com'].type == 'mig'",
     ],
 )
 def test_a_class_not_shown_to_be_nvidias_cannot_be_scrubbed(selector: str) -> None:
@@ -319,6 +327,18 @@ def test_a_class_not_shown_to_be_nvidias_cannot_be_scrubbed(selector: str) -> No
     assert _dra016(*objects, _device_class(selector)) == [
         ("unscrubbable-class", "/spec/template/spec/resourceClaims/0")
     ]
+    declared = {"extra-classes": {PER_PROFILE: {**PER_PROFILE_CLASS, "selector": selector}}}
+    assert _dra016(*objects, options=declared) == [("unscrubbable-class", "/spec/template/spec/resourceClaims/0")]
+
+
+def test_a_class_declared_without_a_selector_cannot_be_told_and_says_to_give_it() -> None:
+    """A pin attribute in gpu.nvidia.com says the driver, not which of its devices: the
+    passthrough ones publish productName, uuid and pciBusID too."""
+    objects = _per_profile()
+    declared = {"extra-classes": {PER_PROFILE: {"pin-attribute": "gpu.nvidia.com/profile"}}}
+    assert _dra016(*objects, options=declared) == [("unscrubbable-class", "/spec/template/spec/resourceClaims/0")]
+    (finding,) = [f for f in check_objects(list(objects), config(declared)).findings if f.rule == "DRA016"]
+    assert f"extra-classes declares {PER_PROFILE} without a selector" in finding.message
 
 
 def test_a_class_of_unknown_driver_is_unscrubbable_and_says_how_to_show_it_is_nvidias() -> None:
