@@ -22,7 +22,7 @@ from dra_guard.builders import (
     with_claim_template,
     with_scrubber,
 )
-from dra_guard.catalog import POD_SPEC_PATHS
+from dra_guard.catalog import POD_SPEC_PATHS, SCRUB_BEFORE_USE
 from dra_guard.spec import ClaimOptions, ClaimSpec, WorkloadOptions, WorkloadSpec, claim_template_name, name_from_id
 
 if sys.version_info >= (3, 11):
@@ -169,8 +169,13 @@ def use_claim_template(
     container, holding the claim, when the app is synthesized (so init containers added
     later stay after it): for an `IsolatedClaimTemplate` of a class it scrubs, and for a
     template named by a string (whose class is not known here: pass `scrub_image=None` for
-    one it cannot scrub, or its pods never start).
+    one it cannot scrub, or its pods never start).  `scrub_image=None` with an
+    `IsolatedClaimTemplate` of a class it scrubs is refused: DRA016, which no annotation
+    waives, requires the scrubber of every pod holding such a claim, and a template that
+    declares ScrubBeforeUse would promise an erasure no container performs.
     """
+    if scrub_image is None and isinstance(template, IsolatedClaimTemplate) and template.spec.slice.scrubbed:
+        raise ValueError(_scrubber_required(template))
     api_object = _workload_api_object(workload)
     pointer = POD_SPEC_PATHS[api_object.kind]
     current = _pod_spec_of(api_object, pointer)
@@ -194,6 +199,20 @@ def use_claim_template(
         # cdk8s validates every construct before it renders any object (App.synth,
         # Testing.synth and Chart.to_json alike), so this runs once the containers are final.
         _wire_at_synth(api_object, _WireLateContainers(api_object, pointer, claim_name))
+
+
+def _scrubber_required(template: IsolatedClaimTemplate) -> str:
+    """Why `scrub_image=None` is refused for this template."""
+    declared = (
+        f" and the template declares sanitization {template.spec.sanitization}, an erasure only the scrubber performs"
+        if template.spec.sanitization == SCRUB_BEFORE_USE
+        else ""
+    )
+    return (
+        f"scrub_image: the scrubber scrubs the devices of template {template.name!r} "
+        f"({template.spec.slice.device_class}), so every pod holding its claim must run it first (DRA016, not "
+        f"waivable){declared}; pass a pinned image (default {DEFAULT_SCRUB_IMAGE}), not None"
+    )
 
 
 def _wire_at_synth(api_object: ApiObject, wiring: Any) -> None:

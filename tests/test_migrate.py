@@ -488,6 +488,13 @@ def test_no_scrubber_when_told_and_the_image_given() -> None:
     assert f"image: {image}" in output
 
 
+def test_scrub_before_use_without_a_scrubber_is_refused_as_the_command_line_refuses_it() -> None:
+    """Every template would declare an erasure no pod performs (DRA004, DRA016): migrate_documents
+    wrote them, while `dra-guard migrate --sanitization ScrubBeforeUse --no-scrubber` was refused."""
+    with pytest.raises(ValueError, match=r"^sanitization: ScrubBeforeUse declares that the scrubber runs first"):
+        MigrationSettings(pins=PINS, sanitization="ScrubBeforeUse", scrub_image=None)
+
+
 def test_scrub_before_use_is_refused_for_an_object_whose_class_nothing_scrubs() -> None:
     """ScrubBeforeUse on a TPU's template would declare an erasure nothing performs (the pod
     gets no scrubber): that object is refused, with the builders' reason; an NVIDIA one is

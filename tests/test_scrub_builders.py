@@ -222,3 +222,23 @@ def test_the_catalogs_scrubbed_classes_are_those_whose_selector_fixes_a_type_it_
     derived = {name for name in DEVICE_CLASSES if scrubbed_class(name, Config(), None)}
     assert derived == SCRUBBED_CLASSES == {"gpu.nvidia.com", "mig.nvidia.com"}
     assert scrubbed_classes(Config()) == sorted(SCRUBBED_CLASSES)
+
+
+@pytest.mark.parametrize("sanitization", ["WipeOnDeallocate", "ScrubBeforeUse"])
+def test_use_claim_template_refuses_no_scrubber_for_a_template_of_a_class_it_scrubs(sanitization: str) -> None:
+    """scrub_image=None would leave the pod holding a claim DRA016 (not waivable) requires the
+    scrubber for, and a ScrubBeforeUse template promising an erasure nothing performs: without
+    enforce(), synth passed with no scrubber in the pod."""
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="ns")
+    template = constructs_dra.IsolatedClaimTemplate(chart, "slice", slice=SCRUBBED["mig"], sanitization=sanitization)
+    tpu = constructs_dra.IsolatedClaimTemplate(chart, "tpu-slice", slice=NOT_SCRUBBED["tpu"])
+    pod = ApiObject(chart, "p", api_version="v1", kind="Pod", metadata=ApiObjectMetadata(name="p"))
+    pod.add_json_patch(JsonPatch.add("/spec", {"containers": [{"name": "main", "image": "i:1"}]}))
+    declared = ".*declares sanitization ScrubBeforeUse" if sanitization == "ScrubBeforeUse" else ""
+    with pytest.raises(
+        ValueError, match=f"^scrub_image: the scrubber scrubs the devices of template 'slice'{declared}"
+    ):
+        constructs_dra.use_claim_template(pod, template, scrub_image=None)
+    constructs_dra.use_claim_template(pod, tpu, scrub_image=None)  # nothing to scrub: accepted
+    (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Pod"]
+    assert [claim["resourceClaimTemplateName"] for claim in synthesized["spec"]["resourceClaims"]] == ["tpu-slice"]

@@ -12,6 +12,7 @@ from dra_guard.contract.catalog import (
     DEFAULT_RESOURCE_API_VERSION,
     DEFAULT_SANITIZATION,
     DEVICE_CLASSES,
+    SCRUB_BEFORE_USE,
     DeviceClass,
 )
 from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE
@@ -47,6 +48,15 @@ class MigrationSettings:
     extra_legacy_resources: frozenset[str] = frozenset()
     non_accelerator_classes: frozenset[str] = frozenset()
     extra_classes: Mapping[str, DeviceClass] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.scrub_image is None and self.sanitization == SCRUB_BEFORE_USE:
+            # It would declare an erasure that no pod performs (DRA004, DRA016); the command
+            # line refuses `--sanitization ScrubBeforeUse --no-scrubber` alike.
+            raise ValueError(
+                f"sanitization: {SCRUB_BEFORE_USE} declares that the scrubber runs first in every pod, and "
+                "scrub_image=None adds none; give one of them only"
+            )
 
     def is_accelerator(self, device_class: str) -> bool:
         return device_class not in self.non_accelerator_classes
