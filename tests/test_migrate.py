@@ -488,6 +488,27 @@ def test_no_scrubber_when_told_and_the_image_given() -> None:
     assert f"image: {image}" in output
 
 
+@pytest.mark.parametrize(
+    "look_alike",
+    [
+        {"command": ["true"]},
+        {"command": ["dra-guard", "scrub"], "restartPolicy": "Always"},
+        {"image": "registry.example/other:1", "command": ["dra-guard", "scrub"]},
+    ],
+    ids=["command", "sidecar", "image"],
+)
+def test_a_look_alike_scrubber_is_not_given_the_claims(look_alike: dict[str, Any]) -> None:
+    """A first init container of the scrubber's name that would not scrub first was handed the
+    new claims, and the object reported migrated."""
+    scrubber = {"name": "dra-guard-scrub", "image": "ghcr.io/dra-guard/scrub:0.1.0", **look_alike}
+    legacy = pod(container(limits={"nvidia.com/gpu": 1}))
+    legacy["spec"]["initContainers"] = [scrubber]
+    result = migrate_documents([copy.deepcopy(legacy)], MigrationSettings(pins=PINS, namespace="team"))
+    (report,) = result.reports
+    assert report.status != "migrated" and result.documents == [legacy]
+    assert "is named 'dra-guard-scrub' but is not the scrubber" in report.errors[0].text
+
+
 def test_scrub_before_use_without_a_scrubber_is_refused_as_the_command_line_refuses_it() -> None:
     """Every template would declare an erasure no pod performs (DRA004, DRA016): migrate_documents
     wrote them, while `dra-guard migrate --sanitization ScrubBeforeUse --no-scrubber` was refused."""

@@ -242,3 +242,29 @@ def test_use_claim_template_refuses_no_scrubber_for_a_template_of_a_class_it_scr
     constructs_dra.use_claim_template(pod, tpu, scrub_image=None)  # nothing to scrub: accepted
     (synthesized,) = [obj for obj in Cdk8sTesting.synth(chart) if obj["kind"] == "Pod"]
     assert [claim["resourceClaimTemplateName"] for claim in synthesized["spec"]["resourceClaims"]] == ["tpu-slice"]
+
+
+LOOK_ALIKES = {
+    "command": {"command": ["true"]},
+    "sidecar": {"command": ["dra-guard", "scrub"], "restartPolicy": "Always"},
+    "args": {"command": ["dra-guard", "scrub"], "args": ["--reserved-mib", "999999"]},
+}
+
+
+@pytest.mark.parametrize("changed", list(LOOK_ALIKES), ids=str)
+def test_the_builders_never_hand_a_claim_to_a_look_alike_scrubber(changed: str) -> None:
+    """A first init container of the scrubber's name that would not scrub first (another
+    command, a sidecar, arguments) was given the claim, and the pod passed for scrubbed."""
+    look_alike = {"name": SCRUB_CONTAINER_NAME, "image": DEFAULT_SCRUB_IMAGE, **LOOK_ALIKES[changed]}
+    pod = {"initContainers": [look_alike], "containers": [{"name": "main", "image": "m:1"}]}
+    with pytest.raises(
+        ValueError, match=f"^the pod's first init container '{SCRUB_CONTAINER_NAME}' is not the scrubber"
+    ):
+        with_claim_template(pod, "a", scrub_image=DEFAULT_SCRUB_IMAGE)
+    chart = Chart(Cdk8sTesting.app(), "chart", namespace="ns")
+    template = constructs_dra.IsolatedClaimTemplate(chart, "slice", slice=SCRUBBED["mig"])
+    api_object = ApiObject(chart, "p", api_version="v1", kind="Pod", metadata=ApiObjectMetadata(name="p"))
+    api_object.add_json_patch(JsonPatch.add("/spec", pod))
+    constructs_dra.use_claim_template(api_object, template)
+    with pytest.raises(Exception, match="is not the scrubber"):
+        Cdk8sTesting.synth(chart)

@@ -33,7 +33,7 @@ from dra_guard.contract.catalog import (
     TENANT_ANNOTATION,
     TENANT_LABEL,
 )
-from dra_guard.contract.scrubber import SCRUB_COMMAND, SCRUB_CONTAINER_NAME
+from dra_guard.contract.scrubber import SCRUB_COMMAND, SCRUB_CONTAINER_NAME, not_the_scrubber
 from dra_guard.contract.tags import claim_isolation_tag, isolation_tag
 from dra_guard.contract.validators import (
     plain_copy,
@@ -199,12 +199,19 @@ def scrub_container(image: str, claim_names: Sequence[str]) -> dict[str, Any]:
 def with_scrubber(pod_spec: dict[str, Any], image: str, claim_name: str) -> None:
     """Make the scrubber the pod's first init container and give it `claim_name`, in place:
     a scrubber already first (another claim's) takes this claim too; one that holds it
-    already is left as it is."""
+    already is left as it is.  A container of its name that is not the scrubber's shape
+    (`not_the_scrubber`), or not first, is refused."""
     init_containers = pod_spec.setdefault("initContainers", [])
     first = init_containers[0] if init_containers else None
     if isinstance(first, dict) and first.get("name") == SCRUB_CONTAINER_NAME:
         if first.get("image") != image:
             raise ValueError(f"scrub_image: the pod's scrubber already runs {first.get('image')!r}, not {image!r}")
+        problem = not_the_scrubber(first)
+        if problem is not None:
+            # A look-alike would be handed the claim and the pod pass for scrubbed (DRA016).
+            raise ValueError(
+                f"the pod's first init container {SCRUB_CONTAINER_NAME!r} is not the scrubber: it {problem}"
+            )
         claims = first.setdefault("resources", {}).setdefault("claims", [])
         if not any(isinstance(claim, Mapping) and claim.get("name") == claim_name for claim in claims):
             claims.append({"name": claim_name})

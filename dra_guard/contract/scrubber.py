@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
 from dra_guard.contract.catalog import DEVICE_CLASSES
 
@@ -42,6 +43,24 @@ SCRUBBED_DEVICE_TYPES: Mapping[str, tuple[str, frozenset[str]]] = MappingProxyTy
 #: driver and device type (tests/test_scrub_builders.py derives the set from the catalog's
 #: selectors, as `check` reads them).  `vfio.gpu.nvidia.com`, of the same driver, is not one.
 SCRUBBED_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com"})
+
+#: The fields the scrubber's container may carry: those the builders write (resources for
+#: its claims), those the API server defaults on every container, and securityContext
+#: (which a namespace's Pod Security level may require).  Any other field changes what runs
+#: or what it sees (DRA016 `scrubber-changed`); `restartPolicy` makes it a sidecar the other
+#: containers do not wait for (`scrubber-restartable`).
+SCRUBBER_FIELDS = frozenset(
+    {
+        "name",
+        "image",
+        "command",
+        "resources",
+        "imagePullPolicy",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "securityContext",
+    }
+)
 
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
 _TAG = re.compile(r":[\w][\w.-]{0,127}")
@@ -69,4 +88,22 @@ def image_pin_problem(image: str) -> str | None:
         return "has no tag or digest (the node would pull whatever :latest is)"
     if tag.group(0) == ":latest":
         return "is pinned to :latest, which moves"
+    return None
+
+
+def not_the_scrubber(container: Mapping[str, Any]) -> str | None:
+    """Why a container named as the scrubber would not scrub before the pod's other
+    containers run, whatever its image: another command, a restartPolicy, or a field
+    that changes what runs (None: it is the scrubber's shape).  What the builders and
+    `migrate` check before they give a claim to a scrubber already in the pod."""
+    if container.get("command") != list(SCRUB_COMMAND):
+        return f"runs command {container.get('command')!r}, not {list(SCRUB_COMMAND)!r}"
+    if "restartPolicy" in container:
+        return (
+            f"has restartPolicy {container.get('restartPolicy')!r} (with Always it is a sidecar, and the pod's "
+            "containers start before it has finished)"
+        )
+    changed = sorted(str(key) for key in container if key not in SCRUBBER_FIELDS)
+    if changed:
+        return f"sets {', '.join(changed)}, which change what it runs or sees"
     return None

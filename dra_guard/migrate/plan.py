@@ -21,7 +21,7 @@ from typing import Any
 from dra_guard.building.builders import POD_CLAIM_NAME, claim_template, scrub_container
 from dra_guard.building.spec import name_from_id, scrub_unperformed
 from dra_guard.contract.catalog import SCRUB_BEFORE_USE, class_selector
-from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME
+from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME, not_the_scrubber
 from dra_guard.migrate.edits import Edit, Path
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.operators import Removal, review
@@ -500,6 +500,17 @@ def _scrubber_edits(
         return [Edit("add", at, [scrub_container(settings.scrub_image, claims)])]
     first = _mapping(init_containers[0])
     if first.get("name") == SCRUB_CONTAINER_NAME:
+        problem = _adoption_problem(first, settings.scrub_image)
+        if problem is not None:
+            # Giving it the claims would make a look-alike pass for the scrubber (DRA016).
+            report.errors.append(
+                Message(
+                    (*site.path, "initContainers", 0),
+                    f"is named {SCRUB_CONTAINER_NAME!r} but is not the scrubber: it {problem}; replace it with the "
+                    "scrubber or rename it",
+                )
+            )
+            return []
         resources = _mapping(first.get("resources"))
         entries = [{"name": claim} for claim in claims]
         if isinstance(resources.get("claims"), list):
@@ -517,6 +528,13 @@ def _scrubber_edits(
         )
         return []
     return [Edit("prepend", at, scrub_container(settings.scrub_image, claims))]
+
+
+def _adoption_problem(first: Mapping[str, Any], image: str) -> str | None:
+    """Why the pod's first init container, named as the scrubber, cannot take the claims."""
+    if first.get("image") != image:
+        return f"runs image {first.get('image')!r}, not the scrub image {image!r}"
+    return not_the_scrubber(first)
 
 
 def _scrubbed(device_class: str, settings: MigrationSettings) -> bool:

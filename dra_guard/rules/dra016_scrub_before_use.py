@@ -12,6 +12,7 @@ from dra_guard.contract.scrubber import (
     SCRUB_COMMAND,
     SCRUB_CONTAINER_NAME,
     SCRUBBED_DRIVERS,
+    SCRUBBER_FIELDS,
     image_pin_problem,
 )
 from dra_guard.model.manifest import ContainerView, Path, text
@@ -115,20 +116,9 @@ FACETS = {
 }
 
 #: What a scrubber container may carry besides its name, image and command: the fields the
-#: builders write (resources.claims) and those the API server defaults on every container.
-_ALLOWED_FIELDS = frozenset(
-    {
-        "name",
-        "image",
-        "command",
-        "resources",
-        "imagePullPolicy",
-        "terminationMessagePath",
-        "terminationMessagePolicy",
-        "securityContext",
-        "restartPolicy",  # its own facet
-    }
-)
+#: builders write (resources.claims) and those the API server defaults on every container
+#: (`dra_guard.contract.scrubber.SCRUBBER_FIELDS`, which the builders check too).
+_ALLOWED_FIELDS = SCRUBBER_FIELDS | {"restartPolicy"}  # restartPolicy: its own facet
 #: Every other field of core/v1 Container (1.32-1.37; tests/rules/test_dra016.py checks the
 #: list against the OpenAPI schemas): the policy names them, since CEL cannot list the keys
 #: of a typed object.
