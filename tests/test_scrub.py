@@ -83,6 +83,9 @@ def test_no_visible_device_is_a_failure_never_a_pass(tmp_path: Path) -> None:
     [
         (("accel0", "accel1"), "tpu"),
         (("vfio/0",), "tpu"),
+        # A GPU bound to vfio-pci, through iommufd (NVIDIA's passthrough devices): it was not seen,
+        # so a scrubber holding it beside a GPU it scrubbed passed.
+        (("vfio/devices/vfio0", "vfio/vfio"), "vfio"),
         (("kfd", "dri/renderD128"), "amd"),
         (("accel/accel0",), "intel-gaudi"),
         (("dri/renderD128",), "unknown"),
@@ -320,6 +323,16 @@ def test_every_device_given_and_scrubbed_passes(tmp_path: Path, monkeypatch: pyt
     assert [device["uuid"] for device in summary["devices"]] == [GPU0[4:], GPU1[4:]]
     assert summary["bytes_nonzero_before"] == 3 * MIB and summary["bytes_nonzero_after"] == 0
     assert summary["bytes_checked"] == 2 * 60 * MIB
+
+
+def test_a_passthrough_gpu_beside_a_scrubbed_one_fails_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NVIDIA's driver hands a vfio GPU over as /dev/vfio/devices/vfioN where iommufd is
+    preferred (vfio-cdi.go): unseen, the scrubber exited 0 with that GPU's memory unread."""
+    fake_cuda(monkeypatch, FakeDevice(GPU0))
+    code, summary, _ = scrub_in(tmp_path, "nvidia0", "nvidiactl", "vfio/devices/vfio0", "iommu")
+    vfio = str(tmp_path / "dev" / "vfio" / "devices" / "vfio0")
+    assert code == 1 and summary["unscrubbed"] == [vfio]
+    assert f"cannot scrub {vfio} (vfio)" in summary["reason"]
 
 
 @pytest.mark.e2e

@@ -4,8 +4,13 @@ A DRA driver hands a container its devices as device nodes (through CDI): NVIDIA
 `/dev/nvidiaN` (MIG instances add `/dev/nvidia-caps/nvidia-capN`), AMD GPUs as `/dev/kfd`
 with `/dev/dri/renderDN`, Intel GPUs as `/dev/dri/renderDN` alone, Intel Gaudi as
 `/dev/accel/accelN`, Google TPUs as `/dev/accelN` (v4 and earlier) or `/dev/vfio/N` (v5e and
-later).  Which vendor a render node belongs to is read from sysfs where it can be; a node
-that cannot be placed is reported as unknown (and so refused), never skipped.
+later), and a device bound to vfio-pci through iommufd as `/dev/vfio/devices/vfioN` (NVIDIA's
+driver hands its passthrough GPUs over so where iommufd is preferred:
+NVIDIA/k8s-dra-driver-gpu @ 22407113785e78c7763b4637689a201eb39c6199,
+cmd/gpu-kubelet-plugin/vfio-cdi.go `GetDeviceSpecsByPCIBusID`; otherwise it is `/dev/vfio/N`,
+read as a TPU's, refused either way).  Which vendor a render node belongs to is read from
+sysfs where it can be; a node that cannot be placed is reported as unknown (and so refused),
+never skipped.
 """
 
 from __future__ import annotations
@@ -21,13 +26,15 @@ _NVIDIA_GPU = re.compile(r"nvidia\d+")
 _ACCEL = re.compile(r"accel\d+")
 _RENDER = re.compile(r"renderD\d+")
 _VFIO_GROUP = re.compile(r"\d+")
+_VFIO_DEVICE = re.compile(r"vfio\d+")
 #: PCI vendor IDs of render nodes' devices (sysfs `device/vendor`).
 _PCI_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
 
 
 @dataclass(frozen=True)
 class VisibleDevice:
-    #: "nvidia", "amd", "intel", "intel-gaudi", "tpu" or "unknown".
+    #: "nvidia", "amd", "intel", "intel-gaudi", "tpu", "vfio" (a vfio-pci device through
+    #: iommufd, whatever its vendor) or "unknown".
     vendor: str
     #: The device node, as the container sees it.
     node: str
@@ -48,6 +55,11 @@ def visible_devices(dev: str = "/dev", sys_class: str = "/sys/class/drm") -> lis
         VisibleDevice("tpu", os.path.join(dev, "vfio", name))
         for name in _listing(os.path.join(dev, "vfio"))
         if _VFIO_GROUP.fullmatch(name)
+    ]
+    found += [
+        VisibleDevice("vfio", os.path.join(dev, "vfio", "devices", name))
+        for name in _listing(os.path.join(dev, "vfio", "devices"))
+        if _VFIO_DEVICE.fullmatch(name)
     ]
     amd = "kfd" in names
     for name in _listing(os.path.join(dev, "dri")):
