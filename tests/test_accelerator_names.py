@@ -258,6 +258,44 @@ def test_point2_dynamo_component_gpu_becomes_limits() -> None:
     assert {f.path for f in dra001([graph])} >= {f"{device}nvidia.com~1gpumem", f"{device}nvidia.com~1gpucores"}
 
 
+@pytest.mark.parametrize(
+    ("path", "resource", "profile"),
+    [
+        ("kubeai/deepseek-r1-distill-llama-8b-l4.yaml", "nvidia.com/gpu", "nvidia-gpu-l4"),
+        ("kubeai/deepseek-r1-mi300x.yaml", "amd.com/gpu", "amd-gpu-mi300x"),
+        ("kubeai/gemma-2b-it-tpu.yaml", "google.com/tpu", "google-tpu-v5e-1x1"),
+    ],
+)
+def test_kubeai_chart_profiles_become_limits(path: str, resource: str, profile: str) -> None:
+    """KubeAI's own Models: the operator multiplies the named profile's limits into the model
+    server container (substratusai/kubeai model_controller.go getModelConfig @ 2f32ef49), and
+    the chart's profiles name device-plugin accelerators; they passed with 0 findings."""
+    (model,) = load(path)
+    (finding,) = dra001([model])
+    assert finding.path == "/spec/resourceProfile" and finding.severity is Severity.CRITICAL
+    assert repr(resource) in finding.message and f"KubeAI's chart profile {profile!r}" in finding.message
+
+
+def test_kubeai_profiles_that_give_nothing_and_profiles_that_cannot_be_verified() -> None:
+    (model,) = load("kubeai/deepseek-r1-distill-llama-8b-l4.yaml")
+    spec = model["spec"]
+    # The chart's cpu profile (requests of cpu and memory), a multiple of zero, no profile.
+    for value in ("cpu:2", "cpu-large:1", "nvidia-gpu-l4:0", "nvidia-gpu-l4:+00"):
+        spec["resourceProfile"] = value
+        assert dra001([model]) == [], value
+    del spec["resourceProfile"]
+    assert dra001([model]) == []
+    # A profile of the cluster's own Helm values: what it holds no manifest shows.
+    for value in ("nvidia-gpu-b200:1", "CPU:1", "team-profile"):
+        spec["resourceProfile"] = value
+        (finding,) = dra001([model])
+        assert finding.path == "/spec/resourceProfile" and finding.severity is Severity.MEDIUM, value
+        assert finding.message.startswith("cannot verify") and "Helm values" in finding.message
+    # A Model of another API group is no KubeAI Model.
+    model["apiVersion"] = "example.com/v1"
+    assert dra001([model]) == []
+
+
 # --- point 7 ------------------------------------------------------------------------------------
 
 

@@ -15,7 +15,11 @@
   resources) are not read at all.
 * Operators' GPU fields that become container limits (`OPERATOR_GPU_FIELDS`: a
   SparkApplication's `driver.gpu` / `executor.gpu`, a VLLMRuntime's `resources.gpu`, a
-  Dynamo component's `resources.limits.gpu` and `custom` names).
+  Dynamo component's `resources.limits.gpu` and `custom` names), and operators' resource
+  profiles (`operator_profiles`: a KubeAI Model's `resourceProfile`), whose limits the
+  operator writes into the pod: a profile of the operator's chart asks for what its limits
+  name; a `cpu...` profile, or a multiple of zero, asks for nothing; any other profile is
+  `Unverifiable` (what it holds is cluster configuration).
 * KubeVirt: the device-plugin names VMs pass through, `gpus[].deviceName` and
   `hostDevices[].deviceName`.
 * A quantity of zero, or null (which Go decodes as a zero Quantity), asks for nothing: the
@@ -41,6 +45,7 @@ from dra_guard.contract.findings import json_pointer
 from dra_guard.model.embedded import PLACEHOLDER_WORD, Unreadable, fill_placeholders, is_filled, read_embedded
 from dra_guard.model.kustomize import PatchFiles, is_kustomization, patches
 from dra_guard.model.manifest import Path, get_path, items, mapping, text
+from dra_guard.model.operator_profiles import ProfileNamed, named_profiles
 from dra_guard.model.pod_templates import ARGO_GROUP, BUILTIN_GROUPS, PodSpecView, api_group
 
 REQUIREMENT_SECTIONS = ("limits", "requests")
@@ -232,6 +237,8 @@ def asked_resources(
     kind = text(obj.get("kind"))
     for field in OPERATOR_GPU_FIELDS.get((group or "", kind), ()):
         yield from _operator_gpu(obj, field)
+    for profile in named_profiles(obj, group or "", kind):
+        yield from _profile(profile)
     caps = frozenset(path for path, _ in CAP_FIELDS.get((group or "", kind), ()))
     yield from _anywhere(obj, (), argo=group == ARGO_GROUP, kubevirt=kubevirt, skip=caps)
 
@@ -251,6 +258,23 @@ def _operator_gpu(obj: Mapping[str, Any], field: OperatorGpuField) -> Iterator[A
         elif field.default_name is not None and gpu.get(field.quantity_key) not in (None, ""):
             # The operator's default name; the quantity's field is what asks for it.
             yield Asked((*path, field.quantity_key), field.default_name, field.section, via=via)
+
+
+def _profile(named: ProfileNamed) -> Iterator[Asked | Unverifiable]:
+    field, where = named.field, ".".join(named.path)
+    if named.chart is None:
+        why = (
+            f"{where} names {field.operator} resource profile {named.name!r}, which is not one of the profiles "
+            f"of {field.operator}'s chart: what it holds is set in {field.configured_in}, which no manifest shows"
+        )
+        yield Unverifiable(named.path, why)
+        return
+    via = (
+        f"{where}: the limits of {field.operator}'s chart profile {named.name!r}, which {field.becomes}; "
+        f"{named.chart.source}"
+    )
+    for name in named.chart.limits:
+        yield Asked(named.path, name, "limits", via=via)
 
 
 def _expand(obj: Mapping[str, Any], pattern: tuple[str, ...]) -> Iterator[Path]:

@@ -85,7 +85,11 @@ RATIONALE = (
     "limits or requests beside other fields may be a cap, so an accelerator named there is unverifiable "
     "(medium); operators' GPU fields, which they write into the pods' limits (SparkApplication driver.gpu "
     "and executor.gpu, VLLMRuntime resources.gpu and gpuType, a Dynamo component's resources.limits.gpu "
-    "and gpuType, its custom and device.resources names); KubeVirt gpus[] and accelerator hostDevices[] "
+    "and gpuType, its custom and device.resources names); a KubeAI Model's resourceProfile, whose profile's "
+    "limits the operator multiplies into the model server container: the profiles of KubeAI's chart ask for "
+    "nvidia.com/gpu (nvidia-gpu-l4, ...), amd.com/gpu (amd-gpu-mi300x) or google.com/tpu (google-tpu-v5e-1x1, "
+    "...), a cpu profile or a multiple of 0 for nothing, and any other profile, defined in the operator's Helm "
+    "values, is unverifiable (medium); KubeVirt gpus[] and accelerator hostDevices[] "
     "deviceNames; Argo "
     "podSpecPatch and resource-manifest strings, read after filling in their {{...}} placeholders as Argo "
     "does, and a kustomization's patches (inline, and the files it names; in JSON 6902 operations also "
@@ -217,6 +221,19 @@ spec:
   - cel: {expression: "device.driver == 'gpu.example.com'"}
 """,
         findings=("Pod/inference#/spec/containers/0/resources/limits/example.com~1gpu",),
+    ),
+    Example(
+        title="A KubeAI Model whose resource profile is the chart's L4 GPU profile",
+        manifests="""\
+apiVersion: kubeai.org/v1
+kind: Model
+metadata: {name: llama, namespace: team-a}
+spec:
+  url: hf://meta-llama/Llama-3.1-8B-Instruct
+  engine: VLLM
+  resourceProfile: nvidia-gpu-l4:1
+""",
+        findings=("Model/llama#/spec/resourceProfile",),
     ),
     Example(
         title="A KubeVirt VM that passes a GPU through the device plugin",
