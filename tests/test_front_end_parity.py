@@ -13,6 +13,7 @@ needed by some input, so the declarations cannot outgrow what is real.
 
 from __future__ import annotations
 
+import copy
 import http.client
 import json
 import socket
@@ -30,7 +31,7 @@ import pytest
 import yaml
 from pulumi.runtime.proto import analyzer_pb2_grpc
 
-from dra_guard import AcceleratorSlice, claim_template, isolation_tag
+from dra_guard import AcceleratorSlice, claim_template, isolated_workload, isolation_tag
 from dra_guard.admission.policy import WEBHOOK_KINDS
 from dra_guard.contract.catalog import ISOLATION_TAG_ANNOTATION as ISOLATION_TAG
 from testkit.front_ends import (
@@ -65,6 +66,7 @@ from testkit.front_ends import (
     webhook_for,
     webhook_rules,
 )
+from testkit.lifecycle import cluster_creates
 from testkit.pack_process import running_pack
 from testkit.pulumi_props import shared_claim
 from tests.webhook_apiserver import write_certificates
@@ -231,6 +233,33 @@ def _namespace_less_template() -> dict[str, Any]:
     return template
 
 
+MIG = AcceleratorSlice.nvidia_mig("1g.10gb")
+
+
+def _claim_of_another_pod() -> Source:
+    """A builder Job's pod, the claim the resource-claim controller made for it (written by
+    that controller), and pod `thief` naming that claim by resourceClaimName: DRA005 on the
+    thief from every front end that sees the claim (the webhook reads it)."""
+    objects = [
+        obj for obj in isolated_workload("w", image="i", slice=MIG, namespace="tenant-a", workload_kind="Job") if obj
+    ]
+    created = [made for made in cluster_creates(objects) if made.kind in ("Pod", "ResourceClaim")]
+    (owner,) = [made.obj for made in created if made.kind == "Pod"]
+    (claim,) = [made.obj for made in created if made.kind == "ResourceClaim"]
+    thief = copy.deepcopy(owner)
+    thief["metadata"] = {"name": "thief", "namespace": "tenant-a"}
+    thief["spec"]["resourceClaims"] = [
+        {"name": entry["name"], "resourceClaimName": claim["metadata"]["name"]}
+        for entry in owner["spec"]["resourceClaims"]
+    ]
+    writers = (None,) * len(objects) + tuple({"username": made.writer} for made in created) + (None,)
+    return Source(
+        "case-pod-names-the-claim-made-for-another-pod",
+        (*objects, *(made.obj for made in created), thief),
+        writers=writers,
+    )
+
+
 CASES = [
     Source("case-shared-claim-after-the-deployment", (_deployment(shared_claim()), shared_claim())),
     Source("case-shared-claim-before-the-deployment", (shared_claim(), _deployment(shared_claim()))),
@@ -246,6 +275,7 @@ CASES = [
         NIC_CLASS_IN_THE_INPUT,
     ),
     Source("case-point3-pod-with-generate-name", tuple(yaml.safe_load_all(GENERATED_POD)), {}, GENERATED_POD),
+    _claim_of_another_pod(),
 ]
 NAMESPACE_LESS = Source("case-namespace-less-template", (_namespace_less_template(),))
 

@@ -645,3 +645,51 @@ def test_a_tenants_look_alike_of_a_generated_claim_is_denied() -> None:
     assert not webhook.review(request)["allowed"]
     assert admit(policies, look_alike, user_info={"username": claim.writer}) == []
     assert webhook.review({**request, "userInfo": {"username": claim.writer}})["allowed"]
+
+
+def test_a_pod_naming_the_claim_made_for_another_pod_is_reported_and_denied() -> None:
+    """Pod `thief` names, by resourceClaimName, the claim the resource-claim controller made
+    from a builder Job's template for that Job's pod: the scheduler reserves it for both (a
+    claim named by resourceClaimName is never checked against its owner), so `check` and the
+    webhook (which reads the claim) report DRA005 on the thief; the owner's pod and its claim
+    stay admitted."""
+    objects = isolated_workload("app", image="i", slice=SLICES["mig"], namespace="ns", workload_kind="Job")
+    created = cluster_creates(list(objects))
+    (owner_pod,) = of_kind(created, "Pod")
+    (claim,) = of_kind(created, "ResourceClaim")
+    thief = copy.deepcopy(owner_pod.obj)
+    thief["metadata"] = {"name": "thief", "namespace": "ns"}
+    thief["spec"]["resourceClaims"] = [
+        {"name": entry["name"], "resourceClaimName": claim.obj["metadata"]["name"]}
+        for entry in owner_pod.obj["spec"]["resourceClaims"]
+    ]
+    chosen = config({"kubernetes-version": "1.36", **UNSCRUBBED_ACCEPTED})
+    report = check_objects([c.obj for c in created] + [thief], chosen)
+    assert report.errors == []
+    assert {(f.rule, f.object.name) for f in report.findings} == {("DRA005", "thief")}
+
+    class Claims:
+        def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+            return next(
+                (t.obj for t in of_kind(created, "ResourceClaimTemplate") if t.obj["metadata"]["name"] == name), None
+            )
+
+        def get_claim(self, namespace: str, name: str) -> dict[str, Any] | None:
+            return claim.obj if name == claim.obj["metadata"]["name"] else None
+
+    webhook = Webhook(RULES, chosen, templates=Claims(), all_rules=True)
+
+    def review(obj: dict[str, Any]) -> dict[str, Any]:
+        request = {
+            "uid": "u",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE",
+            "namespace": "ns",
+            "userInfo": {"username": "system:serviceaccount:ns:default"},
+            "object": obj,
+        }
+        return webhook.review(request)
+
+    denied = review(thief)
+    assert not denied["allowed"] and "DRA005" in denied["status"]["message"], denied
+    assert review(owner_pod.obj)["allowed"]

@@ -221,6 +221,29 @@ class ClaimFacts(NamedTuple):
     #: are accelerators is decided after the last object (`Context.no_accelerator`), since a
     #: DeviceClass of the input further on may say (`dra_guard.ruleapi.device_classes`).
     classes: tuple[str, ...]
+    #: The Pod a ResourceClaim was made for ("" for none): the one its controller owner
+    #: reference names, as the resource-claim controller and the scheduler write it on the
+    #: claims they make for a pod (`controlling_pod`).
+    owner_pod: str = ""
+
+
+def controlling_pod(obj: Mapping[str, Any]) -> str:
+    """The name of the Pod that controls `obj` (its ownerReference with `controller: true`
+    of kind Pod in the core group), or "".
+
+    The resource-claim controller gives each claim it makes from a pod's template such a
+    reference to that pod, and the scheduler each claim it makes for a pod's extended
+    resources (kubernetes/kubernetes @ 003e86297d18a8538c9da3619871393f9703bf70
+    pkg/controller/resourceclaim/controller.go `handleClaim`; `testkit.lifecycle` models
+    both).  Only a pod claim made from a template is checked against it: a pod that names the
+    claim by `resourceClaimName` gets it whoever owns it (@ 0209a4cb57a359609b96779f044bcdff8e8df70d
+    staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go: `Name`
+    returns mustCheckOwner false for it, and `CanBeReserved` puts no limit on sharing)."""
+    for raw in items(mapping(obj.get("metadata")).get("ownerReferences")):
+        owner = mapping(raw)
+        if owner.get("controller") is True and owner.get("kind") == "Pod" and owner.get("apiVersion") == "v1":
+            return text(owner.get("name"))
+    return ""
 
 
 def same_namespace(first: str, second: str) -> bool:
@@ -369,7 +392,8 @@ class Context:
                 dict.fromkeys(request.device_class for request in resource.requests if not self._monitors(request))
             )
             classes = self._request_names.setdefault(classes, classes)
-            return (_CLAIM, ClaimFacts(kind, resource.namespace, resource.name, names, classes))
+            owner = controlling_pod(resource.obj) if kind == "ResourceClaim" else ""
+            return (_CLAIM, ClaimFacts(kind, resource.namespace, resource.name, names, classes, owner))
         if kind == "ComputeDomain" and text(resource.obj.get("apiVersion")).startswith(COMPUTE_DOMAIN_GROUP):
             return self._compute_domain_fact(resource)
         if kind == "DeviceClass" and is_dra_object(resource.obj):

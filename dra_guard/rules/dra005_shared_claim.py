@@ -29,7 +29,9 @@ RATIONALE = (
     "DRAWorkloadResourceClaims (alpha 1.36) a pod claim from a template resolves to the group's one claim when "
     "the pod's PodGroup (schedulingGroup.podGroupName) declares a claim with the same name and template (core/v1 "
     "PodResourceClaim): such template claims are reported as shared too, where the PodGroup is among the "
-    "objects. Claims and templates that ask for no accelerator (non-accelerator-classes) may be shared. Pod "
+    "objects. A claim the control plane made for one pod (from its template, or for its extended resources) has "
+    "that Pod as its controller owner and is that pod's: another pod naming it by resourceClaimName shares it. "
+    "Claims and templates that ask for no accelerator (non-accelerator-classes) may be shared. Pod "
     "templates are found in built-in workloads, in JobSet, LeaderWorkerSet, the Kubeflow jobs and training "
     "runtimes, Ray, Argo Workflows and KServe, and in any other kind with a pod-spec-shaped mapping. Pods are "
     "compared across namespaces as they would land: a pod without a namespace goes to the namespace the "
@@ -45,7 +47,7 @@ OPTIONS = ()
 FACETS = {
     "template-claim": "a controller's pod template names a ResourceClaim that every pod it creates would share",
     "generated-pod-claim": "a Pod with generateName names a ResourceClaim that every create of it shares",
-    "pods-share-claim": "pods of the input name the same ResourceClaim",
+    "pods-share-claim": "pods of the input name the same ResourceClaim, or a Pod names one made for another pod",
     "group-claim": "a PodGroup's claim (a Workload's, a Job's scheduling claim) is shared by every pod of the group",
     "group-template": "a pod's template claim resolves to the one claim its PodGroup makes",
 }
@@ -212,7 +214,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
                     yield Violation((*path, "resourceClaimName"), message, facet=facet)
                 continue
             # A function and its arguments, not a closure: one is kept per pod until the end.
-            shared = (context, claim_name, namespace, resource.serial)
+            shared = (context, claim_name, namespace, resource.serial, resource.name)
             yield Pending((*path, "resourceClaimName"), _shared_with, shared, facet="pods-share-claim")
         yield from _group_shared_templates(resource, context, pod, reported)
 
@@ -259,12 +261,19 @@ def _template_no_accelerator(context: Context, namespace: str, name: str) -> boo
     return template is not None and context.no_accelerator(template)
 
 
-def _shared_with(context: Context, claim_name: str, namespace: str, serial: int) -> str | None:
+def _shared_with(context: Context, claim_name: str, namespace: str, serial: int, pod_name: str) -> str | None:
     others = context.other_claim_users(claim_name, namespace, serial)
-    if not others or _claims_no_accelerator(context, namespace, claim_name):
+    claim = context.find_claim(namespace, claim_name)
+    # A claim the control plane made for another pod (from that pod's template, or for its
+    # extended resources) is that pod's: naming it shares its devices with it, though no
+    # other pod of the input names it (`controlling_pod`).
+    owner = claim.owner_pod if claim is not None and claim.owner_pod != pod_name else ""
+    if not (others or owner) or _claims_no_accelerator(context, namespace, claim_name):
         return None
-    names = ", ".join(sorted(f"Pod/{user.name}" for user in others))
-    return f"ResourceClaim {claim_name!r} is also used by {names}"
+    users = [f"Pod/{user.name}" for user in others]
+    if owner:
+        users.append(f"Pod/{owner} (the pod it was made for: its controller owner reference)")
+    return f"ResourceClaim {claim_name!r} is also used by {', '.join(sorted(users))}"
 
 
 def _unless_no_accelerator(context: Context, namespace: str, claim_name: str, message: str) -> Resolved | None:

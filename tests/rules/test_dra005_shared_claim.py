@@ -51,6 +51,44 @@ def test_dra005_claim_used_by_two_pods_and_by_one() -> None:
     assert findings(claim(), user("a")) == []
 
 
+def _owned_by(obj: dict[str, Any], pod_name: str, *, controller: bool = True) -> dict[str, Any]:
+    """`obj` with the owner reference the resource-claim controller gives the claim it makes
+    for pod `pod_name` (testkit.lifecycle.controller_ref)."""
+    reference = {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": "u-" + pod_name}
+    if controller:
+        reference.update(controller=True, blockOwnerDeletion=True)
+    obj["metadata"]["ownerReferences"] = [reference]
+    obj["metadata"].setdefault("annotations", {})["resource.kubernetes.io/pod-claim-name"] = "gpu"
+    return obj
+
+
+def _naming(pod_name: str, claim_name: str = "slice") -> dict[str, Any]:
+    obj = pod(
+        containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+        resourceClaims=[{"name": "gpu", "resourceClaimName": claim_name}],
+    )
+    obj["metadata"]["name"] = pod_name
+    return obj
+
+
+def test_dra005_a_pod_naming_the_claim_made_for_another_pod_shares_it() -> None:
+    """The claim of pod a's template is a's (its controller owner): pod b naming it by
+    resourceClaimName is given a's devices, and no other pod of the input names it."""
+    (finding,) = findings(_owned_by(claim(), "a"), _naming("b"))
+    assert (finding.rule, finding.object.name, finding.facet) == ("DRA005", "b", "pods-share-claim")
+    assert "Pod/a (the pod it was made for" in finding.message
+    # Either order: the claim may come after the pod.
+    assert rule_ids(_naming("b"), _owned_by(claim(), "a")) == {"DRA005"}
+
+
+def test_dra005_the_owner_itself_or_a_claim_nobody_controls_is_not_shared() -> None:
+    assert findings(_owned_by(claim(), "a"), _naming("a")) == []
+    assert findings(_owned_by(claim(), "a", controller=False), _naming("b")) == []
+    nic = _owned_by(claim(), "a")
+    nic["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "efa.networking.k8s.aws"
+    assert findings(nic, _naming("b")) == []
+
+
 def test_dra005_pod_group_claims_are_shared() -> None:
     group = {
         "apiVersion": "scheduling.k8s.io/v1alpha2",
