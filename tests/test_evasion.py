@@ -161,6 +161,21 @@ def test_suppression_on_the_pod_template_metadata() -> None:
     assert rule_ids(template_obj, workload_obj) == set()
 
 
+def test_a_waiver_on_the_controller_itself_does_not_reach_its_pods() -> None:
+    """The pods a Deployment makes carry its template's annotations, not its own: a waiver
+    there would leave every pod to be denied, so it waives nothing, with a note."""
+    template_obj, workload_obj = workload()
+    workload_obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = dict(LEGACY)
+    workload_obj["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "migrating in Q3"}
+    (finding,) = findings(template_obj, workload_obj)
+    assert finding.rule == "DRA001"
+    assert "is on the Deployment itself, and the pods it makes carry only their template's annotations" in (
+        finding.message
+    )
+    workload_obj["spec"]["template"]["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "migrating in Q3"}
+    assert rule_ids(template_obj, workload_obj) == set()
+
+
 @pytest.mark.parametrize("rule", ["DRA004", "DRA006"])
 def test_non_waivable_rules_cannot_be_suppressed(rule: str) -> None:
     obj = template()

@@ -693,3 +693,29 @@ def test_a_pod_naming_the_claim_made_for_another_pod_is_reported_and_denied() ->
     denied = review(thief)
     assert not denied["allowed"] and "DRA005" in denied["status"]["message"], denied
     assert review(owner_pod.obj)["allowed"]
+
+
+@pytest.mark.parametrize("on_template", [False, True], ids=["on-the-deployment", "on-the-template"])
+def test_a_waiver_is_honoured_only_where_the_pods_carry_it(on_template: bool) -> None:
+    """A Deployment asking for nvidia.com/gpu with an ignore-DRA001 waiver: its pods get the
+    template's annotations only.  On the template, the Deployment and every pod it makes pass
+    `check` and the policies; on the Deployment itself, the waiver would leave the pods to be
+    denied, so `check` and the policies report the Deployment already."""
+    waiver = {"dra-guard.io/ignore-DRA001": "burn-in before the driver is installed, OPS-142"}
+    gpu = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    template: dict[str, Any] = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [gpu]}}
+    deployment_obj: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "w", "namespace": "ns"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": template},
+    }
+    (template["metadata"] if on_template else deployment_obj["metadata"])["annotations"] = waiver
+    policies, _ = _admission_for("1.36")
+    chosen = config({"kubernetes-version": "1.36", **UNSCRUBBED_ACCEPTED})
+    created = cluster_creates([deployment_obj])
+    assert [c.kind for c in created] == ["Deployment", "ReplicaSet", "Pod"]
+    for made in created:
+        denied = {d.rule for d in admit(policies, made.obj, user_info={"username": made.writer})}
+        reported = {f.rule for f in check_objects([made.obj], chosen).findings}
+        assert (denied, reported) == ((set(), set()) if on_template else ({"DRA001"}, {"DRA001"})), made.kind

@@ -26,6 +26,7 @@ from typing import Any
 from dra_guard.contract.catalog import (
     ANNOTATION_PREFIX,
     IGNORE_ANNOTATION_PREFIX,
+    POD_CONTROLLER_KINDS,
     POD_GROUP_KINDS,
     POD_SPEC_PATHS,
     VISIBLE_CHARACTER_RE2,
@@ -75,11 +76,19 @@ def uncovered_rules(registry: Registry) -> list[tuple[Rule, str]]:
 
 
 def waived(rule_id: str, kinds: Sequence[str]) -> str:
-    """CEL: the object (or its pod template) carries `ignore-<rule_id>` with a visible reason."""
+    """CEL: the object (or its pod template) carries `ignore-<rule_id>` with a visible reason.
+
+    A controller's (`POD_CONTROLLER_KINDS`) own metadata does not count: what a policy decides
+    on a controller is in its pod template, which its pods get with the template's
+    annotations only, so only the template's waiver waives there (as in the engine:
+    `dra_guard.engine.run._annotation_waiver`)."""
     key = string(IGNORE_ANNOTATION_PREFIX + rule_id)
+    controllers = sorted(set(kinds) & set(POD_CONTROLLER_KINDS))
     clauses = []
     for place in _metadata_places(kinds):
         guards = has_chain(place)
+        if place == "object.metadata" and controllers:
+            guards = f"!(object.kind in {string_list(controllers)}) && {guards}"
         clauses.append(
             f"({guards} && has({place}.annotations) && {key} in {place}.annotations && "
             f"{place}.annotations[{key}].matches({string(VISIBLE_CHARACTER_RE2)}))"

@@ -68,6 +68,14 @@ POD_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
 
+#: The kinds whose controllers make pods from their pod template.  A pod gets the template's
+#: labels and annotations and nothing of the controller's own metadata (kubernetes/kubernetes
+#: @ 1f8996f8cec98af38ab4cba237421b28c1cef9a3 pkg/controller/controller_utils.go
+#: `GetPodFromTemplate`: `getPodsAnnotationSet(template)`; a CronJob's Job gets its
+#: jobTemplate's, and the Job's pods their template's), so a waiver on the controller's own
+#: metadata never reaches the pods the cluster admits.  A PodTemplate object makes no pods.
+POD_CONTROLLER_KINDS = tuple(kind for kind in POD_SPEC_PATHS if kind not in ("Pod", "PodTemplate"))
+
 #: Scheduling objects (scheduling.k8s.io, alpha; KEP-4671, KEP-5729) whose resourceClaims
 #: every pod of the group shares.
 POD_GROUP_KINDS = ("PodGroup", "Workload")

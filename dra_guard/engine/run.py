@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from typing import Any, NamedTuple, Protocol
 
-from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX
+from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, POD_CONTROLLER_KINDS
 from dra_guard.contract.findings import (
     ACCEPTED_BY_CONFIGURATION,
     ANNOTATION_WAIVER,
@@ -62,6 +62,13 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
+#: Why a controller's own `ignore-<rule>` annotation does not waive a finding in its pod template.
+_NOT_ON_THE_PODS = (
+    "is on the {kind} itself, and the pods it makes carry only their template's annotations (they would be "
+    "denied): put it in the pod template's metadata.annotations"
+)
+
+
 def _expired(expires: date | None, today: date) -> bool:
     """Whether a waiver with this last day no longer waives on `today`."""
     return expires is not None and expires < today
@@ -70,12 +77,25 @@ def _expired(expires: date | None, today: date) -> bool:
 def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date) -> WaiverText | None:
     """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in,
     read as a waiver (`read_waiver`): the first that waives, else the first there is (which
-    says why it does not: no reason, a malformed field, expired); None when there is none."""
+    says why it does not: no reason, a malformed field, expired); None when there is none.
+
+    A finding in the pod template of a controller (`POD_CONTROLLER_KINDS`) is one its pods
+    will have, and they carry the template's annotations only: the controller's own
+    annotation would waive the workload and leave every pod it makes to be denied, so only
+    the template's waives there (the admission policies read it so too: `admission.policy.waived`)."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
-    sources: list[Mapping[str, Any]] = [mapping(mapping(resource.obj.get("metadata")).get("annotations"))]
+    own = mapping(mapping(resource.obj.get("metadata")).get("annotations"))
+    sources: list[Mapping[str, Any]] = [own]
     pod = resource.pod_at(path) if resource.pods else None
     if pod is not None:
-        sources.append(mapping(pod.template_metadata.get("annotations")))
+        if pod.is_template and resource.kind in POD_CONTROLLER_KINDS:
+            template = mapping(pod.template_metadata.get("annotations"))
+            if key in template or key not in own:
+                sources = [template]
+            else:
+                return WaiverText(problem=_NOT_ON_THE_PODS.format(kind=resource.kind))
+        else:
+            sources.append(mapping(pod.template_metadata.get("annotations")))
     found: WaiverText | None = None
     for annotation_map in sources:
         if key in annotation_map:

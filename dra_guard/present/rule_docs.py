@@ -64,7 +64,9 @@ def rules_markdown(registry: Registry) -> str:
     lines += [
         "",
         f'Waive a rule on one object with the annotation `{IGNORE_ANNOTATION_PREFIX}<ID>: "<reason>"` on the object '
-        "or its pod template; a reason that shows nothing (empty, spaces, zero-width characters) does not waive. "
+        "or its pod template (a finding in a controller's pod template only on the template: its pods carry the "
+        "template's annotations, not the controller's); a reason that shows nothing (empty, spaces, zero-width "
+        "characters) does not waive. "
         "A waiver may name who answers for it and the last day it holds (UTC): "
         f'`{IGNORE_ANNOTATION_PREFIX}<ID>: "reason=<reason>; owner=<team or ticket>; expires=<YYYY-MM-DD>"` '
         "(fields separated by `;`, in any order, `reason` required). "
