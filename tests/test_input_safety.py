@@ -465,3 +465,33 @@ def test_a_file_name_with_a_newline_stays_on_its_line_of_the_text_report(project
     lines = text.splitlines()
     assert any(line.startswith("new\\x0aline.yaml:6: DRA001 [critical]") for line in lines), text
     assert any(line.startswith("broken\\x0d.yaml:4: error: ") for line in lines), text
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("stdin", "noted"), [("pipe", True), ("devnull", False)])
+def test_data_piped_in_with_no_path_named_is_said_to_be_unread(project: Path, stdin: str, noted: bool) -> None:
+    """`helm template x | dra-guard check` (no `-`) checks the working folder: said, not silent."""
+    import subprocess
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "dra_guard.cli", "check", "--config", "/dev/null"],
+        input=LEGACY_POD if stdin == "pipe" else None,
+        stdin=subprocess.DEVNULL if stdin == "devnull" else None,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=60,
+        check=False,
+    )
+    note = "standard input is not read (name - to check it)"
+    assert (note in completed.stderr) is noted, completed.stderr
+    named = subprocess.run(
+        [sys.executable, "-m", "dra_guard.cli", "check", "--config", "/dev/null", "."],
+        input=LEGACY_POD,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=60,
+        check=False,
+    )
+    assert note not in named.stderr  # `.` named: what is checked is what was asked for

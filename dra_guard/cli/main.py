@@ -229,8 +229,10 @@ def _add_check_parser(commands: Any) -> None:
         help="check manifests against the rules",
         description="Check Kubernetes manifests (files, directories, globs, or - for stdin).",
     )
+    # No default here: run_check tells "no path named" (the working folder, and a note when
+    # something is piped in unread) from `.` named.
     check.add_argument(
-        "paths", nargs="*", default=["."], metavar="PATH", help="files, directories, globs, or - (default: .)"
+        "paths", nargs="*", default=[], metavar="PATH", help="files, directories, globs, or - (default: .)"
     )
     _add_report_options(check)
     check.add_argument(
@@ -480,6 +482,9 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from dra_guard.read.walk import Ignores, Patterns, select
     from dra_guard.ruleapi.config import EXCLUDE, MAX_FILE_BYTES
 
+    if not arguments.paths:
+        arguments.paths = ["."]
+        _note_unread_stdin(stderr)
     if gc.get_freeze_count() == 0:
         # What the imports made lives as long as the process: the collector need not scan
         # it again (once per process: a caller's own objects are frozen at most once).
@@ -543,6 +548,21 @@ def run_check(arguments: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
             report = check_stream(inputs, config)
     report.files, report.skipped, report.unchecked = inputs.files, inputs.skipped, inputs.unchecked
     return _conclude(report, arguments, config, baseline=setup[0], stdout=stdout, stderr=stderr)
+
+
+def _note_unread_stdin(stderr: TextIO) -> None:
+    """Say so when data is piped or redirected in and no path is named: `helm template x |
+    dra-guard check` checks the working folder, not what helm wrote (`-` names standard
+    input, as the README shows), and a run that passes on the wrong input must not look like
+    one that read it.  A note, not an error: a CI runner may hand every step a pipe."""
+    import stat
+
+    try:
+        status = os.fstat(0)
+    except (OSError, ValueError):  # closed (`<&-`): nothing was piped in
+        return
+    if stat.S_ISFIFO(status.st_mode) or (stat.S_ISREG(status.st_mode) and status.st_size > 0):
+        stderr.write("dra-guard: standard input is not read (name - to check it); checking the working folder\n")
 
 
 def _refuses_to_overwrite_settings(
