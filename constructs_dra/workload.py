@@ -170,8 +170,8 @@ def use_claim_template(
     later stay after it): for an `IsolatedClaimTemplate` of a class it scrubs, and for a
     template named by a string (whose class is not known here: pass `scrub_image=None` for
     one it cannot scrub, or its pods never start).  `scrub_image=None` with an
-    `IsolatedClaimTemplate` of a class it scrubs is refused: DRA016, which no annotation
-    waives, requires the scrubber of every pod holding such a claim, and a template that
+    `IsolatedClaimTemplate` of a class it scrubs is refused: the rules require the scrubber
+    of every pod holding such a claim (README "Memory erasure"; no annotation waives it), and a template that
     declares ScrubBeforeUse would promise an erasure no container performs.
     """
     if scrub_image is None and isinstance(template, IsolatedClaimTemplate) and template.spec.slice.scrubbed:
@@ -210,8 +210,8 @@ def _scrubber_required(template: IsolatedClaimTemplate) -> str:
     )
     return (
         f"scrub_image: the scrubber scrubs the devices of template {template.name!r} "
-        f"({template.spec.slice.device_class}), so every pod holding its claim must run it first (DRA016, not "
-        f"waivable){declared}; pass a pinned image (default {DEFAULT_SCRUB_IMAGE}), not None"
+        f"({template.spec.slice.device_class}), so every pod holding its claim must run it first (README "
+        f"\"Memory erasure\", not waivable){declared}; pass a pinned image (default {DEFAULT_SCRUB_IMAGE}), not None"
     )
 
 

@@ -202,7 +202,7 @@ EXTRA_CLASSES: Option[Mapping[str, DeviceClass]] = Option(
     "without one, no alignment is asked for), and the CEL `selector` of the class as your cluster defines "
     "it: a pin there (NVIDIA's per-profile class mig-1g-12gb.gpu.nvidia.com pins profile == '1g.12gb') "
     "pins every request of the class, and `check --slices` evaluates it before the request's selectors; "
-    "DRA004 and DRA016 count a class as scrubbed only where it fixes device.driver == 'gpu.nvidia.com' and "
+    "the sanitization rules count a class as scrubbed only where it fixes device.driver == 'gpu.nvidia.com' and "
     "device.attributes['gpu.nvidia.com'].type == 'gpu' or 'mig' (README, \"Memory erasure\").",
 )
 KUBERNETES_VERSION = Option(
