@@ -274,6 +274,35 @@ def test_unknown_kinds_with_a_legacy_request_are_refused_with_the_path() -> None
     )
 
 
+def test_an_accelerator_asked_through_an_operators_field_is_refused_not_passed_over() -> None:
+    """A SparkApplication's executor.gpu and a KubeAI Model's resourceProfile become pod limits
+    (check reports DRA001 on them); migrate said "0 refused" and exited 0."""
+    spark = {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": "s", "namespace": "team"},
+        "spec": {"executor": {"gpu": {"name": "nvidia.com/gpu", "quantity": 1}}},
+    }
+    model = {
+        "apiVersion": "kubeai.org/v1",
+        "kind": "Model",
+        "metadata": {"name": "m", "namespace": "team"},
+        "spec": {"url": "hf://x/y", "engine": "VLLM", "resourceProfile": "nvidia-gpu-l4:1"},
+    }
+    result = migrate_documents([copy.deepcopy(spark), copy.deepcopy(model)], SETTINGS)
+    assert result.documents == [spark, model]
+    [spark_error], [model_error] = (report.errors for report in result.reports)
+    assert spark_error.path == ("spec", "executor", "gpu", "name")
+    assert model_error.path == ("spec", "resourceProfile")
+    assert all(report.status == "refused" for report in result.reports)
+    assert "migrate rewrites pod specs, not an operator's fields" in model_error.text
+    own_profile = {**model, "spec": {**model["spec"], "resourceProfile": "team-a100:2"}}
+    [report] = migrate_documents([copy.deepcopy(own_profile)], SETTINGS).reports
+    assert report.status == "refused" and "cannot verify" in report.errors[0].text
+    cpu = {**model, "spec": {**model["spec"], "resourceProfile": "cpu:1"}}
+    assert migrate_documents([copy.deepcopy(cpu)], SETTINGS).reports == []
+
+
 def test_an_object_without_a_name_is_refused_and_generate_name_is_used() -> None:
     nameless = pod(container(limits={"nvidia.com/mig-1g.5gb": 1}))
     del nameless["metadata"]["name"]

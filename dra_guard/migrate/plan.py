@@ -27,6 +27,7 @@ from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_na
 from dra_guard.migrate.operators import Removal, review
 from dra_guard.migrate.settings import MigrationSettings
 from dra_guard.migrate.sites import Container, PodSite, pod_sites, unknown_kind_reason
+from dra_guard.model.extended_resources import Unverifiable, operator_requests
 from dra_guard.ruleapi.device_classes import selects_scrubbed_devices
 
 SECTIONS = ("limits", "requests")
@@ -183,7 +184,7 @@ def needs_migration(obj: object, settings: MigrationSettings) -> bool:
         return bool(_limit_range(obj, (), settings, ObjectReport((), "LimitRange", None, None)))
     if is_list(obj):
         return any(needs_migration(item, settings) for item in obj["items"])
-    return any(True for _ in legacy_quantities(obj, settings))
+    return any(True for _ in legacy_quantities(obj, settings)) or any(True for _ in operator_requests(obj))
 
 
 def is_list(obj: Mapping[str, Any]) -> bool:
@@ -241,6 +242,8 @@ def migrate_object(
         edits = _limit_range(obj, prefix, settings, report)
         return ObjectMigration(edits, [], report if edits else None)
     legacy = list(legacy_quantities(obj, settings))
+    if _operator_fields(obj, settings, report):
+        return ObjectMigration(report=report)
     if not legacy:
         return ObjectMigration()
     migration = ObjectMigration(report=report)
@@ -383,6 +386,30 @@ def _free(wanted: str, taken: set[Any]) -> str:
         number += 1
         name = f"{wanted[:60]}-{number}"
     return name
+
+
+def _operator_fields(obj: Mapping[str, Any], settings: MigrationSettings, report: ObjectReport) -> bool:
+    """Refuse (errors in `report`) the accelerators an operator's own fields ask for (a
+    SparkApplication's `driver.gpu`, a KubeAI Model's `resourceProfile`, ...), which the
+    operator writes into its pods' limits: no claim can stand in for them in the object, and
+    `check` reports them (DRA001); so is a profile whose contents no manifest shows, for a
+    person to decide, as `check` cannot verify it either.  Whether there was any."""
+    said = False
+    for asked in operator_requests(obj):
+        if isinstance(asked, Unverifiable):
+            report.errors.append(Message(asked.path, f"cannot verify: {asked.why}; decide it by hand"))
+        elif is_migratable_name(asked.name, settings.extra_legacy_resources, settings.is_accelerator):
+            report.errors.append(
+                Message(
+                    asked.path,
+                    f"{asked.name}: asked through {asked.via}; migrate rewrites pod specs, not an operator's "
+                    "fields: replace it by hand (the operator's own DRA support, or a pod template it passes on)",
+                )
+            )
+        else:
+            continue
+        said = True
+    return said
 
 
 def _site_needs(

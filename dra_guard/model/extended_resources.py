@@ -235,12 +235,21 @@ def asked_resources(
         return
     kubevirt = group is not None and (group == "kubevirt.io" or group.endswith(".kubevirt.io"))
     kind = text(obj.get("kind"))
-    for field in OPERATOR_GPU_FIELDS.get((group or "", kind), ()):
-        yield from _operator_gpu(obj, field)
-    for profile in named_profiles(obj, group or "", kind):
-        yield from _profile(profile)
+    yield from operator_requests(obj)
     caps = frozenset(path for path, _ in CAP_FIELDS.get((group or "", kind), ()))
     yield from _anywhere(obj, (), argo=group == ARGO_GROUP, kubevirt=kubevirt, skip=caps)
+
+
+def operator_requests(obj: Mapping[str, Any]) -> Iterator[Asked | Unverifiable]:
+    """What an operator's own fields ask for (`OPERATOR_GPU_FIELDS`, resource profiles): no
+    ResourceRequirements holds these names, the operator writes them into its pods' limits."""
+    group, kind = api_group(obj) or "", text(obj.get("kind"))
+    if group in BUILTIN_GROUPS:
+        return
+    for field in OPERATOR_GPU_FIELDS.get((group, kind), ()):
+        yield from _operator_gpu(obj, field)
+    for profile in named_profiles(obj, group, kind):
+        yield from _profile(profile)
 
 
 def _operator_gpu(obj: Mapping[str, Any], field: OperatorGpuField) -> Iterator[Asked]:
