@@ -65,6 +65,8 @@ SCRUBBER_CHANGES = (
     {"env": [{"name": "X", "value": "1"}]},
     {"restartPolicy": "Always"},
     {"volumeMounts": [{"name": "v", "mountPath": "/usr"}]},
+    {"securityContext": {"privileged": True}},
+    {"securityContext": {"privileged": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True}},
 )
 #: Blanket (no key, operator Exists) and targeted device tolerations.
 TOLERATIONS = (

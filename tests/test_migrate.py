@@ -523,8 +523,9 @@ def test_no_scrubber_when_told_and_the_image_given() -> None:
         {"command": ["true"]},
         {"command": ["dra-guard", "scrub"], "restartPolicy": "Always"},
         {"image": "registry.example/other:1", "command": ["dra-guard", "scrub"]},
+        {"command": ["dra-guard", "scrub"], "securityContext": {"privileged": True}},
     ],
-    ids=["command", "sidecar", "image"],
+    ids=["command", "sidecar", "image", "privileged"],
 )
 def test_a_look_alike_scrubber_is_not_given_the_claims(look_alike: dict[str, Any]) -> None:
     """A first init container of the scrubber's name that would not scrub first was handed the

@@ -248,6 +248,7 @@ LOOK_ALIKES = {
     "command": {"command": ["true"]},
     "sidecar": {"command": ["dra-guard", "scrub"], "restartPolicy": "Always"},
     "args": {"command": ["dra-guard", "scrub"], "args": ["--reserved-mib", "999999"]},
+    "privileged": {"command": ["dra-guard", "scrub"], "securityContext": {"privileged": True}},
 }
 
 

@@ -46,9 +46,10 @@ SCRUBBED_CLASSES = frozenset({"gpu.nvidia.com", "mig.nvidia.com"})
 
 #: The fields the scrubber's container may carry: those the builders write (resources for
 #: its claims), those the API server defaults on every container, and securityContext
-#: (which a namespace's Pod Security level may require).  Any other field changes what runs
-#: or what it sees (DRA016 `scrubber-changed`); `restartPolicy` makes it a sidecar the other
-#: containers do not wait for (`scrubber-restartable`).
+#: (which a namespace's Pod Security level may require), but not privileged mode
+#: (`privileged`, below).  Any other field changes what runs or what it sees (DRA016
+#: `scrubber-changed`); `restartPolicy` makes it a sidecar the other containers do not wait
+#: for (`scrubber-restartable`).
 SCRUBBER_FIELDS = frozenset(
     {
         "name",
@@ -91,11 +92,40 @@ def image_pin_problem(image: str) -> str | None:
     return None
 
 
+def privileged(container: Mapping[str, Any]) -> bool:
+    """Whether the container asks for privileged mode: `securityContext.privileged` set to
+    anything but false (null is unset; a value the API server refuses counts, failing closed).
+
+    Of the container's securityContext, only this changes which devices the scrubber reaches,
+    and so which it scrubs.  The scrubber takes the devices it was given from its device nodes
+    (`dra_guard.scrub.given`), and a container opens only the device nodes the runtime put in
+    it and its device cgroup allows: for a privileged container containerd adds every device
+    of the host and allows them all (containerd/containerd @ 301026e58c619e63d09c0ec411012e54c0124b03,
+    internal/cri/server/container_create.go: `oci.WithHostDevices, oci.WithAllDevicesAllowed`),
+    so the scrubber would fill and zero the free memory of every GPU and MIG device on the
+    node, other pods' included, and count them as given.  The other fields leave that set as
+    it is (kubernetes/api @ 10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2, core/v1/types.go
+    `SecurityContext`): capabilities and allowPrivilegeEscalation (no_new_privs) change what
+    the process may do, and the kernel's device cgroup check does not consult capabilities
+    (CAP_SYS_ADMIN would let a program rewrite its cgroup; the scrubber's fixed command does not),
+    nor does NVIDIA's driver, which admits a process to a MIG instance only with that instance's
+    capability node, administrator or not (NVIDIA/open-gpu-kernel-modules @
+    129479b1b7345f0055016ab3aa42ae78a4ca2048, gpu_instance_subscription.c `gisubscriptionConstruct_IMPL`);
+    runAsUser, runAsGroup and runAsNonRoot choose who opens the device nodes that are there,
+    not which are; procMount Unmasked drops the runtime's masked /proc paths, none of them a
+    device; seLinuxOptions, seccompProfile and appArmorProfile can only deny more, and
+    readOnlyRootFilesystem touches no device; windowsOptions applies on Windows only, where
+    the scrubber does not run."""
+    security = container.get("securityContext")
+    return isinstance(security, Mapping) and security.get("privileged") not in (None, False)
+
+
 def not_the_scrubber(container: Mapping[str, Any]) -> str | None:
     """Why a container named as the scrubber would not scrub before the pod's other
-    containers run, whatever its image: another command, a restartPolicy, or a field
-    that changes what runs (None: it is the scrubber's shape).  What the builders and
-    `migrate` check before they give a claim to a scrubber already in the pod."""
+    containers run, or only the pod's devices, whatever its image: another command, a
+    restartPolicy, a field that changes what runs, or privileged mode (None: it is the
+    scrubber's shape).  What the builders and `migrate` check before they give a claim to a
+    scrubber already in the pod."""
     if container.get("command") != list(SCRUB_COMMAND):
         return f"runs command {container.get('command')!r}, not {list(SCRUB_COMMAND)!r}"
     if "restartPolicy" in container:
@@ -106,4 +136,6 @@ def not_the_scrubber(container: Mapping[str, Any]) -> str | None:
     changed = sorted(str(key) for key in container if key not in SCRUBBER_FIELDS)
     if changed:
         return f"sets {', '.join(changed)}, which change what it runs or sees"
+    if privileged(container):
+        return "is privileged (securityContext.privileged), which shows it every device of the node, not only the pod's"
     return None

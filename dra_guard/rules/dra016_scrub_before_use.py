@@ -14,6 +14,7 @@ from dra_guard.contract.scrubber import (
     SCRUBBED_DRIVERS,
     SCRUBBER_FIELDS,
     image_pin_problem,
+    privileged,
 )
 from dra_guard.model.manifest import ContainerView, Path, text
 from dra_guard.model.pod_templates import PodSpecView
@@ -48,7 +49,8 @@ RATIONALE = (
     "reaches the devices before they are clean; `restartPolicy: Always` makes it a sidecar that the next "
     "containers do not wait for), holds every accelerator claim of the pod (a device it is not given it cannot "
     "see), and is the image and command you configured: a container of that name with another image, a changed "
-    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing. It scrubs the GPUs '
+    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing, and a privileged '
+    "one is shown every device of the node, so it would fill and zero other pods' GPUs too. It scrubs the GPUs "
     "and MIG instances of NVIDIA's GPU driver (gpu.nvidia.com) the pod sees, so a class is scrubbed by what its "
     "devices are, whatever its name (NVIDIA's per-profile mig-1g-12gb.gpu.nvidia.com too): its selector must fix "
     "device.driver == 'gpu.nvidia.com' and device.attributes['gpu.nvidia.com'].type == 'gpu' or 'mig', each in a "
@@ -107,7 +109,8 @@ FACETS = {
     "scrubber-not-first": f"the container {SCRUB_CONTAINER_NAME} is not the pod's first init container",
     "scrubber-image": "the scrubber runs an image the configuration does not list",
     "scrubber-changed": "the scrubber's command is not `dra-guard scrub`, or it has arguments, environment, "
-    "mounts, probes or other fields that change what runs",
+    "mounts, probes or other fields that change what runs, or it is privileged (which shows it every device of "
+    "the node)",
     "scrubber-restartable": "the scrubber has a restartPolicy (Always makes it a sidecar nobody waits for)",
     "no-scrubber": "a pod with a claim of a class the scrubber scrubs runs no scrubber",
     "claim-not-scrubbed": "the scrubber does not hold an accelerator claim of the pod",
@@ -189,6 +192,22 @@ EXAMPLES = (
         title="A tenant's look-alike: the scrubber's name, a command that does nothing",
         manifests=f"{_MIG}---\n" + _POD % ("  initContainers:\n" + _SCRUBBER.replace("[dra-guard, scrub]", '["true"]')),
         findings=("Pod/trainer#/spec/initContainers/0/command",),
+    ),
+    Example(
+        title="A privileged scrubber: shown every GPU of the node, it would scrub other pods' devices too",
+        manifests=f"{_MIG}---\n" + _POD % (_INIT + _SCRUBBER + "    securityContext: {privileged: true}\n"),
+        findings=("Pod/trainer#/spec/initContainers/0/securityContext/privileged",),
+    ),
+    Example(
+        title="The scrubber under the restricted Pod Security Standard: its securityContext changes no device it sees",
+        manifests=f"{_MIG}---\n"
+        + _POD
+        % (
+            _INIT
+            + _SCRUBBER
+            + "    securityContext:\n      runAsNonRoot: true\n      allowPrivilegeEscalation: false\n"
+            "      capabilities: {drop: [ALL]}\n      seccompProfile: {type: RuntimeDefault}\n"
+        ),
     ),
     Example(
         title="An init container holding the device runs before the scrubber",
@@ -281,6 +300,14 @@ def _shape(pod: PodSpecView, scrubber: ContainerView, images: frozenset[str]) ->
         yield Violation(
             (*scrubber.path, field),
             f"the scrubber{pod.where} sets {field}, which changes what it runs or sees; it must have none",
+            facet="scrubber-changed",
+        )
+    if privileged(container):
+        yield Violation(
+            (*scrubber.path, "securityContext", "privileged"),
+            f"the scrubber{pod.where} is privileged (securityContext.privileged): it is shown every device of the "
+            "node, so it would fill and zero the memory of other pods' GPUs and count them as given; it must not "
+            "be privileged",
             facet="scrubber-changed",
         )
     if "restartPolicy" in container:
@@ -486,6 +513,14 @@ def _admission(target: AdmissionTarget) -> Admission:
                 expression=f"variables.scrubbers.all(c, has(c.command) && c.command == {command} && {unchanged})",
                 message=f"the scrubber {SCRUB_CONTAINER_NAME} must run `{' '.join(SCRUB_COMMAND)}` unchanged: no "
                 "other command, arguments, environment, mounts or probes",
+            ),
+            Validation(
+                # Only `privileged` of its securityContext changes which devices it reaches
+                # (`dra_guard.contract.scrubber.privileged`).
+                expression="variables.scrubbers.all(c, !has(c.securityContext) || "
+                "!has(c.securityContext.privileged) || !c.securityContext.privileged)",
+                message=f"the scrubber {SCRUB_CONTAINER_NAME} must not be privileged: it would be shown every "
+                "device of the node, and fill and zero the memory of other pods' GPUs",
             ),
             Validation(
                 expression="variables.scrubbers.all(c, !has(c.restartPolicy))",

@@ -66,6 +66,12 @@ LOOK_ALIKES = [
     ),
     ("other image", lambda c: c.update(image="busybox:1.36"), "scrubber-image", "/image"),
     ("sidecar", lambda c: c.update(restartPolicy="Always"), "scrubber-restartable", "/restartPolicy"),
+    (
+        "privileged",
+        lambda c: c.update(securityContext={"privileged": True}),
+        "scrubber-changed",
+        "/securityContext/privileged",
+    ),
 ]
 
 
@@ -77,6 +83,43 @@ def test_a_changed_scrubber_is_reported(change: Any, facet: str, pointer: str) -
     change(_scrubber(objects))
     found = _dra016(objects.claim_template, objects.workload)
     assert found == [(facet, "/spec/template/spec/initContainers/0" + pointer)]
+
+
+#: securityContexts that leave the scrubber the devices it was given (`dra_guard.contract.scrubber.privileged`
+#: says why each field does): the restricted Pod Security Standard's, which platform teams require, and others.
+UNCHANGED_REACH = {
+    "restricted": {
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    },
+    "not privileged": {"privileged": False, "readOnlyRootFilesystem": True},
+    "root": {"runAsUser": 0, "runAsGroup": 0},
+    "capabilities": {"capabilities": {"add": ["SYS_ADMIN"]}, "allowPrivilegeEscalation": True},
+    "labels": {"seLinuxOptions": {"type": "spc_t"}, "appArmorProfile": {"type": "Unconfined"}},
+}
+
+
+@pytest.mark.parametrize("security", list(UNCHANGED_REACH.values()), ids=list(UNCHANGED_REACH))
+def test_a_security_context_that_leaves_its_devices_as_given_passes(security: dict[str, Any]) -> None:
+    objects = workload()
+    _scrubber(objects)["securityContext"] = security
+    assert _dra016(objects.claim_template, objects.workload) == []
+    denied = admit(admission_objects(RULES, AdmissionTarget(config({}))), objects.workload)
+    assert "DRA016" not in denied_rules(denied)
+
+
+def test_a_privileged_scrubber_is_denied_by_the_policy_too() -> None:
+    """Shown every device of the node, it would fill and zero other pods' GPUs and count them as given."""
+    objects = workload()
+    _scrubber(objects)["securityContext"] = {"privileged": True, "runAsNonRoot": True}
+    denied = admit(admission_objects(RULES, AdmissionTarget(config({}))), objects.workload)
+    assert [denial.message for denial in denied if "privileged" in denial.message] == [
+        "DRA016: the scrubber dra-guard-scrub must not be privileged: it would be shown every device of the node, "
+        "and fill "
+        "and zero the memory of other pods' GPUs"
+    ]
 
 
 def test_a_container_with_the_claim_ahead_of_the_scrubber_is_reported() -> None:
