@@ -589,6 +589,96 @@ def test_a_configured_class_of_nvidias_driver_gets_the_scrubber_and_passes() -> 
     assert check_objects(result.documents, configured).findings == []
 
 
+def _template_of(name: str, device_class: str, **request: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": device_class, **request}}]}
+            }
+        },
+    }
+
+
+def _with_old_claim(legacy: dict[str, Any], **target: str) -> dict[str, Any]:
+    """`legacy` with a pod claim `old` it had before migrate, used by its container."""
+    legacy["spec"]["resourceClaims"] = [{"name": "old", **target}]
+    legacy["spec"]["containers"][0]["resources"]["claims"] = [{"name": "old"}]
+    return legacy
+
+
+def _scrubber_claims(documents: list[Any]) -> list[str]:
+    (migrated,) = by_kind(documents, "Pod")
+    scrubber = migrated["spec"]["initContainers"][0]
+    return [claim["name"] for claim in scrubber["resources"]["claims"]]
+
+
+def test_the_scrubber_holds_the_claims_the_pod_already_had_and_check_passes() -> None:
+    """The scrubber migrate added held only the claims it created: a MIG claim the pod already
+    had went unscrubbed, and `check` on migrate's output reported DRA016 claim-not-scrubbed."""
+    legacy = _with_old_claim(pod(container(limits={"nvidia.com/gpu": 1})), resourceClaimTemplateName="old-slice")
+    result = migrate_documents([_template_of("old-slice", "mig.nvidia.com"), legacy], SETTINGS)
+    assert _scrubber_claims(result.documents) == ["old", "accelerator"]
+    assert [f.facet for f in compliant(result.documents) if f.rule == "DRA016"] == []
+    (report,) = result.reports
+    assert report.status == "migrated" and report.notes == []
+
+
+def test_a_claim_the_scrubber_does_not_scrub_or_cannot_see_is_left_out_and_the_unseen_one_said() -> None:
+    """A claim of a class it cannot scrub stays out (it would exit 1 on it); one whose template
+    is not among migrate's input stays out too, with a note, never silently."""
+    tpu = _with_old_claim(pod(container(limits={"nvidia.com/gpu": 1})), resourceClaimTemplateName="tpus")
+    result = migrate_documents([_template_of("tpus", "tpu.google.com"), tpu], SETTINGS)
+    assert _scrubber_claims(result.documents) == ["accelerator"]
+    assert result.reports[0].notes == []
+    unseen = _with_old_claim(pod(container(limits={"nvidia.com/gpu": 1})), resourceClaimName="shared-gpus")
+    result = migrate_documents([unseen], SETTINGS)
+    assert _scrubber_claims(result.documents) == ["accelerator"]
+    (note,) = result.reports[0].notes
+    assert note.path == ("spec", "resourceClaims", 0)
+    assert note.text.startswith(
+        "pod claim 'old' (ResourceClaim 'shared-gpus') is not among the objects migrate was given"
+    )
+
+
+def test_a_class_the_inputs_device_class_shows_to_be_mig_is_held_as_check_requires() -> None:
+    """A class neither the catalog nor the configuration knows is decided by the input's
+    DeviceClass, as `check` decides it."""
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "mig-1g.example.com"},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": "device.driver == 'gpu.nvidia.com' && "
+                        "device.attributes['gpu.nvidia.com'].type == 'mig'"
+                    }
+                }
+            ]
+        },
+    }
+    legacy = _with_old_claim(pod(container(limits={"nvidia.com/gpu": 1})), resourceClaimTemplateName="old-slice")
+    result = migrate_documents([device_class, _template_of("old-slice", "mig-1g.example.com"), legacy], SETTINGS)
+    assert _scrubber_claims(result.documents) == ["old", "accelerator"]
+    assert [f for f in check_objects(result.documents, config({})).findings if f.rule == "DRA016"] == []
+
+
+def test_a_scrubber_already_first_gets_the_old_claims_it_lacks_once() -> None:
+    scrubber = {"name": "dra-guard-scrub", "image": "ghcr.io/dra-guard/scrub:0.1.0", "command": ["dra-guard", "scrub"]}
+    legacy = _with_old_claim(pod(container(limits={"nvidia.com/gpu": 1})), resourceClaimTemplateName="old-slice")
+    legacy["spec"]["initContainers"] = [scrubber]
+    template = _template_of("old-slice", "mig.nvidia.com")
+    result = migrate_documents([template, copy.deepcopy(legacy)], SETTINGS)
+    assert _scrubber_claims(result.documents) == ["old", "accelerator"]
+    scrubber["resources"] = {"claims": [{"name": "old"}]}
+    result = migrate_documents([template, legacy], SETTINGS)
+    assert _scrubber_claims(result.documents) == ["old", "accelerator"]
+
+
 @pytest.mark.parametrize(
     "selector",
     [
@@ -821,8 +911,14 @@ def test_argo_templates_get_claims_of_their_own_with_what_they_inherited_copied_
     assert template["resourceClaims"] == [NIC, {"name": "accelerator", "resourceClaimTemplateName": "w-mig-1g-5gb"}]
     assert template["container"]["resources"] == {"claims": [{"name": "accelerator"}]}
     assert document["spec"]["resourceClaims"] == [NIC]  # templates reached by templateRef still get it
-    assert [note.path for note in report.notes] == [("spec", "templates", 0), ("spec",)]
+    assert [note.path for note in report.notes] == [
+        ("spec", "templates", 0),
+        ("spec",),
+        ("spec", "templates", 0, "resourceClaims"),
+    ]
     assert "4.1 or later" in report.notes[1].text and "(nic)" in report.notes[0].text
+    # Its template is not among the input: the scrubber does not hold it, and the report says so.
+    assert report.notes[2].text.startswith("pod claim 'nic' (ResourceClaimTemplate 'rdma') is not among the objects")
     # templateDefaults' claims come before the workflow's; an empty list of its own is none.
     defaults = {"name": "scratch", "resourceClaimName": "scratch"}
     cron = argo(

@@ -325,6 +325,28 @@ def test_the_report_says_what_was_done_per_object(tmp_path: Path) -> None:
     ) in report
 
 
+def test_the_scrubber_takes_a_claim_the_deployment_already_had_from_a_template_in_the_input(tmp_path: Path) -> None:
+    """The scrubber migrate added held only the claim it created; `check` on the output
+    reported DRA016 claim-not-scrubbed for the MIG claim the Deployment already had."""
+    source = tmp_path / "trainer.yaml"
+    source.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: old-slice, namespace: team-a}\n"
+        "spec:\n  spec:\n    devices:\n      requests:\n      - name: dev\n"
+        "        exactly: {deviceClassName: mig.nvidia.com, allocationMode: ExactCount, count: 1}\n"
+        "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: trainer, namespace: team-a}\nspec:\n"
+        "  selector: {matchLabels: {app: t}}\n  template:\n    metadata: {labels: {app: t}}\n    spec:\n"
+        "      containers:\n      - name: main\n        image: trainer:1.0\n        resources:\n"
+        "          limits: {nvidia.com/gpu: 1}\n          claims: [{name: old}]\n"
+        "      resourceClaims:\n      - {name: old, resourceClaimTemplateName: old-slice}\n"
+    )
+    code, _, _ = migrate("--gpu-product", "NVIDIA H100 80GB HBM3", source, "-o", tmp_path / "out.yaml")
+    assert code == 0
+    stdout, stderr = io.StringIO(), io.StringIO()
+    main(["check", "--config", os.devnull, "--format", "json", str(tmp_path / "out.yaml")], stdout, stderr)
+    found = json.loads(stdout.getvalue())["findings"]
+    assert [finding for finding in found if finding["rule"] == "DRA016"] == []
+
+
 def test_json_report(tmp_path: Path) -> None:
     code, stdout, _ = migrate(FIXTURES / "two-profiles.yaml", "--dry-run", "--format", "json")
     assert code == 0

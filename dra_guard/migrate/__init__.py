@@ -1,7 +1,9 @@
 """`dra-guard migrate`: device-plugin requests rewritten as compliant DRA, losing nothing.
 
 * `plan` decides, per object, which claim templates replace which legacy requests and how
-  the pods are wired (plain objects in, `Edit`s and templates out);
+  the pods are wired (plain objects in, `Edit`s and templates out), with `existing`: what the
+  input's claims, templates and DeviceClasses ask for, so that the scrubber holds a pod's
+  claims from before migrate too;
 * `migration` applies that to whole documents (`migrate_documents`) and to a file's bytes
   (`migrate_file`), reading files exactly as `dra-guard check` does;
 * `yaml_text` turns edits into splices of the original text, so that only changed lines

@@ -39,7 +39,8 @@ class DocumentMigration:
 
 
 def note_existing_templates(root: object, names: TemplateNames) -> None:
-    """Record the ResourceClaimTemplates of a document (List items too) as taken names."""
+    """Record the ResourceClaimTemplates of a document (List items too) as taken names, and
+    what its claims, templates and DeviceClasses ask for (`TemplateNames.found`)."""
     if isinstance(root, Mapping):
         names.note_existing(root)
         if is_list(root):
@@ -154,7 +155,9 @@ def _read_as_check_does(data: bytes, name: str) -> tuple[list[Any], list[InputEr
 
 
 def scan_templates(data: bytes, names: TemplateNames) -> None:
-    """Record the ResourceClaimTemplates of a file, so migrate's names never collide with them."""
+    """Record the ResourceClaimTemplates of a file, so migrate's names never collide with them,
+    and what the file's claims, templates and DeviceClasses ask for, so that the scrubber a
+    pod of another file gets holds that pod's claims of them."""
     documents, _ = _read_as_check_does(data, "-")
     for document in documents:
         note_existing_templates(document.obj, names)

@@ -20,9 +20,10 @@ from typing import Any
 
 from dra_guard.building.builders import POD_CLAIM_NAME, claim_template, scrub_container
 from dra_guard.building.spec import name_from_id, scrub_unperformed
-from dra_guard.contract.catalog import SCRUB_BEFORE_USE, class_selector
+from dra_guard.contract.catalog import DEVICE_CLASSES, SCRUB_BEFORE_USE, class_selector
 from dra_guard.contract.scrubber import SCRUB_CONTAINER_NAME, not_the_scrubber
 from dra_guard.migrate.edits import Edit, Path
+from dra_guard.migrate.existing import InputClaims, pod_claim_target
 from dra_guard.migrate.legacy import Replacement, Unmigratable, is_migratable_name, pin_hint, resolve
 from dra_guard.migrate.operators import Removal, review
 from dra_guard.migrate.settings import MigrationSettings
@@ -108,12 +109,16 @@ class ObjectMigration:
 
 
 class TemplateNames:
-    """ResourceClaimTemplate names already in the input, and those migrate has given out."""
+    """ResourceClaimTemplate names already in the input, and those migrate has given out; and
+    what the input's claims, templates and DeviceClasses say (`found`), which the scrubber
+    migrate adds needs to know which of a pod's claims it must hold."""
 
     def __init__(self, taken: set[tuple[str | None, str]] | None = None) -> None:
         self.taken: set[tuple[str | None, str]] = set(taken or ())
+        self.found = InputClaims()
 
     def note_existing(self, obj: object) -> None:
+        self.found.note(obj)
         if isinstance(obj, Mapping) and obj.get("kind") == "ResourceClaimTemplate":
             metadata = obj.get("metadata")
             if isinstance(metadata, Mapping) and isinstance(metadata.get("name"), str):
@@ -296,7 +301,9 @@ def migrate_object(
         )
         migration.templates.extend(template for _, _, template in templates)
         migration.edits.extend(_wiring_edits(prefix, obj, site, templates))
-        migration.edits.extend(_scrubber_edits(prefix, obj, site.site, templates, settings=settings, report=report))
+        migration.edits.extend(
+            _scrubber_edits(prefix, obj, site.site, templates, settings=settings, found=names.found, report=report)
+        )
     if migration.templates:
         migration.edits.extend(Edit(edit.action, (*prefix, *edit.path), edit.value) for edit in controllers.edits)
     if report.errors:
@@ -514,13 +521,16 @@ def _scrubber_edits(
     templates: list[tuple[tuple[str, str], str, dict[str, Any]]],
     *,
     settings: MigrationSettings,
+    found: InputClaims,
     report: ObjectReport,
 ) -> list[Edit]:
     """The scrubber as the first init container, holding the claims of the classes it scrubs
-    (DRA016), or the claims added to a scrubber already first."""
-    claims = [pod_claim for (device_class, _), pod_claim, _ in templates if _scrubbed(device_class, settings)]
-    if settings.scrub_image is None or not claims:
+    (DRA016), or the claims added to a scrubber already first: the new ones, and those the pod
+    already had (`_existing_claims`)."""
+    created = [pod_claim for (device_class, _), pod_claim, _ in templates if _scrubbed(device_class, settings)]
+    if settings.scrub_image is None or not created:
         return []
+    claims = [*_existing_claims(obj, site, settings=settings, found=found, report=report), *created]
     at = (*prefix, *site.path, "initContainers")
     init_containers = _get(obj, (*site.path, "initContainers"))
     if not isinstance(init_containers, list) or not init_containers:
@@ -539,7 +549,12 @@ def _scrubber_edits(
             )
             return []
         resources = _mapping(first.get("resources"))
-        entries = [{"name": claim} for claim in claims]
+        held = {
+            _mapping(entry).get("name") for entry in _list(resources.get("claims")) if "request" not in _mapping(entry)
+        }
+        entries = [{"name": claim} for claim in claims if claim not in held]
+        if not entries:
+            return []
         if isinstance(resources.get("claims"), list):
             return [Edit("append", (*at, 0, "resources", "claims"), entry) for entry in entries]
         if "resources" in first:
@@ -557,6 +572,37 @@ def _scrubber_edits(
     return [Edit("prepend", at, scrub_container(settings.scrub_image, claims))]
 
 
+def _existing_claims(
+    obj: Mapping[str, Any], site: PodSite, *, settings: MigrationSettings, found: InputClaims, report: ObjectReport
+) -> list[str]:
+    """The pod claims the site already had that the scrubber must hold, as `check` decides it:
+    those whose template or claim the input holds and asks for devices the scrubber scrubs.
+    One whose template or claim is not in the input is left out, with a note: nothing here
+    says what it asks for (`check` reports it too, as DRA016 `unknown-claim`)."""
+    namespace = str(_mapping(obj.get("metadata")).get("namespace") or "")
+    own = [((*site.claims_path, index), claim) for index, claim in enumerate(_list(_get(obj, site.claims_path)))]
+    inherited = [(site.claims_path, claim) for claim in site.inherited_claims]
+    held: list[str] = []
+    for path, claim in (*own, *inherited):
+        name, target = _mapping(claim).get("name"), pod_claim_target(_mapping(claim))
+        if not isinstance(name, str) or target is None:
+            continue  # no name, or neither a template nor a claim: DRA009 and DRA010 report it
+        classes = found.classes(target[0], namespace, target[1], settings.kubernetes_version)
+        if classes is None:
+            report.notes.append(
+                Message(
+                    path,
+                    f"pod claim {name!r} ({target[0]} {target[1]!r}) is not among the objects migrate was given, so "
+                    "it cannot tell whether the claim asks for devices the scrubber scrubs: the scrubber does not "
+                    "hold it; add it to the scrubber's resources.claims if it asks for NVIDIA GPUs or MIG devices "
+                    "(DRA016)",
+                )
+            )
+        elif any(settings.is_accelerator(cls) and _scrubbed(cls, settings, found) for cls in classes):
+            held.append(name)
+    return held
+
+
 def _adoption_problem(first: Mapping[str, Any], image: str) -> str | None:
     """Why the pod's first init container, named as the scrubber, cannot take the claims."""
     if first.get("image") != image:
@@ -564,16 +610,23 @@ def _adoption_problem(first: Mapping[str, Any], image: str) -> str | None:
     return not_the_scrubber(first)
 
 
-def _scrubbed(device_class: str, settings: MigrationSettings) -> bool:
+def _scrubbed(device_class: str, settings: MigrationSettings, found: InputClaims | None = None) -> bool:
     """Whether the scrubber scrubs the class's devices, as `check` decides it with the same
     configuration (`dra_guard.ruleapi.device_classes.scrubbed_class`): by the selector
     extra-classes or the catalog gives the class (every template migrate makes is of one), which
     must fix NVIDIA's driver and a device type it reaches (gpu, mig; not vfio).  A class
-    extra-classes declares without a selector is not: nothing shows which devices it selects."""
+    extra-classes declares without a selector is not: nothing shows which devices it selects.
+    A class neither knows (a pod's existing claim may ask for one) is decided by the input's
+    DeviceClass of that name (`found`), and is not scrubbed where there is none."""
     declared = settings.extra_classes.get(device_class)
     selector = declared.class_selector if declared is not None and declared.class_selector else None
     selector = selector or class_selector(device_class)
-    return selector is not None and selects_scrubbed_devices((selector,))
+    if selector is not None:
+        return selects_scrubbed_devices((selector,))
+    if declared is not None or device_class in DEVICE_CLASSES or found is None:
+        return False
+    from_input = found.class_selectors(device_class)
+    return from_input is not None and selects_scrubbed_devices(from_input)
 
 
 def _container_edits(
