@@ -30,6 +30,7 @@ from dra_guard.admission.policy import (
     RESERVATION_WEBHOOK,
     webhook_configuration,
 )
+from dra_guard.admission.updates import UPDATE_CONDITION
 from dra_guard.ruleapi.config import CLAIM_WRITERS
 
 RELEASES = ("1.34.0", "1.35.0", "1.36.0", "1.37.0")
@@ -203,7 +204,7 @@ def test_every_match_condition_compiles_with_cel_python() -> None:
     environment = celpy.Environment()
     entry, _ = configuration()["webhooks"]  # the objects' entry, then the reservations'
     names = [condition["name"] for condition in entry["matchConditions"]]
-    assert names == [ACCELERATOR_CONDITION, CLAIM_WRITER_CONDITION]
+    assert names == [ACCELERATOR_CONDITION, UPDATE_CONDITION, CLAIM_WRITER_CONDITION]
     for condition in entry["matchConditions"]:
         environment.compile(condition["expression"])
 

@@ -19,7 +19,8 @@ The request is a CREATE by a tenant unless the caller says otherwise (`operation
 `user_info`: `request.userInfo` as the API server sets it), so the policies' exemption of
 the control plane's claim writers can be evaluated. `webhook_decision` answers the other
 question the API server asks before a webhook runs: whether the ValidatingWebhookConfiguration
-sends it the request at all (its rules, namespaceSelector and matchConditions).
+sends it the request at all (its rules, namespaceSelector and matchConditions), for an
+UPDATE with the `old_object` the API server sends along.
 """
 
 from __future__ import annotations
@@ -321,6 +322,7 @@ def webhook_decision(
     *,
     user_info: Mapping[str, Any] | None = None,
     operation: str = "CREATE",
+    old_object: Mapping[str, Any] | None = None,
 ) -> str:
     """`CALL` when the API server sends the request to the configuration's (first) webhook,
     `SKIP` when it does not, `REJECT` when it refuses the request without calling it (a
@@ -342,7 +344,8 @@ def webhook_decision(
         if not _selects(webhook.get("namespaceSelector", {}), _namespace_labels(namespace)):
             return SKIP
     request = admission_request(stored, operation, user_info)
-    activation = _activation(stored, None, request)
+    old = stored_form(old_object) if old_object is not None else None
+    activation = _activation(stored, None, request, old)
     del activation["namespaceObject"], activation["params"]  # webhooks' CEL has neither
     failed = False
     for condition in webhook.get("matchConditions", []):

@@ -2,7 +2,9 @@
 
 One policy per covered rule, named `<prefix>-dra0NN-<name>`, so a denial names its rule
 twice (policy and message) and a platform team can roll rules out one at a time. Each
-policy matches its rule's kinds in every version, on CREATE and UPDATE; waivers are a
+policy matches its rule's kinds in every version, on CREATE and UPDATE, but for an update
+that changes nothing a rule reads (the control plane's cleanup: dra_guard.admission.updates,
+the matchCondition `changes-what-rules-read`); waivers are a
 matchCondition (an object that carries `dra-guard.io/ignore-<ID>` with a reason is not
 checked), except for rules that cannot be waived; the configuration (extra legacy
 resources, admin namespaces, non-accelerator classes, disabled rules) is compiled into
@@ -23,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dra_guard.admission.updates import reviewed_condition
 from dra_guard.contract.catalog import (
     ANNOTATION_PREFIX,
     IGNORE_ANNOTATION_PREFIX,
@@ -159,7 +162,9 @@ def _message_prefix(rule: Rule) -> str:
 
 def validating_admission_policy(covered: Covered, target: AdmissionTarget, prefix: str) -> dict[str, Any]:
     rule, admission = covered.rule, covered.admission
-    match_conditions = []
+    # An update that changes nothing a rule reads (the control plane's cleanup) is not
+    # checked: denied, it would strand the object (dra_guard.admission.updates).
+    match_conditions = [reviewed_condition()]
     writers = target.config.get(ADMISSION_CLAIM_WRITERS)
     if "ResourceClaim" in admission.kinds and writers:
         match_conditions.append({"name": CLAIM_WRITER_CONDITION, "expression": claim_writer_exemption(writers)})
@@ -327,9 +332,10 @@ def _metadata_places(kinds: Iterable[str]) -> list[str]:
 
 
 def webhook_match_conditions(claim_writers: Sequence[str] = CLAIM_WRITERS) -> list[dict[str, str]]:
-    """The webhook's matchConditions: what can hold an accelerator request, and not a claim
-    the control plane writes for a pod (`admission-claim-writers`)."""
-    conditions = [{"name": ACCELERATOR_CONDITION, "expression": accelerator_condition()}]
+    """The webhook's matchConditions: what can hold an accelerator request, not an update
+    that changes nothing a rule reads (`dra_guard.admission.updates`), and not a claim the
+    control plane writes for a pod (`admission-claim-writers`)."""
+    conditions = [{"name": ACCELERATOR_CONDITION, "expression": accelerator_condition()}, reviewed_condition()]
     if claim_writers:
         conditions.append({"name": CLAIM_WRITER_CONDITION, "expression": claim_writer_exemption(claim_writers)})
     return conditions

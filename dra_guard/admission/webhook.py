@@ -16,7 +16,10 @@ answer that is not that object), a review past its deadline and a review that ra
 are denied, with a message that says why (an internal error with status code 500, and its
 traceback in the log line). ResourceClaims that the control plane writes for pods
 (`admission-claim-writers`, by `request.userInfo.username`) are admitted unchecked, as the
-policies admit them (dra_guard.admission.policy says who writes them, from upstream source).
+policies admit them (dra_guard.admission.policy says who writes them, from upstream source),
+and so is an UPDATE that changes nothing a rule reads (dra_guard.admission.updates: a
+finalizer or owner reference the control plane takes away while it cleans up), without a
+lookup: denied for a template deleted since, it would leave the object stranded.
 
 It is bounded: a request's body is read first, its bytes held within a budget of body bytes
 in flight (`body_bytes`; a body that would pass it gets a 429, unless bodies still arriving
@@ -60,6 +63,7 @@ from dra_guard.admission.reservations import (
     pod_using,
 )
 from dra_guard.admission.serving import REVIEW_MIB, STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
+from dra_guard.admission.updates import unchanged_for_rules
 from dra_guard.contract.catalog import POD_SPEC_PATHS
 from dra_guard.contract.findings import Finding, Report, Severity
 from dra_guard.engine.run import Checker
@@ -619,7 +623,9 @@ class Webhook:
             # It looks the pod up (never on the event loop: no cache answers it) and parses
             # the claim's CEL, which its admission capped.
             return _Parsed(review, problem, 0, False, None)
-        if isinstance(obj, Mapping) and self._written_by_claim_writer(request, obj):
+        if isinstance(obj, Mapping) and (
+            self._written_by_claim_writer(request, obj) or _changes_nothing_rules_read(request)
+        ):
             return _Parsed(review, problem, 0, False, _NONE_CACHED)
         cel_bytes = self._cel_bytes(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
         if cel_bytes > self.max_cel_parse_bytes:
@@ -801,6 +807,10 @@ class Webhook:
         if is_reservation(request):
             return self._review_reservation(request, obj, deadline, checks_until)
         if self._written_by_claim_writer(request, obj):
+            return {"uid": uid, "allowed": True}
+        if _changes_nothing_rules_read(request):
+            # The control plane's cleanup (a finalizer or an owner reference taken away):
+            # denied for what the object is now (its template deleted), it would strand it.
             return {"uid": uid, "allowed": True}
         if cel_bytes > self.max_cel_parse_bytes:
             return self._too_much_cel(uid, f"the {obj.get('kind') or 'object'} holds")
@@ -1069,6 +1079,16 @@ def _check(reviewed: Mapping[str, Any], templates: Sequence[Mapping[str, Any]], 
     for template in templates:
         checker.add_object(template, None, "cluster")
     return checker.finish()
+
+
+def _changes_nothing_rules_read(request: Mapping[str, Any]) -> bool:
+    """An UPDATE of an object itself (not a subresource: a claim's status is where the
+    scheduler reserves it, `reservations`) that changes nothing any rule reads."""
+    return (
+        request.get("operation") == "UPDATE"
+        and not request.get("subResource")
+        and unchanged_for_rules(request.get("object"), request.get("oldObject"))
+    )
 
 
 def _policy_decides_all(rule: Rule, admission: Admission) -> bool:

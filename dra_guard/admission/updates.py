@@ -1,0 +1,181 @@
+"""Updates that change nothing a rule reads: admitted unchecked, by the policies and the webhook.
+
+The control plane cleans objects up with UPDATEs, and admission sees them like any other
+(kubernetes/kubernetes):
+
+* the job controller removes its `batch.kubernetes.io/job-tracking` finalizer from every pod
+  of a Job, finished or deleted, with a strategic merge patch (@ 6ae037f1db843e99547258d7dd292301a74ba0eb
+  pkg/controller/job/job_controller.go `removeTrackingFinalizerPatch`, sent through
+  `podControl.PatchPod`; `cleanupPodFinalizers` for the pods of a deleted Job);
+* the garbage collector removes the `foregroundDeletion` and `orphan` finalizers from the
+  objects it has finished with (@ 729007a86b89e2fb907db113e0715bd47520d718
+  pkg/controller/garbagecollector/operations.go `removeFinalizer`), removes the owner
+  references of deleted owners from their dependents, and sets `blockOwnerDeletion: false`
+  on references that block a foreground deletion (@ abd60651f20b906e54ce2c89ad6d2b7790dba8a1
+  pkg/controller/garbagecollector/patch.go `deleteOwnerRefJSONMergePatch`,
+  `unblockOwnerReferencesStrategicMergePatch`);
+* the resource-claim controller removes `resource.kubernetes.io/delete-protection` from a
+  claim it has deallocated (@ 3de376ecf6955ccd1b2ae31ffb310ae082b11cb1
+  pkg/controller/resourceclaim/controller.go `syncClaim`: `Update` with the finalizer
+  deleted; the name is kubernetes/api @ 10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2
+  resource/v1/types.go `Finalizer`).
+
+Reviewed in full, such an update is denied whenever the object would be denied now: its
+claim template deleted (`kubectl delete -f`, `helm uninstall`), a rule enabled or a key
+rotated since it was admitted.  The controller retries forever and the object never goes:
+a pod stays Terminating, a Job keeps its `foregroundDeletion` finalizer.  Yet such an update
+cannot make the object any worse, since every field a rule reads is as it was.
+
+So an UPDATE is admitted without a lookup when the new object differs from the old one only
+in `CLEANUP_METADATA`, in `status`, and in owner references taken away or unblocked
+(`blockOwnerDeletion` changed; none added, none otherwise changed).  No rule reads those
+fields, and what reads owner references (a claim's controller pod, DRA005 and the
+reservation check) only loses a reference.  `status` cannot change through the object
+itself: the API server copies the stored status over it before admission (e.g.
+@ 2dd1588c490775be7cd90d0afc59c6dcef07032a pkg/registry/resource/resourceclaim/strategy.go
+`PrepareForUpdate`), and the status subresource, where the scheduler reserves a claim for a
+pod, is reviewed apart (`dra_guard.admission.reservations`).  Everything else, the spec
+(an image, a toleration), labels and annotations (waivers, isolation tags), a new or altered
+owner reference, is reviewed as before, whether or not the object is being deleted.
+
+`unchanged_for_rules` is the webhook's form, `unchanged_for_rules_cel` the policies' and the
+webhook configuration's: the same comparison, field by field (CEL's equality: values of
+different types differ, but numbers compare by value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dra_guard.ruleapi.admission_form import string_list
+
+#: Metadata the API server and the controllers write while they clean up, and no rule reads.
+CLEANUP_METADATA = (
+    "deletionGracePeriodSeconds",
+    "deletionTimestamp",
+    "finalizers",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+)
+#: Top-level fields no rule reads (besides `metadata`, compared field by field).
+UNREAD_FIELDS = ("status",)
+#: The one field of an owner reference the garbage collector changes in place.
+UNBLOCKED = "blockOwnerDeletion"
+#: Owner references compared, at most, on each side: past these, the update is reviewed.
+#: Real objects carry one or two; the bound keeps the policies' CEL within the API server's
+#: cost limit whatever a tenant writes there (an error there would, under the webhook's
+#: `Ignore`, skip the webhook).
+MAX_COMPARED_OWNER_REFERENCES = 32
+#: The name of the matchCondition (true: the request is reviewed).
+UPDATE_CONDITION = "changes-what-rules-read"
+
+
+def same(left: Any, right: Any) -> bool:
+    """CEL's equality on JSON values: values of different types differ (`true` is not `1`),
+    except numbers, which compare by value."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, (int, float)) or isinstance(right, (int, float)):
+        return isinstance(left, (int, float)) and isinstance(right, (int, float)) and left == right
+    if isinstance(left, Mapping) or isinstance(right, Mapping):
+        return (
+            isinstance(left, Mapping)
+            and isinstance(right, Mapping)
+            and left.keys() == right.keys()
+            and all(same(left[key], right[key]) for key in left)
+        )
+    if isinstance(left, list) or isinstance(right, list):
+        return (
+            isinstance(left, list)
+            and isinstance(right, list)
+            and len(left) == len(right)
+            and all(same(a, b) for a, b in zip(left, right, strict=True))
+        )
+    return type(left) is type(right) and bool(left == right)
+
+
+def _same_except(new: Mapping[str, Any], old: Mapping[str, Any], ignored: tuple[str, ...]) -> bool:
+    """Both maps hold the same keys with the same values, but for `ignored`."""
+    return all(key in ignored or (key in old and same(value, old[key])) for key, value in new.items()) and all(
+        key in ignored or key in new for key in old
+    )
+
+
+def _owners_only_released(new: Any, old: Any) -> bool:
+    """Every owner reference of `new` is one of `old`'s, `blockOwnerDeletion` aside."""
+    if new is None:
+        return True
+    if not isinstance(new, list) or not isinstance(old, list):
+        return False
+    if len(new) > MAX_COMPARED_OWNER_REFERENCES or len(old) > MAX_COMPARED_OWNER_REFERENCES:
+        return False
+    return all(
+        isinstance(reference, Mapping)
+        and any(isinstance(was, Mapping) and _same_except(reference, was, (UNBLOCKED,)) for was in old)
+        for reference in new
+    )
+
+
+def unchanged_for_rules(new: Any, old: Any) -> bool:
+    """Whether the update from `old` to `new` changes nothing any rule reads (see above)."""
+    if not isinstance(new, Mapping) or not isinstance(old, Mapping):
+        return False
+    if not _same_except(new, old, ("metadata", *UNREAD_FIELDS)):
+        return False
+    new_metadata, old_metadata = new.get("metadata"), old.get("metadata")
+    if not isinstance(new_metadata, Mapping) or not isinstance(old_metadata, Mapping):
+        return False
+    return _same_except(new_metadata, old_metadata, (*CLEANUP_METADATA, "ownerReferences")) and (
+        _owners_only_released(new_metadata.get("ownerReferences"), old_metadata.get("ownerReferences"))
+    )
+
+
+def _same_except_cel(new: str, old: str, ignored: tuple[str, ...]) -> str:
+    """CEL: `_same_except` of two maps (iterated by key: the API server hands the policies
+    the objects as unstructured JSON, k8s.io/apiserver `objectToResolveVal`)."""
+    skip = string_list(ignored)
+    return (
+        f"{new}.all(k, k in {skip} || (k in {old} && {new}[k] == {old}[k])) && {old}.all(k, k in {skip} || k in {new})"
+    )
+
+
+def unchanged_for_rules_cel() -> str:
+    """CEL: the request is an UPDATE that changes nothing any rule reads (`unchanged_for_rules`
+    of `object` and `oldObject`).  Total: false where the request has no operation or no old
+    object (a CREATE's `oldObject` is null)."""
+    new, old = "object.metadata.ownerReferences", "oldObject.metadata.ownerReferences"
+    owners = _guarded(
+        f"!has({new})",
+        "true",
+        _guarded(
+            f"has({old}) && size({new}) <= {MAX_COMPARED_OWNER_REFERENCES} && "
+            f"size({old}) <= {MAX_COMPARED_OWNER_REFERENCES}",
+            f"{new}.all(r, {old}.exists(o, {_same_except_cel('r', 'o', (UNBLOCKED,))}))",
+        ),
+    )
+    metadata = _guarded(
+        "has(object.metadata) && has(oldObject.metadata)",
+        f"({_same_except_cel('object.metadata', 'oldObject.metadata', (*CLEANUP_METADATA, 'ownerReferences'))}) "
+        f"&& ({owners})",
+    )
+    # `type(...) == map` rather than `!= null`: the same in cel-go, and total in the
+    # emulator's cel-python, which has no `map != null`.
+    return _guarded(
+        "has(request.operation) && request.operation == 'UPDATE' && type(oldObject) == map",
+        f"({_same_except_cel('object', 'oldObject', ('metadata', *UNREAD_FIELDS))}) && ({metadata})",
+    )
+
+
+def _guarded(guard: str, then: str, otherwise: str = "false") -> str:
+    """CEL: `then` where `guard` holds, else `otherwise`.  A conditional, not `&&`: cel-go's
+    `false && error` is false, but cel-python raises on some errors (a comprehension over
+    null) before it looks at the other side, and the emulator must see what cel-go sees."""
+    return f"({guard}) ? ({then}) : ({otherwise})"
+
+
+def reviewed_condition() -> dict[str, str]:
+    """The matchCondition the policies and the webhook configuration share: false for an
+    update that changes nothing any rule reads."""
+    return {"name": UPDATE_CONDITION, "expression": f"!({unchanged_for_rules_cel()})"}
