@@ -399,3 +399,15 @@ def test_the_worst_case_costs_a_bounded_amount() -> None:
     result = evaluate(unchanged_for_rules_cel(), activation)
     assert result.value is True
     assert result.cost < RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS // 10, result.cost
+
+
+def test_the_webhooks_comparison_takes_any_depth() -> None:
+    """Deeper than Python's recursion limit (the JSON parser stops short of it), without
+    recursing."""
+    deep: Any = "leaf"
+    for _ in range(5000):
+        deep = {"x": [deep]}
+    old = {**POD, "spec": {**POD["spec"], "deep": deep}}
+    released = {**old, "metadata": {key: value for key, value in old["metadata"].items() if key != "finalizers"}}
+    assert unchanged_for_rules(released, old) is True
+    assert unchanged_for_rules({**old, "spec": {**old["spec"], "deep": {"x": [deep, 1]}}}, old) is False

@@ -74,26 +74,31 @@ UPDATE_CONDITION = "changes-what-rules-read"
 
 def same(left: Any, right: Any) -> bool:
     """CEL's equality on JSON values: values of different types differ (`true` is not `1`),
-    except numbers, which compare by value."""
+    except numbers, which compare by value.  Iterative, as `_cel_to_parse` is: a review's
+    object may nest as deep as the JSON parser allows."""
+    pending = [(left, right)]
+    while pending:
+        left, right = pending.pop()
+        if isinstance(left, Mapping) and isinstance(right, Mapping):
+            if left.keys() != right.keys():
+                return False
+            pending.extend((left[key], right[key]) for key in left)
+        elif isinstance(left, list) and isinstance(right, list):
+            if len(left) != len(right):
+                return False
+            pending.extend(zip(left, right, strict=True))
+        elif not _same_scalar(left, right):
+            return False
+    return True
+
+
+def _same_scalar(left: Any, right: Any) -> bool:
+    """`same` of two values that are not both maps nor both lists."""
     if isinstance(left, bool) or isinstance(right, bool):
         return isinstance(left, bool) and isinstance(right, bool) and left == right
-    if isinstance(left, (int, float)) or isinstance(right, (int, float)):
-        return isinstance(left, (int, float)) and isinstance(right, (int, float)) and left == right
-    if isinstance(left, Mapping) or isinstance(right, Mapping):
-        return (
-            isinstance(left, Mapping)
-            and isinstance(right, Mapping)
-            and left.keys() == right.keys()
-            and all(same(left[key], right[key]) for key in left)
-        )
-    if isinstance(left, list) or isinstance(right, list):
-        return (
-            isinstance(left, list)
-            and isinstance(right, list)
-            and len(left) == len(right)
-            and all(same(a, b) for a, b in zip(left, right, strict=True))
-        )
-    return type(left) is type(right) and bool(left == right)
+    if isinstance(left, int | float) or isinstance(right, int | float):
+        return isinstance(left, int | float) and isinstance(right, int | float) and left == right
+    return not isinstance(left, Mapping | list) and type(left) is type(right) and bool(left == right)
 
 
 def _same_except(new: Mapping[str, Any], old: Mapping[str, Any], ignored: tuple[str, ...]) -> bool:
