@@ -481,7 +481,9 @@ class Checker:
         if annotation is None and not configured:
             return None, None, ""
         key = IGNORE_ANNOTATION_PREFIX + rule.id
-        if rule.id in self._non_waivable and (configured or (annotation is not None and annotation.problem is None)):
+        # Any annotation of a rule no one may waive gets that said, not why it would not waive
+        # (malformed, or on a controller whose pods do not carry it).
+        if rule.id in self._non_waivable and (configured or annotation is not None):
             return None, None, f" ({rule.id} cannot be waived)"
         notes: list[str] = []
         if annotation is not None:
