@@ -28,7 +28,9 @@ cannot make the object any worse, since every field a rule reads is as it was.
 
 So an UPDATE is admitted without a lookup when the new object differs from the old one only
 in `CLEANUP_METADATA`, in `status`, and in owner references taken away or unblocked
-(`blockOwnerDeletion` changed; none added, none otherwise changed).  No rule reads those
+(`blockOwnerDeletion` changed; none added, none otherwise changed; at most
+`MAX_COMPARED_OWNER_REFERENCES` a side, none holding a string longer than
+`MAX_COMPARED_REFERENCE_CHARACTERS`, which keeps the CEL's cost bounded).  No rule reads those
 fields, and what reads owner references (a claim's controller pod, DRA005 and the
 reservation check) only loses a reference.  `status` cannot change through the object
 itself: the API server copies the stored status over it before admission (e.g.
@@ -68,6 +70,14 @@ UNBLOCKED = "blockOwnerDeletion"
 #: cost limit whatever a tenant writes there (an error there would, under the webhook's
 #: `Ignore`, skip the webhook).
 MAX_COMPARED_OWNER_REFERENCES = 32
+#: The longest string of an owner reference compared (its apiVersion, kind, name or uid):
+#: past it, the update is reviewed.  The API server bounds none of them (kubernetes/apimachinery
+#: @ eed236ceee2c19c2753a3d93ac0631dc20750454 pkg/api/validation/objectmeta.go
+#: `validateOwnerReference` asks only that they are not empty), and comparing two costs a
+#: tenth of the shorter's length, once for every pair of references: 32 of 40,000-character
+#: kinds cost the condition twice the API server's limit.  A real one is far shorter (an
+#: apiVersion of a 253-character group, a 253-character name, a 36-character uid).
+MAX_COMPARED_REFERENCE_CHARACTERS = 512
 #: The name of the matchCondition (true: the request is reviewed).
 UPDATE_CONDITION = "changes-what-rules-read"
 
@@ -116,10 +126,19 @@ def _owners_only_released(new: Any, old: Any) -> bool:
         return False
     if len(new) > MAX_COMPARED_OWNER_REFERENCES or len(old) > MAX_COMPARED_OWNER_REFERENCES:
         return False
+    if not all(_comparable_reference(reference) for reference in (*new, *old)):
+        return False
     return all(
         isinstance(reference, Mapping)
         and any(isinstance(was, Mapping) and _same_except(reference, was, (UNBLOCKED,)) for was in old)
         for reference in new
+    )
+
+
+def _comparable_reference(reference: Any) -> bool:
+    """An owner reference none of whose strings is longer than `MAX_COMPARED_REFERENCE_CHARACTERS`."""
+    return isinstance(reference, Mapping) and all(
+        not isinstance(value, str) or len(value) <= MAX_COMPARED_REFERENCE_CHARACTERS for value in reference.values()
     )
 
 
@@ -151,12 +170,14 @@ def unchanged_for_rules_cel() -> str:
     of `object` and `oldObject`).  Total: false where the request has no operation or no old
     object (a CREATE's `oldObject` is null)."""
     new, old = "object.metadata.ownerReferences", "oldObject.metadata.ownerReferences"
+    comparable = f"r.all(k, type(r[k]) != string || size(r[k]) <= {MAX_COMPARED_REFERENCE_CHARACTERS})"
     owners = _guarded(
         f"!has({new})",
         "true",
         _guarded(
             f"has({old}) && size({new}) <= {MAX_COMPARED_OWNER_REFERENCES} && "
-            f"size({old}) <= {MAX_COMPARED_OWNER_REFERENCES}",
+            f"size({old}) <= {MAX_COMPARED_OWNER_REFERENCES} && "
+            f"{new}.all(r, {comparable}) && {old}.all(r, {comparable})",
             f"{new}.all(r, {old}.exists(o, {_same_except_cel('r', 'o', (UNBLOCKED,))}))",
         ),
     )
