@@ -430,6 +430,44 @@ def test_an_output_cut_short_is_named_with_pythonunbuffered(project: Path, comma
     assert "cannot write the report to stdout" in stderr or "cannot write standard output" in stderr, stderr[-300:]
 
 
+def test_only_a_plain_file_descriptor_gets_a_buffered_writer() -> None:
+    """A raw stream that is not a FileIO writes in its own way and keeps it: with
+    PYTHONUNBUFFERED on a Windows console, sys.stdout's raw stream is `_WindowsConsoleIO`
+    (registered as an io.RawIOBase), which hands the console UTF-16; a FileIO on its
+    descriptor would write UTF-8 bytes the console reads in its code page (non-ASCII text
+    garbled).  A FileIO's stream is still given a buffered writer."""
+    from dra_guard.cli.main import _whole_writes
+
+    class ConsoleLike(io.RawIOBase):
+        def __init__(self, descriptor: int) -> None:
+            self.descriptor = descriptor
+            self.written = b""
+
+        def writable(self) -> bool:
+            return True
+
+        def fileno(self) -> int:
+            return self.descriptor
+
+        def write(self, data: Any) -> int:
+            self.written += bytes(data)
+            return len(data)
+
+    reader, writer = os.pipe()
+    try:
+        console = ConsoleLike(writer)
+        stream = io.TextIOWrapper(console, encoding="utf-8", write_through=True)
+        assert _whole_writes(stream) is stream
+        stream.write("é\n")
+        assert console.written == "é\n".encode()
+        plain = io.TextIOWrapper(io.FileIO(writer, "w", closefd=False), encoding="utf-8", write_through=True)
+        buffered = _whole_writes(plain)
+        assert buffered is not plain and isinstance(buffered.buffer, io.BufferedWriter)  # type: ignore[union-attr]
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
 @pytest.mark.parametrize("where", ["config-yaml", "config-toml", "baseline", "facts"])
 def test_input_nested_past_pythons_stack_is_a_clear_error(project: Path, where: str) -> None:
     """json, PyYAML and tomllib recurse: a file nested 100,000 deep raises RecursionError,

@@ -971,10 +971,13 @@ def _whole_writes(stream: TextIO | None, *, line_buffering: bool = False) -> Tex
     report is cut short under an exit status that says nothing of it.  A BufferedWriter
     writes the rest or raises (BlockingIOError, BrokenPipeError), which is reported as
     any failing output is.  Its own FileIO (closefd=False): the descriptor stays open.
+    Only a FileIO is replaced: another raw stream writes in its own way (on a Windows
+    console `_WindowsConsoleIO`, registered as a RawIOBase, writes UTF-16 to the console,
+    where a FileIO would write UTF-8 bytes the console reads in its code page).
     """
     import io
 
-    if not isinstance(stream, io.TextIOWrapper) or not isinstance(stream.buffer, io.RawIOBase):
+    if not isinstance(stream, io.TextIOWrapper) or not isinstance(stream.buffer, io.FileIO):
         return stream
     try:
         raw = io.FileIO(stream.fileno(), "w", closefd=False)
