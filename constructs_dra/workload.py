@@ -211,7 +211,7 @@ def _scrubber_required(template: IsolatedClaimTemplate) -> str:
     return (
         f"scrub_image: the scrubber scrubs the devices of template {template.name!r} "
         f"({template.spec.slice.device_class}), so every pod holding its claim must run it first (README "
-        f"\"Memory erasure\", not waivable){declared}; pass a pinned image (default {DEFAULT_SCRUB_IMAGE}), not None"
+        f'"Memory erasure", not waivable){declared}; pass a pinned image (default {DEFAULT_SCRUB_IMAGE}), not None'
     )
 
 
