@@ -819,14 +819,23 @@ def test_a_handshake_flood_cuts_its_own_handshakes_not_a_clients(tmp_path: Path)
             sock.close()
 
 
-def _reading_nothing(port: int, client: ssl.SSLContext | None, requests: int = 6000) -> socket.socket:
-    """A connection that pipelines `requests` probes and never reads an answer."""
+def _reading_nothing(
+    port: int, client: ssl.SSLContext | None, requests: int = 6000, path: str = "/healthz", apart: float = 0.0
+) -> socket.socket:
+    """A connection that pipelines `requests` probes and never reads an answer; with
+    `apart`, it sends each that many seconds after the one before (once it is answered,
+    so it is not pipelined)."""
     raw = socket.socket()
     raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
     raw.connect(("127.0.0.1", port))
     sock = raw if client is None else client.wrap_socket(raw, server_hostname="127.0.0.1")
     sock.settimeout(5)
-    sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * requests)
+    request = f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+    if not apart:
+        sock.sendall(request * requests)
+    for _ in range(requests if apart else 0):
+        sock.sendall(request)
+        time.sleep(apart)
     return sock
 
 
@@ -850,14 +859,18 @@ def _unread(running: Running, count: int, index: int = 0) -> None:
 
 
 def test_clients_that_read_no_answers_make_way_and_are_closed(tmp_path: Path) -> None:
-    """A client that pipelines requests and reads none of the answers pauses the server's
-    writing, and uvicorn waited for it with no deadline: 128 of them shut the review port
-    for as long as they stayed, 8 the probe port (95 probes failed in a row).  At the cap
-    such a connection makes way first, and whatever happens it is closed once its answers
-    have waited unread for `unread_answer_timeout` (1.5 s here)."""
+    """A client that reads none of its answers, once they fill what the connection holds
+    unsent, pauses the server's writing, and uvicorn waited for it with no deadline: 128
+    clients pipelining requests shut the review port so for as long as they stayed, 8 the
+    probe port (95 probes failed in a row).  At the cap such a connection makes way
+    first, and whatever happens it is closed once its answers have waited unread for
+    `unread_answer_timeout` (1.5 s here).  A pipelining client now gets one answer and
+    its connection closed; here each sends a request once the one before is answered,
+    for answers larger than the connection holds (a readiness problem of 1 MiB)."""
     limits = ConnectionLimits(3, read_header_timeout=30.0, idle_timeout=30, unread_answer_timeout=1.5)
     with serving(tmp_path, connections=limits, send_buffer=4096) as running:
-        unread = [_reading_nothing(running.port, running.client) for _ in range(3)]
+        running.app.readiness_problem = lambda: "x" * 2**20  # type: ignore[method-assign]
+        unread = [_reading_nothing(running.port, running.client, 3, "/readyz", apart=0.1) for _ in range(3)]
         _unread(running, 3)
         paused = time.monotonic()
         response, elapsed = running.review(PLAIN_POD)
@@ -936,8 +949,8 @@ def test_a_connection_whose_request_has_arrived_is_not_closed_as_idle(tmp_path: 
 
 def test_clients_that_pipeline_requests_cannot_hold_the_probe_port(tmp_path: Path) -> None:
     """Connections whose clients send requests ahead of reading the answers (neither the API
-    server nor the kubelet pipelines) make way for the kubelet's probes while their requests
-    are still being answered: 8 of them used to fail 95 probes in a row."""
+    server nor the kubelet pipelines) get one answer and are closed: 8 of them used to
+    fail 95 probes in a row, answered one request at a time for as long as they stayed."""
     with serving(tmp_path) as running:
         port = running.server.probe_port
         assert port is not None
@@ -948,11 +961,71 @@ def test_clients_that_pipeline_requests_cannot_hold_the_probe_port(tmp_path: Pat
         for _ in range(3):
             assert running.probe("/healthz") == (200, {"status": "ok"})
         for sock in pipelining:
+            answer = sock.recv(65536)
+            assert answer.count(b"HTTP/1.1 200 ") == 1
+            assert closed_within(sock, 2) < 1
             sock.close()
-    (evicted,) = running.events("connection evicted")
-    assert evicted["port"] == "probe" and evicted["reason"] == (
-        "a connection whose client sent requests ahead of reading the answers made way for a new connection"
-    )
+    assert not running.events("connection evicted")
+    (closed,) = running.events("connection closed")
+    assert closed["port"] == "probe"
+    assert closed["reason"] == "a request sent before the answer to the one under way: answered, then closed"
+
+
+def _send_until_blocked(sock: ssl.SSLSocket, data: bytes) -> None:
+    """Send what of `data` the connection takes, until it has taken nothing for 0.3 s."""
+    sock.setblocking(False)
+    sent = 0
+    while sent < len(data):
+        try:
+            sent += sock.send(data[sent : sent + 16384])
+        except ssl.SSLWantWriteError:
+            if not select.select([], [sock], [], 0.3)[1]:
+                break
+    sock.setblocking(True)
+
+
+def _held_for(connection: Any) -> int:
+    """Bytes a connection of the review port holds received and not yet handled: h11's
+    buffer and the TLS layer's records not yet decrypted."""
+    return len(connection.conn.trailing_data[0]) + connection.transport._transport._ssl_protocol._incoming.pending
+
+
+def test_a_client_that_pipelines_gets_one_answer_then_the_connection_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that sends requests ahead of reading the answer to the one under way (the
+    API server never does) used to have them all answered in turn, the server holding what
+    it sent meanwhile with reading paused: up to 256 KiB in the TLS layer and as much in
+    h11 as one read brought, some 310 KB a connection.  Now the TLS layer holds 32 KiB at
+    most, the request under way is answered, and the connection is closed."""
+    gate = _hanging_checks(monkeypatch)
+    hang = {**PLAIN_POD, "metadata": {**PLAIN_POD["metadata"], "name": "hang"}}
+
+    def request(obj: dict[str, Any]) -> bytes:
+        body = json.dumps(admission_review(obj)).encode()
+        head = f"POST /validate?timeout=10s HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+        return head.encode() + body
+
+    with serving(tmp_path) as running:
+        sock = running.connect()
+        sock.sendall(request(hang))
+        assert gate.waiting.acquire(timeout=5)
+        ahead = request(PLAIN_POD) * (2**20 // len(request(PLAIN_POD)))  # 1 MiB of requests
+        _send_until_blocked(sock, ahead)
+        (connection,) = running.server._servers[0].server_state.connections
+        # Until the TLS layer stops reading the socket, its buffer full.
+        wait_for(lambda: connection.pipelining() and connection.transport._transport._ssl_protocol._ssl_reading_paused)
+        assert _held_for(connection) < 100 * 1024
+        gate.open.set()
+        answer = b""
+        sock.settimeout(5)
+        with contextlib.suppress(ssl.SSLError, ConnectionError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+        assert answer.count(b"HTTP/1.1 ") == 1 and b'"allowed": true' in answer
+        sock.close()
+    (closed,) = running.events("connection closed")
+    assert closed["reason"] == "a request sent before the answer to the one under way: answered, then closed"
 
 
 def _hanging_checks(monkeypatch: pytest.MonkeyPatch) -> Gate:

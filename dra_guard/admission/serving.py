@@ -12,7 +12,10 @@ have been unread longest, then one whose client sent a request ahead of reading 
 then one the server closed, then the one whose body has stalled longest, then the idle one
 accepted first, then the one whose body has been arriving longest), or is itself closed
 when every other is under review; TLS handshakes under way are capped at as many (past
-that, one is cut off for the newcomer: `_cut_for`). The request body is read
+that, one is cut off for the newcomer: `_cut_for`).  A client that sends a request before
+the answer to the one under way is complete has that one answered and its connection
+closed, and a connection not being read holds at most `TLS_READ_BUFFER_BYTES` in the TLS
+layer. The request body is read
 by the application under the review's deadline (`dra_guard.admission.webhook`).
 
 Every cap comes from one number, the memory limit the generated Deployment sets
@@ -648,6 +651,11 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
                 transport.abort()
                 return
             transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
+            if tls:
+                # Bytes received and not yet read by h11 (reading paused while a body waits
+                # for the review, or a pipelined request for its turn): asyncio's TLS layer
+                # holds up to 256 KiB of them; one read's worth is enough to keep it busy.
+                transport.set_read_buffer_limits(high=TLS_READ_BUFFER_BYTES)  # type: ignore[attr-defined]
             # After super(): its flow control pauses and resumes reading on the transport itself.
             self.transport = CoalescedWrites(transport, self.loop)
             self._arm()
@@ -656,11 +664,26 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:
                 self._disarm()
+                if self.pipelining() and self.cycle.keep_alive:
+                    self._close_after_answer()
             elif self._head_deadline is None:
                 # Part of a request head on a kept-alive connection: its deadline runs from
                 # these first bytes.  A head that came whole (the API server sends it so)
                 # needs no timer at all.
                 self._arm()
+
+        def _close_after_answer(self) -> None:
+            """Its client sent another request before the answer to the one under way was
+            complete: that one is answered, then the connection is closed, the requests sent
+            ahead unread.  uvicorn would answer them one by one, holding them meanwhile in
+            h11's buffer and the TLS layer's (up to its high-water mark) with reading
+            paused: some 310 KB a connection.  Neither the API server nor the kubelet
+            pipelines (Go's HTTP/1.1 client sends a request on a connection only once the
+            answer to the one before is read), and HTTP/1.1 lets a server close a
+            connection after any answer (RFC 9112 section 9.3.2: a client retries the
+            requests it pipelined on a new one)."""
+            self.cycle.keep_alive = False
+            slow(port=port, reason="a request sent before the answer to the one under way: answered, then closed")
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
