@@ -201,6 +201,7 @@ def serving(
     pair: Pair | None = None,
     config: Config | None = None,
     send_buffer: int | None = None,
+    defer_accept: bool = True,
     **app_settings: Any,
 ) -> Iterator[Running]:
     authority = Authority()
@@ -218,6 +219,11 @@ def serving(
         connections = connections or ConnectionLimits(16, read_header_timeout=1.0, idle_timeout=1)
         limits = Limits(connections, app.max_reviews, app.body_bytes)
         review_socket, probe_socket = listening_socket("127.0.0.1", 0), listening_socket("127.0.0.1", 0)
+        if not defer_accept and hasattr(socket, "TCP_DEFER_ACCEPT"):
+            # Connections that send nothing are then accepted at once, as the kernel hands
+            # them over past the backlog (SYN cookies) or at the end of the deferral.
+            for sock in (review_socket, probe_socket):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 0)
         if send_buffer is not None:  # the connections accepted get it: a client that reads nothing fills it at once
             for sock in (review_socket, probe_socket):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
@@ -667,6 +673,27 @@ def test_silent_connections_cannot_hold_the_probe_port(tmp_path: Path) -> None:
             sock.close()
 
 
+@pytest.mark.skipif(not hasattr(socket, "TCP_DEFER_ACCEPT"), reason="Linux's TCP_DEFER_ACCEPT")
+def test_connections_that_send_nothing_are_not_accepted_before_a_probe_that_does(tmp_path: Path) -> None:
+    """A connection is accepted once its client has sent something (TCP_DEFER_ACCEPT): the
+    kubelet's probe connected ahead of a burst of silent connections, its request not yet
+    sent, was the idle connection accepted first and made way for them (200 silent
+    connections reopened as they were closed failed 4 of 30 probes).  Now the silent ones
+    wait in the kernel, and the probe is accepted with its request."""
+    with serving(tmp_path) as running:
+        port = running.server.probe_port
+        assert port is not None
+        probe = socket.create_connection(("127.0.0.1", port), timeout=5)
+        time.sleep(0.1)
+        silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
+        time.sleep(0.2)
+        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert probe.recv(4096).startswith(b"HTTP/1.1 200 ")
+        assert not running.events("connection evicted")
+        for sock in (*silent, probe):
+            sock.close()  # a FIN is something sent: the kernel hands those over now
+
+
 def test_connections_that_never_finish_their_handshake_count_against_the_cap(tmp_path: Path) -> None:
     """Each TLS handshake under way holds memory (asyncio's buffers, OpenSSL's state); 780
     connections that never said hello took the process past its memory limit when nothing
@@ -677,7 +704,7 @@ def test_connections_that_never_finish_their_handshake_count_against_the_cap(tmp
     through the flood (refusing newcomers instead let a few silent connections shut the
     port for the handshake deadline); the probes and the connections already made go on."""
     limits = ConnectionLimits(4, read_header_timeout=30.0, idle_timeout=30, tls_handshake_timeout=2.0)
-    with serving(tmp_path, connections=limits) as running:
+    with serving(tmp_path, connections=limits, defer_accept=False) as running:
         kept = http.client.HTTPSConnection("127.0.0.1", running.port, context=running.client, timeout=10)
         kept.connect()  # made before the flood, and kept alive through it
         silent = [socket.create_connection(("127.0.0.1", running.port), timeout=5) for _ in range(40)]
@@ -714,7 +741,7 @@ def test_the_tls_layer_reads_into_32_kib_for_this_servers_connections_only(tmp_p
     import asyncio.sslproto
 
     limits = ConnectionLimits(4, read_header_timeout=30.0, idle_timeout=30)
-    with serving(tmp_path, connections=limits) as running:
+    with serving(tmp_path, connections=limits, defer_accept=False) as running:
         made = running.connect()
         under_way = socket.create_connection(("127.0.0.1", running.port), timeout=5)
         wait_for(lambda: len(running.server._servers[0].server_state.connections) == 1)
@@ -796,7 +823,7 @@ def test_a_handshake_flood_cuts_its_own_handshakes_not_a_clients(tmp_path: Path)
     finishes it through 20 silent connections from its own address, then through
     half-finished handshakes (a ClientHello and no more) from another."""
     limits = ConnectionLimits(2, read_header_timeout=30.0, idle_timeout=30, tls_handshake_timeout=5.0)
-    with serving(tmp_path, connections=limits) as running:
+    with serving(tmp_path, connections=limits, defer_accept=False) as running:
         client = _Handshake(running)  # its ClientHello sent: the server answers and waits
         time.sleep(0.2)
         silent = []
@@ -1507,7 +1534,7 @@ def test_a_tls_handshake_that_never_finishes_is_cut_off(tmp_path: Path) -> None:
     before the connection cap sees it: it is closed at the handshake deadline (1 s here,
     TLS_HANDSHAKE_TIMEOUT in production), and reviews are answered meanwhile."""
     limits = ConnectionLimits(16, read_header_timeout=5.0, idle_timeout=5, tls_handshake_timeout=1.0)
-    with serving(tmp_path, connections=limits) as running:
+    with serving(tmp_path, connections=limits, defer_accept=False) as running:
         silent = socket.create_connection(("127.0.0.1", running.port), timeout=5)
         half = socket.create_connection(("127.0.0.1", running.port), timeout=5)
         half.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # the start of a ClientHello

@@ -27,6 +27,10 @@ the process's own `BASELINE_MIB` for reviews at `REVIEW_MIB` each (the largest b
 parsed and checked). 256 MiB gives 128 connections, 128 handshakes (16 MiB), 16 MiB of
 bodies and 4 reviews in flight.
 
+The kernel hands either port a connection only once its client has sent something
+(`DEFER_ACCEPT_SECONDS`), up to the port's backlog: a client that never speaks holds no
+place meanwhile.
+
 `/healthz` and `/readyz` are also served on a plain-HTTP probe port of their own, with
 its own small connection cap, so the kubelet's probes are answered while the review port
 is full. `/readyz` fails while the serving certificate is expired or not yet valid.
@@ -137,6 +141,14 @@ WRITE_BUFFER_BYTES = 64 * 1024
 MAX_HEADER_BYTES = 16 * 1024
 #: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
 BACKLOG = 128
+#: How long the kernel keeps a connection that has sent nothing from being accepted
+#: (Linux's TCP_DEFER_ACCEPT, as nginx's `listen ... deferred`): both ports' clients speak
+#: first (a ClientHello, a request), so a connection is handed to the server once its
+#: first bytes arrive; one that stays silent is handed over at the end of this (rounded
+#: up to the kernel's SYN-ACK retransmissions: 1 + 2 + 4 s), and holds no place meanwhile.
+#: Only as many as the port's backlog wait so: past it the kernel answers with SYN
+#: cookies, and those connections are accepted at once, as without it.
+DEFER_ACCEPT_SECONDS = 5
 #: The probe port: plain HTTP, /healthz and /readyz only.
 PROBE_PORT = 8081
 PROBE_CONNECTIONS = 8
@@ -460,6 +472,8 @@ def listening_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, protocol)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "TCP_DEFER_ACCEPT"):  # Linux
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, DEFER_ACCEPT_SECONDS)
         sock.bind(address)
     except OSError:
         sock.close()
