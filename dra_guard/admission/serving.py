@@ -53,6 +53,7 @@ import json
 import logging
 import operator
 import os
+import re
 import socket
 import ssl
 import struct
@@ -81,7 +82,8 @@ MEMORY_LIMIT_MIB = 256
 #: client (about 50 MiB measured after a thousand reviews on loopback), rounded up.
 BASELINE_MIB = 64
 #: One open connection at most, the larger of what it holds receiving a request and
-#: answering one: h11's buffer for an incomplete request head (`MAX_HEADER_BYTES`), uvicorn's
+#: answering one: h11's buffer for an incomplete request head (`MAX_HEADER_BYTES`) or the
+#: head parsed (`MAX_HEADER_FIELDS` at most), uvicorn's
 #: body buffer up to its high-water mark (64 KiB) and one more read (`TLS_READ_BUFFER_BYTES`),
 #: or the answers unsent (`WRITE_BUFFER_BYTES` in the TLS layer, as much again below it);
 #: with the TLS layer's read buffer (`TLS_READ_BUFFER_BYTES`: asyncio's own 256 KiB went
@@ -139,6 +141,11 @@ UNREAD_ANSWER_SECONDS = 2.0
 WRITE_BUFFER_BYTES = 64 * 1024
 #: The longest request head accepted (h11's default); the API server's are a few hundred bytes.
 MAX_HEADER_BYTES = 16 * 1024
+#: The most header fields a request head may have (Apache httpd's `LimitRequestFields`);
+#: the API server and the kubelet send fewer than ten.  h11 parses each into a few Python
+#: objects, some 200 bytes: 16 KiB of empty fields is 0.8 MB parsed, held while the body is
+#: awaited.
+MAX_HEADER_FIELDS = 100
 #: Connections waiting to be accepted (the kernel's queue), instead of uvicorn's 2048.
 BACKLOG = 128
 #: How long the kernel keeps a connection that has sent nothing from being accepted
@@ -576,6 +583,10 @@ class CoalescedWrites(asyncio.Transport):
         return False  # uvicorn never half-closes; TLS cannot
 
 
+#: The blank line that ends a request head, as h11 finds it (h11/_receivebuffer.py).
+_BLANK_LINE = re.compile(b"\n\r?\n")
+
+
 def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with a connection cap, a deadline for the request head, an
     answer's writes sent as one (`CoalescedWrites`) and a JSON 400 for malformed HTTP; on a
@@ -603,6 +614,12 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
         _heard = False
         #: When the request under way had its head read (loop time).
         _request_at = 0.0
+        #: The request head arriving (`_head_refusal`): its bytes and lines so far, and its
+        #: last two bytes (the blank line that ends it may come in two reads).
+        _head_bytes = 0
+        _head_lines = 0
+        _head_tail = b""
+        _refused = False
         _made = False
         _evicted = False
 
@@ -675,6 +692,14 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
             self._arm()
 
         def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            refusal = self._head_refusal(data)
+            if refusal is not None:
+                self._refused = True
+                slow(port=port, reason=refusal)
+                self._answer_400(refusal)
+                return
             super().data_received(data)
             if self.conn.their_state is not h11.IDLE:
                 self._disarm()
@@ -685,6 +710,46 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
                 # these first bytes.  A head that came whole (the API server sends it so)
                 # needs no timer at all.
                 self._arm()
+
+        def _head_refusal(self, data: bytes) -> str | None:
+            """Why the request head `data` is part of is refused (too long, too many fields),
+            or None, counted before h11 parses it.  h11 bounds only a head still incomplete
+            (`max_incomplete_event_size`): one that arrived whole in a read (up to 48 KiB
+            through the TLS layer, 256 KiB on the probe port) was parsed whatever its size,
+            and 128 connections each holding a head of 30 KB of empty fields, their bodies
+            awaited, took the process from 48 to 177 MiB.  Counted as it arrives, so a head
+            sent a byte at a time costs no more than one sent whole."""
+            if self.conn.their_state is not h11.IDLE:
+                return None
+            seen = self._head_tail + data
+            end = _BLANK_LINE.search(seen)
+            upto = len(data) if end is None else max(0, end.end() - len(self._head_tail))
+            self._head_bytes += upto
+            self._head_lines += data.count(b"\n", 0, upto)
+            size, lines = self._head_bytes, self._head_lines
+            if end is None:
+                self._head_tail = seen[-2:]
+            else:  # the head is whole: the next one, on this connection, starts afresh
+                self._head_bytes = self._head_lines = 0
+                self._head_tail = b""
+            if size > limits.max_header_bytes:
+                return f"a request head longer than {limits.max_header_bytes} bytes"
+            if lines > MAX_HEADER_FIELDS + 2:  # with the request line and the blank line
+                return f"a request head of more than {MAX_HEADER_FIELDS} header fields"
+            return None
+
+        def _answer_400(self, problem: str) -> None:
+            """A JSON 400 saying `problem`, written as it is (h11 has seen no request to
+            answer), and the connection closed."""
+            body = json.dumps({"error": f"dra-guard webhook: the request could not be read as HTTP/1.1 ({problem})"})
+            head = (
+                "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+            )
+            self._disarm()
+            self.transport.pause_reading()
+            self.transport.write(head.encode() + body.encode())
+            self.transport.close()
 
         def _close_after_answer(self) -> None:
             """Its client sent another request before the answer to the one under way was
