@@ -663,6 +663,11 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
             """The first bytes of its handshake arrived (`_bound_tls`)."""
             self._heard = True
 
+        def handshake_bytes_waiting(self) -> bool:
+            """Bytes of its handshake have arrived that the loop has not read yet."""
+            sock = None if self._handshake is None else self._handshake.get_extra_info("socket")
+            return sock is not None and _bytes_waiting(sock.fileno())
+
         def cut_handshake(self) -> None:
             self._evicted = True
             evicted(port=port, reason="a TLS handshake under way made way for a new connection", limit=handshakes)
@@ -913,7 +918,8 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
     def _cut_for(newcomer: BoundedH11Protocol, handshaking: list[BoundedH11Protocol]) -> None:
         """Cut off one handshake under way for `newcomer`, the first there is of: one whose
         connection is gone already; one from the address holding the most handshakes under
-        way (the newcomer's counted); of those, one that has sent nothing yet; the oldest.
+        way (the newcomer's counted); of those, one that has sent nothing yet; the oldest,
+        passing over one whose client's next bytes have arrived, not yet read.
         Cutting the oldest alone let a flood of reopened silent or half-finished handshakes
         (96 of them) cut 87-97 % of the handshakes of fresh clients, which take longer than
         the flood needs to churn the places; now a flood cuts its own handshakes first,
@@ -928,7 +934,11 @@ def bounded_protocol(limits: ConnectionLimits, port: str, *, tls: bool = True) -
             assert other._handshake is not None
             return (not other._handshake.is_closing(), -held[other._peer], other._heard, other._accepted_at)
 
-        min(candidates, key=first).cut_handshake()
+        ranked = sorted(candidates, key=first)
+        # Of those alike but for age, one whose client's bytes have arrived unread goes
+        # last: its handshake is moving on, not stalled (the oldest only are asked).
+        alike = itertools.takewhile(lambda other: first(other)[:3] == first(ranked[0])[:3], ranked[:8])
+        next((other for other in alike if not other.handshake_bytes_waiting()), ranked[0]).cut_handshake()
 
     def _live(connections: Iterable[BoundedH11Protocol]) -> int:
         return sum(not connection._evicted for connection in connections)
