@@ -128,6 +128,8 @@ FAILURES = {
     ),
     "a-list": (Answer(200, [TEMPLATE]), "not that ResourceClaimTemplate"),
     "slow": (Answer(200, TEMPLATE, delay=3.0), "timed out"),
+    # Each byte well within the client's timeout, the whole far past it.
+    "dribbled": (Answer(200, TEMPLATE, dribble=0.02), "the answer did not arrive within 1 s"),
 }
 
 
@@ -136,9 +138,9 @@ def test_a_failed_lookup_denies_the_review(tmp_path: Path, failure: str) -> None
     answer, expected = FAILURES[failure]
     with api_server(tmp_path) as server:
         server.answer = lambda path: answer
-        # Only the slow answer is meant to time out: a loaded machine may take more than
+        # Only the slow and the dribbled answers are meant to time out: a loaded machine may take more than
         # half a second to answer the others, which must then still fail as they do.
-        templates = in_cluster_templates(tmp_path, server, timeout=1.0 if failure == "slow" else 2.0)
+        templates = in_cluster_templates(tmp_path, server, timeout=1.0 if failure in ("slow", "dribbled") else 2.0)
         with pytest.raises(TemplateLookupError, match=r"^ResourceClaimTemplate tenant-a/slice: ") as raised:
             templates.get("tenant-a", "slice")
         assert expected in str(raised.value)

@@ -43,6 +43,8 @@ class Answer:
     body: Any = b""
     delay: float = 0.0
     content_type: str = "application/json"
+    #: Seconds between the bytes of the body (sent one at a time when not 0).
+    dribble: float = 0.0
 
     def payload(self) -> bytes:
         return self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
@@ -122,7 +124,11 @@ def api_server(directory: Path) -> Iterator[ApiServer]:
                 self.send_header("Content-Type", answer.content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if not answer.dribble:
+                    self.wfile.write(payload)
+                for byte in payload if answer.dribble else b"":
+                    self.wfile.write(bytes([byte]))
+                    time.sleep(answer.dribble)
             except OSError:  # the client gave up first (a timeout test)
                 pass
 

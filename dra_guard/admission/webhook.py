@@ -243,6 +243,7 @@ class KubernetesTemplates:
         group, _, version = self.api_version.rpartition("/")
         which = f"{kind} {namespace}/{name}"
         request_timeout = self.timeout if timeout is None else max(0.01, min(timeout, self.timeout))
+        until = time.monotonic() + request_timeout
         most = MAX_POD_BYTES if kind == "Pod" else MAX_TEMPLATE_BYTES
         try:
             # The object as JSON, not as the client's model: the engine reads manifests.
@@ -266,14 +267,17 @@ class KubernetesTemplates:
             # for each of 8 lookups of 4 reviews came to 48 MiB.
             whole = False
             try:
-                body = response.read(most + 1)
-                whole = len(body) <= most
+                arrived = _read_by(response, most + 1, until)
+                whole = arrived is not None and len(arrived) <= most
             finally:
                 # A connection with an answer left unread cannot serve another request.
                 if whole:
                     response.release_conn()
                 else:
                     response.close()
+            if arrived is None:
+                raise TemplateLookupError(f"{which}: the answer did not arrive within {request_timeout:g} s")
+            body = arrived
             if not whole:
                 noun = {"Pod": "pod", CLAIM_KIND: "claim"}.get(kind, "template")
                 raise TemplateLookupError(f"{which}: more than the {most:,} bytes the webhook reads for one {noun}")
@@ -312,6 +316,26 @@ class KubernetesTemplates:
 #: must read (`_cel_to_parse`) run on the event loop: the engine takes a few milliseconds at
 #: most on them, so the probes and other connections wait no longer than that.
 INLINE_REVIEW_BYTES = 64 * 1024
+
+
+def _read_by(response: Any, most: int, until: float) -> bytes | None:
+    """At most `most` bytes of `response`'s body (a urllib3 response), or None when it has
+    not all arrived by `until` (`time.monotonic`).  The client's timeout is for each read
+    of the socket, not for the answer: an answer that came a byte at a time, each within
+    it, took 7 s for 136 bytes under a timeout of 1 s, its review's slot held all along.
+    Now the answer is read a socket read at a time until `until`, which it overshoots by
+    one read at most (the client's own timeout)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < most:
+        if time.monotonic() > until:
+            return None
+        chunk = response.read1(most - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 class _TemplateCache:
