@@ -1007,6 +1007,25 @@ def test_clients_that_read_no_answers_make_way_and_are_closed(tmp_path: Path) ->
     assert closed["reason"] == "answers left unread 1.5 s"
 
 
+def test_a_client_that_leaves_one_large_answer_unread_is_reset(tmp_path: Path) -> None:
+    """An answer written whole (a denial lists every finding, about as large as its
+    object) passes through the TLS layer at once and is held below it: the writing never
+    pauses, so the deadline for answers left unread never began, and the kernel, whose
+    send buffer grows on its own, took 2.3 MB of it on loopback, held until the idle
+    deadline (90 s).  Now the kernel holds 128 KiB at most, and a connection whose unsent
+    answers do not go down by 64 KiB every `unread_answer_timeout` (1 s here) is reset."""
+    limits = ConnectionLimits(4, read_header_timeout=30.0, idle_timeout=30, unread_answer_timeout=1.0)
+    with serving(tmp_path, connections=limits) as running:
+        running.app.readiness_problem = lambda: "x" * 2**20  # type: ignore[method-assign]
+        unread = _reading_nothing(running.port, running.client, 1, "/readyz")
+        assert 1.0 < _reset_within(unread, 5) < 5
+        unread.close()
+        response, _ = running.review(PLAIN_POD)
+        assert response["allowed"] is True
+    (closed,) = running.events("connection closed")
+    assert closed["reason"] == "answers left unread 1 s"
+
+
 def _probed_in_a_burst(running: Any, *, probe_first: bool) -> bytes:
     """The answer to a probe sent on the probe port in a burst of 12 silent connections, all
     accepted while a first probe holds the event loop (0.5 s in its readiness check): the
