@@ -553,6 +553,37 @@ def test_the_schedulers_extended_resource_claim_of_a_class_to_scrub_is_refused(
         )
 
 
+@pytest.mark.parametrize(("device_class", "allowed"), [("mig.nvidia.com", False), ("rdma", True)])
+def test_a_claim_in_use_by_one_pod_is_not_reserved_for_a_second(
+    tmp_path: Path, device_class: str, allowed: bool
+) -> None:
+    """The claim made for pod `owner`, its ownerReference taken away by a tenant's UPDATE
+    (which DRA005 then cannot see at the thief pod's admission: it names an unowned claim),
+    then reserved by the scheduler for pod p too: two pods on one device. Refused before any
+    pod is read; a NIC's claim may be shared."""
+    claim = {
+        **MADE_FOR_POD,
+        "metadata": {key: value for key, value in MADE_FOR_POD["metadata"].items() if key != "ownerReferences"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}},
+    }
+    held = {"resource": "pods", "name": "owner", "uid": "1d2e3f40-5555-4666-8777-988899990000"}
+    request = reservation({**claim, "status": {"reservedFor": [held]}})
+    request["object"]["status"]["reservedFor"].insert(0, held)
+    thief = {
+        **POD_NAMING_A_CLAIM,
+        "spec": {
+            **POD_NAMING_A_CLAIM["spec"],
+            "resourceClaims": [{"name": "gpu", "resourceClaimName": claim["metadata"]["name"]}],
+        },
+    }
+    with api_server(tmp_path) as server:
+        server.answer = _served_pod(thief)
+        response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(request)
+    assert response["allowed"] is allowed, response
+    if not allowed:
+        assert "DRA005" in response["status"]["message"] and server.requests == []
+
+
 def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_path: Path) -> None:
     already = {**MADE_FOR_POD, "status": {"reservedFor": [{"resource": "pods", "name": "p", "uid": POD_UID}]}}
     with api_server(tmp_path) as server:

@@ -94,14 +94,23 @@ def new_groups(claim: Any, old_claim: Any) -> list[GroupConsumer]:
     return sorted(_groups_reserved_for(claim) - _groups_reserved_for(old_claim))
 
 
-def group_member(claim: Mapping[str, Any]) -> dict[str, Any]:
+def shares_a_pod_claim(claim: Any, old_claim: Any) -> bool:
+    """Whether the update leaves the claim reserved for more than one pod while reserving it
+    for a new one: a claim made for one pod (the ownerReference a tenant may take away) or
+    a claim two pods name, in use by two pods at once."""
+    reserved = _pods_reserved_for(claim)
+    return bool(reserved - _pods_reserved_for(old_claim)) and len(reserved) > 1
+
+
+def group_member(claim: Mapping[str, Any], name: str = "pod-group-member") -> dict[str, Any]:
     """A pod that uses `claim` by name and runs nothing else: what DRA016 asks of any pod of a
-    group the claim is reserved for, before that pod's own init containers are known."""
+    group the claim is reserved for, before that pod's own init containers are known (and,
+    two of them, what DRA005 says of two pods using the claim)."""
     metadata = mapping(claim.get("metadata"))
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "pod-group-member", "namespace": text(metadata.get("namespace"))},
+        "metadata": {"name": name, "namespace": text(metadata.get("namespace"))},
         "spec": {
             "containers": [{"name": "member", "image": "any", "resources": {"claims": [{"name": "claim"}]}}],
             "resourceClaims": [{"name": "claim", "resourceClaimName": text(metadata.get("name"))}],

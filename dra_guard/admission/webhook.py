@@ -61,6 +61,7 @@ from dra_guard.admission.reservations import (
     new_groups,
     new_pods,
     pod_using,
+    shares_a_pod_claim,
 )
 from dra_guard.admission.serving import REVIEW_MIB, STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.admission.updates import unchanged_for_rules
@@ -148,6 +149,8 @@ MAX_UID_BYTES = 128
 MAX_JSON_CONTAINERS = REVIEW_MIB * 2**20 // 4 // 64
 #: The rule a reservation is checked for: the scrubber a pod runs before it gets the devices.
 SCRUB_RULE = "DRA016"
+#: The rule that says whether two pods may use one claim (a reservation for a second pod).
+SHARED_CLAIM_RULE = "DRA005"
 #: The operations whose AdmissionRequest has no `object`.
 OBJECTLESS_OPERATIONS = ("DELETE", "CONNECT")
 
@@ -940,6 +943,12 @@ class Webhook:
                     for group in groups
                 ),
             )
+        if shares_a_pod_claim(claim, request.get("oldObject")):
+            # Whoever the pods are: a tenant may have taken away the ownerReference that
+            # made the claim another pod's (DRA005 then sees no owner at the pod's admission).
+            shared = self._shared_by_two_pods(reserved, checks_until)
+            if shared:
+                return _denial(uid, "; ".join(f"{where}: {each}" for each in shared))
         pods = new_pods(claim, request.get("oldObject"))
         if not pods or not self._reads_pods:
             return {"uid": uid, "allowed": True}  # no reservation added, or nothing to read pods with
@@ -983,6 +992,18 @@ class Webhook:
         if not denials:
             return {"uid": uid, "allowed": True}
         return _denial(uid, "; ".join(f"{where}: {each}" for each in denials))
+
+    def _shared_by_two_pods(self, claim: Mapping[str, Any], checks_until: float | None) -> list[str]:
+        """What DRA005 says of two pods using `claim` at once (nothing where the claim asks
+        for no accelerator, or is waived): the update reserves it for a second pod."""
+        pods = [group_member(claim, name) for name in ("reserved-pod", "second-reserved-pod")]
+        with evaluations_until(checks_until):
+            report = _check(pods[0], [pods[1], claim], self.config)
+        return [
+            _message(finding)
+            for finding in report.findings
+            if finding.rule == SHARED_CLAIM_RULE and finding.severity >= self.fail_on
+        ]
 
     def _needs_scrubber(self, claim: Mapping[str, Any], checks_until: float | None) -> bool:
         """Whether DRA016 requires the scrubber of a pod using `claim`: asked of the rule with a
