@@ -40,6 +40,39 @@ pod, is reviewed apart (`dra_guard.admission.reservations`).  Everything else, t
 (an image, a toleration), labels and annotations (waivers, isolation tags), a new or altered
 owner reference, is reviewed as before, whether or not the object is being deleted.
 
+Rollouts.  A policy tightened after a Deployment exists (or a claim template deleted) makes
+its ReplicaSet non-compliant, and the Deployment controller must still scale that old
+ReplicaSet down once the user has fixed the Deployment: `scaleReplicaSet` sends an `Update`
+of the ReplicaSet itself with `spec.replicas` and `SetReplicasAnnotations`'s
+`deployment.kubernetes.io/desired-replicas` and `max-replicas` changed; rolling back to an
+old ReplicaSet, `getNewReplicaSet` bumps its `deployment.kubernetes.io/revision` and
+`revision-history` (@ 729007a86b89e2fb907db113e0715bd47520d718
+pkg/controller/deployment/sync.go; the names and `SetNewReplicaSetAnnotations`:
+@ 277391ee713412cf75e4b46ad5d6e5ae9844abf1 pkg/controller/deployment/util/deployment_util.go).
+Denied, the old pods never go and the rollout stalls.  So on an apps/v1 ReplicaSet or
+Deployment (`SCALED_KINDS`) an UPDATE may also change `spec.replicas` and those four
+annotations (`ROLLOUT_ANNOTATIONS`, exactly: every other annotation, `dra-guard.io/` waivers
+and declarations, KAI Scheduler's `gpu-fraction`, anything `getNewReplicaSet` copies from
+the Deployment, is compared as before; so is the rest of `spec`, the pod template above all).
+
+No rule reads those annotations nor `replicas`, but `replicas` decides how many pods the
+template makes, so the exemption rests on those pods being checked when they are made.
+Every rule whose policy judges a pod template judges the Pod too (their admission kinds:
+DRA001 and DRA009 `POD_KINDS`, DRA005 and DRA016 `CONTROLLER_KINDS` and `Pod`; every other
+rule judges claims, claim templates or DeviceClasses), with the same expressions over the
+pod spec and its metadata, which the pod copies from the template; the webhook reviews the
+Pod's CREATE as well, and it denies a Pod, never a controller, for a claim template that
+does not exist.  DRA005 alone judges a Pod apart from its template: its policy denies a
+Pod naming a ResourceClaim only when the Pod was made from a generateName.  The ReplicaSet
+controller makes every pod from `GetPodFromTemplate` with `generateName: <replicaset>-`
+(@ 1f8996f8cec98af38ab4cba237421b28c1cef9a3 pkg/controller/controller_utils.go), and a
+Deployment's pods are its ReplicaSets'; the StatefulSet controller names its pods
+`<set>-<ordinal>` (@ 0fe831c3e98b5dc6de63a86eb3822acbf7d3c761
+pkg/controller/statefulset/stateful_set_utils.go `newStatefulSetPod`), which DRA005 does not
+take for generated, so a StatefulSet scaled up could share a claim its template names with
+no policy seeing it.  Hence ReplicaSets and Deployments only: a StatefulSet's (and every
+other kind's) `replicas` is reviewed as before.
+
 `unchanged_for_rules` is the webhook's form, `unchanged_for_rules_cel` the policies' and the
 webhook configuration's: the same comparison, field by field (CEL's equality: values of
 different types differ, but numbers compare by value).
@@ -50,7 +83,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dra_guard.ruleapi.admission_form import string_list
+from dra_guard.ruleapi.admission_form import string, string_list
 
 #: Metadata the API server and the controllers write while they clean up, and no rule reads.
 CLEANUP_METADATA = (
@@ -78,6 +111,24 @@ MAX_COMPARED_OWNER_REFERENCES = 32
 #: kinds cost the condition twice the API server's limit.  A real one is far shorter (an
 #: apiVersion of a 253-character group, a 253-character name, a 36-character uid).
 MAX_COMPARED_REFERENCE_CHARACTERS = 512
+#: The kinds whose scaling is admitted too (see above): `apiVersion` and `kind`.
+SCALED_API_VERSION = "apps/v1"
+SCALED_KINDS = ("Deployment", "ReplicaSet")
+#: The field of their `spec` that may change: how many pods the template makes.
+SCALE_FIELDS = ("replicas",)
+#: The annotations the Deployment controller writes on a ReplicaSet as it scales it
+#: (`SetReplicasAnnotations`) and as it rolls back to it (`SetNewReplicaSetAnnotations`);
+#: exactly these, not the rest of `deployment.kubernetes.io/`.
+ROLLOUT_ANNOTATIONS = (
+    "deployment.kubernetes.io/desired-replicas",
+    "deployment.kubernetes.io/max-replicas",
+    "deployment.kubernetes.io/revision",
+    "deployment.kubernetes.io/revision-history",
+)
+#: Annotations compared key by key, at most, on each side of a scaling: past these, it is
+#: reviewed.  A ReplicaSet carries its Deployment's few; the bound keeps the CEL's cost
+#: (about 30 units a key) far from its limit, which 256 KiB of one-letter keys would pass.
+MAX_COMPARED_ANNOTATIONS = 256
 #: The name of the matchCondition (true: the request is reviewed).
 UPDATE_CONDITION = "changes-what-rules-read"
 
@@ -142,18 +193,44 @@ def _comparable_reference(reference: Any) -> bool:
     )
 
 
+def scaled_kind(obj: Mapping[str, Any]) -> bool:
+    """Whether `obj` is a ReplicaSet or a Deployment, whose scaling is admitted (see above)."""
+    return obj.get("apiVersion") == SCALED_API_VERSION and obj.get("kind") in SCALED_KINDS
+
+
+def _annotations(metadata: Mapping[str, Any]) -> Any:
+    """The annotations, `{}` where there are none (the Deployment controller adds the map)."""
+    return metadata.get("annotations", {})
+
+
 def unchanged_for_rules(new: Any, old: Any) -> bool:
     """Whether the update from `old` to `new` changes nothing any rule reads (see above)."""
     if not isinstance(new, Mapping) or not isinstance(old, Mapping):
         return False
-    if not _same_except(new, old, ("metadata", *UNREAD_FIELDS)):
+    scaled = scaled_kind(new)
+    if not _same_except(new, old, ("metadata", *UNREAD_FIELDS, *(("spec",) if scaled else ()))):
         return False
+    if scaled:
+        new_spec, old_spec = new.get("spec"), old.get("spec")
+        if not isinstance(new_spec, Mapping) or not isinstance(old_spec, Mapping):
+            return False
+        if not _same_except(new_spec, old_spec, SCALE_FIELDS):
+            return False
     new_metadata, old_metadata = new.get("metadata"), old.get("metadata")
     if not isinstance(new_metadata, Mapping) or not isinstance(old_metadata, Mapping):
         return False
-    return _same_except(new_metadata, old_metadata, (*CLEANUP_METADATA, "ownerReferences")) and (
-        _owners_only_released(new_metadata.get("ownerReferences"), old_metadata.get("ownerReferences"))
-    )
+    unread = (*CLEANUP_METADATA, "ownerReferences", *(("annotations",) if scaled else ()))
+    if not _same_except(new_metadata, old_metadata, unread):
+        return False
+    if scaled:
+        new_annotations, old_annotations = _annotations(new_metadata), _annotations(old_metadata)
+        if not isinstance(new_annotations, Mapping) or not isinstance(old_annotations, Mapping):
+            return False
+        if len(new_annotations) > MAX_COMPARED_ANNOTATIONS or len(old_annotations) > MAX_COMPARED_ANNOTATIONS:
+            return False
+        if not _same_except(new_annotations, old_annotations, ROLLOUT_ANNOTATIONS):
+            return False
+    return _owners_only_released(new_metadata.get("ownerReferences"), old_metadata.get("ownerReferences"))
 
 
 def _same_except_cel(new: str, old: str, ignored: tuple[str, ...]) -> str:
@@ -168,7 +245,23 @@ def _same_except_cel(new: str, old: str, ignored: tuple[str, ...]) -> str:
 def unchanged_for_rules_cel() -> str:
     """CEL: the request is an UPDATE that changes nothing any rule reads (`unchanged_for_rules`
     of `object` and `oldObject`).  Total: false where the request has no operation or no old
-    object (a CREATE's `oldObject` is null)."""
+    object (a CREATE's `oldObject` is null).  One form for the kinds whose scaling is
+    admitted, one for the others: a matchCondition has no variables to hold the choice."""
+    scaled = (
+        f"has(object.apiVersion) && object.apiVersion == {string(SCALED_API_VERSION)} && "
+        f"has(object.kind) && object.kind in {string_list(SCALED_KINDS)}"
+    )
+    # `type(...) == map` rather than `!= null`: the same in cel-go, and total in the
+    # emulator's cel-python, which has no `map != null`.
+    return _guarded(
+        "has(request.operation) && request.operation == 'UPDATE' && type(oldObject) == map",
+        _guarded(scaled, _unchanged_cel(scaled=True), _unchanged_cel(scaled=False)),
+    )
+
+
+def _unchanged_cel(*, scaled: bool) -> str:
+    """CEL: `unchanged_for_rules` of an UPDATE's objects, whose kind is known to be (or not
+    to be) one of `SCALED_KINDS`."""
     new, old = "object.metadata.ownerReferences", "oldObject.metadata.ownerReferences"
     comparable = f"r.all(k, type(r[k]) != string || size(r[k]) <= {MAX_COMPARED_REFERENCE_CHARACTERS})"
     owners = _guarded(
@@ -181,17 +274,29 @@ def unchanged_for_rules_cel() -> str:
             f"{new}.all(r, {old}.exists(o, {_same_except_cel('r', 'o', (UNBLOCKED,))}))",
         ),
     )
-    metadata = _guarded(
-        "has(object.metadata) && has(oldObject.metadata)",
-        f"({_same_except_cel('object.metadata', 'oldObject.metadata', (*CLEANUP_METADATA, 'ownerReferences'))}) "
-        f"&& ({owners})",
-    )
-    # `type(...) == map` rather than `!= null`: the same in cel-go, and total in the
-    # emulator's cel-python, which has no `map != null`.
-    return _guarded(
-        "has(request.operation) && request.operation == 'UPDATE' && type(oldObject) == map",
-        f"({_same_except_cel('object', 'oldObject', ('metadata', *UNREAD_FIELDS))}) && ({metadata})",
-    )
+    unread = (*CLEANUP_METADATA, "ownerReferences", *(("annotations",) if scaled else ()))
+    metadata = f"({_same_except_cel('object.metadata', 'oldObject.metadata', unread)}) && ({owners})"
+    if scaled:
+        new_annotations, old_annotations = (
+            f"(has({side}.metadata.annotations) ? {side}.metadata.annotations : {{}})"
+            for side in ("object", "oldObject")
+        )
+        bounded = " && ".join(
+            f"type({side}) == map && size({side}) <= {MAX_COMPARED_ANNOTATIONS}"
+            for side in (new_annotations, old_annotations)
+        )
+        annotations = _guarded(bounded, _same_except_cel(new_annotations, old_annotations, ROLLOUT_ANNOTATIONS))
+        metadata = f"({metadata}) && ({annotations})"
+    metadata = _guarded("has(object.metadata) && has(oldObject.metadata)", metadata)
+    unread_fields = ("metadata", *UNREAD_FIELDS, *(("spec",) if scaled else ()))
+    top = f"({_same_except_cel('object', 'oldObject', unread_fields)})"
+    if scaled:
+        spec = _guarded(
+            "has(object.spec) && has(oldObject.spec) && type(object.spec) == map && type(oldObject.spec) == map",
+            _same_except_cel("object.spec", "oldObject.spec", SCALE_FIELDS),
+        )
+        top = f"{top} && ({spec})"
+    return f"{top} && ({metadata})"
 
 
 def _guarded(guard: str, then: str, otherwise: str = "false") -> str:
