@@ -176,6 +176,17 @@ def test_a_waiver_on_the_controller_itself_does_not_reach_its_pods() -> None:
     assert rule_ids(template_obj, workload_obj) == set()
 
 
+def test_a_kind_named_like_a_controller_in_another_group_keeps_its_own_waiver() -> None:
+    """Volcano's `batch.volcano.sh` Job is not Kubernetes' Job: what its controller passes on
+    to its pods is its own, so its own waiver stands, as for any other operator's kind."""
+    template_obj, workload_obj = workload()
+    workload_obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = dict(LEGACY)
+    workload_obj["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "migrating in Q3"}
+    volcano = {**workload_obj, "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
+    assert "DRA001" not in rule_ids(template_obj, volcano)
+    assert "DRA001" in rule_ids(template_obj, {**workload_obj, "apiVersion": "batch/v1", "kind": "Job"})
+
+
 @pytest.mark.parametrize("rule", ["DRA004", "DRA006"])
 def test_non_waivable_rules_cannot_be_suppressed(rule: str) -> None:
     obj = template()
