@@ -71,6 +71,7 @@ from dra_guard.engine.run import Checker
 from dra_guard.model.allocation import evaluations_until
 from dra_guard.model.manifest import CLAIM_KINDS, get_path
 from dra_guard.model.pod_groups import group_claims
+from dra_guard.model.pod_templates import pod_specs
 from dra_guard.model.selectors import analysed_at_once, byte_length, parsed_already
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
 from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
@@ -147,6 +148,15 @@ MAX_UID_BYTES = 128
 #: 64 bytes each: 131,072.  Objects as the API server sends them hold one in 20 to 50 bytes
 #: of JSON (the largest Pod of tests/test_webhook_memory.py, 3 MiB: 29,648).
 MAX_JSON_CONTAINERS = REVIEW_MIB * 2**20 // 4 // 64
+#: The most findings the engine makes for one review (those the policies decide, pending
+#: and waived ones included); past it the rules stop, and the review is denied, fail closed
+#: (`Checker(most_findings=...)`).  A real object makes a handful; each costs about 1 KiB
+#: (its message, path and record), and a Pod of 28,000 containers each naming a claim it
+#: does not declare made 28,000, 42 MiB at once, over the review's 32 MiB.
+MAX_FINDINGS = 256
+#: How many findings (and errors) a denial, and the warnings of an answer, list; the rest
+#: are counted.  An answer stays a few KiB: the API server hands it to the client.
+LISTED_FINDINGS = 32
 #: The rule a reservation is checked for: the scrubber a pod runs before it gets the devices.
 SCRUB_RULE = "DRA016"
 #: The rule that says whether two pods may use one claim (a reservation for a second pod).
@@ -831,6 +841,15 @@ class Webhook:
             # never sends one past these; whoever does is not it (a claim of 8,000 requests
             # held a review for 24 s).
             return _denial(uid, f"dra-guard webhook: {beyond}, which the API server refuses; denied unchecked")
+        beyond = past_pod_bounds(obj)
+        if beyond is not None:
+            # The API server lets these through (it bounds the object's size only); no real
+            # workload comes near, and the rules' work and findings grow with each.
+            return _denial(
+                uid,
+                f"dra-guard webhook: the {obj.get('kind') or 'object'} is too large to review: {beyond}; denied "
+                "unchecked (split the workload)",
+            )
         if is_reservation(request):
             return self._review_reservation(request, obj, deadline, checks_until)
         if self._written_by_claim_writer(request, obj):
@@ -888,17 +907,19 @@ class Webhook:
         # A selector tried on every device of large ResourceSlices (DRA014, where they are
         # configured) could hold the review's thread, and its slot, long past the answer.
         with evaluations_until(checks_until):
-            report = _check(reviewed, templates, self._engine_config(reviewed))
+            report = _check(reviewed, templates, self._engine_config(reviewed), MAX_FINDINGS)
         mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
         blocking = [finding for finding in mine if finding.severity >= self.fail_on]
-        warnings = [_message(finding) for finding in mine if finding.severity < self.fail_on]
+        warnings = _listed([_message(finding) for finding in mine if finding.severity < self.fail_on], "warnings")
         errors = [str(error) for error in report.errors]
         if not blocking and not errors:
             response: dict[str, Any] = {"uid": uid, "allowed": True}
             if warnings:
                 response["warnings"] = warnings
             return response
-        return _denial(uid, "; ".join([*(_message(finding) for finding in blocking), *errors]), warnings)
+        # Errors first: one says the rules stopped short, which no finding listed says.
+        listed = _listed([*errors, *(_message(finding) for finding in blocking)], "errors and findings")
+        return _denial(uid, "; ".join(listed), warnings)
 
     def _missing_templates(
         self, obj: Mapping[str, Any], names: Sequence[Named], found: Sequence[Mapping[str, Any]]
@@ -1114,11 +1135,17 @@ class Webhook:
         return self.templates.get(namespace, name)
 
 
-def _check(reviewed: Mapping[str, Any], templates: Sequence[Mapping[str, Any]], config: Config) -> Report:
+def _check(
+    reviewed: Mapping[str, Any],
+    templates: Sequence[Mapping[str, Any]],
+    config: Config,
+    most_findings: int | None = None,
+) -> Report:
     """The engine over the reviewed object (origin `review`) and the claim templates and
     claims read for it (`cluster`).  With them at hand, "template not found" is a real answer (`complete`);
-    and no ResourceSlice is among them, which the context is told."""
-    checker = Checker(config, complete=bool(templates))
+    and no ResourceSlice is among them, which the context is told.  `most_findings`: the
+    engine's bound (`Checker`); past it the report holds an input error, which denies."""
+    checker = Checker(config, complete=bool(templates), most_findings=most_findings)
     checker.context.input_has_no_slices = True
     checker.add_object(reviewed, None, "review")
     for template in templates:
@@ -1211,6 +1238,38 @@ def past_api_limits(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: What the pod specs of one object may hold, all together, for a review (`past_pod_bounds`).
+#: Not API limits: the API server bounds none of these counts (pkg/apis/core/validation:
+#: container names unique, a container's claims declared by the pod, nothing more), only the
+#: object's size (3 MiB a request, 1.5 MiB in etcd).  Bounds on what one review may cost, far
+#: above any real workload (a pod has a few containers, and claims from the builders' one or
+#: two): a Pod of 28,000 containers took a review to 42 MiB, and one of 28,000 pod claims to
+#: 65 MiB and 5.8 s, where a review has 32 MiB (serving.REVIEW_MIB).
+POD_BOUNDS = (
+    ("containers (init and ephemeral included)", 1024),
+    ("claims named by containers", 1024),
+    ("pod claims", 256),
+)
+
+
+def past_pod_bounds(obj: Mapping[str, Any]) -> str | None:
+    """What of the object's pod specs (every one the rules read: `pod_specs`) is past
+    `POD_BOUNDS`, or None."""
+    try:
+        specs = pod_specs(obj)
+    except Exception:  # a shape nobody foresaw: the engine reports it (an error), which denies
+        return None
+    counts = (
+        sum(len(spec.containers) for spec in specs),
+        sum(sum(1 for _ in container.claims()) for spec in specs for container in spec.containers),
+        sum(len(spec.claims) for spec in specs),
+    )
+    for (what, most), count in zip(POD_BOUNDS, counts, strict=True):
+        if count > most:
+            return f"its pod specs hold {count} {what}, more than the {most} the webhook reviews"
+    return None
+
+
 def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
     """The object as stored: in the request's namespace even when its manifest named none."""
     result = dict(obj)
@@ -1237,6 +1296,15 @@ def _kind(request: Mapping[str, Any]) -> str:
 
 def _message(finding: Finding) -> str:
     return f"{finding.rule}: {finding.object}: {finding.message}"
+
+
+def _listed(messages: list[str], what: str) -> list[str]:
+    """The first `LISTED_FINDINGS` of `messages`, and how many more there are: the answer
+    stays a few KiB whatever the object makes (a denial listed every finding, and a Pod of
+    28,000 containers made one of 2.7 MB)."""
+    if len(messages) <= LISTED_FINDINGS:
+        return messages
+    return [*messages[:LISTED_FINDINGS], f"and {len(messages) - LISTED_FINDINGS} more {what}, not listed"]
 
 
 def _denial(uid: str, message: str, warnings: Sequence[str] = ()) -> dict[str, Any]:

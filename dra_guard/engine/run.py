@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -303,10 +304,24 @@ class Checker:
     `finish()`.  Memory therefore does not grow with the size of the objects checked.
     """
 
-    def __init__(self, config: Config | None = None, complete: bool = True, *, part: bool = False) -> None:
+    def __init__(
+        self,
+        config: Config | None = None,
+        complete: bool = True,
+        *,
+        part: bool = False,
+        most_findings: int | None = None,
+    ) -> None:
         """`part=True`: these objects are a part of a check spread over processes (see
-        `take_part`); nothing is resolved here, and nothing is settled early."""
+        `take_part`); nothing is resolved here, and nothing is settled early.
+        `most_findings`: past that many findings (pending and waived ones included), the
+        rules stop, and an input error says so (the admission webhook's bound on what one
+        review may make: its answer lists them, and 28,000 of them were 42 MiB and a 2.7 MB
+        denial); None: no bound."""
         self.config = config or Config()
+        self.most_findings = most_findings
+        #: Whether `most_findings` was reached: the rules stopped, the rest is unchecked.
+        self.stopped = False
         self.context = Context(self.config, complete=complete, logging=part)
         #: Added to the objects' positions, so that parts checked apart number them apart.
         self._serial_base = 0
@@ -333,6 +348,8 @@ class Checker:
             self.add_error(_failure(resource, "dra-guard could not read", error))
             return
         for rule in self._in_scope(resource.kind):
+            if self.stopped:
+                return
             try:
                 self._run(rule, resource)
             except Exception as error:
@@ -433,7 +450,15 @@ class Checker:
         first = next(found, None)
         if first is None:
             return
-        violations: list[Violation | Pending] = [first, *found]
+        if self.most_findings is None:
+            violations: list[Violation | Pending] = [first, *found]
+        else:
+            # Taken one past the room left, never all: a rule's generator stops being asked.
+            room = self.most_findings - len(self.report.findings) - len(self.report.waived) - len(self._deferred)
+            violations = [first, *itertools.islice(found, max(room, 0))]
+            if len(violations) > room:
+                del violations[max(room, 0) :]
+                self._stop(resource)
         if resource.accelerator_consulted and violations:
             # Findings about accelerator requests wait, where a DeviceClass of the input may
             # still show a request's class to be a NIC's or a CPU's (issue 20, point 6).
@@ -469,6 +494,18 @@ class Checker:
             else:
                 finding = _finding(rule, resource, violation, violation.message + note, waiver, terms=terms)
                 (self.report.findings if waiver is None else self.report.waived).append(finding)
+
+    def _stop(self, resource: Resource) -> None:
+        self.stopped = True
+        document = resource.document
+        self.add_error(
+            InputError(
+                document.file if document else (resource.origin or "<object>"),
+                None,
+                f"{resource.ref} makes more than {self.most_findings} findings; the rules stopped there, and the "
+                "rest is unchecked",
+            )
+        )
 
     def _waiver(self, rule: Rule, resource: Resource, path: Path) -> tuple[str | None, WaiverTerms | None, str]:
         """What waives a finding of `rule` at `path` of `resource`: the reason and terms of its
