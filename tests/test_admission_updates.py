@@ -634,13 +634,11 @@ def test_the_condition_is_total_and_false_on_create() -> None:
     assert evaluate(unchanged_for_rules_cel(), create).value is False
 
 
-def test_the_worst_case_costs_a_bounded_amount() -> None:
-    """Owner references at the most compared, each found last among the old ones and unlike
-    the others only in the end of its last field, every string as long as is compared, and a
-    huge spec: well within the matchConditions' budget, so no object makes the condition fail
-    (which would skip the webhook under `Ignore`)."""
+def _longest_compared_references() -> list[dict[str, Any]]:
+    """Owner references at the most compared, every string as long as is compared, unlike
+    one another only in the end of their last field (the uid)."""
     longest = MAX_COMPARED_REFERENCE_CHARACTERS
-    references = [
+    return [
         {
             "apiVersion": "v" * longest,
             "kind": "K" * longest,
@@ -650,6 +648,14 @@ def test_the_worst_case_costs_a_bounded_amount() -> None:
         }
         for i in range(MAX_COMPARED_OWNER_REFERENCES)
     ]
+
+
+def test_the_worst_case_costs_a_bounded_amount() -> None:
+    """Owner references at the most compared, each found last among the old ones and unlike
+    the others only in the end of its last field, every string as long as is compared, and a
+    huge spec: well within the matchConditions' budget, so no object makes the condition fail
+    (which would skip the webhook under `Ignore`)."""
+    references = _longest_compared_references()
     old = changed(POD, lambda n: n["metadata"].update(ownerReferences=references))
     old["spec"]["containers"] *= 5000
     new = changed(old, lambda n: n["metadata"]["ownerReferences"].reverse())
@@ -665,17 +671,7 @@ def test_the_worst_case_of_a_scaling_costs_a_bounded_amount() -> None:
     controller's, field by field: with a huge template, owner references at the most
     compared and annotations too, still well within the budget; past the annotations compared,
     it is reviewed (a cost over the limit would fail the condition)."""
-    longest = MAX_COMPARED_REFERENCE_CHARACTERS
-    references = [
-        {
-            "apiVersion": "v" * longest,
-            "kind": "K" * longest,
-            "name": "x" * longest,
-            "controller": False,
-            "uid": f"{i:0>{longest}}",
-        }
-        for i in range(MAX_COMPARED_OWNER_REFERENCES)
-    ]
+    references = _longest_compared_references()
     old = changed(REPLICA_SET, lambda n: n["metadata"].update(ownerReferences=references))
     # At the most compared, and holding the most the API server takes: 256 KiB in all.
     old["metadata"]["annotations"].update(
