@@ -1003,13 +1003,8 @@ class Webhook:
                         "for the device with a claim template)"
                     )
                 continue
-            with evaluations_until(checks_until):
-                report = _check(using, [reserved], self._engine_config(using))
-            denials += [
-                _message(finding)
-                for finding in report.findings
-                if finding.origin == "review" and finding.rule == SCRUB_RULE and finding.severity >= self.fail_on
-            ]
+            found = self._denying(SCRUB_RULE, using, [reserved], self._engine_config(using), checks_until)
+            denials += [_message(finding) for finding in found if finding.origin == "review"]
         if not denials:
             return {"uid": uid, "allowed": True}
         return _denial(uid, "; ".join(f"{where}: {each}" for each in denials))
@@ -1018,20 +1013,30 @@ class Webhook:
         """What DRA005 says of two pods using `claim` at once (nothing where the claim asks
         for no accelerator, or is waived): the update reserves it for a second pod."""
         pods = [group_member(claim, name) for name in ("reserved-pod", "second-reserved-pod")]
-        with evaluations_until(checks_until):
-            report = _check(pods[0], [pods[1], claim], self.config)
         return [
             _message(finding)
-            for finding in report.findings
-            if finding.rule == SHARED_CLAIM_RULE and finding.severity >= self.fail_on
+            for finding in self._denying(SHARED_CLAIM_RULE, pods[0], [pods[1], claim], self.config, checks_until)
         ]
 
     def _needs_scrubber(self, claim: Mapping[str, Any], checks_until: float | None) -> bool:
         """Whether DRA016 requires the scrubber of a pod using `claim`: asked of the rule with a
         pod that uses the claim and runs nothing else (`reservations.group_member`)."""
+        return bool(self._denying(SCRUB_RULE, group_member(claim), [claim], self._engine_config(claim), checks_until))
+
+    def _denying(
+        self,
+        rule: str,
+        reviewed: Mapping[str, Any],
+        others: Sequence[Mapping[str, Any]],
+        config: Config,
+        checks_until: float | None,
+    ) -> list[Finding]:
+        """The findings of `rule` severe enough to deny (`fail_on`) when the engine checks
+        `reviewed` with `others`, within the review's time for checks: what a reservation asks
+        of one rule."""
         with evaluations_until(checks_until):
-            report = _check(group_member(claim), [claim], self._engine_config(claim))
-        return any(finding.rule == SCRUB_RULE and finding.severity >= self.fail_on for finding in report.findings)
+            report = _check(reviewed, others, config)
+        return [finding for finding in report.findings if finding.rule == rule and finding.severity >= self.fail_on]
 
     def _engine_config(self, obj: Mapping[str, Any]) -> Config:
         """The configuration the engine checks `obj` with: without the rules left to the
