@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from dra_guard.contract.accelerator_names import family_of
 
@@ -75,17 +75,6 @@ POD_SPEC_PATHS: Mapping[str, tuple[str, ...]] = {
 #: jobTemplate's, and the Job's pods their template's), so a waiver on the controller's own
 #: metadata never reaches the pods the cluster admits.  A PodTemplate object makes no pods.
 POD_CONTROLLER_KINDS = tuple(kind for kind in POD_SPEC_PATHS if kind not in ("Pod", "PodTemplate"))
-#: Their API groups: a kind of the same name in another group (Volcano's `batch.volcano.sh`
-#: Job) is another operator's, which may pass its own annotations on to its pods.
-_POD_CONTROLLER_GROUPS = {"ReplicationController": "", "Job": "batch", "CronJob": "batch"}
-
-
-def is_pod_controller(obj: Mapping[str, Any]) -> bool:
-    """Whether `obj` is one of Kubernetes' own `POD_CONTROLLER_KINDS`, in its own API group."""
-    kind, version = obj.get("kind"), obj.get("apiVersion")
-    if kind not in POD_CONTROLLER_KINDS or not isinstance(version, str):
-        return False
-    return version.rpartition("/")[0] == _POD_CONTROLLER_GROUPS.get(str(kind), "apps")
 
 
 #: Scheduling objects (scheduling.k8s.io, alpha; KEP-4671, KEP-5729) whose resourceClaims

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from typing import Any, NamedTuple, Protocol
 
-from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, is_pod_controller
+from dra_guard.contract.catalog import IGNORE_ANNOTATION_PREFIX, POD_CONTROLLER_KINDS
 from dra_guard.contract.findings import (
     ACCEPTED_BY_CONFIGURATION,
     ANNOTATION_WAIVER,
@@ -23,6 +23,8 @@ from dra_guard.contract.findings import (
 )
 from dra_guard.contract.waivers import WaiverText, read_waiver
 from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
+from dra_guard.model.pod_templates import api_group
+from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 from dra_guard.ruleapi.config import NON_WAIVABLE, WAIVERS, Config
 from dra_guard.ruleapi.context import Context, Fact, Location, Pending, Resolved, Resource, Violation
 from dra_guard.ruleapi.declarations import RuleModuleError
@@ -80,7 +82,8 @@ def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date
     read as a waiver (`read_waiver`): the first that waives, else the first there is (which
     says why it does not: no reason, a malformed field, expired); None when there is none.
 
-    A finding in the pod template of a controller (`is_pod_controller`) is one its pods
+    A finding in the pod template of a controller (`POD_CONTROLLER_KINDS`, in Kubernetes' own
+    API group: Volcano's `batch.volcano.sh` Job is another operator's) is one its pods
     will have, and they carry the template's annotations only: the controller's own
     annotation would waive the workload and leave every pod it makes to be denied, so only
     the template's waives there (the admission policies read it so too: `admission.policy.waived`)."""
@@ -89,7 +92,11 @@ def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date
     sources: list[Mapping[str, Any]] = [own]
     pod = resource.pod_at(path) if resource.pods else None
     if pod is not None:
-        if pod.is_template and is_pod_controller(resource.obj):
+        if (
+            pod.is_template
+            and resource.kind in POD_CONTROLLER_KINDS
+            and api_group(resource.obj) == KIND_RESOURCES[resource.kind][0]
+        ):
             template = mapping(pod.template_metadata.get("annotations"))
             if key in template or key not in own:
                 sources = [template]
