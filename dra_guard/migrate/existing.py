@@ -11,13 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from dra_guard.contract.catalog import KUBERNETES_RELEASES
-from dra_guard.model.manifest import cel_expressions, device_requests, is_dra_object, mapping, metadata, text
-
-#: The kinds a pod claim names: by `resourceClaimTemplateName` and by `resourceClaimName`.
-CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
+from dra_guard.model.manifest import (
+    CLAIM_KINDS,
+    cel_expressions,
+    device_requests,
+    in_namespace,
+    is_dra_object,
+    mapping,
+    metadata,
+    text,
+)
 
 
 class RequestClass(NamedTuple):
@@ -58,13 +65,10 @@ class InputClaims:
         nothing), or None if the input holds no such object.  Matched as `check` matches a
         pod's claim: the same namespace, else the only one of that name where either side
         names no namespace (`kubectl apply -n`)."""
-        candidates = self._requests.get((kind, name), [])
-        found = next((requests for space, requests in candidates if space == namespace), None)
-        if found is None:
-            loose = [requests for space, requests in candidates if not space or not namespace]
-            if len(loose) != 1:
-                return None
-            found = loose[0]
+        match = in_namespace(self._requests.get((kind, name), []), namespace, itemgetter(0))
+        if match is None:
+            return None
+        found = match[1]
         monitors = KUBERNETES_RELEASES[kubernetes_version].admin_access_by_default
         return tuple(
             dict.fromkeys(request.device_class for request in found if not (monitors and request.admin_access))

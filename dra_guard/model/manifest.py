@@ -8,9 +8,9 @@ engine never raises on arbitrary documents.  Paths are tuples for `json_pointer(
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from dra_guard.contract import catalog
 
@@ -378,3 +378,18 @@ def shape_problems(
             if selectors is not None and not isinstance(selectors, list):
                 found.append(((*request.path, "selectors"), "must be a list"))
     return found
+
+
+_Named = TypeVar("_Named")
+
+
+def in_namespace(candidates: Sequence[_Named], namespace: str, space: Callable[[_Named], str]) -> _Named | None:
+    """The object of one name that a reference from `namespace` means: the one in that
+    namespace, else the only one where either side names no namespace (manifests often
+    leave it to `kubectl apply -n`); None if there is none, or several could be meant.
+    `space` says an object's namespace."""
+    for candidate in candidates:
+        if space(candidate) == namespace:
+            return candidate
+    loose = [candidate for candidate in candidates if not space(candidate) or not namespace]
+    return loose[0] if len(loose) == 1 else None

@@ -14,6 +14,7 @@ from dra_guard.model.manifest import (
     DeviceRequestView,
     Path,
     device_requests,
+    in_namespace,
     is_dra_object,
     items,
     mapping,
@@ -284,13 +285,11 @@ class _NamedIndex:
         return next((facts for facts in self._named(name) if facts.namespace == namespace), None)
 
     def find(self, namespace: str, name: str) -> ClaimFacts | None:
-        candidates = self._named(name)
-        for facts in candidates:
-            if facts.namespace == namespace:
-                return facts
-        # Manifests often leave the namespace to `kubectl -n`; then a unique name match will do.
-        loose = [facts for facts in candidates if not facts.namespace or not namespace]
-        return loose[0] if len(loose) == 1 else None
+        return in_namespace(self._named(name), namespace, _facts_namespace)
+
+
+def _facts_namespace(facts: ClaimFacts) -> str:
+    return facts.namespace
 
 
 class ClaimUser(NamedTuple):
