@@ -181,6 +181,32 @@ def _example_findings() -> Iterator[Finding]:
             yield from (f for f in [*report.findings, *report.waived] if f.rule == rule.id)
 
 
+@pytest.mark.parametrize(
+    ("pod_claim", "said"),
+    [
+        ({"name": "gpu", "source": {"resourceClaimTemplateName": "slice"}}, "uses `source`"),
+        ({"name": "gpu", "resourceClaimName": "c", "resourceClaimTemplateName": "slice"}, "names both"),
+        ({"name": "gpu"}, "names neither"),
+        ({"name": "gpu", "resourceClaimTemplateName": "slice"}, None),
+    ],
+    ids=["pre-1.31-source", "both", "neither", "one"],
+)
+def test_a_pod_claim_the_api_server_refuses_for_what_it_names_is_reported(
+    pod_claim: dict[str, Any], said: str | None
+) -> None:
+    """Exactly one of resourceClaimName and resourceClaimTemplateName (kubernetes/api core/v1
+    `PodResourceClaim`); a manifest kept from before 1.31 was judged clean, its claim unseen."""
+    slice_template = template()
+    slice_template["metadata"]["name"] = "slice"
+    member = pod(
+        containers=[{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}],
+        resourceClaims=[pod_claim],
+    )
+    reported = [f.message for f in findings(slice_template, member) if f.facet == "claim-source"]
+    assert len(reported) == (0 if said is None else 1)
+    assert all(said is not None and said in message for message in reported)
+
+
 @pytest.mark.parametrize(("rule_id", "facet"), sorted(REACHED), ids=str)
 def test_each_facet_no_example_reaches_is_reached_here(rule_id: str, facet: str) -> None:
     assert _reached(rule_id, facet), f"{rule_id} reports no {facet} finding"

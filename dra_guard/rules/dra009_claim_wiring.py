@@ -23,7 +23,10 @@ RATIONALE = (
     "template exposes nothing. A template that is not among the checked objects may simply live "
     "elsewhere, so that case is reported at low severity. A claim for NICs that attach to the pod "
     "(DRANET moves them into the pod's network namespace) needs no container to name it, and an NVIDIA "
-    "ComputeDomain makes the template its spec.channel.resourceClaimTemplate.name names."
+    "ComputeDomain makes the template its spec.channel.resourceClaimTemplate.name names. A pod claim must "
+    "name exactly one of `resourceClaimName` and `resourceClaimTemplateName`: the `source` that held them "
+    "before Kubernetes 1.31 is gone, and the API server refuses a pod claim with both or neither, so what it "
+    "would have asked for is not judged."
 )
 REMEDIATION = (
     "Make every container's resources.claims[].name match a spec.resourceClaims[].name, use every pod claim, "
@@ -41,6 +44,7 @@ FACETS = {
     "unused-claim": "a pod claim naming a ResourceClaim (or nothing) is used by no container",
     "unused-template-claim": "a pod claim from a template is used by no container (and does not attach to the pod)",
     "missing-template": "the ResourceClaimTemplate a pod claim names is not among the checked objects",
+    "claim-source": "a pod claim names both a ResourceClaim and a template, or neither (the pre-1.31 `source` shape)",
 }
 _TEMPLATE = """\
 apiVersion: resource.k8s.io/v1
@@ -84,6 +88,12 @@ EXAMPLES = (
         title="A template that is not among the checked objects (low: it may live elsewhere)",
         manifests=_POD % "{name: accelerator}",
         findings=("Pod/trainer#/spec/resourceClaims/0/resourceClaimTemplateName",),
+    ),
+    Example(
+        title="A pod claim in the shape before Kubernetes 1.31 (`source`), which the API server refuses",
+        manifests=_POD.replace("resourceClaimTemplateName: slice", "source: {resourceClaimTemplateName: slice}")
+        % "{name: accelerator}",
+        findings=("Pod/trainer#/spec/resourceClaims/0",),
     ),
     Example(
         title="Container, pod claim and template fit together",
@@ -132,6 +142,9 @@ def _wiring(
                 elif (message := _unknown_request(*args)) is not None:
                     yield Violation((*path, "request"), message, cross_object=True, facet="unknown-request")
     for name, (path, claim) in declared.items():
+        if (problem := _source_problem(claim)) is not None:
+            yield Violation(path, f"pod claim {name!r} {problem}", facet="claim-source")
+            continue
         if name not in used and pod.complete:
             yield from _unused(context, resource.namespace, path, claim, label=f"pod claim {name!r}", where=pod.where)
         template_name = claim.get("resourceClaimTemplateName")
@@ -146,6 +159,24 @@ def _wiring(
                 severity=Severity.LOW,
                 facet="missing-template",
             )
+
+
+def _source_problem(claim: Mapping[str, Any]) -> str | None:
+    """Why the API server refuses a pod claim for what it names, or None.  kubernetes/api
+    @ 10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2, core/v1/types.go `PodResourceClaim`: "Exactly
+    one of ResourceClaimName and ResourceClaimTemplateName must be set"; its `Source` is
+    "tombstoned since Kubernetes 1.31"."""
+    names = [field for field in ("resourceClaimName", "resourceClaimTemplateName") if claim.get(field) is not None]
+    if len(names) == 2:
+        return "names both a ResourceClaim and a ResourceClaimTemplate; the API server refuses it"
+    if names:
+        return None
+    if "source" in claim:
+        return (
+            "uses `source`, which Kubernetes 1.31 replaced with `resourceClaimName` or `resourceClaimTemplateName` "
+            "beside `name`; the API server refuses it, and the claim it names is not judged"
+        )
+    return "names neither a ResourceClaim nor a ResourceClaimTemplate; the API server refuses it"
 
 
 def _unused(
