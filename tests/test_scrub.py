@@ -82,7 +82,8 @@ def test_no_visible_device_is_a_failure_never_a_pass(tmp_path: Path) -> None:
     ("nodes", "vendor"),
     [
         (("accel0", "accel1"), "tpu"),
-        (("vfio/0",), "tpu"),
+        # A VFIO group: a TPU v5e's or a passthrough GPU's, it does not say (it was named "tpu").
+        (("vfio/0",), "vfio"),
         # A GPU bound to vfio-pci, through iommufd (NVIDIA's passthrough devices): it was not seen,
         # so a scrubber holding it beside a GPU it scrubbed passed.
         (("vfio/devices/vfio0", "vfio/vfio"), "vfio"),

@@ -3,12 +3,13 @@
 A DRA driver hands a container its devices as device nodes (through CDI): NVIDIA GPUs as
 `/dev/nvidiaN` (MIG instances add `/dev/nvidia-caps/nvidia-capN`), AMD GPUs as `/dev/kfd`
 with `/dev/dri/renderDN`, Intel GPUs as `/dev/dri/renderDN` alone, Intel Gaudi as
-`/dev/accel/accelN`, Google TPUs as `/dev/accelN` (v4 and earlier) or `/dev/vfio/N` (v5e and
-later), and a device bound to vfio-pci through iommufd as `/dev/vfio/devices/vfioN` (NVIDIA's
+`/dev/accel/accelN`, Google TPUs as `/dev/accelN` (v4 and earlier) or a VFIO group `/dev/vfio/N`
+(v5e and later), and a device bound to vfio-pci through iommufd as `/dev/vfio/devices/vfioN` (NVIDIA's
 driver hands its passthrough GPUs over so where iommufd is preferred:
 NVIDIA/k8s-dra-driver-gpu @ 22407113785e78c7763b4637689a201eb39c6199,
-cmd/gpu-kubelet-plugin/vfio-cdi.go `GetDeviceSpecsByPCIBusID`; otherwise it is `/dev/vfio/N`,
-read as a TPU's, refused either way).  Which vendor a render node belongs to is read from
+cmd/gpu-kubelet-plugin/vfio-cdi.go `GetDeviceSpecsByPCIBusID`; otherwise it is a VFIO group
+`/dev/vfio/N` too).  A VFIO group says nothing of whose device it is (a TPU's, a passthrough
+GPU's): both forms are named "vfio", and refused.  Which vendor a render node belongs to is read from
 sysfs where it can be; a node that cannot be placed is reported as unknown (and so refused),
 never skipped.
 """
@@ -33,8 +34,8 @@ _PCI_VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
 
 @dataclass(frozen=True)
 class VisibleDevice:
-    #: "nvidia", "amd", "intel", "intel-gaudi", "tpu", "vfio" (a vfio-pci device through
-    #: iommufd, whatever its vendor) or "unknown".
+    #: "nvidia", "amd", "intel", "intel-gaudi", "tpu", "vfio" (a device bound to vfio-pci, as
+    #: a VFIO group or through iommufd, whatever its vendor) or "unknown".
     vendor: str
     #: The device node, as the container sees it.
     node: str
@@ -52,7 +53,7 @@ def visible_devices(dev: str = "/dev", sys_class: str = "/sys/class/drm") -> lis
         if _ACCEL.fullmatch(name)
     ]
     found += [
-        VisibleDevice("tpu", os.path.join(dev, "vfio", name))
+        VisibleDevice("vfio", os.path.join(dev, "vfio", name))
         for name in _listing(os.path.join(dev, "vfio"))
         if _VFIO_GROUP.fullmatch(name)
     ]
