@@ -27,6 +27,7 @@ from dra_guard.building.builders import scrub_container
 from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
+from testkit.rulecases import config
 from tests.webhook_apiserver import LOOPBACK, Answer, api_server, in_cluster_templates, pod_files, write_certificates
 
 TEMPLATE = claim_template(name="slice", slice=AcceleratorSlice.nvidia_mig("1g.10gb"), namespace="tenant-a")
@@ -582,6 +583,54 @@ def test_a_claim_in_use_by_one_pod_is_not_reserved_for_a_second(
     assert response["allowed"] is allowed, response
     if not allowed:
         assert "DRA005" in response["status"]["message"] and server.requests == []
+
+
+_GROUP = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "workers", "uid": "g-1"}
+_HOLDER = {"resource": "pods", "name": "owner", "uid": "1d2e3f40-5555-4666-8777-988899990000"}
+_THIEF = {"resource": "pods", "name": "p", "uid": POD_UID}
+
+
+@pytest.mark.parametrize(
+    ("held_by", "added"),
+    [([_GROUP], _THIEF), ([_HOLDER], _GROUP), ([_GROUP], {**_GROUP, "name": "others", "uid": "g-2"})],
+    ids=["a-pod-beside-a-group", "a-group-beside-a-pod", "a-group-beside-a-group"],
+)
+@pytest.mark.parametrize(("device_class", "allowed"), [("tpu.google.com", False), ("rdma", True)])
+def test_a_claim_a_pod_group_holds_is_not_reserved_for_anyone_else(
+    held_by: list[dict[str, str]], added: dict[str, str], device_class: str, allowed: bool
+) -> None:
+    """A claim reserved for a PodGroup is used by every pod of the group: a pod outside it (one
+    naming the group's claim, which DRA005 does not take for another pod's at its admission),
+    another group, or a group added where a pod holds it, shares the device as a second pod
+    would. A class the scrubber cannot scrub, accepted unscrubbed, may be reserved for a
+    group (DRA016); that it is shared is DRA005's. A NIC's claim may be shared."""
+    claim = {
+        **CLAIM,
+        "spec": {"devices": {"requests": [{"name": "a", "exactly": {"deviceClassName": device_class}}]}},
+    }
+    request = reservation({**claim, "status": {"reservedFor": held_by}})
+    request["object"]["status"]["reservedFor"] = [*held_by, added]
+    unscrubbed = config({"unscrubbed-classes": {"tpu.google.com": "a single-tenant TPU pool"}})
+    source = _Pods({**POD_NAMING_A_CLAIM, "metadata": {**POD_NAMING_A_CLAIM["metadata"], "uid": POD_UID}})
+    response = Webhook(RULES, unscrubbed, templates=source).review(request)
+    assert response["allowed"] is allowed, response
+    if not allowed:
+        assert "DRA005" in response["status"]["message"] and source.asked == []
+
+
+class _Pods:
+    """A template source that has no templates and serves one pod."""
+
+    def __init__(self, pod: dict[str, Any]) -> None:
+        self.pod = pod
+        self.asked: list[str] = []
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.asked.append(name)
+        return self.pod
 
 
 def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_path: Path) -> None:

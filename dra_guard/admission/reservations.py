@@ -95,11 +95,13 @@ def new_groups(claim: Any, old_claim: Any) -> list[GroupConsumer]:
 
 
 def shares_a_pod_claim(claim: Any, old_claim: Any) -> bool:
-    """Whether the update leaves the claim reserved for more than one pod while reserving it
-    for a new one: a claim made for one pod (the ownerReference a tenant may take away) or
-    a claim two pods name, in use by two pods at once."""
-    reserved = _pods_reserved_for(claim)
-    return bool(reserved - _pods_reserved_for(old_claim)) and len(reserved) > 1
+    """Whether the update leaves the claim reserved for more than one consumer while reserving
+    it for a new one: a claim made for one pod (the ownerReference a tenant may take away) or
+    a claim two pods name, in use by two pods at once; or a pod group's claim (every pod of
+    the group uses it) reserved for a pod or another group too, or a pod's for a group."""
+    pods, groups = _pods_reserved_for(claim), _groups_reserved_for(claim)
+    added = pods - _pods_reserved_for(old_claim) or groups - _groups_reserved_for(old_claim)
+    return bool(added) and len(pods) + len(groups) > 1
 
 
 def group_member(claim: Mapping[str, Any], name: str = "pod-group-member") -> dict[str, Any]:

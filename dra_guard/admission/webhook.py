@@ -966,7 +966,8 @@ class Webhook:
             )
         if shares_a_pod_claim(claim, request.get("oldObject")):
             # Whoever the pods are: a tenant may have taken away the ownerReference that
-            # made the claim another pod's (DRA005 then sees no owner at the pod's admission).
+            # made the claim another pod's (DRA005 then sees no owner at the pod's admission),
+            # or a pod outside a pod group may name the group's claim.
             shared = self._shared_by_two_pods(reserved, checks_until)
             if shared:
                 return _denial(uid, "; ".join(f"{where}: {each}" for each in shared))
@@ -1011,7 +1012,8 @@ class Webhook:
 
     def _shared_by_two_pods(self, claim: Mapping[str, Any], checks_until: float | None) -> list[str]:
         """What DRA005 says of two pods using `claim` at once (nothing where the claim asks
-        for no accelerator, or is waived): the update reserves it for a second pod."""
+        for no accelerator, or is waived): the update reserves it for a second consumer (a pod,
+        or a pod group whose pods all use it)."""
         pods = [group_member(claim, name) for name in ("reserved-pod", "second-reserved-pod")]
         return [
             _message(finding)
