@@ -454,8 +454,15 @@ def reservation(claim: dict[str, Any], user: str = "system:kube-scheduler") -> d
     }
 
 
+def _stored(pod: dict[str, Any]) -> dict[str, Any]:
+    """`pod` as the API server has it once the resource-claim controller has made its claims:
+    its uid, and the status that names MADE_FOR_POD as its template claim's (unless it has one)."""
+    made = [{"name": "accelerator", "resourceClaimName": MADE_FOR_POD["metadata"]["name"]}]
+    return {"status": {"resourceClaimStatuses": made}, **pod, "metadata": {**pod["metadata"], "uid": POD_UID}}
+
+
 def _served_pod(pod: dict[str, Any]) -> Any:
-    stored = {**pod, "metadata": {**pod["metadata"], "uid": POD_UID}}
+    stored = _stored(pod)
     return lambda path: Answer(200, stored) if path == POD_PATH else Answer(404, {})
 
 
@@ -479,6 +486,54 @@ def test_a_claim_reserved_for_a_pod_without_the_scrubber_is_refused(tmp_path: Pa
         f"dra-guard webhook: reserving ResourceClaim tenant-a/{claim['metadata']['name']}: DRA016"
     )
     assert {path for path, _ in server.requests} == {POD_PATH}
+
+
+def test_which_pod_claim_a_claim_is_for_is_read_from_the_pods_status_not_the_claims_annotation(
+    tmp_path: Path,
+) -> None:
+    """The scheduler and the kubelet find a template's claim through the pod's
+    status.resourceClaimStatuses (kubernetes/kubernetes @ 803d40a57714b8d054430fedb25b48c20ba9d52c
+    staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go `Name`); the
+    claim's pod-claim-name annotation is the tenant's to rewrite. A GPU claim made for the pod
+    claim `other`, which the scrubber does not hold (its template swapped since the pod's
+    admission), relabelled `accelerator`: the reservation passed for the scrubber's claim."""
+    pod = {
+        **POD,
+        "spec": {
+            **POD["spec"],
+            "containers": [
+                {"name": "c", "image": "i", "resources": {"claims": [{"name": "accelerator"}, {"name": "other"}]}}
+            ],
+            "resourceClaims": [
+                *POD["spec"]["resourceClaims"],
+                {"name": "other", "resourceClaimTemplateName": "was-a-nic"},
+            ],
+        },
+        "status": {
+            "resourceClaimStatuses": [
+                {"name": "accelerator", "resourceClaimName": MADE_FOR_POD["metadata"]["name"]},
+                {"name": "other", "resourceClaimName": "p-other-k3j8d"},
+            ]
+        },
+    }
+    for_other = {
+        **MADE_FOR_POD,
+        "metadata": {
+            **MADE_FOR_POD["metadata"],
+            "name": "p-other-k3j8d",
+            "annotations": {
+                **MADE_FOR_POD["metadata"]["annotations"],
+                "resource.kubernetes.io/pod-claim-name": "accelerator",  # rewritten by the tenant
+            },
+        },
+    }
+    with api_server(tmp_path) as server:
+        server.answer = _served_pod(pod)
+        webhook = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server))
+        assert webhook.review(reservation(MADE_FOR_POD))["allowed"] is True
+        response = webhook.review(reservation(for_other))
+    assert response["allowed"] is False, response
+    assert "DRA016: " in response["status"]["message"] and "pod claim 'other'" in response["status"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -656,7 +711,7 @@ def test_a_source_of_its_own_is_asked_for_the_reserved_pod_with_get_pod() -> Non
 
         def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
             self.asked.append(f"pod {name}")
-            return {**POD, "metadata": {**POD["metadata"], "uid": POD_UID}}
+            return _stored(POD)
 
     source = Source()
     assert Webhook(RULES, Config(), templates=source).review(reservation(MADE_FOR_POD))["allowed"] is True

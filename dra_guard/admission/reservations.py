@@ -26,8 +26,6 @@ from typing import Any, NamedTuple
 
 from dra_guard.model.manifest import items, mapping, text
 
-#: kube-controller-manager's resource-claim controller names the pod claim a claim was made for.
-POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 #: The scheduler's claims for DRA-backed extended resources (KEP-5004), which no pod claim
 #: names (the pod's containers ask for the resource: DRA001 decides them at its admission).
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -121,25 +119,37 @@ def group_member(claim: Mapping[str, Any], name: str = "pod-group-member") -> di
 
 
 def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The pod as the check sees it with this claim: its pod claims that get the claim (made
-    from a template for this pod claim, as the annotation says, or naming it), each naming
-    the claim itself; None when no pod claim gets it."""
+    """The pod as the check sees it with this claim: its pod claims that get the claim (naming
+    it, or made from a template for this pod claim), each naming the claim itself; None when
+    no pod claim gets it.
+
+    A template's claim is the one the pod's `status.resourceClaimStatuses` names for the pod
+    claim, and the pod must own it, as the scheduler and the kubelet find it
+    (kubernetes/kubernetes @ 803d40a57714b8d054430fedb25b48c20ba9d52c
+    staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go `Name`,
+    `IsForPod`); the controller writes that status, which a tenant cannot.  The claim's
+    `resource.kubernetes.io/pod-claim-name` annotation is no evidence: a tenant may rewrite it
+    to the pod claim the scrubber holds."""
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return None
     metadata = mapping(claim.get("metadata"))
     name = text(metadata.get("name"))
-    made_for = mapping(metadata.get("annotations")).get(POD_CLAIM_NAME_ANNOTATION)
     pod_uid = mapping(pod.get("metadata")).get("uid")
     owned = any(
         mapping(owner).get("kind") == "Pod" and mapping(owner).get("uid") == pod_uid
         for owner in items(metadata.get("ownerReferences"))
     )
+    made_for = {
+        mapping(status).get("name")
+        for status in items(mapping(pod.get("status")).get("resourceClaimStatuses"))
+        if mapping(status).get("resourceClaimName") == name
+    }
     using = []
     for raw in items(spec.get("resourceClaims")):
         entry = mapping(raw)
         by_name = entry.get("resourceClaimName") == name
-        from_template = bool(entry.get("resourceClaimTemplateName")) and owned and entry.get("name") == made_for
+        from_template = bool(entry.get("resourceClaimTemplateName")) and owned and entry.get("name") in made_for
         if by_name or from_template:
             using.append({"name": entry.get("name"), "resourceClaimName": name})
     if not using:
