@@ -492,8 +492,8 @@ def test_which_pod_claim_a_claim_is_for_is_read_from_the_pods_status_not_the_cla
     tmp_path: Path,
 ) -> None:
     """The scheduler and the kubelet find a template's claim through the pod's
-    status.resourceClaimStatuses (kubernetes/kubernetes @ 803d40a57714b8d054430fedb25b48c20ba9d52c
-    staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go `Name`); the
+    status.resourceClaimStatuses (kubernetes/dynamic-resource-allocation
+    @ 3d036712930cdac0b0d46c4c21316a78147c551f resourceclaim/resourceclaim.go `Name`); the
     claim's pod-claim-name annotation is the tenant's to rewrite. A GPU claim made for the pod
     claim `other`, which the scrubber does not hold (its template swapped since the pod's
     admission), relabelled `accelerator`: the reservation passed for the scrubber's claim."""

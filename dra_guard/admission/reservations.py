@@ -125,9 +125,9 @@ def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any
 
     A template's claim is the one the pod's `status.resourceClaimStatuses` names for the pod
     claim, and the pod must own it, as the scheduler and the kubelet find it
-    (kubernetes/kubernetes @ 803d40a57714b8d054430fedb25b48c20ba9d52c
-    staging/src/k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go `Name`,
-    `IsForPod`); the controller writes that status, which a tenant cannot.  The claim's
+    (kubernetes/dynamic-resource-allocation @ 3d036712930cdac0b0d46c4c21316a78147c551f
+    resourceclaim/resourceclaim.go `Name`, `IsForPod`); the controller writes that status
+    (`pods/status`, which tenants are not given).  The claim's
     `resource.kubernetes.io/pod-claim-name` annotation is no evidence: a tenant may rewrite it
     to the pod claim the scrubber holds."""
     spec = pod.get("spec")
