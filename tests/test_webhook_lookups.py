@@ -637,7 +637,60 @@ def test_a_claim_in_use_by_one_pod_is_not_reserved_for_a_second(
         response = Webhook(RULES, Config(), templates=in_cluster_templates(tmp_path, server)).review(request)
     assert response["allowed"] is allowed, response
     if not allowed:
-        assert "DRA005" in response["status"]["message"] and server.requests == []
+        # The pods are read for their waivers: `owner`, which the API server does not have, leaves
+        # the finding standing.
+        assert "DRA005" in response["status"]["message"]
+
+
+_WAIVED = {"dra-guard.io/ignore-DRA005": "one model server's two replicas share the GPU on purpose"}
+
+
+@pytest.mark.parametrize(
+    ("waived", "allowed"),
+    [(("owner", "p"), True), (("p",), False), ((), False), (("claim",), False)],
+    ids=["both-pods", "the-second-pod-only", "neither", "the-claim-only"],
+)
+def test_a_claim_two_pods_share_is_reserved_for_both_only_where_each_pod_waives_dra005(
+    waived: tuple[str, ...], allowed: bool
+) -> None:
+    """`check` reports each of two pods naming one accelerator claim, and each pod's own
+    `ignore-DRA005` waives its finding (the claim's waives none of them): the reservation for
+    the second is judged so, with the pods the API server has. Before, two stand-in pods
+    without annotations were checked, so pods `check` and the admission passed stayed pending
+    forever; the second pod's waiver alone (a tenant taking another's claim) still does not do."""
+    claim = {**CLAIM, "metadata": {**CLAIM["metadata"]}}
+    if "claim" in waived:
+        claim["metadata"]["annotations"] = {**claim["metadata"].get("annotations", {}), **_WAIVED}
+    held = {"resource": "pods", "name": "owner", "uid": "u-owner"}
+    request = reservation({**claim, "status": {"reservedFor": [held]}})
+    request["object"]["status"]["reservedFor"].insert(0, held)
+    pods = {}
+    for name, uid in (("owner", "u-owner"), ("p", POD_UID)):
+        pod = {**POD_NAMING_A_CLAIM, "metadata": {**POD_NAMING_A_CLAIM["metadata"], "name": name, "uid": uid}}
+        if name in waived:
+            pod["metadata"]["annotations"] = _WAIVED
+        pods[name] = pod
+    source = _NamedPods(pods)
+    response = Webhook(RULES, Config(), templates=source).review(request)
+    assert response["allowed"] is allowed, response
+    assert sorted(set(source.asked)) == ["owner", "p"]
+    if not allowed:
+        assert "DRA005" in response["status"]["message"]
+
+
+class _NamedPods:
+    """A template source that has no templates and serves pods by name."""
+
+    def __init__(self, pods: dict[str, dict[str, Any]]) -> None:
+        self.pods = pods
+        self.asked: list[str] = []
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return None
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.asked.append(name)
+        return self.pods.get(name)
 
 
 _GROUP = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "workers", "uid": "g-1"}

@@ -72,6 +72,11 @@ def _pods_reserved_for(claim: Any) -> set[Consumer]:
     return found
 
 
+def reserved_pods(claim: Any) -> list[Consumer]:
+    """Every pod the claim is reserved for."""
+    return sorted(_pods_reserved_for(claim))
+
+
 def new_pods(claim: Any, old_claim: Any) -> list[Consumer]:
     """The pods the update reserves the claim for that the old claim was not reserved for."""
     return sorted(_pods_reserved_for(claim) - _pods_reserved_for(old_claim))
@@ -84,6 +89,11 @@ def _groups_reserved_for(claim: Any) -> set[GroupConsumer]:
         if not (entry.get("resource") == "pods" and not entry.get("apiGroup")):
             found.add(GroupConsumer(*(str(entry.get(key) or "") for key in ("apiGroup", "resource", "name", "uid"))))
     return found
+
+
+def reserved_groups(claim: Any) -> list[GroupConsumer]:
+    """Every consumer other than a pod the claim is reserved for."""
+    return sorted(_groups_reserved_for(claim))
 
 
 def new_groups(claim: Any, old_claim: Any) -> list[GroupConsumer]:

@@ -61,6 +61,8 @@ from dra_guard.admission.reservations import (
     new_groups,
     new_pods,
     pod_using,
+    reserved_groups,
+    reserved_pods,
     shares_a_pod_claim,
 )
 from dra_guard.admission.serving import REVIEW_MIB, STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
@@ -968,7 +970,7 @@ class Webhook:
             # Whoever the pods are: a tenant may have taken away the ownerReference that
             # made the claim another pod's (DRA005 then sees no owner at the pod's admission),
             # or a pod outside a pod group may name the group's claim.
-            shared = self._shared_by_two_pods(reserved, checks_until)
+            shared = self._shared_by_two_pods(reserved, namespace, deadline, checks_until)
             if shared:
                 return _denial(uid, "; ".join(f"{where}: {each}" for each in shared))
         pods = new_pods(claim, request.get("oldObject"))
@@ -1010,14 +1012,48 @@ class Webhook:
             return {"uid": uid, "allowed": True}
         return _denial(uid, "; ".join(f"{where}: {each}" for each in denials))
 
-    def _shared_by_two_pods(self, claim: Mapping[str, Any], checks_until: float | None) -> list[str]:
-        """What DRA005 says of two pods using `claim` at once (nothing where the claim asks
-        for no accelerator, or is waived): the update reserves it for a second consumer (a pod,
-        or a pod group whose pods all use it)."""
-        pods = [group_member(claim, name) for name in ("reserved-pod", "second-reserved-pod")]
+    def _shared_by_two_pods(
+        self, claim: Mapping[str, Any], namespace: str, deadline: float, checks_until: float | None
+    ) -> list[str]:
+        """What DRA005 says of the consumers of `claim`, which the update reserves for a second
+        one (a pod, or a pod group whose pods all use it): nothing where the claim asks for no
+        accelerator or the configuration waives it.  Where only pods hold it, each is read and
+        checked with the others, as `check` checks pods that name one claim, so each pod's own
+        `ignore-DRA005` waives its finding, and every pod must waive it; a pod that cannot be
+        read, or a pod group (whose pods the update does not name), leaves the finding of two
+        pods that waive nothing."""
+        stand_ins = [group_member(claim, name) for name in ("reserved-pod", "second-reserved-pod")]
+        unwaived = [
+            _message(finding)
+            for finding in self._denying(
+                SHARED_CLAIM_RULE, stand_ins[0], [stand_ins[1], claim], self.config, checks_until
+            )
+        ]
+        pods = reserved_pods(claim)
+        if not unwaived or reserved_groups(claim) or not self._reads_pods or len(pods) > self.max_templates:
+            return unwaived
+        using: list[Mapping[str, Any]] = []
+        for name, pod_uid in pods:
+            try:
+                pod = self._read("Pod", namespace, name, deadline)
+            except TemplateLookupError:
+                return unwaived
+            uses = None
+            if pod is not None and str((pod.get("metadata") or {}).get("uid") or "") == pod_uid:
+                uses = pod_using(_with_namespace(pod, namespace), claim)
+            if uses is None:
+                return unwaived
+            using.append(uses)
         return [
             _message(finding)
-            for finding in self._denying(SHARED_CLAIM_RULE, pods[0], [pods[1], claim], self.config, checks_until)
+            for position, pod in enumerate(using)
+            for finding in self._denying(
+                SHARED_CLAIM_RULE,
+                pod,
+                [*using[:position], *using[position + 1 :], claim],
+                self.config,
+                checks_until,
+            )
         ]
 
     def _needs_scrubber(self, claim: Mapping[str, Any], checks_until: float | None) -> bool:
