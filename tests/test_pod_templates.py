@@ -155,6 +155,40 @@ def test_kserve_model_containers_may_get_their_claims_from_the_serving_runtime()
     assert _located(service(custom)) == {("DRA009", "s", "/spec/predictor/containers/0/resources/claims/0/name")}
 
 
+def test_kserve_inline_pod_specs_carry_the_annotations_their_pods_get() -> None:
+    """A ServingRuntime's pods get its `spec.annotations` (ServingRuntimePodSpec, inline), an
+    LLMInferenceService's those of the WorkloadSpec beside each template (kserve/kserve
+    components/predictor.go `buildObjectMeta`, llmisvc/workload_single_node.go): a waiver or
+    a scheduler's GPU-share annotation there is on the pods, so the finder gives it."""
+    gpu = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    waiver = {"dra-guard.io/ignore-DRA001": "burn-in, OPS-142"}
+    runtime = {
+        "apiVersion": "serving.kserve.io/v1alpha1",
+        "kind": "ServingRuntime",
+        "metadata": {"name": "rt", "namespace": "ns"},
+        "spec": {"containers": [gpu], "annotations": waiver},
+    }
+    llm = {
+        "apiVersion": "serving.kserve.io/v1alpha2",
+        "kind": "LLMInferenceService",
+        "metadata": {"name": "llm", "namespace": "ns"},
+        "spec": {
+            "annotations": waiver,
+            "template": {"containers": [gpu]},
+            "prefill": {
+                "annotations": {"gpu-fraction": "0.5"},
+                "template": {"containers": [{"name": "p", "image": "i"}]},
+            },
+        },
+    }
+    assert [(view.metadata_path, view.template_metadata) for view in pod_specs(runtime)] == [
+        (("spec",), {"annotations": waiver})
+    ]
+    assert [view.metadata_path for view in pod_specs(llm)] == [("spec",), ("spec", "prefill")]
+    assert _located(runtime) == set()
+    assert _located(llm) == {("DRA001", "llm", "/spec/prefill/annotations/gpu-fraction")}
+
+
 def _pytorch_job(worker_annotations: dict[str, str]) -> dict[str, Any]:
     def replica(annotations: dict[str, str]) -> dict[str, Any]:
         spec = {"resourceClaims": [dict(SHARED)], "containers": [dict(USES_GPU)]}

@@ -103,8 +103,16 @@ class PodSpecView(NamedTuple):
 
 # A PodTemplateSpec: the pod spec under `spec`, its metadata beside it.
 _TEMPLATE = "template"
-# A pod spec inline, without metadata of its own.
-_INLINE = "inline"
+# A pod spec inline that holds the `annotations` its pods get itself (KServe's
+# ServingRuntimePodSpec, inlined in ServingRuntimeSpec and WorkerSpec: "Annotations that will
+# be add to the pod", pkg/apis/serving/v1alpha1/servingruntime_types.go; the predictor's pods
+# get them, components/predictor.go `buildObjectMeta` and `reconcileWorker`).
+_INLINE_WITH_ANNOTATIONS = "inline, with its annotations"
+# A pod spec inline whose parent holds the `annotations` its pods get (KServe's WorkloadSpec
+# and SchedulerSpec: `annotations` beside `template` and `worker`, put on the pod templates
+# by pkg/controller/v1alpha2/llmisvc/workload_single_node.go, workload_multi_node.go and
+# scheduler.go with `utils.PropagateMap`).
+_INLINE_ANNOTATIONS_BESIDE = "inline, annotations beside"
 
 _RAY_CLUSTER: tuple[Pattern, ...] = (("headGroupSpec", "template"), ("workerGroupSpecs", ANY, "template"))
 _REPLICATED_JOBS: Pattern = ("replicatedJobs", ANY, "template", "spec", "template")
@@ -163,13 +171,13 @@ CRD_POD_TEMPLATES: Mapping[tuple[str, str], tuple[tuple[str, Pattern], ...]] = {
             ),
         ),
         *(
-            (("serving.kserve.io", kind), _INLINE, (("spec",), ("spec", "workerSpec")))
+            (("serving.kserve.io", kind), _INLINE_WITH_ANNOTATIONS, (("spec",), ("spec", "workerSpec")))
             for kind in ("ServingRuntime", "ClusterServingRuntime")
         ),
         *(
             (
                 ("serving.kserve.io", kind),
-                _INLINE,
+                _INLINE_ANNOTATIONS_BESIDE,
                 (
                     ("spec", "template"),
                     ("spec", "worker"),
@@ -290,8 +298,11 @@ def _matches(value: Any, pattern: Pattern, path: Path = ()) -> Iterator[tuple[Pa
 def _at_patterns(obj: Mapping[str, Any], known: tuple[tuple[str, Pattern], ...]) -> Iterator[PodSpecView]:
     for style, pattern in known:
         for path, found in _matches(obj, pattern):
-            if style == _INLINE:
-                yield _view(path, found, {})
+            if style == _INLINE_WITH_ANNOTATIONS:
+                yield _view(path, found, {"annotations": found.get("annotations")}, metadata_path=path)
+            elif style == _INLINE_ANNOTATIONS_BESIDE:
+                beside = mapping(get_path(obj, path[:-1])).get("annotations")
+                yield _view(path, found, {"annotations": beside}, metadata_path=path[:-1])
             else:
                 spec = found.get("spec")
                 if isinstance(spec, Mapping):
