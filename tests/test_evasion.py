@@ -176,15 +176,169 @@ def test_a_waiver_on_the_controller_itself_does_not_reach_its_pods() -> None:
     assert rule_ids(template_obj, workload_obj) == set()
 
 
-def test_a_kind_named_like_a_controller_in_another_group_keeps_its_own_waiver() -> None:
-    """Volcano's `batch.volcano.sh` Job is not Kubernetes' Job: what its controller passes on
-    to its pods is its own, so its own waiver stands, as for any other operator's kind."""
+def test_a_kind_named_like_a_controller_in_another_group_is_judged_as_its_operator() -> None:
+    """Volcano's `batch.volcano.sh` Job is not Kubernetes' Job, and is not taken for one: the
+    message names its operator's kind as found, not batch/v1's rule.  Its pods carry their
+    task template's annotations and a few scheduling keys of the Job's, not the Job's own
+    waiver (volcano-sh/volcano pkg/controllers/job/job_controller_util.go `createJobPod`),
+    so the Job's own waiver waives nothing either."""
     template_obj, workload_obj = workload()
     workload_obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = dict(LEGACY)
     workload_obj["metadata"]["annotations"] = {"dra-guard.io/ignore-DRA001": "migrating in Q3"}
     volcano = {**workload_obj, "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job"}
-    assert "DRA001" not in rule_ids(template_obj, volcano)
+    assert "DRA001" in rule_ids(template_obj, volcano)
     assert "DRA001" in rule_ids(template_obj, {**workload_obj, "apiVersion": "batch/v1", "kind": "Job"})
+
+
+def _gpu_pod_spec() -> dict[str, Any]:
+    return {"containers": [_container()]}
+
+
+def _gpu_template() -> dict[str, Any]:
+    return {"metadata": {}, "spec": _gpu_pod_spec()}
+
+
+def _operator(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w", "namespace": "ns"}, "spec": spec}
+
+
+_RAY_CLUSTER_SPEC = {"workerGroupSpecs": [{"groupName": "g", "template": _gpu_template()}]}
+
+#: An operator's object with one pod spec asking for a legacy GPU, and the mapping (as keys
+#: from the object) whose `annotations` its pods get, read from each operator's source
+#: (dra_guard/model/pod_templates.py `OWN_ANNOTATIONS_REACH_PODS` cites them).
+OPERATOR_WORKLOADS: dict[str, tuple[dict[str, Any], tuple[str | int, ...]]] = {
+    "JobSet": (
+        _operator(
+            "jobset.x-k8s.io/v1alpha2",
+            "JobSet",
+            {"replicatedJobs": [{"name": "r", "template": {"spec": {"template": _gpu_template()}}}]},
+        ),
+        ("spec", "replicatedJobs", 0, "template", "spec", "template", "metadata"),
+    ),
+    "LeaderWorkerSet": (
+        _operator(
+            "leaderworkerset.x-k8s.io/v1",
+            "LeaderWorkerSet",
+            {"leaderWorkerTemplate": {"workerTemplate": _gpu_template()}},
+        ),
+        ("spec", "leaderWorkerTemplate", "workerTemplate", "metadata"),
+    ),
+    "DisaggregatedSet": (
+        _operator(
+            "disaggregatedset.x-k8s.io/v1",
+            "DisaggregatedSet",
+            {"roles": [{"spec": {"leaderWorkerTemplate": {"workerTemplate": _gpu_template()}}}]},
+        ),
+        ("spec", "roles", 0, "spec", "leaderWorkerTemplate", "workerTemplate", "metadata"),
+    ),
+    "PyTorchJob": (
+        _operator("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": {"Worker": {"template": _gpu_template()}}}),
+        ("spec", "pytorchReplicaSpecs", "Worker", "template", "metadata"),
+    ),
+    "MPIJob": (
+        _operator("kubeflow.org/v2beta1", "MPIJob", {"mpiReplicaSpecs": {"Worker": {"template": _gpu_template()}}}),
+        ("spec", "mpiReplicaSpecs", "Worker", "template", "metadata"),
+    ),
+    "TrainingRuntime": (
+        _operator(
+            "trainer.kubeflow.org/v1alpha1",
+            "TrainingRuntime",
+            {
+                "template": {
+                    "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": _gpu_template()}}}]}
+                }
+            },
+        ),
+        ("spec", "template", "spec", "replicatedJobs", 0, "template", "spec", "template", "metadata"),
+    ),
+    "RayCluster": (
+        _operator("ray.io/v1", "RayCluster", copy.deepcopy(_RAY_CLUSTER_SPEC)),
+        ("spec", "workerGroupSpecs", 0, "template", "metadata"),
+    ),
+    "RayJob": (
+        _operator("ray.io/v1", "RayJob", {"rayClusterSpec": copy.deepcopy(_RAY_CLUSTER_SPEC)}),
+        ("spec", "rayClusterSpec", "workerGroupSpecs", 0, "template", "metadata"),
+    ),
+    "RayService": (
+        _operator("ray.io/v1", "RayService", {"rayClusterConfig": copy.deepcopy(_RAY_CLUSTER_SPEC)}),
+        ("spec", "rayClusterConfig", "workerGroupSpecs", 0, "template", "metadata"),
+    ),
+    "ServingRuntime": (
+        _operator("serving.kserve.io/v1alpha1", "ServingRuntime", _gpu_pod_spec()),
+        ("spec",),
+    ),
+    "LLMInferenceService": (
+        _operator("serving.kserve.io/v1alpha2", "LLMInferenceService", {"template": _gpu_pod_spec()}),
+        ("spec",),
+    ),
+    "Workflow": (
+        _operator(
+            "argoproj.io/v1alpha1",
+            "Workflow",
+            {"entrypoint": "t", "templates": [{"name": "t", "container": _container()}]},
+        ),
+        ("spec", "templates", 0, "metadata"),
+    ),
+    "VolcanoJob": (
+        _operator(
+            "batch.volcano.sh/v1alpha1", "Job", {"tasks": [{"name": "t", "replicas": 2, "template": _gpu_template()}]}
+        ),
+        ("spec", "tasks", 0, "template", "metadata"),
+    ),
+}
+
+_WAIVER = {"dra-guard.io/ignore-DRA001": "burn-in before the driver is installed, OPS-142"}
+
+
+def _annotate(obj: dict[str, Any], keys: tuple[str | int, ...]) -> None:
+    holder: Any = obj
+    for key in keys:
+        holder = holder.setdefault(key, {}) if isinstance(holder, dict) else holder[key]
+    holder["annotations"] = dict(_WAIVER)
+
+
+@pytest.mark.parametrize("name", list(OPERATOR_WORKLOADS))
+def test_an_operators_own_waiver_does_not_reach_the_pods_it_makes(name: str) -> None:
+    """These operators give the pods they make their pod template's annotations, not their
+    own: a waiver on the object itself would pass `check` and leave every pod to be denied by
+    admission, so it waives nothing, with a note; where the pods get it, it waives."""
+    obj, pod_annotations = copy.deepcopy(OPERATOR_WORKLOADS[name][0]), OPERATOR_WORKLOADS[name][1]
+    obj["metadata"]["annotations"] = dict(_WAIVER)
+    (finding,) = [finding for finding in findings(obj) if finding.rule == "DRA001"]
+    assert f"is on the {obj['kind']} itself, and the pods it makes carry only their template's annotations" in (
+        finding.message
+    )
+    expected = (
+        "the pod template's metadata.annotations"
+        if pod_annotations[-1] == "metadata"
+        else "the annotations its pods get, at /spec/annotations"
+    )
+    assert f"put it in {expected}" in finding.message
+    _annotate(obj, pod_annotations)
+    assert "DRA001" not in rule_ids(obj)
+
+
+def test_an_inference_services_own_waiver_reaches_its_pods() -> None:
+    """KServe gives the pods of an InferenceService's components its own annotations as well
+    as the component's (kserve/kserve components/predictor.go `buildObjectMeta`): both waive."""
+    isvc = _operator("serving.kserve.io/v1beta1", "InferenceService", {"predictor": _gpu_pod_spec()})
+    assert "DRA001" in rule_ids(isvc)
+    assert "DRA001" not in rule_ids({**isvc, "metadata": {"name": "w", "namespace": "ns", "annotations": _WAIVER}})
+    isvc["spec"]["predictor"]["annotations"] = dict(_WAIVER)
+    assert "DRA001" not in rule_ids(isvc)
+
+
+def test_an_unknown_operators_inline_pod_spec_has_no_annotation_that_waives() -> None:
+    """A kind nobody described, with a pod spec written without metadata: what its operator
+    gives its pods is unknown, so its own waiver is not taken for theirs (the safe side), and
+    the note says to use the configuration's `waivers`, which does waive it."""
+    obj = _operator("example.com/v1", "Trainer", {"worker": _gpu_pod_spec()})
+    obj["metadata"]["annotations"] = dict(_WAIVER)
+    (finding,) = [finding for finding in findings(obj) if finding.rule == "DRA001"]
+    assert "this pod spec has no annotations of its own: waive it with a `waivers` entry" in finding.message
+    entry = {"rule": "DRA001", "kind": "Trainer", "reason": "burn-in, OPS-142"}
+    assert "DRA001" not in rule_ids(obj, config=config({"waivers": [entry]}))
 
 
 @pytest.mark.parametrize("rule", ["DRA004", "DRA006"])

@@ -23,7 +23,7 @@ from dra_guard.contract.findings import (
 )
 from dra_guard.contract.waivers import WaiverText, read_waiver
 from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
-from dra_guard.model.pod_templates import api_group
+from dra_guard.model.pod_templates import api_group, own_annotations_stay_off_pods
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 from dra_guard.ruleapi.config import NON_WAIVABLE, WAIVERS, Config
 from dra_guard.ruleapi.context import Context, Fact, Location, Pending, Resolved, Resource, Violation
@@ -65,10 +65,17 @@ def _expand(
             errors.append(InputError(file, line, f"List item {index} is a {type(item).__name__}, not an object"))
 
 
-#: Why a controller's own `ignore-<rule>` annotation does not waive a finding in its pod template.
+#: Why a controller's or operator's own `ignore-<rule>` annotation does not waive a finding
+#: in its pod template, and where the waiver belongs instead.
 _NOT_ON_THE_PODS = (
     "is on the {kind} itself, and the pods it makes carry only their template's annotations (they would be "
-    "denied): put it in the pod template's metadata.annotations"
+    "denied): put it in {place}"
+)
+#: The same for a pod spec written without metadata of its own by an operator that does
+#: not pass its own annotations on: no annotation in the object reaches its pods.
+_NO_PLACE_ON_THE_PODS = (
+    "is on the {kind} itself, which does not pass it on to the pods it makes (they would be denied), and "
+    "this pod spec has no annotations of its own: waive it with a `waivers` entry of the configuration"
 )
 
 
@@ -77,31 +84,49 @@ def _expired(expires: date | None, today: date) -> bool:
     return expires is not None and expires < today
 
 
+def _own_waiver_stays_off_pods(resource: Resource) -> bool:
+    """Whether the pods made from the object's pod templates lack its own annotations:
+    Kubernetes' own controllers (`POD_CONTROLLER_KINDS` in their own API group: Volcano's
+    `batch.volcano.sh` Job is another operator's) and every operator's kind but those that
+    pass them on (`pod_templates.own_annotations_stay_off_pods`)."""
+    if resource.kind in POD_CONTROLLER_KINDS and api_group(resource.obj) == KIND_RESOURCES[resource.kind][0]:
+        return True
+    return own_annotations_stay_off_pods(resource.obj)
+
+
+def _where_it_belongs(metadata_path: Path) -> str:
+    """Where a waiver for findings in a pod template whose metadata is at `metadata_path`
+    goes, said in `_NOT_ON_THE_PODS`."""
+    if metadata_path[-1:] == ("metadata",):
+        return "the pod template's metadata.annotations"
+    return f"the annotations its pods get, at {json_pointer((*metadata_path, 'annotations'))}"
+
+
 def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date) -> WaiverText | None:
     """The `ignore-<rule>` annotation on the object or on the pod template that `path` is in,
     read as a waiver (`read_waiver`): the first that waives, else the first there is (which
     says why it does not: no reason, a malformed field, expired); None when there is none.
 
-    A finding in the pod template of a controller (`POD_CONTROLLER_KINDS`, in Kubernetes' own
-    API group: Volcano's `batch.volcano.sh` Job is another operator's) is one its pods
-    will have, and they carry the template's annotations only: the controller's own
+    A finding in a pod template is one its pods will have, and admission judges the pods
+    (the admission policies read waivers so too: `admission.policy.waived`).  Where they
+    carry only the template's annotations (`_own_waiver_stays_off_pods`), the object's own
     annotation would waive the workload and leave every pod it makes to be denied, so only
-    the template's waives there (the admission policies read it so too: `admission.policy.waived`)."""
+    the template's waives there.  A pod spec written without metadata of its own (an
+    unknown operator's, found by the structural search) then has no annotation that waives."""
     key = IGNORE_ANNOTATION_PREFIX + rule_id
     own = mapping(mapping(resource.obj.get("metadata")).get("annotations"))
     sources: list[Mapping[str, Any]] = [own]
     pod = resource.pod_at(path) if resource.pods else None
     if pod is not None:
-        if (
-            pod.is_template
-            and resource.kind in POD_CONTROLLER_KINDS
-            and api_group(resource.obj) == KIND_RESOURCES[resource.kind][0]
-        ):
+        if pod.is_template and _own_waiver_stays_off_pods(resource):
             template = mapping(pod.template_metadata.get("annotations"))
             if key in template or key not in own:
                 sources = [template]
+            elif pod.metadata_path is None:
+                return WaiverText(problem=_NO_PLACE_ON_THE_PODS.format(kind=resource.kind))
             else:
-                return WaiverText(problem=_NOT_ON_THE_PODS.format(kind=resource.kind))
+                place = _where_it_belongs(pod.metadata_path)
+                return WaiverText(problem=_NOT_ON_THE_PODS.format(kind=resource.kind, place=place))
         else:
             sources.append(mapping(pod.template_metadata.get("annotations")))
     found: WaiverText | None = None

@@ -200,6 +200,81 @@ ARGO_WORKFLOW_SPECS: Mapping[str, Path] = {
 KSERVE_GROUP = "serving.kserve.io"
 
 
+# --- whose annotations the pods get ---------------------------------------------------
+
+#: Operators' kinds whose pods carry the object's own `metadata.annotations` as well as
+#: their pod spec's: a waiver there reaches the pods that admission judges.  Read from each
+#: operator's source:
+#:
+#: * KServe InferenceService (kserve/kserve @ aaac4e294dae2c7b1aa1886447793f3aa1c30912,
+#:   pkg/controller/v1beta1/inferenceservice/components/predictor.go `buildPredictorResources`
+#:   and `buildObjectMeta`, the same in transformer.go and explainer.go): the pod metadata is the
+#:   union of the runtime's, the InferenceService's own (less the configured
+#:   `serviceAnnotationDisallowedList`) and the component's annotations, and becomes the
+#:   Deployment's (reconcilers/deployment/deployment_reconciler.go `createRawDefaultDeployment`)
+#:   or Knative revision's pod template.
+#:
+#: Every other kind's own annotations stay off its pods, which get their pod template's (and a
+#: few keys the operator picks):
+#:
+#: * JobSet (kubernetes-sigs/jobset @ 08dfbdfd682714a9ab929633eca8dc95315187e7,
+#:   pkg/controllers/jobset_controller.go `constructJob`, `labelAndAnnotateObject`): the
+#:   replicated job's template, plus JobSet keys and only the exclusive-placement annotations.
+#: * LeaderWorkerSet, DisaggregatedSet (kubernetes-sigs/lws @
+#:   060ab4da17eea1f0865fcbd3236bb1075e2cea32, pkg/controllers/leaderworkerset_controller.go
+#:   `constructLeaderStatefulSetApplyConfiguration`, pod_controller.go
+#:   `constructWorkerStatefulSetApplyConfiguration`): the LeaderWorkerSet's annotations go on its
+#:   StatefulSets, not their pod templates; pkg/controllers/disaggregatedset/lws_manager.go
+#:   `Create` copies a role's metadata onto the LeaderWorkerSet it makes.
+#: * Kubeflow v1 jobs (kubeflow/training-operator @ 078ec30ff26649a07d2e28893c332d4cef70e233,
+#:   branch release-1.9, pkg/controller.v1/common/pod.go `createNewPod`,
+#:   control/pod_control.go `getPodsAnnotationSet`; mpi/mpijob_controller.go) and MPIJob v2
+#:   (kubeflow/mpi-operator @ caa3c47fc42eb762635f78045ec0fcd1a89eb038,
+#:   pkg/controller/mpi_job_controller.go `newWorker`, `newLauncherPodTemplate`): the replica's
+#:   template only (the job's own go on its PodGroup).
+#: * TrainingRuntime, ClusterTrainingRuntime (kubeflow/trainer @
+#:   8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3, pkg/runtime/core/trainingruntime.go
+#:   `newRuntimeInfo`, pkg/runtime/framework/plugins/jobset/jobset.go `Build`): the runtime's
+#:   `spec.template.metadata` goes on the JobSet (which does not pass it on), its own metadata
+#:   nowhere.
+#: * RayCluster, RayJob, RayService, RayCronJob (ray-project/kuberay @
+#:   feeaf72facab4881ba2b179248bb67315634e229, ray-operator/controllers/ray/common/pod.go
+#:   `DefaultHeadPodTemplate`, `DefaultWorkerPodTemplate`, `BuildPod`; rayjob_controller.go
+#:   `constructRayClusterForRayJob`, `createNewK8sJob`): the group's template plus Ray keys; a
+#:   RayJob's or RayService's annotations go on the RayCluster only.
+#: * ServingRuntime, ClusterServingRuntime, LLMInferenceService, LLMInferenceServiceConfig
+#:   (kserve/kserve @ aaac4e294dae2c7b1aa1886447793f3aa1c30912): a runtime's `spec.annotations`
+#:   and `spec.workerSpec.annotations` (predictor.go `buildObjectMeta`, `reconcileWorker`;
+#:   its metadata only picks image tags, `UpdateImageTag`); an LLMInferenceService's own
+#:   annotations only under approved prefixes (pkg/controller/v1alpha2/llmisvc/
+#:   workload_single_node.go `propagateDeploymentMetadata`, workload_multi_node.go
+#:   `propagateTopLevelLeaderWorkerSetMetadata`), its pods those of the WorkloadSpec beside
+#:   each template (`_INLINE_ANNOTATIONS_BESIDE`).
+#: * Argo Workflow, WorkflowTemplate, ClusterWorkflowTemplate, CronWorkflow
+#:   (argoproj/argo-workflows @ f016ad89eb269d282aec06dc491c29f396a38df4,
+#:   workflow/controller/workflowpod.go `addMetadata`): `spec.podMetadata` and the template's
+#:   `metadata`.
+#: * Volcano Job, `batch.volcano.sh` (volcano-sh/volcano @
+#:   ed72c7c815a9fd547a787134676f73d42e9d049c, pkg/controllers/job/job_controller_util.go
+#:   `createJobPod`): the task's template plus a few scheduling keys of the Job's.
+#:
+#: A kind nobody told us about (found by the structural search) counts as not passing its
+#: own on: every operator that writes a PodTemplateSpec passes its metadata to the pods, and
+#: one that does not has been read here first.
+OWN_ANNOTATIONS_REACH_PODS: frozenset[tuple[str, str]] = frozenset({(KSERVE_GROUP, "InferenceService")})
+
+
+def own_annotations_stay_off_pods(obj: Mapping[str, Any]) -> bool:
+    """Whether the object is an operator's (outside Kubernetes' own API groups) whose pods do
+    not carry its own `metadata.annotations`: every kind but `OWN_ANNOTATIONS_REACH_PODS`.
+    Kubernetes' own controllers are not answered here: which of their kinds make pods is the
+    catalog's (`POD_CONTROLLER_KINDS`)."""
+    group = api_group(obj)
+    if group in BUILTIN_GROUPS:
+        return False
+    return (group, text(obj.get("kind"))) not in OWN_ANNOTATIONS_REACH_PODS
+
+
 def api_group(obj: Mapping[str, Any]) -> str | None:
     """The group of the object's apiVersion ("" for core); None without an apiVersion, which
     then counts as a group we do not know (the object is an input error anyway)."""

@@ -64,8 +64,10 @@ def rules_markdown(registry: Registry) -> str:
     lines += [
         "",
         f'Waive a rule on one object with the annotation `{IGNORE_ANNOTATION_PREFIX}<ID>: "<reason>"` on the object '
-        "or its pod template (a finding in a controller's pod template only on the template: its pods carry the "
-        "template's annotations, not the controller's); a reason that shows nothing (empty, spaces, zero-width "
+        "or its pod template (a finding in a pod template of a controller or an operator's object only on the "
+        "template, where its pods get their annotations: a KServe ServingRuntime's `spec.annotations`, an "
+        "LLMInferenceService's beside each template; of the operators' kinds only a KServe InferenceService's own "
+        "annotations also reach its pods); a reason that shows nothing (empty, spaces, zero-width "
         "characters) does not waive. "
         "A waiver may name who answers for it and the last day it holds (UTC): "
         f'`{IGNORE_ANNOTATION_PREFIX}<ID>: "reason=<reason>; owner=<team or ticket>; expires=<YYYY-MM-DD>"` '
