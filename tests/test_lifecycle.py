@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import kubernetes_validate
@@ -33,6 +33,7 @@ from testkit.lifecycle import (
     extended_resource_claims,
     pods_of,
 )
+from testkit.operator_pods import inference_service_deployments, jobset_jobs
 from testkit.rulecases import UNSCRUBBED_ACCEPTED, config
 from testkit.targets import target_for
 
@@ -719,3 +720,75 @@ def test_a_waiver_is_honoured_only_where_the_pods_carry_it(on_template: bool) ->
         denied = {d.rule for d in admit(policies, made.obj, user_info={"username": made.writer})}
         reported = {f.rule for f in check_objects([made.obj], chosen).findings}
         assert (denied, reported) == ((set(), set()) if on_template else ({"DRA001"}, {"DRA001"})), made.kind
+
+
+_WAIVER = {"dra-guard.io/ignore-DRA001": "burn-in before the driver is installed, OPS-142"}
+_GPU_CONTAINER = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+
+
+def _jobset(where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    pod_template: dict[str, Any] = {"metadata": {}, "spec": {"restartPolicy": "Never", "containers": [_GPU_CONTAINER]}}
+    jobset: dict[str, Any] = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": "ns"},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": pod_template}}}]},
+    }
+    if where == "own":
+        jobset["metadata"]["annotations"] = dict(_WAIVER)
+    elif where == "template":
+        pod_template["metadata"]["annotations"] = dict(_WAIVER)
+    return jobset, jobset_jobs(jobset)
+
+
+def _inference_service(where: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    isvc: dict[str, Any] = {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "llm", "namespace": "ns"},
+        "spec": {"predictor": {"containers": [_GPU_CONTAINER]}},
+    }
+    if where == "own":
+        isvc["metadata"]["annotations"] = dict(_WAIVER)
+    elif where == "template":
+        isvc["spec"]["predictor"]["annotations"] = dict(_WAIVER)
+    return isvc, inference_service_deployments(isvc)
+
+
+@pytest.mark.parametrize("where", ["none", "own", "template"])
+@pytest.mark.parametrize("operator", [_jobset, _inference_service], ids=["JobSet", "InferenceService"])
+def test_check_on_an_operators_object_agrees_with_admission_on_the_pods_it_makes(
+    operator: Callable[[str], tuple[dict[str, Any], list[dict[str, Any]]]], where: str
+) -> None:
+    """A JobSet (whose pods get only their template's annotations) and an InferenceService
+    (whose pods also get its own: testkit/operator_pods.py cites both) asking for
+    nvidia.com/gpu, with an ignore-DRA001 waiver nowhere, on the object itself or on the pod
+    template: `check`'s verdict on the object is the webhook's and the policies' on every pod
+    the operator makes, and `check`'s on the workloads it creates."""
+    obj, made_by_operator = operator(where)
+    chosen = config({"kubernetes-version": "1.36", **UNSCRUBBED_ACCEPTED})
+    policies, _ = _admission_for("1.36")
+    webhook = Webhook(RULES, chosen, all_rules=True)
+    reported = "DRA001" in {f.rule for f in check_objects([obj], chosen).findings}
+    created = cluster_creates(made_by_operator)
+    pods = of_kind(created, "Pod")
+    assert pods, "the operator's workloads make pods"
+    for made in created:
+        denied = {d.rule for d in admit(policies, made.obj, user_info={"username": made.writer})}
+        assert ("DRA001" in denied, "DRA001" in {f.rule for f in check_objects([made.obj], chosen).findings}) == (
+            reported,
+            reported,
+        ), made.kind
+    for pod in pods:
+        request = {
+            "uid": "u",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "operation": "CREATE",
+            "namespace": "ns",
+            "userInfo": {"username": pod.writer},
+            "object": pod.obj,
+        }
+        review = webhook.review(request)
+        assert (not review["allowed"] and "DRA001" in review["status"]["message"]) == reported, review
+    # Without a waiver both report; the own waiver of a JobSet waives neither; the rest waive.
+    assert reported == (where == "none" or (where == "own" and obj["kind"] == "JobSet"))
