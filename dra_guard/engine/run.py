@@ -71,11 +71,12 @@ _NOT_ON_THE_PODS = (
     "is on the {kind} itself, and the pods it makes carry only their template's annotations (they would be "
     "denied): put it in {place}"
 )
-#: The same for a pod spec written without metadata of its own by an operator that does
-#: not pass its own annotations on: no annotation in the object reaches its pods.
+#: The same for a pod spec written without metadata of its own, in a kind whose operator is
+#: not known to pass its own annotations on (an unknown kind, or Argo's workflow-level claims
+#: for templates defined elsewhere): no annotation in the object is known to reach its pods.
 _NO_PLACE_ON_THE_PODS = (
-    "is on the {kind} itself, which does not pass it on to the pods it makes (they would be denied), and "
-    "this pod spec has no annotations of its own: waive it with a `waivers` entry of the configuration"
+    "is on the {kind} itself, which is not known to pass it on to the pods it makes (they may be denied), "
+    "and this pod spec has no annotations of its own: waive it with a `waivers` entry of the configuration"
 )
 
 
