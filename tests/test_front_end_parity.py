@@ -20,6 +20,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -260,7 +261,26 @@ def _claim_of_another_pod() -> Source:
     )
 
 
+def _scrubber_written(name: str, **fields: Any) -> Source:
+    """A builder Job whose scrubber has `fields` written on it (a chart's `env: []`)."""
+    objects = [
+        obj for obj in isolated_workload("w", image="i", slice=MIG, namespace="tenant-a", workload_kind="Job") if obj
+    ]
+    (job,) = [obj for obj in objects if obj["kind"] == "Job"]
+    job["spec"]["template"]["spec"]["initContainers"][0].update(fields)
+    return Source(name, tuple(objects))
+
+
+#: Fields the API server leaves out of a container when written empty (`omitempty`), and one
+#: it keeps (`lifecycle: {}`, a pointer to an empty struct).
+SCRUBBER_WRITTEN_EMPTY = _scrubber_written(
+    "case-scrubber-fields-written-empty", args=[], env=[], stdin=False, workingDir="", restartPolicy=None
+)
+SCRUBBER_EMPTY_LIFECYCLE = _scrubber_written("case-scrubber-empty-lifecycle", lifecycle={})
+
 CASES = [
+    SCRUBBER_WRITTEN_EMPTY,
+    SCRUBBER_EMPTY_LIFECYCLE,
     Source("case-shared-claim-after-the-deployment", (_deployment(shared_claim()), shared_claim())),
     Source("case-shared-claim-before-the-deployment", (shared_claim(), _deployment(shared_claim()))),
     Source("case-nic-claim-shared-by-replicas", (_nic_claim(), _deployment(_nic_claim()))),
@@ -527,3 +547,22 @@ def test_a_namespace_less_template_gets_dra012_from_every_front_end(
     for verdict in (result.cli[key], result.enforce[key], result.pulumi[key], cluster):
         assert "DRA012" in verdict
     assert not result.problems and all(d.explained_by for d in result.differences), result.differences
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [(SCRUBBER_WRITTEN_EMPTY, False), (SCRUBBER_EMPTY_LIFECYCLE, True)],
+    ids=["empty", "lifecycle"],
+)
+def test_a_scrubber_field_the_api_server_leaves_out_changes_nothing(source: Source, refused: bool) -> None:
+    """`args: []`, `env: []`, `stdin: false`, `workingDir: ""` and `restartPolicy: null` are not
+    stored (core/v1 Container's `omitempty`: contract.container_fields), so the policies in
+    the cluster admit the pod; `check` reported DRA016 scrubber-changed on them, and the
+    emulator kept them, so the parity held a verdict the cluster does not give.
+    `lifecycle: {}` is kept, and refused by both."""
+    (key,) = {key_of(obj) for obj in source.objects if obj["kind"] == "Job"}
+    with tempfile.TemporaryDirectory() as directory:
+        cli, errors = run_cli(source, Path(directory))
+    assert not errors
+    assert ("DRA016" in cli.get(key, frozenset())) is refused
+    assert ("DRA016" in run_policies(source).get(key, frozenset())) is refused

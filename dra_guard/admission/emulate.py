@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from dra_guard.contract.container_fields import as_stored
 from dra_guard.model.extended_resources import (
     LIMIT_RANGE_BOUNDS,
     LIMIT_RANGE_DEFAULTS,
     REQUIREMENT_SECTIONS,
     asks_nothing,
 )
+from dra_guard.model.pod_templates import BUILTIN_GROUPS, api_group
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 
 if TYPE_CHECKING:
@@ -72,6 +74,8 @@ def stored_form(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as the API server holds it at admission: nulls dropped, zero quantities
     written "0", DRA defaults set."""
     stored: dict[str, Any] = _zeros_canonical(_without_nulls(copy.deepcopy(dict(obj))))
+    if _typed(stored):
+        _containers_as_stored(stored)
     if str(stored.get("apiVersion", "")).startswith("resource.k8s.io/"):
         spec: dict[str, Any] = stored["spec"] if isinstance(stored.get("spec"), dict) else {}
         claim_spec = spec.get("spec") if stored.get("kind") == "ResourceClaimTemplate" else spec
@@ -110,6 +114,30 @@ def _zeros_canonical(value: Any) -> Any:
         for item in value:
             _zeros_canonical(item)
     return value
+
+
+#: The pod spec fields that hold containers.
+_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
+
+
+def _typed(obj: Mapping[str, Any]) -> bool:
+    """Whether the API server decodes the object into a typed form (a kind it serves itself),
+    where `omitempty` fields written empty disappear; a custom resource is kept as written."""
+    version = obj.get("apiVersion")
+    return isinstance(version, str) and api_group(obj) in BUILTIN_GROUPS
+
+
+def _containers_as_stored(value: Any) -> None:
+    """Every container under the object without the fields the API server leaves out
+    (`contract.container_fields`: `args: []`, `stdin: false`, ...)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in _CONTAINER_LISTS and isinstance(item, list):
+                item[:] = [as_stored(each) if isinstance(each, dict) else each for each in item]
+            _containers_as_stored(item)
+    elif isinstance(value, list):
+        for item in value:
+            _containers_as_stored(item)
 
 
 def _without_nulls(value: Any, raw: bool = False) -> Any:

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dra_guard.contract.catalog import DEVICE_CLASSES
+from dra_guard.contract.container_fields import kept_fields
 
 SCRUB_CONTAINER_NAME = "dra-guard-scrub"
 SCRUB_COMMAND = ("dra-guard", "scrub")
@@ -128,12 +129,12 @@ def not_the_scrubber(container: Mapping[str, Any]) -> str | None:
     scrubber already in the pod."""
     if container.get("command") != list(SCRUB_COMMAND):
         return f"runs command {container.get('command')!r}, not {list(SCRUB_COMMAND)!r}"
-    if "restartPolicy" in container:
+    if container.get("restartPolicy") is not None:
         return (
             f"has restartPolicy {container.get('restartPolicy')!r} (with Always it is a sidecar, and the pod's "
             "containers start before it has finished)"
         )
-    changed = sorted(str(key) for key in container if key not in SCRUBBER_FIELDS)
+    changed = sorted(key for key in kept_fields(container) if key not in SCRUBBER_FIELDS)
     if changed:
         return f"sets {', '.join(changed)}, which change what it runs or sees"
     if privileged(container):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from dra_guard.contract.container_fields import kept_fields
 from dra_guard.contract.findings import Severity
 from dra_guard.contract.scrubber import (
     DEFAULT_SCRUB_IMAGE,
@@ -296,7 +297,8 @@ def _shape(pod: PodSpecView, scrubber: ContainerView, images: frozenset[str]) ->
             f"the scrubber's command{pod.where} is {container.get('command')!r}, not {list(SCRUB_COMMAND)!r}",
             facet="scrubber-changed",
         )
-    for field in sorted(key for key in container if isinstance(key, str) and key not in _ALLOWED_FIELDS):
+    # What the API server keeps: `args: []` or `stdin: false` is no argument (contract.container_fields).
+    for field in sorted(key for key in kept_fields(container) if key not in _ALLOWED_FIELDS):
         yield Violation(
             (*scrubber.path, field),
             f"the scrubber{pod.where} sets {field}, which changes what it runs or sees; it must have none",
@@ -310,7 +312,7 @@ def _shape(pod: PodSpecView, scrubber: ContainerView, images: frozenset[str]) ->
             "be privileged",
             facet="scrubber-changed",
         )
-    if "restartPolicy" in container:
+    if container.get("restartPolicy") is not None:
         yield Violation(
             (*scrubber.path, "restartPolicy"),
             f"the scrubber{pod.where} has restartPolicy {container.get('restartPolicy')!r}: it must be a plain init "
