@@ -296,6 +296,48 @@ def test_kubeai_profiles_that_give_nothing_and_profiles_that_cannot_be_verified(
     assert dra001([model]) == []
 
 
+def test_kaito_presets_ask_for_the_gpus_kaito_gives_their_pods() -> None:
+    """KAITO's own examples: a preset model runs on nvidia.com/gpu that no field names
+    (kaito-project/kaito preset_inferences.go GenerateInferencePodSpec, preset_tuning.go
+    GenerateBasicTuningPodSpec @ 056b8280); under a mig partition with a profile, on
+    nvidia.com/mig-<profile>. They passed with 0 findings."""
+    cases = [
+        ("kaito/kaito_workspace_phi_4_mini.yaml", "/inference/preset", "'nvidia.com/gpu'"),
+        ("kaito/kaito_workspace_accelerator.yaml", "/inference/preset", "'nvidia.com/gpu'"),
+        ("kaito/kaito_workspace_tuning_phi_3.yaml", "/tuning/preset", "'nvidia.com/gpu'"),
+        (
+            "kaito/kaito_inferenceset_mig_mixed_strategy.yaml",
+            "/spec/template/inference/preset",
+            "'nvidia.com/mig-2g.24gb'",
+        ),
+        ("kaito/kaito_multiroleinference_phi4_4.yaml", "/spec/model", "'nvidia.com/gpu'"),
+    ]
+    for path, pointer, resource in cases:
+        (finding,) = dra001(load(path))
+        assert finding.path == pointer and finding.severity is Severity.CRITICAL, path
+        assert resource in finding.message and "KAITO" in finding.message, path
+    (workspace,) = load("kaito/kaito_workspace_phi_4_mini.yaml")
+    # A mig partition without a profile keeps nvidia.com/gpu (the single strategy).
+    workspace["resource"]["partition"] = {"mode": "mig"}
+    (finding,) = dra001([workspace])
+    assert "'nvidia.com/gpu'" in finding.message
+    workspace["resource"]["partition"]["profile"] = "1g.10gb"
+    (finding,) = dra001([workspace])
+    assert "'nvidia.com/mig-1g.10gb'" in finding.message
+    # No preset: nothing asked (a Workspace of another API group is no KAITO Workspace).
+    workspace["inference"]["preset"] = None
+    assert dra001([workspace]) == []
+    workspace["inference"]["preset"] = {"name": "phi-4-mini-instruct"}
+    workspace["apiVersion"] = "example.com/v1"
+    assert dra001([workspace]) == []
+    # A Workspace's own pod template is read as a pod template, once.
+    (custom,) = load("kaito/custom-model-deployment.yaml")
+    assert {f.path for f in dra001([custom])} == {
+        "/inference/template/spec/containers/0/resources/requests/nvidia.com~1gpu",
+        "/inference/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
+    }
+
+
 # --- point 7 ------------------------------------------------------------------------------------
 
 

@@ -19,7 +19,9 @@
   profiles (`operator_profiles`: a KubeAI Model's `resourceProfile`), whose limits the
   operator writes into the pod: a profile of the operator's chart asks for what its limits
   name; a `cpu...` profile, or a multiple of zero, asks for nothing; any other profile is
-  `Unverifiable` (what it holds is cluster configuration).
+  `Unverifiable` (what it holds is cluster configuration); and operators' preset models
+  (`operator_presets`: a KAITO Workspace's `inference.preset`), which the operator runs
+  with device-plugin GPUs no field names.
 * KubeVirt: the device-plugin names VMs pass through, `gpus[].deviceName` and
   `hostDevices[].deviceName`.
 * A quantity of zero, or null (which Go decodes as a zero Quantity), asks for nothing: the
@@ -45,6 +47,7 @@ from dra_guard.contract.findings import json_pointer
 from dra_guard.model.embedded import PLACEHOLDER_WORD, Unreadable, fill_placeholders, is_filled, read_embedded
 from dra_guard.model.kustomize import PatchFiles, is_kustomization, patches
 from dra_guard.model.manifest import Path, get_path, items, mapping, text
+from dra_guard.model.operator_presets import named_presets
 from dra_guard.model.operator_profiles import ProfileNamed, named_profiles
 from dra_guard.model.pod_templates import ARGO_GROUP, BUILTIN_GROUPS, PodSpecView, api_group
 
@@ -241,8 +244,9 @@ def asked_resources(
 
 
 def operator_requests(obj: Mapping[str, Any]) -> Iterator[Asked | Unverifiable]:
-    """What an operator's own fields ask for (`OPERATOR_GPU_FIELDS`, resource profiles): no
-    ResourceRequirements holds these names, the operator writes them into its pods' limits."""
+    """What an operator's own fields ask for (`OPERATOR_GPU_FIELDS`, resource profiles, preset
+    models): no ResourceRequirements holds these names, the operator writes them into its
+    pods' limits."""
     group, kind = api_group(obj) or "", text(obj.get("kind"))
     if group in BUILTIN_GROUPS:
         return
@@ -250,6 +254,9 @@ def operator_requests(obj: Mapping[str, Any]) -> Iterator[Asked | Unverifiable]:
         yield from _operator_gpu(obj, field)
     for profile in named_profiles(obj, group, kind):
         yield from _profile(profile)
+    for preset in named_presets(obj, group, kind):
+        via = f"{'.'.join(preset.path)}: {preset.field.becomes}"
+        yield Asked(preset.path, preset.resource, "limits", via=via)
 
 
 def _operator_gpu(obj: Mapping[str, Any], field: OperatorGpuField) -> Iterator[Asked]:

@@ -89,7 +89,10 @@ RATIONALE = (
     "limits the operator multiplies into the model server container: the profiles of KubeAI's chart ask for "
     "nvidia.com/gpu (nvidia-gpu-l4, ...), amd.com/gpu (amd-gpu-mi300x) or google.com/tpu (google-tpu-v5e-1x1, "
     "...), a cpu profile or a multiple of 0 for nothing, and any other profile, defined in the operator's Helm "
-    "values, is unverifiable (medium); KubeVirt gpus[] and accelerator hostDevices[] "
+    "values, is unverifiable (medium); a KAITO Workspace's inference.preset and tuning.preset (an "
+    "InferenceSet's template, a MultiRoleInference's model), whose pods KAITO gives nvidia.com/gpu "
+    "(nvidia.com/mig-<profile> under a mig partition with a profile) though no field names it; KubeVirt "
+    "gpus[] and accelerator hostDevices[] "
     "deviceNames; Argo "
     "podSpecPatch and resource-manifest strings, read after filling in their {{...}} placeholders as Argo "
     "does, and a kustomization's patches (inline, and the files it names; in JSON 6902 operations also "
@@ -234,6 +237,22 @@ spec:
   resourceProfile: nvidia-gpu-l4:1
 """,
         findings=("Model/llama#/spec/resourceProfile",),
+    ),
+    Example(
+        title="A KAITO Workspace that runs a preset model, on GPUs KAITO requests through the device plugin",
+        manifests="""\
+apiVersion: kaito.sh/v1beta1
+kind: Workspace
+metadata: {name: phi-4-mini, namespace: team-a}
+resource:
+  instanceType: Standard_NC24ads_A100_v4
+  labelSelector:
+    matchLabels: {apps: phi-4}
+inference:
+  preset:
+    name: phi-4-mini-instruct
+""",
+        findings=("Workspace/phi-4-mini#/inference/preset",),
     ),
     Example(
         title="A KubeVirt VM that passes a GPU through the device plugin",
