@@ -307,6 +307,31 @@ NO_OBJECTS = {
 }
 
 
+#: krew-release-bot's template of a krew plugin manifest, which no YAML parser reads until the
+#: bot fills in its `{{ ... }}` (ray-project/kuberay .krew.yaml @ feeaf72f, shortened).
+KREW_TEMPLATE = (
+    "apiVersion: krew.googlecontainertools.github.com/v1alpha2\nkind: Plugin\nmetadata:\n  name: ray\n"
+    "spec:\n  version: {{ .TagName }}\n  platforms:\n    - selector:\n        matchLabels:\n          os: darwin\n"
+    '      {{addURIAndSha "https://github.com/ray-project/kuberay/releases/download/{{ .TagName }}/'
+    'kubectl-ray_{{ .TagName }}_darwin_amd64.tar.gz" .TagName | indent 6 }}\n      bin: kubectl-ray\n'
+)
+
+
+def test_a_walk_skips_an_unreadable_template_of_a_tool_configuration(tmp_path: Path) -> None:
+    """kuberay's `.krew.yaml` failed a repository's check (exit 2) as a Helm template; kubectl
+    cannot read it either, and filled in it is krew's input, not an object."""
+    (tmp_path / ".krew.yaml").write_text(KREW_TEMPLATE)
+    (tmp_path / "legacy.yaml").write_text((FIXTURE / BAD).read_text())
+    report = json.loads(check("--format", "json", ".", cwd=tmp_path).stdout)
+    assert report["errors"] == [] and report["skipped"] == ["./.krew.yaml"]
+    # Beside an apiVersion of the API server's, or a placeholder, it stays an input error.
+    for other in ("---\napiVersion: v1\nkind: Pod\n", "---\napiVersion: {{ .Values.api }}\nkind: Pod\n"):
+        (tmp_path / ".krew.yaml").write_text(KREW_TEMPLATE + other)
+        result = check("--format", "json", ".", cwd=tmp_path)
+        (error,) = json.loads(result.stdout)["errors"]
+        assert result.returncode == 2 and error["file"] == "./.krew.yaml", other
+
+
 def test_a_second_apiversion_key_of_a_tool_does_not_hide_a_manifest(tmp_path: Path) -> None:
     """`apiversion: install.istio.io/...` beside `apiVersion: v1`: the API server drops the
     unknown key (unless strict) and makes the Pod; the walk skipped the file as istioctl's."""

@@ -5,7 +5,9 @@
   that `apiversion: v1` stays the input error kubectl would make of it); a file none of
   whose documents has either (Chart.yaml, values.yaml, package.json, CI workflows,
   docker-compose files, `.dra-guard.yaml`, cdk8s's `construct-metadata.json`) is
-  skipped and counted.  Half a manifest stays an input error.
+  skipped and counted, and so is one no parser can read whose every top-level
+  `apiVersion:` line names a tool's configuration (a krew-release-bot template).  Half a
+  manifest stays an input error.
 * A file named on the command line, and stdin, are always checked.
 * A Helm chart is rendered with `helm template` when `helm` is on PATH (values from the
   chart, nothing fetched) and the output checked, each object attributed to the
@@ -123,7 +125,8 @@ def is_manifest(data: bytes) -> bool:
     A file whose text spells neither name, and holds nothing that could disguise a key
     (an escape, a binary or verbatim tag), has no such key: that answer costs one
     search.  Otherwise the file is parsed; one that cannot be parsed counts as a
-    manifest, so its errors are reported rather than hidden.
+    manifest, so its errors are reported rather than hidden, unless every top-level
+    `apiVersion:` line of its text names a tool's configuration (`_only_tool_api_versions`).
     """
     text = _text(data)
     if b"kind" not in text and b"apiversion" not in text and not any(mark in text for mark in _KEY_DISGUISES):
@@ -133,8 +136,26 @@ def is_manifest(data: bytes) -> bool:
     try:
         documents = list(yaml.safe_load_all(data))
     except (yaml.YAMLError, RecursionError, ValueError):
-        return True
+        return not _only_tool_api_versions(text)
     return any(_has_manifest_key(document) and not is_tool_configuration(document) for document in documents)
+
+
+#: A top-level `apiVersion:` line (any letter case, as the text is lowered) and its value.
+_TOP_LEVEL_API_VERSION = re.compile(rb"""^apiversion:[ \t]*["']?([^\s"'#]*)""", re.MULTILINE)
+
+
+def _only_tool_api_versions(text: bytes) -> bool:
+    """Whether the lowered text of a file no parser can read declares, on every top-level
+    `apiVersion:` line and on at least one, a tool's configuration group: a template of one,
+    such as the `.krew.yaml` that krew-release-bot fills in with `{{ .TagName }}` to make a
+    plugin manifest (ray-project/kuberay .krew.yaml @ feeaf72f).  kubectl can read it no more
+    than dra-guard can, and rendered it is still a tool's input, never an object to check.
+    A line any other way (a placeholder, a group of the API server's) keeps the file a
+    manifest, its errors reported."""
+    versions = _TOP_LEVEL_API_VERSION.findall(text)
+    return bool(versions) and all(
+        version.decode("utf-8", "replace").startswith(TOOL_CONFIGURATION_API_PREFIXES) for version in versions
+    )
 
 
 def _has_manifest_key(document: Any) -> bool:
