@@ -273,6 +273,12 @@ TOOL_CONFIGURATIONS = {
     "leaderElection: {leaderElect: true}\n",
     "kueue-config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
     "metrics: {enableClusterQueueResources: true}\n",
+    # Gateway API's conformance report, which its suite writes (kubernetes-sigs/
+    # gateway-api-inference-extension conformance/reports/v1.5.0/gateway/istio/
+    # 1.30.1-default-gateway-report.yaml @ 84436a96, shortened): a kind no API server serves.
+    "gateway-report.yaml": "GatewayAPIInferenceExtensionVersion: v1.5.0\napiVersion: gateway.networking.k8s.io/v1\n"
+    'date: "2026-05-27T16:16:59Z"\ngatewayAPIChannel: standard\nimplementation: {project: istio, version: 1.30.1}\n'
+    "kind: ConformanceReport\nmode: default\n",
     # A Helm chart repository's index: apiVersion and no kind (aws/karpenter-provider-aws
     # charts/index.yaml @ 1d927085, one entry of it).
     "index.yaml": "apiVersion: v1\nentries:\n  karpenter:\n  - apiVersion: v2\n    appVersion: 0.16.3\n"
@@ -293,6 +299,18 @@ def test_a_walk_skips_the_configuration_of_components_and_tools(tmp_path: Path) 
     # Named, a file is read whatever it holds: kubectl refuses it, and so is it reported.
     result = check("scheduler.yaml", cwd=tmp_path)
     assert result.returncode == 2 and "has no metadata.name" in result.stdout
+
+
+def test_a_conformance_report_is_skipped_and_a_gateway_of_its_group_is_not(tmp_path: Path) -> None:
+    """gateway-api-inference-extension's 18 conformance reports made its check exit 2 (no
+    metadata.name); a Gateway of the same group is an object, its mistakes reported."""
+    (tmp_path / "report.yaml").write_text(TOOL_CONFIGURATIONS["gateway-report.yaml"])
+    (tmp_path / "gateway.yaml").write_text("apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nspec: {}\n")
+    result = check("--format", "json", ".", cwd=tmp_path)
+    report = json.loads(result.stdout)
+    assert report["skipped"] == ["./report.yaml"] and [error["file"] for error in report["errors"]] == [
+        "./gateway.yaml"
+    ]
 
 
 #: Files a walk meets that parse and hold no object, with what once made a PyYAML parse fail,

@@ -80,12 +80,18 @@ TOOL_CONFIGURATION_API_PREFIXES = (
     "krew.googlecontainertools.github.com/",
     "install.istio.io/",
 )
+#: Reports tools write, in an API group the API server may serve but of a kind it never
+#: does: Gateway API's conformance reports, `gateway.networking.k8s.io/v1` (formerly
+#: `v1alpha1`) `ConformanceReport`, which its conformance suite writes and implementations
+#: keep in their trees (kubernetes-sigs/gateway-api conformance/apis/v1/conformancereport.go
+#: and conformance/utils/suite/suite.go @ 4564255a; no CRD of config/crd serves the kind).
+TOOL_REPORT_KINDS = (("gateway.networking.k8s.io/", "ConformanceReport"),)
 
 
 def is_tool_configuration(document: Any) -> bool:
-    """Whether `document` is a component's or a tool's configuration (see above), a
-    kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the core API does not have), or a
-    Helm chart repository's index (`apiVersion: v1` and an `entries` mapping of charts, no
+    """Whether `document` is a component's or a tool's configuration (see above), a tool's
+    report (`TOOL_REPORT_KINDS`), a kubeconfig (`apiVersion: v1`, `kind: Config`, a kind the
+    core API does not have), or a Helm chart repository's index (`apiVersion: v1` and an `entries` mapping of charts, no
     kind), which `helm repo index` writes and chart repositories served from a project's own
     tree keep there (aws/karpenter-provider-aws charts/index.yaml @ 1d927085,
     substratusai/kubeai docs/index.yaml @ 2f32ef49): kubectl refuses it (no kind), and no
@@ -104,6 +110,9 @@ def is_tool_configuration(document: Any) -> bool:
         if "kind" not in document and isinstance(document.get("entries"), dict):
             return True
         return document.get("kind") == "Config"
+    kind = document.get("kind")
+    if any(api_version.startswith(group) and kind == report for group, report in TOOL_REPORT_KINDS):
+        return True
     return api_version.startswith(TOOL_CONFIGURATION_API_PREFIXES)
 
 
