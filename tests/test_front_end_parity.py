@@ -277,10 +277,20 @@ SCRUBBER_WRITTEN_EMPTY = _scrubber_written(
     "case-scrubber-fields-written-empty", args=[], env=[], stdin=False, workingDir="", restartPolicy=None
 )
 SCRUBBER_EMPTY_LIFECYCLE = _scrubber_written("case-scrubber-empty-lifecycle", lifecycle={})
+#: The kubelet mounts a file at the termination message path: over a device node it hides the
+#: device from the scrubber alone. The default, written out, is the API server's own.
+SCRUBBER_TERMINATION_MESSAGE = _scrubber_written(
+    "case-scrubber-termination-message-over-a-device", terminationMessagePath="/dev/nvidia-caps/nvidia-cap12"
+)
+SCRUBBER_DEFAULT_TERMINATION_MESSAGE = _scrubber_written(
+    "case-scrubber-default-termination-message", terminationMessagePath="/dev/termination-log"
+)
 
 CASES = [
     SCRUBBER_WRITTEN_EMPTY,
     SCRUBBER_EMPTY_LIFECYCLE,
+    SCRUBBER_TERMINATION_MESSAGE,
+    SCRUBBER_DEFAULT_TERMINATION_MESSAGE,
     Source("case-shared-claim-after-the-deployment", (_deployment(shared_claim()), shared_claim())),
     Source("case-shared-claim-before-the-deployment", (shared_claim(), _deployment(shared_claim()))),
     Source("case-nic-claim-shared-by-replicas", (_nic_claim(), _deployment(_nic_claim()))),
@@ -551,15 +561,21 @@ def test_a_namespace_less_template_gets_dra012_from_every_front_end(
 
 @pytest.mark.parametrize(
     ("source", "refused"),
-    [(SCRUBBER_WRITTEN_EMPTY, False), (SCRUBBER_EMPTY_LIFECYCLE, True)],
-    ids=["empty", "lifecycle"],
+    [
+        (SCRUBBER_WRITTEN_EMPTY, False),
+        (SCRUBBER_EMPTY_LIFECYCLE, True),
+        (SCRUBBER_TERMINATION_MESSAGE, True),
+        (SCRUBBER_DEFAULT_TERMINATION_MESSAGE, False),
+    ],
+    ids=["empty", "lifecycle", "termination-message-over-a-device", "default-termination-message"],
 )
-def test_a_scrubber_field_the_api_server_leaves_out_changes_nothing(source: Source, refused: bool) -> None:
+def test_a_scrubber_field_is_judged_as_the_cluster_keeps_it(source: Source, refused: bool) -> None:
     """`args: []`, `env: []`, `stdin: false`, `workingDir: ""` and `restartPolicy: null` are not
     stored (core/v1 Container's `omitempty`: contract.container_fields), so the policies in
     the cluster admit the pod; `check` reported DRA016 scrubber-changed on them, and the
     emulator kept them, so the parity held a verdict the cluster does not give.
-    `lifecycle: {}` is kept, and refused by both."""
+    `lifecycle: {}` is kept, and refused by both; so is a termination message path other than
+    the default (a file the kubelet mounts over a device node hides it from the scrubber)."""
     (key,) = {key_of(obj) for obj in source.objects if obj["kind"] == "Job"}
     with tempfile.TemporaryDirectory() as directory:
         cli, errors = run_cli(source, Path(directory))

@@ -249,6 +249,7 @@ LOOK_ALIKES = {
     "sidecar": {"command": ["dra-guard", "scrub"], "restartPolicy": "Always"},
     "args": {"command": ["dra-guard", "scrub"], "args": ["--reserved-mib", "999999"]},
     "privileged": {"command": ["dra-guard", "scrub"], "securityContext": {"privileged": True}},
+    "termination-message": {"command": ["dra-guard", "scrub"], "terminationMessagePath": "/dev/nvidia0"},
 }
 
 

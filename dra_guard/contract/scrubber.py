@@ -64,6 +64,14 @@ SCRUBBER_FIELDS = frozenset(
     }
 )
 
+#: Where the kubelet mounts a container's termination message file unless the container
+#: names another path (the API server's default for `terminationMessagePath`).  The kubelet
+#: bind-mounts a file of the host at that path in the container; named as one of the device
+#: nodes the scrubber finds its devices by (`/dev/nvidia0`, `/dev/nvidia-caps/nvidia-cap12`),
+#: it would hide that node from the scrubber alone (the mount is the scrubber container's, the
+#: tenant's container still sees the device), so the scrubber's must be the default.
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
 _TAG = re.compile(r":[\w][\w.-]{0,127}")
 
@@ -121,6 +129,13 @@ def privileged(container: Mapping[str, Any]) -> bool:
     return isinstance(security, Mapping) and security.get("privileged") not in (None, False)
 
 
+def moved_termination_message(container: Mapping[str, Any]) -> bool:
+    """Whether the container's termination message file is mounted anywhere but the default
+    (`TERMINATION_MESSAGE_PATH`; unset or empty, the API server writes the default)."""
+    path = container.get("terminationMessagePath")
+    return path not in (None, "", TERMINATION_MESSAGE_PATH)
+
+
 def not_the_scrubber(container: Mapping[str, Any]) -> str | None:
     """Why a container named as the scrubber would not scrub before the pod's other
     containers run, or only the pod's devices, whatever its image: another command, a
@@ -137,6 +152,11 @@ def not_the_scrubber(container: Mapping[str, Any]) -> str | None:
     changed = sorted(key for key in kept_fields(container) if key not in SCRUBBER_FIELDS)
     if changed:
         return f"sets {', '.join(changed)}, which change what it runs or sees"
+    if moved_termination_message(container):
+        return (
+            f"mounts its termination message at {container.get('terminationMessagePath')!r}, not "
+            f"{TERMINATION_MESSAGE_PATH!r} (a file mounted over a device node hides that device from it)"
+        )
     if privileged(container):
         return "is privileged (securityContext.privileged), which shows it every device of the node, not only the pod's"
     return None

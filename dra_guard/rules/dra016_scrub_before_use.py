@@ -14,7 +14,9 @@ from dra_guard.contract.scrubber import (
     SCRUB_CONTAINER_NAME,
     SCRUBBED_DRIVERS,
     SCRUBBER_FIELDS,
+    TERMINATION_MESSAGE_PATH,
     image_pin_problem,
+    moved_termination_message,
     privileged,
 )
 from dra_guard.model.manifest import ContainerView, Path, text
@@ -50,8 +52,10 @@ RATIONALE = (
     "reaches the devices before they are clean; `restartPolicy: Always` makes it a sidecar that the next "
     "containers do not wait for), holds every accelerator claim of the pod (a device it is not given it cannot "
     "see), and is the image and command you configured: a container of that name with another image, a changed "
-    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing, and a privileged '
-    "one is shown every device of the node, so it would fill and zero other pods' GPUs too. It scrubs the GPUs "
+    'command (a tenant\'s `command: ["true"]`), arguments, environment or mounts proves nothing (nor does a '
+    "termination message path other than the default: the kubelet mounts a file there, which over a device node "
+    "hides that device from the scrubber alone), and a privileged one is shown every device of the node, so it "
+    "would fill and zero other pods' GPUs too. It scrubs the GPUs "
     "and MIG instances of NVIDIA's GPU driver (gpu.nvidia.com) the pod sees, so a class is scrubbed by what its "
     "devices are, whatever its name (NVIDIA's per-profile mig-1g-12gb.gpu.nvidia.com too): its selector must fix "
     "device.driver == 'gpu.nvidia.com' and device.attributes['gpu.nvidia.com'].type == 'gpu' or 'mig', each in a "
@@ -110,8 +114,8 @@ FACETS = {
     "scrubber-not-first": f"the container {SCRUB_CONTAINER_NAME} is not the pod's first init container",
     "scrubber-image": "the scrubber runs an image the configuration does not list",
     "scrubber-changed": "the scrubber's command is not `dra-guard scrub`, or it has arguments, environment, "
-    "mounts, probes or other fields that change what runs, or it is privileged (which shows it every device of "
-    "the node)",
+    "mounts, probes, a termination message path other than the default, or other fields that change what runs, "
+    "or it is privileged (which shows it every device of the node)",
     "scrubber-restartable": "the scrubber has a restartPolicy (Always makes it a sidecar nobody waits for)",
     "no-scrubber": "a pod with a claim of a class the scrubber scrubs runs no scrubber",
     "claim-not-scrubbed": "the scrubber does not hold an accelerator claim of the pod",
@@ -302,6 +306,14 @@ def _shape(pod: PodSpecView, scrubber: ContainerView, images: frozenset[str]) ->
         yield Violation(
             (*scrubber.path, field),
             f"the scrubber{pod.where} sets {field}, which changes what it runs or sees; it must have none",
+            facet="scrubber-changed",
+        )
+    if moved_termination_message(container):
+        yield Violation(
+            (*scrubber.path, "terminationMessagePath"),
+            f"the scrubber{pod.where} has its termination message mounted at "
+            f"{container.get('terminationMessagePath')!r}: the kubelet mounts a file there, which over a device "
+            f"node would hide that device from the scrubber alone; it must be {TERMINATION_MESSAGE_PATH!r} or unset",
             facet="scrubber-changed",
         )
     if privileged(container):
@@ -512,9 +524,10 @@ def _admission(target: AdmissionTarget) -> Admission:
                 message=f"the scrubber {SCRUB_CONTAINER_NAME} runs an image that is not a configured scrub image",
             ),
             Validation(
-                expression=f"variables.scrubbers.all(c, has(c.command) && c.command == {command} && {unchanged})",
+                expression=f"variables.scrubbers.all(c, has(c.command) && c.command == {command} && {unchanged} && "
+                f"(!has(c.terminationMessagePath) || c.terminationMessagePath == {string(TERMINATION_MESSAGE_PATH)}))",
                 message=f"the scrubber {SCRUB_CONTAINER_NAME} must run `{' '.join(SCRUB_COMMAND)}` unchanged: no "
-                "other command, arguments, environment, mounts or probes",
+                "other command, arguments, environment, mounts, probes or termination message path",
             ),
             Validation(
                 # Only `privileged` of its securityContext changes which devices it reaches
