@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dra_guard.admission.serving import REVIEW_MIB
-from dra_guard.admission.webhook import LISTED_FINDINGS, MAX_FINDINGS, POD_BOUNDS, Webhook
+from dra_guard.admission.webhook import CHECK_MIB, LISTED_FINDINGS, MAX_FINDINGS, POD_BOUNDS, Webhook
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from tests.test_webhook_bounded import admission_review
@@ -74,8 +74,9 @@ CRAFTED = {
 }
 
 
-#: What the review may add to its parsed body (MiB): before the bounds, 20 to 72.
-REVIEW_WORK_MIB = 8
+#: What the review may add to its parsed body (MiB): before the bounds, 20 to 72.  The
+#: webhook leaves it this much of the allowance (a parsed body may take the rest).
+REVIEW_WORK_MIB = CHECK_MIB
 
 
 def _measured(app: Webhook, obj: dict[str, Any]) -> tuple[float, float, dict[str, Any], int]:

@@ -96,8 +96,9 @@ CONNECTION_KIB = 256
 #: half-finished handshakes held at once), rounded up.  As many handshakes as connections
 #: may be under way, and they get a share of their own.
 HANDSHAKE_KIB = 128
-#: One review at most: the largest body accepted (3 MiB), its parsed JSON (Python objects
-#: take about eight times the JSON's size) and the engine's working set over it.
+#: One review at most: the largest body accepted (3 MiB), its parsed JSON (at most 24 MiB,
+#: estimated before it is parsed: dra_guard.admission.json_budget) and the engine's working
+#: set over it.
 REVIEW_MIB = 32
 #: Connections get this share of the limit.
 CONNECTION_SHARE = 8

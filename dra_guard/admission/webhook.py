@@ -53,6 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from dra_guard.admission import json_budget
 from dra_guard.admission.policy import covered_rules
 from dra_guard.admission.reservations import (
     group_member,
@@ -141,15 +142,23 @@ REVIEW_API = "admission.k8s.io/v1"
 #: have every answer and log line that large (3 MiB answers, pipelined and left unread, held
 #: 272 MiB).  128 bytes leaves room for any UUID's spelling and for nothing else.
 MAX_UID_BYTES = 128
-#: The most JSON objects and arrays a request body may hold, counted before it is parsed
-#: (every `{` and `[` byte, those in strings too: it only over-counts).  A review's
-#: allowance (serving.REVIEW_MIB, 32 MiB) takes the parsed JSON to be about eight times the
-#: body; a container parses to 64 bytes at least (an empty dict; a list, 56) and 8 more for
-#: the reference to it, whatever its few bytes of JSON, and 3 MiB of `{}` parsed to 72 MiB,
-#: 16 of them at once past 450 MiB.  The containers may take a quarter of the allowance at
-#: 64 bytes each: 131,072.  Objects as the API server sends them hold one in 20 to 50 bytes
-#: of JSON (the largest Pod of tests/test_webhook_memory.py, 3 MiB: 29,648).
-MAX_JSON_CONTAINERS = REVIEW_MIB * 2**20 // 4 // 64
+#: What checking a review adds, at most, over its parsed body:
+#: tests/test_webhook_review_bounds.py holds the engine's work under it on objects made of
+#: nothing but findings or pod claims.
+CHECK_MIB = 8
+#: The most a request body's JSON may take once parsed, estimated before it is parsed
+#: (dra_guard.admission.json_budget): what a review's allowance (serving.REVIEW_MIB, 32 MiB)
+#: leaves its check.  3 MiB of JSON parses to anything from 3 MiB (one string) to 113 MiB
+#: (nested keyed dicts); the webhook once counted only `{` and `[` (131,072 at most, at 64
+#: bytes each), which 3 MiB of two-character strings (35 MiB parsed) and 130,000 dicts of
+#: one key and a short string (about 30 MiB) passed.  The largest Pod of
+#: tests/test_webhook_memory.py (3 MiB of JSON, 10.4 MiB parsed, 13.4 MiB at the parse's
+#: peak) is estimated at 20.6 MiB parsed and 27.4 MiB at the peak, within both bounds.
+PARSED_BODY_BYTES = (REVIEW_MIB - CHECK_MIB) * 2**20
+#: The most decoding and parsing a body may take at its peak (its text, the parser's memo of
+#: keys, a string or table growing): the whole allowance, the review holding nothing else yet
+#: (the body's own bytes are the bodies' budget's until it is parsed).
+PARSING_BYTES = REVIEW_MIB * 2**20
 #: The most findings the engine makes for one review (those the policies decide, pending
 #: and waived ones included); past it the rules stop, and the review is denied, fail closed
 #: (`Checker(most_findings=...)`).  A real object makes a handful; each costs about 1 KiB
@@ -1429,16 +1438,23 @@ _NONE_CACHED = _Cached({}, 0, False, False)
 
 
 def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
-    if body.count(b"{") + body.count(b"[") > MAX_JSON_CONTAINERS:
-        return None, (
-            f"the body holds more than {MAX_JSON_CONTAINERS:,} JSON objects and arrays, more than one review's "
-            "memory allows"
-        )
+    if json_budget.decoding_bound(body) > PARSING_BYTES:
+        return None, _unaffordable("decoding it may take", json_budget.decoding_bound(body), PARSING_BYTES)
     try:
         # UTF-8 only, as the API server writes it: json.loads would also read bytes in UTF-16
         # or UTF-32, which `_EXPRESSION_KEY` does not see, so CEL would pass the gate unseen.
-        review = json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError):  # bad UTF-8 or JSON, an integer of over 4,300 digits
+        text = body.decode("utf-8")
+    except ValueError:
+        return None, "the body is not JSON in UTF-8"
+    # Refused before json.loads makes anything: the estimate is a few byte counts.
+    cost = json_budget.estimate(body, text)
+    if cost.parsed > PARSED_BODY_BYTES:
+        return None, _unaffordable("its JSON may take, once parsed,", cost.parsed, PARSED_BODY_BYTES)
+    if cost.peak > PARSING_BYTES:
+        return None, _unaffordable("parsing its JSON may take", cost.peak, PARSING_BYTES)
+    try:
+        review = json.loads(text)
+    except (ValueError, RecursionError):  # bad JSON, an integer of over 4,300 digits
         return None, "the body is not JSON in UTF-8"
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
         return None, "not an AdmissionReview"
@@ -1450,6 +1466,14 @@ def _parse_review(body: bytes) -> tuple[dict[str, Any] | None, str]:
     if len(request["uid"].encode("utf-8")) > MAX_UID_BYTES:
         return None, f"AdmissionReview's request uid is longer than {MAX_UID_BYTES} bytes (the API server's is a UUID)"
     return review, ""
+
+
+def _unaffordable(what: str, estimate: int, most: int) -> str:
+    """Why a body is refused unparsed: what its parse was estimated to take, and its bound."""
+    return (
+        f"the body is refused unparsed: {what} up to {estimate / 2**20:.1f} MiB, more than the "
+        f"{most // 2**20} MiB one review's memory allows it"
+    )
 
 
 async def _by(deadline: float, awaitable: Awaitable[T]) -> T:
