@@ -18,12 +18,15 @@ is still checked, and a StatefulSet's scaling always is.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dra_guard import AcceleratorSlice, isolated_workload
+from dra_guard.admission import webhook as webhook_module
 from dra_guard.admission.cost import PER_CALL_LIMIT, RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, evaluate
 from dra_guard.admission.emulate import CALL, SKIP, admission_request, admit, denied_rules, webhook_decision
 from dra_guard.admission.policy import admission_objects, webhook_configuration
@@ -52,6 +55,7 @@ from testkit.lifecycle import (
     controller_identity,
 )
 from testkit.rulecases import UNSCRUBBED_ACCEPTED, config
+from tests.test_webhook_bounded import serving
 
 JOB_CONTROLLER = "system:serviceaccount:kube-system:job-controller"
 GARBAGE_COLLECTOR = "system:serviceaccount:kube-system:generic-garbage-collector"
@@ -740,3 +744,29 @@ def test_owner_references_of_any_length_cannot_make_the_condition_fail() -> None
     assert result.cost < PER_CALL_LIMIT // 10, result.cost
     assert result.value is False
     assert unchanged_for_rules(new, old) is False
+
+
+@pytest.mark.parametrize(
+    ("change", "allowed"),
+    [(CLEANUPS["job controller removes job-tracking"], True), (TENANT_CHANGES["toleration added"], False)],
+    ids=["cleanup", "tenant change"],
+)
+def test_the_webhook_compares_an_updates_objects_once_a_request(
+    change: Callable[[dict[str, Any]], None], allowed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Comparing the two objects walks both: the webhook asks when it parses the request
+    (to admit the control plane's cleanup without a lookup) and tells the review, which
+    asked again."""
+    compared: list[bool] = []
+
+    def counted(new: Any, old: Any) -> bool:
+        compared.append(unchanged_for_rules(new, old))
+        return compared[-1]
+
+    monkeypatch.setattr(webhook_module, "unchanged_for_rules", counted)
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+    body = json.dumps(review | {"request": request(changed(POD, change), POD, JOB_CONTROLLER)}).encode()
+    with serving(tmp_path, config=CHOSEN, templates=Templates(None)) as running:
+        status, payload, _ = running.post(body)
+    assert status == 200 and payload["response"]["allowed"] is allowed, payload
+    assert compared == [allowed]

@@ -671,15 +671,21 @@ class Webhook:
             # It looks the pod up (never on the event loop: no cache answers it) and parses
             # the claim's CEL, which its admission capped.
             return _Parsed(review, problem, 0, False, None)
-        if isinstance(obj, Mapping) and (
-            self._written_by_claim_writer(request, obj) or _changes_nothing_rules_read(request)
-        ):
-            return _Parsed(review, problem, 0, False, _NONE_CACHED)
+        unchanged = None
+        if isinstance(obj, Mapping):
+            if self._written_by_claim_writer(request, obj):
+                return _Parsed(review, problem, 0, False, _NONE_CACHED)
+            # Asked once for the request, and the review told: comparing an UPDATE's two
+            # objects walks both, and the review would ask again.
+            unchanged = _changes_nothing_rules_read(request)
+            if unchanged:
+                return _Parsed(review, problem, 0, False, _NONE_CACHED, unchanged)
         cel_bytes = self._cel_bytes(obj, self.max_cel_parse_bytes) if _EXPRESSION_KEY.search(body) else 0
         if cel_bytes > self.max_cel_parse_bytes:
-            return _Parsed(review, problem, cel_bytes, False, _NONE_CACHED)  # denied unparsed, nothing read
+            return _Parsed(review, problem, cel_bytes, False, _NONE_CACHED, unchanged)  # denied unparsed, nothing read
         cached = self._cached_templates(request)
-        return _Parsed(review, problem, cel_bytes, bool(cel_bytes) or cached is None or cached.parses_now, cached)
+        parses = bool(cel_bytes) or cached is None or cached.parses_now
+        return _Parsed(review, problem, cel_bytes, parses, cached, unchanged)
 
     def _cel_bytes(self, value: Any, most: int, *, unless_kept: bool = False) -> int:
         """`_cel_to_parse` as this webhook reads CEL: every selector where DRA014 compiles
@@ -720,6 +726,7 @@ class Webhook:
                 checks_until=clock.deadline,
                 cel_bytes=cel_bytes,
                 place=place,
+                unchanged=parsed.unchanged,
             )
             cached = parsed.cached
             if cached is not None:
@@ -824,13 +831,16 @@ class Webhook:
         cel_bytes: int | None = None,
         cached: Mapping[Named, Mapping[str, Any] | None] | None = None,
         place: _Held | None = None,
+        unchanged: bool | None = None,
     ) -> dict[str, Any]:
         """The AdmissionReview response for one request; template lookups end by `deadline`
         (`time.monotonic()`; default: `self.deadline` from now), selectors are evaluated on
         devices until `checks_until` (default: no end).  `place`: the place among the parsers
         the review holds, given back once it knows it parses nothing.  `cel_bytes`: what
         `_cel_to_parse` says of it, when the caller has asked already; `cached`: the
-        templates and claims it names, already found in the cache (none is looked up then)."""
+        templates and claims it names, already found in the cache (none is looked up then);
+        `unchanged`: whether the request is an UPDATE that changes nothing a rule reads
+        (`_changes_nothing_rules_read`), when the caller has asked already."""
         if deadline is None:
             deadline = time.monotonic() + self.deadline
         if cel_bytes is None:
@@ -865,7 +875,9 @@ class Webhook:
             return self._review_reservation(request, obj, deadline, checks_until)
         if self._written_by_claim_writer(request, obj):
             return {"uid": uid, "allowed": True}
-        if _changes_nothing_rules_read(request):
+        if unchanged is None:
+            unchanged = _changes_nothing_rules_read(request)
+        if unchanged:
             # The control plane's cleanup (a finalizer or an owner reference taken away):
             # denied for what the object is now (its template deleted), it would strand it.
             return {"uid": uid, "allowed": True}
@@ -1420,6 +1432,9 @@ class _Parsed(NamedTuple):
     may_parse: bool
     #: The claim templates it names, as the cache has them (None: one is not there).
     cached: _Cached | None
+    #: Whether it is an UPDATE that changes nothing a rule reads (`_changes_nothing_rules_read`);
+    #: None where it was not asked (the review asks, if it comes to it).
+    unchanged: bool | None = None
 
 
 class _Cached(NamedTuple):
