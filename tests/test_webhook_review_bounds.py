@@ -15,6 +15,7 @@ import pytest
 
 from dra_guard.admission.serving import REVIEW_MIB
 from dra_guard.admission.webhook import CHECK_MIB, LISTED_FINDINGS, MAX_FINDINGS, POD_BOUNDS, Webhook
+from dra_guard.contract.findings import Severity
 from dra_guard.ruleapi.config import Config
 from dra_guard.rules import RULES
 from tests.test_webhook_bounded import admission_review
@@ -168,3 +169,42 @@ def test_past_the_most_findings_the_rules_stop_and_the_review_is_denied() -> Non
     message = answer["status"]["message"]
     assert not answer["allowed"]
     assert f"makes more than {MAX_FINDINGS} findings; the rules stopped there, and the rest is unchecked" in message
+    assert message.startswith(
+        f"dra-guard webhook: the review stopped unfinished past {MAX_FINDINGS} findings, and the rest of the object "
+        "is unchecked; the findings listed deny it; "
+    ), message
+
+
+def _undeclared_claims(count: int) -> dict[str, Any]:
+    """A Pod whose containers name `count` claims it does not declare: a DRA009 finding
+    (medium) each."""
+    containers = [{"name": f"c{i}", "image": "i", "resources": {"claims": [{"name": f"g{i}"}]}} for i in range(count)]
+    return _pod({"containers": containers})
+
+
+@pytest.mark.parametrize("below", ["warnings", "waived"])
+def test_past_the_most_findings_a_review_of_nothing_that_denies_is_denied_as_unfinished(below: str) -> None:
+    """Once the rules stop at the bound, what they left unchecked might deny, and nothing
+    tells whether it would: the review is denied (fail closed), and says it was not found
+    non-compliant.  Below the bound the same findings are admitted."""
+    if below == "warnings":
+        app, config = Webhook(RULES, Config(), fail_on=Severity.HIGH), {}
+    else:
+        app, config = Webhook(RULES, Config()), {"dra-guard.io/ignore-DRA009": "claims named elsewhere"}
+
+    def answer(count: int) -> dict[str, Any]:
+        pod = _undeclared_claims(count)
+        pod["metadata"]["annotations"] = config
+        return app.review(admission_review(pod)["request"])
+
+    assert answer(MAX_FINDINGS)["allowed"] is True
+    denied = answer(MAX_FINDINGS + 1)
+    assert denied["allowed"] is False
+    message = denied["status"]["message"]
+    assert message.startswith(
+        f"dra-guard webhook: denied because the review stopped unfinished past {MAX_FINDINGS} findings, not because "
+        "the object was found non-compliant: no finding made denies it, but the rules left unchecked could, and the "
+        "webhook fails closed (fix or split the object so that it makes fewer findings); "
+    ), message
+    assert f"makes more than {MAX_FINDINGS} findings; the rules stopped there, and the rest is unchecked" in message
+    assert "DRA009" not in message

@@ -930,7 +930,7 @@ class Webhook:
         # A selector tried on every device of large ResourceSlices (DRA014, where they are
         # configured) could hold the review's thread, and its slot, long past the answer.
         with evaluations_until(checks_until):
-            report = _check(reviewed, templates, self._engine_config(reviewed), MAX_FINDINGS)
+            report, stopped = _check(reviewed, templates, self._engine_config(reviewed), MAX_FINDINGS)
         mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
         blocking = [finding for finding in mine if finding.severity >= self.fail_on]
         warnings = _listed([_message(finding) for finding in mine if finding.severity < self.fail_on], "warnings")
@@ -942,6 +942,8 @@ class Webhook:
             return response
         # Errors first: one says the rules stopped short, which no finding listed says.
         listed = _listed([*errors, *(_message(finding) for finding in blocking)], "errors and findings")
+        if stopped:
+            listed.insert(0, _stopped_unfinished(bool(blocking)))
         return _denial(uid, "; ".join(listed), warnings)
 
     def _missing_templates(
@@ -1094,7 +1096,7 @@ class Webhook:
         `reviewed` with `others`, within the review's time for checks: what a reservation asks
         of one rule."""
         with evaluations_until(checks_until):
-            report = _check(reviewed, others, config)
+            report, _ = _check(reviewed, others, config)  # no bound: it never stops
         return [finding for finding in report.findings if finding.rule == rule and finding.severity >= self.fail_on]
 
     def _engine_config(self, obj: Mapping[str, Any]) -> Config:
@@ -1204,17 +1206,36 @@ def _check(
     templates: Sequence[Mapping[str, Any]],
     config: Config,
     most_findings: int | None = None,
-) -> Report:
+) -> tuple[Report, bool]:
     """The engine over the reviewed object (origin `review`) and the claim templates and
-    claims read for it (`cluster`).  With them at hand, "template not found" is a real answer (`complete`);
-    and no ResourceSlice is among them, which the context is told.  `most_findings`: the
-    engine's bound (`Checker`); past it the report holds an input error, which denies."""
+    claims read for it (`cluster`), and whether its rules stopped unfinished.  With them at
+    hand, "template not found" is a real answer (`complete`); and no ResourceSlice is among
+    them, which the context is told.  `most_findings`: the engine's bound (`Checker`); past
+    it the rules stop, and the report holds an input error, which denies."""
     checker = Checker(config, complete=bool(templates), most_findings=most_findings)
     checker.context.input_has_no_slices = True
     checker.add_object(reviewed, None, "review")
     for template in templates:
         checker.add_object(template, None, "cluster")
-    return checker.finish()
+    return checker.finish(), checker.stopped
+
+
+def _stopped_unfinished(blocking: bool) -> str:
+    """What a denial says first when the rules stopped at `MAX_FINDINGS`.  The engine stops
+    a rule at the finding past the bound and runs no rule after it (`Checker`), so nothing
+    tells whether what it left unchecked would deny: an object whose findings all fall
+    below `fail_on` (warnings, waived or pending ones) is denied all the same, fail closed,
+    and must not read as found non-compliant."""
+    if blocking:
+        return (
+            f"dra-guard webhook: the review stopped unfinished past {MAX_FINDINGS} findings, and the rest of the "
+            "object is unchecked; the findings listed deny it"
+        )
+    return (
+        f"dra-guard webhook: denied because the review stopped unfinished past {MAX_FINDINGS} findings, not "
+        "because the object was found non-compliant: no finding made denies it, but the rules left unchecked "
+        "could, and the webhook fails closed (fix or split the object so that it makes fewer findings)"
+    )
 
 
 def _changes_nothing_rules_read(request: Mapping[str, Any]) -> bool:
