@@ -53,7 +53,9 @@ the `:`, `[` or `,` before it introduces; whitespace makes nothing.  What a pars
 once done (the parsed body, which the engine then reads) and what it holds at its peak
 (with the text, the memo, and the growing buffers and tables) are bounded apart
 (`JsonCost`); the tests check both against every shape above
-(tests/test_webhook_json_budget.py).
+(tests/test_webhook_json_budget.py).  Both are what tracemalloc counts: a list or a string
+that grows in place (`realloc`) counts at its new size, and the allocator's rounding of
+each object is not counted.
 """
 
 from __future__ import annotations
