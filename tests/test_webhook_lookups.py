@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from dra_guard import AcceleratorSlice, claim_template
+from dra_guard.admission.reservations import pod_using, sharing_view
 from dra_guard.admission.webhook import KubernetesTemplates, TemplateLookupError, Webhook
 from dra_guard.building.builders import scrub_container
 from dra_guard.contract.scrubber import DEFAULT_SCRUB_IMAGE
@@ -676,6 +677,23 @@ def test_a_claim_two_pods_share_is_reserved_for_both_only_where_each_pod_waives_
     assert sorted(set(source.asked)) == ["owner", "p"]
     if not allowed:
         assert "DRA005" in response["status"]["message"]
+
+
+def test_the_pods_a_shared_claim_is_checked_with_are_held_without_their_containers() -> None:
+    """Up to 8 pods are read and held at once for DRA005, each up to 1.5 MiB of JSON (etcd's
+    limit), several times that parsed: only what DRA005 reads of each is kept."""
+    env = [{"name": f"V{index}", "value": "x"} for index in range(10_000)]
+    pod = {
+        **POD_NAMING_A_CLAIM,
+        "metadata": {**POD_NAMING_A_CLAIM["metadata"], "uid": POD_UID, "annotations": _WAIVED},
+        "spec": {**POD_NAMING_A_CLAIM["spec"], "containers": [{"name": "c", "image": "i", "env": env}]},
+        "status": {"phase": "Pending"},
+    }
+    view = sharing_view(pod_using(pod, CLAIM) or {})
+    assert "env" not in json.dumps(view) and "status" not in view
+    assert view["metadata"] == pod["metadata"]
+    assert view["spec"]["resourceClaims"] == [{"name": "accelerator", "resourceClaimName": "mine"}]
+    assert view["spec"]["containers"][0]["resources"]["claims"] == [{"name": "accelerator"}]
 
 
 class _NamedPods:

@@ -167,6 +167,29 @@ def pod_using(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> dict[str, Any
     return {**pod, "spec": {**spec, "resourceClaims": using}}
 
 
+#: The pod spec fields that hold containers: most of a large pod's JSON (their env, args).
+_CONTAINER_FIELDS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def sharing_view(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """What DRA005 reads of a pod `pod_using` gave, to check it beside other pods of one claim:
+    the pod as it is but for its containers, in whose place one container uses each of its
+    claims.  A review that holds several pods at once holds little of each: a pod may be
+    1.5 MiB of JSON (etcd's limit), many times that once parsed, and its containers' fields
+    say nothing of which claims it shares."""
+    spec = mapping(pod.get("spec"))
+    claims = items(spec.get("resourceClaims"))
+    user = {
+        "name": "member",
+        "image": "any",
+        "resources": {"claims": [{"name": mapping(c).get("name")} for c in claims]},
+    }
+    return {
+        **{key: value for key, value in pod.items() if key not in ("spec", "status")},
+        "spec": {**{key: value for key, value in spec.items() if key not in _CONTAINER_FIELDS}, "containers": [user]},
+    }
+
+
 def is_extended_resource_claim(claim: Mapping[str, Any]) -> bool:
     annotations = mapping(mapping(claim.get("metadata")).get("annotations"))
     return annotations.get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true"

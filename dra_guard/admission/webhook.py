@@ -65,6 +65,7 @@ from dra_guard.admission.reservations import (
     reserved_groups,
     reserved_pods,
     shares_a_pod_claim,
+    sharing_view,
 )
 from dra_guard.admission.serving import REVIEW_MIB, STALLED_BODY_SECONDS, Limits, ServingCertificate, log_event
 from dra_guard.admission.updates import unchanged_for_rules
@@ -1066,7 +1067,7 @@ class Webhook:
                 uses = pod_using(_with_namespace(pod, namespace), claim)
             if uses is None:
                 return unwaived
-            using.append(uses)
+            using.append(sharing_view(uses))  # not the whole pod: up to 8 are held at once
         return [
             _message(finding)
             for position, pod in enumerate(using)
