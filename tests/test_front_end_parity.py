@@ -287,10 +287,6 @@ SCRUBBER_DEFAULT_TERMINATION_MESSAGE = _scrubber_written(
 )
 
 CASES = [
-    SCRUBBER_WRITTEN_EMPTY,
-    SCRUBBER_EMPTY_LIFECYCLE,
-    SCRUBBER_TERMINATION_MESSAGE,
-    SCRUBBER_DEFAULT_TERMINATION_MESSAGE,
     Source("case-shared-claim-after-the-deployment", (_deployment(shared_claim()), shared_claim())),
     Source("case-shared-claim-before-the-deployment", (shared_claim(), _deployment(shared_claim()))),
     Source("case-nic-claim-shared-by-replicas", (_nic_claim(), _deployment(_nic_claim()))),
@@ -306,6 +302,11 @@ CASES = [
     ),
     Source("case-point3-pod-with-generate-name", tuple(yaml.safe_load_all(GENERATED_POD)), {}, GENERATED_POD),
     _claim_of_another_pod(),
+    # Appended: the tests below pick the cases above by their place.
+    SCRUBBER_WRITTEN_EMPTY,
+    SCRUBBER_EMPTY_LIFECYCLE,
+    SCRUBBER_TERMINATION_MESSAGE,
+    SCRUBBER_DEFAULT_TERMINATION_MESSAGE,
 ]
 NAMESPACE_LESS = Source("case-namespace-less-template", (_namespace_less_template(),))
 
