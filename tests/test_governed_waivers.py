@@ -411,3 +411,99 @@ def test_reports_are_deterministic() -> None:
     assert expired and all(
         e["message"].endswith("(the waiver expired on 2026-01-01: waivers[1] in test)") for e in expired
     )
+
+
+# --- a configuration entry for a controller, and what the cluster makes of it -----------------
+
+_GPU_CONTAINER = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+_POD_TEMPLATE = {"metadata": {"labels": {"app": "w"}}, "spec": {"containers": [_GPU_CONTAINER]}}
+_SELECTOR = {"matchLabels": {"app": "w"}}
+_CONTROLLERS: dict[str, dict[str, Any]] = {
+    "Deployment": {"apiVersion": "apps/v1", "spec": {"replicas": 1, "selector": _SELECTOR, "template": _POD_TEMPLATE}},
+    "ReplicaSet": {"apiVersion": "apps/v1", "spec": {"replicas": 1, "selector": _SELECTOR, "template": _POD_TEMPLATE}},
+    "StatefulSet": {
+        "apiVersion": "apps/v1",
+        "spec": {"replicas": 1, "serviceName": "w", "selector": _SELECTOR, "template": _POD_TEMPLATE},
+    },
+    "DaemonSet": {"apiVersion": "apps/v1", "spec": {"selector": _SELECTOR, "template": _POD_TEMPLATE}},
+    "Job": {
+        "apiVersion": "batch/v1",
+        "spec": {"template": {**_POD_TEMPLATE, "spec": {**_POD_TEMPLATE["spec"], "restartPolicy": "Never"}}},
+    },
+    "CronJob": {
+        "apiVersion": "batch/v1",
+        "spec": {
+            "schedule": "0 * * * *",
+            "jobTemplate": {
+                "spec": {"template": {**_POD_TEMPLATE, "spec": {**_POD_TEMPLATE["spec"], "restartPolicy": "Never"}}}
+            },
+        },
+    },
+}
+
+
+def _controller(kind: str) -> dict[str, Any]:
+    return {**_CONTROLLERS[kind], "kind": kind, "metadata": {"name": "w", "namespace": "ns"}}
+
+
+def _entry_for(kind: str, name: str) -> Config:
+    return config(
+        {
+            "unscrubbed-classes": {"gpu.nvidia.com": "t"},
+            "waivers": [{"rule": "DRA001", "kind": kind, "name": name, "reason": "a vendor chart's burn-in job"}],
+        }
+    )
+
+
+def _admitted(made: Any, chosen: Config) -> bool:
+    from dra_guard.admission.webhook import Webhook
+
+    group = made.obj["apiVersion"].rpartition("/")[0]
+    request = {
+        "uid": "u",
+        "kind": {"group": group, "version": "v1", "kind": made.kind},
+        "operation": "CREATE",
+        "namespace": "ns",
+        "userInfo": {"username": made.writer},
+        "object": made.obj,
+    }
+    return bool(Webhook(RULES, chosen, all_rules=True).review(request)["allowed"])
+
+
+@pytest.mark.parametrize("kind", sorted(_CONTROLLERS))
+@pytest.mark.parametrize("named", ["w", "other"])
+def test_an_entry_for_a_controller_waives_what_the_cluster_makes_of_it(kind: str, named: str) -> None:
+    """README: "In the cluster, the webhook applies both as `check` does". An entry for
+    Deployment w passed w in `check`, and the webhook denied its ReplicaSet and every Pod
+    (kind Pod, name w-<hash>-<suffix>: the entry matched none of them). Each object the
+    controllers make (testkit.lifecycle) is now known by them too (model.owners); an entry
+    for another name still waives nothing."""
+    from testkit.lifecycle import cluster_creates
+
+    chosen = _entry_for(kind, named)
+    controller = _controller(kind)
+    waived = named == "w"
+    assert (not check_objects([controller], chosen).findings) is waived
+    made = [each for each in cluster_creates([controller]) if each.kind != kind]
+    assert {each.kind for each in made} >= {"Pod"}
+    for each in made:
+        assert _admitted(each, chosen) is waived, (each.kind, each.obj["metadata"])
+
+
+def test_a_pod_is_known_as_a_deployment_only_through_a_replica_set_its_hash_names() -> None:
+    """A Pod whose controller is ReplicaSet w-abc is Deployment w's only when it carries
+    pod-template-hash abc, as the deployment controller makes them; a ReplicaSet of another
+    name scheme is only itself."""
+    from dra_guard.model.owners import made_by
+
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "w-abc", "uid": "1", "controller": True}
+    pod: dict[str, Any] = {"kind": "Pod", "metadata": {"name": "p", "ownerReferences": [owner]}}
+    assert made_by(pod) == (("ReplicaSet", "w-abc"),)
+    pod["metadata"]["labels"] = {"pod-template-hash": "abc"}
+    assert made_by(pod) == (("ReplicaSet", "w-abc"), ("Deployment", "w"))
+    pod["metadata"]["labels"] = {"pod-template-hash": "xyz"}
+    assert made_by(pod) == (("ReplicaSet", "w-abc"),)
+    # Not the controller, or an operator's kind: not followed.
+    assert made_by({"metadata": {"ownerReferences": [{**owner, "controller": False}]}}) == ()
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "w", "controller": True}
+    assert made_by({"metadata": {"ownerReferences": [jobset]}}) == ()

@@ -23,6 +23,7 @@ from dra_guard.contract.findings import (
 )
 from dra_guard.contract.waivers import WaiverText, read_waiver
 from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
+from dra_guard.model.owners import made_by
 from dra_guard.model.pod_templates import api_group, own_annotations_stay_off_pods
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 from dra_guard.ruleapi.config import NON_WAIVABLE, WAIVERS, Config
@@ -255,9 +256,15 @@ class _Deferred(NamedTuple):
         )
 
 
-def _covers(entry: ConfiguredWaiver, ref: ObjectRef) -> bool:
-    """Whether a `waivers` entry's globs match the object (its generateName when it has no name)."""
-    return entry.matches(entry.rule, ref.kind, ref.namespace, ref.name or ref.generate_name)
+def _covers(entry: ConfiguredWaiver, resource: Resource) -> bool:
+    """Whether a `waivers` entry's globs match the object (its generateName when it has no
+    name) or one of Kubernetes' controllers that made it (`model.owners.made_by`): an entry
+    for a Deployment waives the ReplicaSet and the Pods admission judges of it, as `check`
+    waives the Deployment."""
+    ref = resource.ref
+    if entry.matches(entry.rule, ref.kind, ref.namespace, ref.name or ref.generate_name):
+        return True
+    return any(entry.matches(entry.rule, kind, ref.namespace, name) for kind, name in made_by(resource.obj))
 
 
 class _RulePlan:
@@ -547,7 +554,7 @@ class Checker:
         when something would have waived it but does not (expired, malformed, not waivable)."""
         annotation = _annotation_waiver(resource, rule.id, path, self._today)
         entries = self._waivers.get(rule.id)
-        configured = [(entry, terms) for entry, terms in entries if _covers(entry, resource.ref)] if entries else []
+        configured = [(entry, terms) for entry, terms in entries if _covers(entry, resource)] if entries else []
         if annotation is None and not configured:
             return None, None, ""
         key = IGNORE_ANNOTATION_PREFIX + rule.id
