@@ -737,26 +737,11 @@ def test_a_claim_a_pod_group_holds_is_not_reserved_for_anyone_else(
     request = reservation({**claim, "status": {"reservedFor": held_by}})
     request["object"]["status"]["reservedFor"] = [*held_by, added]
     unscrubbed = config({"unscrubbed-classes": {"tpu.google.com": "a single-tenant TPU pool"}})
-    source = _Pods({**POD_NAMING_A_CLAIM, "metadata": {**POD_NAMING_A_CLAIM["metadata"], "uid": POD_UID}})
+    source = _NamedPods({"p": {**POD_NAMING_A_CLAIM, "metadata": {**POD_NAMING_A_CLAIM["metadata"], "uid": POD_UID}}})
     response = Webhook(RULES, unscrubbed, templates=source).review(request)
     assert response["allowed"] is allowed, response
     if not allowed:
         assert "DRA005" in response["status"]["message"] and source.asked == []
-
-
-class _Pods:
-    """A template source that has no templates and serves one pod."""
-
-    def __init__(self, pod: dict[str, Any]) -> None:
-        self.pod = pod
-        self.asked: list[str] = []
-
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
-
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        self.asked.append(name)
-        return self.pod
 
 
 def test_a_status_update_that_reserves_for_no_new_pod_is_admitted_unread(tmp_path: Path) -> None:
