@@ -410,3 +410,60 @@ def test_point9_placeholders_where_they_matter_stay_unverifiable() -> None:
     whole = MANIFEST.replace("nvidia.com/gpu", "cpu") + "      nodeSelector: {{inputs.parameters.selector}}\n"
     (finding,) = dra001([workflow(whole)])
     assert finding.severity is Severity.MEDIUM and "/spec/template/spec/nodeSelector" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("env", "reported"),
+    [
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, True),
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "value": "0,1"}, True),
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "value": "GPU-9c2f0d5e"}, True),
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}, True),
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}, False),
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}, False),
+        ({"name": "NVIDIA_VISIBLE_DEVICES", "value": ""}, False),
+        ({"name": "NVIDIA_VISIBLE_DEVICES"}, False),
+        ({"name": "CUDA_VISIBLE_DEVICES", "value": "0"}, False),
+    ],
+    ids=["all", "indexes", "uuid", "value-from", "void", "none", "empty", "unset", "cuda-variable"],
+)
+def test_gpus_the_nvidia_runtime_gives_by_environment_are_reported(env: dict[str, Any], reported: bool) -> None:
+    """NVIDIA_VISIBLE_DEVICES gives an unprivileged container GPUs with no resource and no
+    claim where the node's toolkit honours it (its default: contract.runtime_devices); every
+    front end passed such a pod. void, none and empty name nothing; CUDA_VISIBLE_DEVICES only
+    picks among the GPUs the container already has."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "i", "env": [env]}]},
+    }
+    assert bool(dra001([pod])) is reported
+    policies, _ = _policies("")
+    assert ("DRA001" in {denial.rule for denial in admit(policies, pod)}) is reported
+    assert_parity(pod)
+
+
+@pytest.mark.parametrize(
+    ("key", "reported"),
+    [
+        ("nvidia.cdi.k8s.io/container.c", True),
+        ("nvidia.cdi.k8s.io/pod", True),
+        ("nvidia.cdi.k8s.io", True),
+        ("nvidia.cdi.k8s.io/container.other", False),
+    ],
+)
+def test_gpus_the_nvidia_runtime_injects_by_cdi_annotation_are_reported(key: str, reported: bool) -> None:
+    """The toolkit's NRI plugin reads the container's key, then the pod's, then the bare one
+    (containerd/nri GetEffectiveAnnotation); a key for a container the pod does not have gives
+    nothing."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "annotations": {key: "nvidia.com/gpu=all"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
+    assert bool(dra001([pod])) is reported
+    policies, _ = _policies("")
+    assert ("DRA001" in {denial.rule for denial in admit(policies, pod)}) is reported
+    assert_parity(pod)

@@ -18,6 +18,13 @@ from dra_guard.contract.catalog import (
     is_legacy_resource,
 )
 from dra_guard.contract.findings import Severity
+from dra_guard.contract.runtime_devices import (
+    CDI_ANNOTATION,
+    NAMES_NO_DEVICE,
+    VISIBLE_DEVICES,
+    cdi_annotation_keys,
+    visible_devices_asked,
+)
 from dra_guard.model.extended_resources import (
     KUBEVIRT_DEVICE_LISTS,
     LIMIT_RANGE_DEFAULTS,
@@ -72,7 +79,12 @@ RATIONALE = (
     "aliyun.com/gpu-mem, tencent.com/vcuda-*, AWS's k8s.amazonaws.com/vgpu, Koordinator's "
     "koordinator.sh/gpu-core, gpu-memory-ratio and the rest of its GPU shares); GKE's Cloud TPU names "
     "(cloud-tpus.google.com/v2, v3, preemptible-v2, preemptible-v3); and KAI Scheduler's gpu-fraction "
-    "and gpu-memory pod annotations, which share a GPU with no resource at all. A name under an "
+    "and gpu-memory pod annotations, which share a GPU with no resource at all; GPUs the NVIDIA container "
+    "runtime gives a container that asks for none: an NVIDIA_VISIBLE_DEVICES variable in its env naming "
+    "devices (anything but unset, empty, void or none; from valueFrom, fail closed), which the toolkit honours "
+    "for unprivileged containers by default, and the pod annotations nvidia.cdi.k8s.io/container.<name>, "
+    "nvidia.cdi.k8s.io/pod and nvidia.cdi.k8s.io, whose CDI devices the toolkit's NRI plugin injects (an "
+    "image's own ENV is not in the manifest: only the node's toolkit configuration closes that). A name under an "
     "accelerator vendor's domain (nvidia.com/, amd.com/, habana.ai/, cloud-tpus.google.com/, ...) that "
     "dra-guard does not know, and no DeviceClass maps, is "
     "unverifiable (medium), fail closed: allowed-extended-resources lists names that are not accelerators "
@@ -134,6 +146,31 @@ ALLOWED_EXTENDED_RESOURCES = Option(
 )
 OPTIONS = (EXTRA_LEGACY_RESOURCES, ALLOWED_EXTENDED_RESOURCES)
 EXAMPLES = (
+    Example(
+        title="GPUs from the NVIDIA container runtime, asked for by environment and by CDI annotation",
+        manifests="""\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: trainer
+  namespace: team-a
+  annotations: {nvidia.cdi.k8s.io/container.sidecar: nvidia.com/gpu=all}
+spec:
+  containers:
+  - name: main
+    image: pytorch
+    env:
+    - {name: NVIDIA_VISIBLE_DEVICES, value: all}
+  - name: sidecar
+    image: exporter
+    env:
+    - {name: NVIDIA_VISIBLE_DEVICES, value: void}
+""",
+        findings=(
+            "Pod/trainer#/spec/containers/0/env/0",
+            "Pod/trainer#/metadata/annotations/nvidia.cdi.k8s.io~1container.sidecar",
+        ),
+    ),
     Example(
         title="A pod asks for a whole GPU through the device plugin",
         manifests="""\
@@ -355,6 +392,7 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             yield Pending(path, _mapped, context.shared((context, name, where, how, unknown)), evidence=())
     for pod in resource.pods:
         yield from _scheduler_shares(pod)
+        yield from _runtime_devices(pod)
 
 
 def _unknown_vendor_name(context: Context, name: str) -> str | None:
@@ -381,6 +419,36 @@ def _scheduler_shares(pod: PodSpecView) -> Iterator[Violation]:
                 (*pod.metadata_path, "annotations", key),
                 f"asks the scheduler for a share of a GPU by annotation ({what}, {key}: {value!r}), with no "
                 f"resource and no claim: {LOST}, and the GPU's memory is shared with the other pods on it",
+                evidence=(),
+            )
+
+
+def _runtime_devices(pod: PodSpecView) -> Iterator[Violation]:
+    """GPUs the NVIDIA container runtime gives a container that asks for none: by its
+    NVIDIA_VISIBLE_DEVICES variable, or by the pod's CDI annotation for it
+    (contract.runtime_devices)."""
+    for container in pod.containers:
+        for index, why in visible_devices_asked(container.container):
+            yield Violation(
+                (*container.path, "env", index),
+                f"container {container.name!r}{pod.where} {why}: where the node's NVIDIA container runtime "
+                "honours the variable (its default), the container gets those GPUs with no resource and no claim "
+                f"({LOST}); leave it unset or `void` and request the device through a DRA claim (a node "
+                "component that must see every GPU, such as NVIDIA's device plugin, is waived with "
+                "dra-guard.io/ignore-DRA001 on its pod template)",
+                evidence=(),
+            )
+    annotations = mapping(pod.template_metadata.get("annotations"))
+    if pod.metadata_path is None or not annotations:
+        return
+    keys = dict.fromkeys(key for container in pod.containers for key in cdi_annotation_keys(container.name))
+    for key in keys:
+        if key in annotations:
+            yield Violation(
+                (*pod.metadata_path, "annotations", key),
+                f"names CDI devices by annotation ({key}: {annotations[key]!r}), which the NVIDIA container "
+                "toolkit's NRI plugin injects into the container where it runs, with no resource and no claim "
+                f"({LOST}); request the device through a DRA claim",
                 evidence=(),
             )
 
@@ -583,6 +651,15 @@ def _admission(target: AdmissionTarget) -> Admission:
         f"object.spec.limits.filter(l, {defaults} || ({injects} && ({bounds}))) : [])"
     )
     shares = " || ".join(f"{string(key)} in variables.meta.annotations" for key in SCHEDULER_SHARING_ANNOTATIONS)
+    # contract.runtime_devices, as `_runtime_devices` reads it (a `value: ""` is not stored).
+    names_devices = (
+        f"e.name == {string(VISIBLE_DEVICES)} && (has(e.valueFrom) || "
+        f"(has(e.value) && !(e.value in {string_list(sorted(NAMES_NO_DEVICE))})))"
+    )
+    cdi_keys = " || ".join(f"{string(key)} in variables.meta.annotations" for key in cdi_annotation_keys("")[1:])
+    per_container = (
+        f"({containers()}).exists(c, ({string(CDI_ANNOTATION + '/container.')} + c.name) in variables.meta.annotations)"
+    )
     return Admission(
         kinds=(*POD_KINDS, "LimitRange"),
         variables=(
@@ -590,6 +667,7 @@ def _admission(target: AdmissionTarget) -> Admission:
             ("meta", pod_metadata()),
             ("legacy", f"({containers()}).filter(c, {asks('c')})"),
             ("limits", limit_items),
+            ("visible", f"({containers()}).filter(c, has(c.env) && c.env.exists(e, {names_devices}))"),
         ),
         validations=(
             Validation(
@@ -610,6 +688,20 @@ def _admission(target: AdmissionTarget) -> Admission:
                 expression=f"!(has(variables.meta.annotations) && ({shares}))",
                 message="the pod asks the scheduler for a share of a GPU by annotation (gpu-fraction or gpu-memory: "
                 "KAI Scheduler, Run:ai); request it through a DRA claim",
+            ),
+            Validation(
+                expression="size(variables.visible) == 0",
+                message=f"a container sets {VISIBLE_DEVICES}, which gives it GPUs through the NVIDIA container "
+                "runtime with no resource and no claim; leave it unset or void and request the device through a "
+                "DRA claim",
+                message_expression=f"'container ' + variables.visible[0].name + ' sets {VISIBLE_DEVICES}, which "
+                "gives it GPUs through the NVIDIA container runtime with no resource and no claim; leave it unset "
+                "or void and request the device through a DRA claim'",
+            ),
+            Validation(
+                expression=f"!(has(variables.meta.annotations) && ({cdi_keys} || {per_container}))",
+                message=f"the pod names CDI devices by annotation ({CDI_ANNOTATION}), which the NVIDIA container "
+                "toolkit's NRI plugin injects with no resource and no claim; request the device through a DRA claim",
             ),
             Validation(
                 expression="size(variables.limits) == 0",
