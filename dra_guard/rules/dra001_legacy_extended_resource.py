@@ -33,7 +33,7 @@ from dra_guard.model.extended_resources import (
     Unverifiable,
     asked_resources,
 )
-from dra_guard.model.manifest import mapping
+from dra_guard.model.manifest import Path, mapping
 from dra_guard.model.pod_templates import PodSpecView
 from dra_guard.ruleapi.admission_form import (
     POD_KINDS,
@@ -441,15 +441,21 @@ def _runtime_devices(pod: PodSpecView) -> Iterator[Violation]:
     annotations = mapping(pod.template_metadata.get("annotations"))
     if pod.metadata_path is None or not annotations:
         return
-    keys = dict.fromkeys(key for container in pod.containers for key in cdi_annotation_keys(container.name))
-    for key in keys:
+    # A container's key rests on that container's name too; the pod's keys on nothing else.
+    keys: dict[str, tuple[Path, ...]] = {}
+    for container in pod.containers:
+        own, *pod_wide = cdi_annotation_keys(container.name)
+        keys.setdefault(own, ((*container.path, "name"),))
+        for key in pod_wide:
+            keys.setdefault(key, ())
+    for key, evidence in keys.items():
         if key in annotations:
             yield Violation(
                 (*pod.metadata_path, "annotations", key),
                 f"names CDI devices by annotation ({key}: {annotations[key]!r}), which the NVIDIA container "
                 "toolkit's NRI plugin injects into the container where it runs, with no resource and no claim "
                 f"({LOST}); request the device through a DRA claim",
-                evidence=(),
+                evidence=evidence,
             )
 
 
