@@ -428,7 +428,7 @@ def test_a_worker_that_dies_leaves_an_input_error_for_each_file_taken_and_the_re
     (tmp_path / "poison.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: poison}\n")
     real = pool.file_items
 
-    def dying(path: str, *arguments: Any) -> Any:
+    def dying(path: str, *arguments: Any, **keywords: Any) -> Any:
         if path.endswith("poison.yaml"):  # in the worker, which looks this up as it reads (fork inherits the patch)
             # It dies once every file is taken and this process waits for the workers' results.
             claims, deadline = pool._Worker.claims, time.monotonic() + 60
@@ -436,7 +436,7 @@ def test_a_worker_that_dies_leaves_an_input_error_for_each_file_taken_and_the_re
                 time.sleep(0.01)
             time.sleep(0.3)
             os._exit(9)
-        return real(path, *arguments)
+        return real(path, *arguments, **keywords)
 
     monkeypatch.setattr(pool, "file_items", dying)
     monkeypatch.setattr(pool, "BATCH_MAX_FILES", 1)

@@ -230,7 +230,8 @@ def _read_inputs(arguments: argparse.Namespace, invocation: Invocation, stdin: B
         if isinstance(data, str):
             inputs.errors.append(InputError(candidate.path, None, data))
             continue
-        if candidate.found and not is_manifest(data):
+        # A file a chart reads with `.Files.Get` or `tpl` is no manifest either (`file_items`).
+        if candidate.found and ((candidate.in_chart and b"{{" in data) or not is_manifest(data)):
             inputs.skipped.append(candidate.path)
             continue
         if in_output:

@@ -30,7 +30,11 @@ def input_digest(units: Iterable[Unit], limit: int) -> str:
     none)."""
     digest = hashlib.blake2b(digest_size=32)
     for unit in units:
-        digest.update(json.dumps([unit.position, unit.kind, unit.path, unit.found]).encode("utf-8", "surrogateescape"))
+        digest.update(
+            json.dumps([unit.position, unit.kind, unit.path, unit.found, unit.in_chart]).encode(
+                "utf-8", "surrogateescape"
+            )
+        )
         if dispatchable(unit):
             _file(digest, unit.path, limit)
         elif unit.kind == RENDERED:

@@ -63,6 +63,8 @@ class Job:
     position: int
     path: str
     found: bool
+    #: Found in a Helm chart's folder (`Unit.in_chart`).
+    in_chart: bool = False
 
 
 @dataclass
@@ -222,7 +224,7 @@ def check_files(jobs: Sequence[Job]) -> list[Done]:
 def _check_file(checker: Checker, job: Job) -> Done:
     tally = _Tally()
     checker.begin_part(job.position)
-    for item in file_items(job.path, job.found, _Worker.max_bytes, tally):
+    for item in file_items(job.path, job.found, _Worker.max_bytes, tally, in_chart=job.in_chart):
         checker.feed(item)
     part = checker.take_part()
     try:
@@ -242,7 +244,7 @@ def dispatchable(unit: Unit) -> bool:
 
 def plan(units: Sequence[Unit]) -> tuple[list[Job], list[int]]:
     """The files of `units` a worker may read, and their sizes."""
-    jobs = [Job(unit.position, unit.path, unit.found) for unit in units if dispatchable(unit)]
+    jobs = [Job(unit.position, unit.path, unit.found, unit.in_chart) for unit in units if dispatchable(unit)]
     return jobs, [file_size(job.path) for job in jobs]
 
 

@@ -157,7 +157,7 @@ def _check(
 
 
 def _jobs(units: Sequence[Unit], sizes: Mapping[int, int]) -> tuple[list[Job], list[int]]:
-    jobs = [Job(unit.position, unit.path, unit.found) for unit in units]
+    jobs = [Job(unit.position, unit.path, unit.found, unit.in_chart) for unit in units]
     return jobs, [sizes.get(job.position, 0) for job in jobs]
 
 

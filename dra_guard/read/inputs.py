@@ -12,7 +12,9 @@
 * A Helm chart is rendered with `helm template` when `helm` is on PATH (values from the
   chart, nothing fetched) and the output checked, each object attributed to the
   template named by its `# Source:` comment; without helm, or when rendering fails,
-  the chart is listed as not checked.
+  the chart is listed as not checked.  The other files a walk finds in a chart's folder
+  are read as files (a CRD of `crds/` is not read again from the render), but for those
+  holding `{{`, which the chart reads with `.Files.Get` or `tpl`: skipped and counted.
 * A symlinked folder a walk did not follow is listed as not checked (see `dra_guard.read.walk`).
 * An object with neither `metadata.name` nor `metadata.generateName` is an input error
   (kubectl refuses it: "resource name may not be empty"); it is still checked.
@@ -279,6 +281,8 @@ class Unit:
     path: str
     #: A file a walk or glob found (see `file_items`).
     found: bool = False
+    #: Found in a Helm chart's folder, outside what helm renders (see `file_items`).
+    in_chart: bool = False
     #: What the kustomizations rendered (RENDERED only).
     rendered: Sequence[Any] = field(default=(), repr=False, compare=False)
 
@@ -309,6 +313,7 @@ class Inputs:
         #: looks it up on PATH, () means there is none.
         self._kustomize = kustomize
         self.skipped: list[str] = []
+        self._in_charts: frozenset[str] | None = None
         self.unchecked: list[Unchecked] = [_link(folder) for folder in selection.links]
         self.unchecked += [unread_index(path, why) for path, why in selection.unread_indexes]
         self.files = 0
@@ -340,7 +345,7 @@ class Inputs:
         for candidate in self._selection.files:
             if consumed and candidate.path != STDIN and os.path.realpath(candidate.path) in consumed:
                 continue  # checked as the kustomization that reads it renders it
-            units.append(Unit(len(units), FILE, candidate.path, candidate.found))
+            units.append(Unit(len(units), FILE, candidate.path, candidate.found, candidate.in_chart))
         if rendered:
             units.append(Unit(len(units), RENDERED, "", rendered=rendered))
         units.extend(Unit(len(units), CHART, chart) for chart in self._selection.charts)
@@ -354,7 +359,7 @@ class Inputs:
             yield from self._chart(unit.path)
         else:
             stdin = (self._stdin or standard_input()) if unit.path == STDIN else None
-            yield from file_items(unit.path, unit.found, self._max_bytes, self, stdin)
+            yield from file_items(unit.path, unit.found, self._max_bytes, self, stdin, in_chart=unit.in_chart)
 
     def _kustomizations(self, consumed: set[str]) -> Iterator[Any]:
         """Each kustomization of the selection that no other one builds on, rendered:
@@ -434,6 +439,15 @@ class Inputs:
             index = source.index if source is not None else item.index
             yield KustomizedDocument(file, index, obj, source, item.text, item.span)
 
+    def _chart_files(self) -> frozenset[str]:
+        """The real paths of the files selected in charts' folders (their `crds/` among
+        them), worked out the first time a chart is rendered."""
+        if self._in_charts is None:
+            self._in_charts = frozenset(
+                os.path.realpath(candidate.path) for candidate in self._selection.files if candidate.in_chart
+            )
+        return self._in_charts
+
     def _chart(self, chart: str) -> Iterator[Any]:
         import shutil  # only charts need these: they stay out of the CLI's start-up
         import subprocess
@@ -461,6 +475,8 @@ class Inputs:
         self.files += 1
         for source, text in _sources(rendered.stdout.decode("utf-8", "replace")):
             template = _template_path(chart, source)
+            if os.path.realpath(template) in self._chart_files():
+                continue  # a CRD of crds/, printed as it is: read as the file it is
             for item in iter_bytes(text.encode("utf-8"), template):
                 if isinstance(item, InputError):
                     yield InputError(template, None, f"rendered by helm: {item.message}")
@@ -475,10 +491,17 @@ class Tally(Protocol):
     skipped: list[str]
 
 
-def file_items(path: str, found: bool, max_bytes: int, tally: Tally, stdin: BinaryIO | None = None) -> Iterator[Any]:
+def file_items(
+    path: str, found: bool, max_bytes: int, tally: Tally, stdin: BinaryIO | None = None, *, in_chart: bool = False
+) -> Iterator[Any]:
     """The documents and errors of one file (of `stdin` for the path `-`), as `check` reads
     it: a file a walk `found` only once one of its objects has apiVersion or kind, else
-    skipped (see the module's doc).  A large file is read a piece at a time (`open_input`)."""
+    skipped (see the module's doc).  A large file is read a piece at a time (`open_input`).
+
+    A file found `in_chart` (in a Helm chart's folder, outside what helm renders) that
+    holds `{{` is skipped too: a file the chart reads with `.Files.Get` or `tpl` (kubeflow/trainer
+    keeps its runtimes so: charts/kubeflow-trainer/files/runtimes/torch-distributed.yaml @
+    36155d2a), which helm renders, if at all, only through the template that reads it."""
     opened = open_input(path, max_bytes, stdin)
     name = STDIN_NAME if path == STDIN else display_name(path)
     if isinstance(opened, str):
@@ -486,7 +509,9 @@ def file_items(path: str, found: bool, max_bytes: int, tally: Tally, stdin: Bina
         yield InputError(name, None, opened)
         return
     try:
-        if opened.data is not None:
+        if found and in_chart and opened.contains(b"{{"):
+            tally.skipped.append(path)
+        elif opened.data is not None:
             if found:
                 yield from _found(path, opened.data, tally)
             else:

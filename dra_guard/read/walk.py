@@ -4,7 +4,9 @@ A walk (a directory, or a glob) finds *candidates*: `.yaml`, `.yml` and `.json` 
 and kustomize's `Kustomization` (any file a glob matches), never descending into hidden folders, `node_modules`,
 `__pycache__` or `site-packages`, nor into what an exclude pattern or a `.gitignore`
 names.  A folder with a `Chart.yaml` is a Helm chart: its templates are not manifests,
-so the walk hands over the chart as a whole (see `dra_guard.read.inputs`).  Whether a
+so the walk hands over the chart as a whole (see `dra_guard.read.inputs`), and walks the
+rest of its folder, which helm never renders as objects (`CHART_OWN_FILES`), for the files
+kept there (`Candidate.in_chart`).  Whether a
 candidate is a Kubernetes manifest is decided when it is read: a file a walk found that
 is none is skipped, a file named on the command line is always checked.
 
@@ -58,6 +60,16 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZATION_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages"})
 CHART_FILE = "Chart.yaml"
+#: What helm loads from a chart's own folder as the chart itself, not as files it carries
+#: (helm/helm pkg/chart/v2/loader/load.go @ e9b85e4d): its metadata, its default values and
+#: their schema, Helm 2's requirements; and `templates/`, which it renders.  Everything else
+#: there (`crds/`, which `helm template --include-crds` prints as it is, and `files/`,
+#: `examples/`, ... which a template may read as text with `.Files.Get`) is walked as files;
+#: `Chart.lock` and `requirements.lock` have no manifest suffix, so no walk takes them.
+CHART_OWN_FILES = frozenset({CHART_FILE, "values.yaml", "values.schema.json", "requirements.yaml"})
+CHART_TEMPLATES = "templates"
+#: The folder of a chart's sub-charts, which helm renders with it (load.go, as above).
+SUBCHARTS = "charts"
 STDIN = "-"
 
 
@@ -66,6 +78,9 @@ class Candidate(NamedTuple):
     #: Found by a walk or a glob (or named while named files are treated as found ones):
     #: if it is not a Kubernetes manifest it is skipped and counted, not an error.
     found: bool
+    #: Found in a Helm chart's folder, outside what helm renders (`CHART_OWN_FILES`): one
+    #: holding `{{` is a file the chart reads with `.Files.Get` or `tpl`, skipped and counted.
+    in_chart: bool = False
 
 
 @dataclass
@@ -357,36 +372,81 @@ _TRAILING_SPACES = re.compile(r"(?<!\\) +$")
 _MAX_IGNORE_FILE_BYTES = 1 << 20
 
 
-def chart_of(path: str) -> str | None:
-    """The outermost Helm chart folder holding `path` (a file or folder), if any.
+class ChartPlace(NamedTuple):
+    """Where a path lies in a Helm chart (`chart_place`)."""
+
+    #: The chart helm renders it with (a sub-chart renders with its parent), spelt as the
+    #: user spelt the path where it lies under it.
+    chart: str
+    #: Part of what helm renders: the chart's `templates/` (or below), or one of its own
+    #: files (`CHART_OWN_FILES`); else a folder or a file the chart only carries.
+    rendered: bool
+
+
+def chart_place(path: str) -> ChartPlace | None:
+    """Where `path` (a file or folder) lies in the nearest Helm chart folder holding it, if any.
 
     The search stops at the repository root, so a stray Chart.yaml above the repository
     never turns it into a chart.
     """
     absolute = os.path.abspath(path)
-    directory = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+    is_folder = os.path.isdir(absolute)
+    directory = absolute if is_folder else os.path.dirname(absolute)
     root = repository_root(directory)
-    found: str | None = None
-    while True:
-        if os.path.isfile(os.path.join(directory, CHART_FILE)):
-            found = directory
-        parent = os.path.dirname(directory)
-        if directory in (root, parent):
-            break
-        directory = parent
-    if found is None:
+    chart = directory
+    while not os.path.isfile(os.path.join(chart, CHART_FILE)):
+        parent = os.path.dirname(chart)
+        if chart in (root, parent):
+            return None
+        chart = parent
+    inside = [] if absolute == chart else os.path.relpath(absolute, chart).split(os.sep)
+    rendered = bool(inside) and (
+        inside[0] == CHART_TEMPLATES or (len(inside) == 1 and not is_folder and inside[0] in CHART_OWN_FILES)
+    )
+    while (holder := _holding_chart(chart)) is not None:
+        chart = holder
+    return ChartPlace(_spelt(chart), rendered)
+
+
+def _holding_chart(chart: str) -> str | None:
+    """The chart (absolute) whose `charts/` holds the chart folder `chart` (absolute), which
+    helm renders with it; None for a chart of its own.  helm passes over a folder there whose
+    name starts with `_` or `.` (load.go, as `CHART_OWN_FILES` cites), and a repository's root
+    is a chart of its own whatever lies above it."""
+    holder, name = os.path.split(chart)
+    parent = os.path.dirname(holder)
+    if os.path.basename(holder) != SUBCHARTS or name.startswith(("_", ".")) or parent == holder:
         return None
-    # Spell the chart as the user spelt the path when it lies under it.
-    relative = os.path.relpath(found)
-    return found if relative.startswith(os.pardir) else relative
+    if os.path.exists(os.path.join(chart, ".git")) or not os.path.isfile(os.path.join(parent, CHART_FILE)):
+        return None
+    return parent
+
+
+def _spelt(absolute: str) -> str:
+    """An absolute path relative to the working directory where it lies under it, else as it is."""
+    relative = os.path.relpath(absolute)
+    return absolute if relative.startswith(os.pardir) else relative
+
+
+def _rendering_chart(folder: str) -> str:
+    """The chart helm renders the chart folder `folder` (as a walk spells it) with: itself,
+    or, for a sub-chart, the chart that holds it (`_holding_chart`)."""
+    absolute = os.path.abspath(folder)
+    holder = _holding_chart(absolute)
+    if holder is None:
+        return folder
+    while (above := _holding_chart(holder)) is not None:
+        holder = above
+    return _spelt(holder)
 
 
 def _skipped_folder(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED_FOLDERS
 
 
-#: What a walk or a glob yields: a candidate file, a Helm chart folder, a symlinked folder it did not enter.
-_FILE, _CHART, _LINK = "file", "chart", "link"
+#: What a walk or a glob yields: a candidate file, one in a Helm chart's folder outside what
+#: helm renders, a Helm chart folder, a symlinked folder it did not enter.
+_FILE, _CHART_FILE, _CHART, _LINK = "file", "chart file", "chart", "link"
 #: Why a symlinked folder in `Selection.links` was left out, as check and migrate say it.
 LINK_NOT_FOLLOWED = "a symlinked folder, not followed by a walk"
 
@@ -446,6 +506,11 @@ def select(
     finds that `ours` says dra-guard wrote (a shard's facts file: see
     `dra_guard.distribute.facts_file`).  A file reached twice (named twice, through a link,
     by two patterns) is a candidate once, as first spelt.
+
+    A folder in a Helm chart is walked for what the chart keeps outside what helm renders
+    (`_walk`), without the chart unless the walk meets it; a chart's `templates/` named, or
+    a template or one of the chart's own files treated as found, stands for the chart
+    (`chart_place`).
     """
     ignores = ignores or Ignores()
     selection = Selection()
@@ -456,7 +521,7 @@ def select(
     #: The folders named and walked, real paths: a link into one of them is checked through it.
     walked_folders: set[str] = set()
 
-    def add(path: str, found: bool) -> None:
+    def add(path: str, found: bool, in_chart: bool = False) -> None:
         identity = None if path == STDIN else _identity(path)
         if path != STDIN and output_file.is_(path, identity):
             if found:
@@ -470,7 +535,7 @@ def select(
         key = identity or (path if path == STDIN else os.path.normpath(path))
         if key not in seen:  # a file reached twice (or stdin, read once) is checked once
             seen.add(key)
-            selection.files.append(Candidate(path, found))
+            selection.files.append(Candidate(path, found, in_chart))
 
     def add_chart(directory: str) -> None:
         charts.setdefault(os.path.realpath(directory), directory)
@@ -489,27 +554,29 @@ def select(
         except (OSError, ValueError) as error:  # ValueError: a NUL in the path
             mode, problem = None, error if isinstance(error, OSError) else OSError(errno.EINVAL, str(error))
         if mode is not None and stat.S_ISDIR(mode):
-            chart = chart_of(raw)
-            if chart is not None:
-                add_chart(chart)
+            place = chart_place(raw)
+            if place is not None and place.rendered:  # a chart's templates: what helm renders
+                add_chart(place.chart)
                 continue
+            # A chart (its folder, or a folder in it) is walked for the files it keeps
+            # outside what helm renders; the walk hands over the chart itself.
             walked_folders.add(os.path.realpath(raw))
             named_ignored = ignores.excluded(raw, is_dir=True)
             walked = Ignores(gitignore=False) if named_ignored else ignores
-            for path, kind in _walk(raw, walked, selection.errors):
+            for path, kind in _walk(raw, walked, selection.errors, in_chart=place is not None):
                 if kind == _CHART:
                     add_chart(path)
                 elif kind == _LINK:
                     add_link(path)
                 else:
-                    add(path, True)
+                    add(path, True, kind == _CHART_FILE)
         elif mode is not None:  # a file, or a FIFO, socket or device: reading refuses those
             if not named_like_found:
                 add(raw, False)
-            elif (chart := chart_of(raw)) is not None:
-                add_chart(chart)
+            elif (place := chart_place(raw)) is not None and place.rendered:
+                add_chart(place.chart)
             elif not ignores.matches_exclude(raw):
-                add(raw, True)
+                add(raw, True, place is not None)
         elif glob.has_magic(raw):
             known = len(selection.errors)
             matches = _glob(raw, selection.errors)
@@ -517,13 +584,13 @@ def select(
             if not any(kind == _FILE for _, kind in matches) and len(selection.errors) == known:
                 selection.errors.append(InputError(raw, None, "no file matches this pattern"))
             for path, kind in matches:
-                chart = chart_of(path)
-                if chart is not None:
-                    add_chart(chart)
+                place = chart_place(path)
+                if place is not None and place.rendered:
+                    add_chart(place.chart)
                 elif kind == _LINK:
                     add_link(path)
                 else:
-                    add(path, True)
+                    add(path, True, place is not None)
         elif problem is None or problem.errno in (errno.ENOENT, errno.ENOTDIR):
             selection.errors.append(InputError(raw, None, "no such file or directory"))
         else:  # a path too long, a folder on the way that cannot be entered, a loop of links
@@ -589,36 +656,63 @@ def walk_tree(top: str, onerror: Callable[[OSError], None] | None = None) -> Ite
         pending.extend(os.path.join(root, folder) for folder in reversed(folders) if folder not in links)
 
 
-def _walk(directory: str, ignores: Ignores, errors: list[InputError]) -> list[tuple[str, str]]:
-    """(path, _FILE, _CHART or _LINK) below `directory`, sorted; charts are not entered, nor
-    are symlinked folders (those the walk would not skip are named).
+def _walk(directory: str, ignores: Ignores, errors: list[InputError], in_chart: bool = False) -> list[tuple[str, str]]:
+    """(path, _FILE, _CHART_FILE, _CHART or _LINK) below `directory` (which lies in a Helm
+    chart's folder where `in_chart`), sorted; symlinked folders are not entered (those the
+    walk would not skip are named).
+
+    A chart folder (`directory` too) is named as the chart helm renders it with (itself, or
+    the chart holding it as a sub-chart) and walked, but for what helm renders of it: its
+    `templates/` and its own files (`CHART_OWN_FILES`).  The files found in it are
+    _CHART_FILE; a linked chart is rendered, not walked.
 
     A folder that cannot be listed (no permission, a path longer than the system allows)
     is an input error in `errors`, never a silent hole in the walk; so is a wanted name
     that is no regular file (a FIFO, a socket, a device), as reading it refuses it.
     """
     found: list[tuple[str, str]] = []
+    #: The chart folders met, and every folder walked in a chart's folder (few, or none:
+    #: a folder outside charts costs a set lookup).
+    chart_folders: set[str] = set()
+    in_charts: set[str] = set()
+    if os.path.isfile(os.path.join(directory, CHART_FILE)):
+        found.append((_rendering_chart(_spelt(os.path.abspath(directory))), _CHART))
+        chart_folders.add(directory)
+    if in_chart or chart_folders:
+        in_charts.add(directory)
     # os.scandir rather than pathlib: pathlib alone is a tenth of the CLI's start-up time.
     for root, folders, names in walk_tree(directory, _reporter(errors, directory)):
+        is_chart = root in chart_folders
+        kind = _CHART_FILE if root in in_charts else _FILE
         kept = []
         for folder in folders:
             path = os.path.join(root, folder)
             if _skipped_folder(folder) or ignores.excluded(path, is_dir=True):
                 continue
+            if is_chart and folder == CHART_TEMPLATES:
+                continue  # helm renders it: the chart is checked as rendered
             if os.path.isfile(os.path.join(path, CHART_FILE)):
-                found.append((path, _CHART))  # a linked chart too: it is rendered, not walked
+                found.append((_rendering_chart(path), _CHART))  # a linked chart too: it is rendered
+                if os.path.islink(path):
+                    continue
+                chart_folders.add(path)
+                in_charts.add(path)
             elif os.path.islink(path):  # walk_tree lists it and does not enter it: name it
                 found.append((path, _LINK))
-            else:
-                kept.append(folder)
+                continue
+            elif kind == _CHART_FILE:
+                in_charts.add(path)
+            kept.append(folder)
         folders[:] = kept
         for name in names:
+            if is_chart and name in CHART_OWN_FILES:
+                continue  # read by helm as the chart itself
             path = os.path.join(root, name)
             wanted = name.lower().endswith(MANIFEST_SUFFIXES) or name in KUSTOMIZATION_FILE_NAMES
             # Everything but a folder (walk_tree put folders, and links to them, in `folders`):
             # what is no regular file is refused when it is read.
             if wanted and not ignores.excluded(path):
-                found.append((path, _FILE))
+                found.append((path, kind))
     return sorted(found)
 
 
