@@ -280,6 +280,24 @@ OPERATOR_WORKLOADS: dict[str, tuple[dict[str, Any], tuple[str | int, ...]]] = {
         ),
         ("spec", "templates", 0, "metadata"),
     ),
+    # Argo puts the workflow's `spec.podMetadata` on every pod as well (workflowpod.go
+    # `addMetadata`).
+    "Workflow, podMetadata": (
+        _operator(
+            "argoproj.io/v1alpha1",
+            "Workflow",
+            {"entrypoint": "t", "templates": [{"name": "t", "container": _container()}]},
+        ),
+        ("spec", "podMetadata"),
+    ),
+    "CronWorkflow, podMetadata": (
+        _operator(
+            "argoproj.io/v1alpha1",
+            "CronWorkflow",
+            {"workflowSpec": {"entrypoint": "t", "templates": [{"name": "t", "container": _container()}]}},
+        ),
+        ("spec", "workflowSpec", "podMetadata"),
+    ),
     "VolcanoJob": (
         _operator(
             "batch.volcano.sh/v1alpha1", "Job", {"tasks": [{"name": "t", "replicas": 2, "template": _gpu_template()}]}
@@ -309,11 +327,14 @@ def test_an_operators_own_waiver_does_not_reach_the_pods_it_makes(name: str) -> 
     assert f"is on the {obj['kind']} itself, and the pods it makes carry only their template's annotations" in (
         finding.message
     )
-    expected = (
-        "the pod template's metadata.annotations"
-        if pod_annotations[-1] == "metadata"
-        else "the annotations its pods get, at /spec/annotations"
-    )
+    argo = "/spec/workflowSpec" if obj["kind"] == "CronWorkflow" else "/spec"
+    if obj["apiVersion"].startswith("argoproj.io/"):
+        places = f"{argo}/podMetadata/annotations or {argo}/templates/0/metadata/annotations"
+        expected = f"the annotations its pods get, at {places}"
+    elif pod_annotations[-1] == "metadata":
+        expected = "the pod template's metadata.annotations"
+    else:
+        expected = "the annotations its pods get, at /spec/annotations"
     assert f"put it in {expected}" in finding.message
     _annotate(obj, pod_annotations)
     assert "DRA001" not in rule_ids(obj)

@@ -140,6 +140,68 @@ spec:
     assert _located(obj) == {("DRA005", "w", "/spec/resourceClaims/0/resourceClaimName")}
 
 
+_GPU_CONTAINER = {"name": "main", "image": "cuda", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+_DRA001_WAIVER = {"dra-guard.io/ignore-DRA001": "burn-in, OPS-142"}
+
+
+def _argo(kind: str, workflow_spec: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """An Argo object of `kind` with `workflow_spec` where its kind keeps it, and that place."""
+    spec, where = (
+        ({"schedule": "0 * * * *", "workflowSpec": workflow_spec}, "/spec/workflowSpec")
+        if kind == "CronWorkflow"
+        else (workflow_spec, "/spec")
+    )
+    metadata = {"name": "w"} if kind == "ClusterWorkflowTemplate" else {"name": "w", "namespace": "ns"}
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": kind, "metadata": metadata, "spec": spec}, where
+
+
+@pytest.mark.parametrize("kind", list(pod_templates.ARGO_WORKFLOW_SPECS))
+def test_argo_pod_metadata_is_on_every_pod(kind: str) -> None:
+    """Argo gives every pod the workflow's `podMetadata`, with the template's `metadata`
+    copied over it (argo-workflows workflow/controller/workflowpod.go `addMetadata`): a
+    waiver there waives, as the webhook does on the pods, and a GPU share asked for there
+    is reported once, where it is written; a key in both is the template's."""
+    templates = [
+        {"name": "a", "container": dict(_GPU_CONTAINER)},
+        {"name": "b", "script": {**_GPU_CONTAINER, "source": "train"}},
+    ]
+    waived, _ = _argo(kind, {"podMetadata": {"annotations": dict(_DRA001_WAIVER)}, "templates": templates})
+    assert "DRA001" not in {rule for rule, _, _ in _located(waived)}
+
+    quarter = {
+        "name": "c",
+        "container": {"name": "main", "image": "cuda"},
+        "metadata": {"annotations": {"gpu-fraction": "0.25"}},
+    }
+    shares = [{"name": "a", "container": {"name": "main", "image": "cuda"}}, dict(quarter), {**quarter, "name": "d"}]
+    shared, where = _argo(
+        kind, {"podMetadata": {"annotations": {"gpu-fraction": "0.5", "team": "a"}}, "templates": shares}
+    )
+    assert [view.template_metadata["annotations"] for view in pod_specs(shared)] == [
+        {"gpu-fraction": "0.5", "team": "a"},
+        {"gpu-fraction": "0.25", "team": "a"},
+        {"gpu-fraction": "0.25", "team": "a"},
+    ]
+    assert _located(shared) == {
+        ("DRA001", "w", f"{where}/podMetadata/annotations/gpu-fraction"),
+        ("DRA001", "w", f"{where}/templates/1/metadata/annotations/gpu-fraction"),
+        ("DRA001", "w", f"{where}/templates/2/metadata/annotations/gpu-fraction"),
+    }
+    assert len([finding for finding in findings(shared) if finding.rule == "DRA001"]) == 3
+
+
+def test_argo_pod_metadata_reaches_templates_called_from_elsewhere() -> None:
+    """The pods of templates a workflow calls by templateRef get its `podMetadata` too: a
+    waiver there waives what its workflow-level claims do to them."""
+    claims = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}]}
+    steps = [{"name": "main", "steps": [[{"name": "a", "templateRef": {"name": "library", "template": "train"}}]]}]
+    workflow, _ = _argo("Workflow", {**claims, "templates": steps})
+    assert _located(workflow) == {("DRA005", "w", "/spec/resourceClaims/0/resourceClaimName")}
+    waiver = {"dra-guard.io/ignore-DRA005": "one reader at a time, OPS-7"}
+    waived, _ = _argo("Workflow", {**claims, "podMetadata": {"annotations": waiver}, "templates": steps})
+    assert _located(waived) == set()
+
+
 def test_kserve_model_containers_may_get_their_claims_from_the_serving_runtime() -> None:
     def service(predictor: dict[str, Any]) -> dict[str, Any]:
         return {

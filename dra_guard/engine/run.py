@@ -24,7 +24,7 @@ from dra_guard.contract.findings import (
 from dra_guard.contract.waivers import WaiverText, read_waiver
 from dra_guard.model.manifest import Path, is_list_kind, items, mapping, shape_problems
 from dra_guard.model.owners import made_by
-from dra_guard.model.pod_templates import api_group, own_annotations_stay_off_pods
+from dra_guard.model.pod_templates import PodSpecView, api_group, own_annotations_stay_off_pods
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES
 from dra_guard.ruleapi.config import NON_WAIVABLE, WAIVERS, Config
 from dra_guard.ruleapi.context import Context, Fact, Location, Pending, Resolved, Resource, Violation
@@ -96,12 +96,14 @@ def _own_waiver_stays_off_pods(resource: Resource) -> bool:
     return own_annotations_stay_off_pods(resource.obj)
 
 
-def _where_it_belongs(metadata_path: Path) -> str:
-    """Where a waiver for findings in a pod template whose metadata is at `metadata_path`
-    goes, said in `_NOT_ON_THE_PODS`."""
-    if metadata_path[-1:] == ("metadata",):
+def _where_it_belongs(pod: PodSpecView) -> str:
+    """Where a waiver for findings in a pod template goes, said in `_NOT_ON_THE_PODS`: its
+    metadata's annotations, or every place its pods get annotations from (an Argo
+    template's: the workflow's `spec.podMetadata` too)."""
+    places = pod.annotation_places()
+    if len(places) == 1 and places[0][-2:] == ("metadata", "annotations"):
         return "the pod template's metadata.annotations"
-    return f"the annotations its pods get, at {json_pointer((*metadata_path, 'annotations'))}"
+    return f"the annotations its pods get, at {' or '.join(json_pointer(place) for place in places)}"
 
 
 def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date) -> WaiverText | None:
@@ -127,7 +129,7 @@ def _annotation_waiver(resource: Resource, rule_id: str, path: Path, today: date
             elif pod.metadata_path is None:
                 return WaiverText(problem=_NO_PLACE_ON_THE_PODS.format(kind=resource.kind))
             else:
-                place = _where_it_belongs(pod.metadata_path)
+                place = _where_it_belongs(pod)
                 return WaiverText(problem=_NOT_ON_THE_PODS.format(kind=resource.kind, place=place))
         else:
             sources.append(mapping(pod.template_metadata.get("annotations")))

@@ -97,6 +97,28 @@ class PodSpecView(NamedTuple):
     where: str = ""
     #: Where `template_metadata` is; None for a pod spec written without metadata of its own.
     metadata_path: Path | None = None
+    #: Where pods whose metadata merges several places (an Argo template's pods: the
+    #: workflow's `spec.podMetadata`, then the template's `metadata`) get each from: (path,
+    #: that metadata) in the order applied, a later one winning on a key in both;
+    #: `template_metadata` is the merge.  Empty where it is all at `metadata_path`.
+    metadata_layers: tuple[tuple[Path, Mapping[str, Any]], ...] = ()
+
+    def annotation_places(self) -> tuple[Path, ...]:
+        """The path of each `annotations` map whose entries the pods get (written or not)."""
+        if self.metadata_layers:
+            return tuple((*path, "annotations") for path, _ in self.metadata_layers)
+        return () if self.metadata_path is None else ((*self.metadata_path, "annotations"),)
+
+    def annotation_path(self, key: str) -> Path | None:
+        """Where the annotation `key` the pods get is written: the place that wins."""
+        if self.metadata_layers:
+            for path, metadata in reversed(self.metadata_layers):
+                if key in mapping(metadata.get("annotations")):
+                    return (*path, "annotations", key)
+            return None
+        if self.metadata_path is None or key not in mapping(self.template_metadata.get("annotations")):
+            return None
+        return (*self.metadata_path, "annotations", key)
 
 
 # --- the table ------------------------------------------------------------------------
@@ -395,8 +417,18 @@ _ARGO_POD_TEMPLATES = ("container", "script", "containerSet", "resource", "data"
 def _argo(obj: Mapping[str, Any], workflow_path: Path) -> Iterator[PodSpecView]:
     """A pod per template that runs one.  Its pod claims are the template's
     `resourceClaims`, or when it has none the workflow's: the template list replaces the
-    workflow list, it is not merged (Argo v4.1 `workflow/controller/workflowpod.go`)."""
+    workflow list, it is not merged (Argo v4.1 `workflow/controller/workflowpod.go`).
+
+    Its metadata is the workflow's `podMetadata` with the template's `metadata` copied over
+    it, the template's winning on a key in both (argoproj/argo-workflows @
+    f016ad89eb269d282aec06dc491c29f396a38df4, workflow/controller/workflowpod.go
+    `addMetadata`): a waiver or a GPU-share annotation in `podMetadata` is on every pod.  A
+    WorkflowTemplate's `podMetadata` reaches the pods of a workflow that runs it whole
+    (`workflowTemplateRef`; workflow/util/merge.go `JoinWorkflowSpec`), not those of one of
+    its templates another workflow calls by `templateRef`, which get the caller's."""
     workflow = mapping(get_path(obj, workflow_path))
+    pod_metadata_path = (*workflow_path, "podMetadata")
+    pod_metadata = mapping(workflow.get("podMetadata"))
     fallback = tuple(claims_of(workflow_path, workflow))
     falls_back = False
     for path, template in _argo_templates(workflow, (*workflow_path, "templates")):
@@ -404,20 +436,41 @@ def _argo(obj: Mapping[str, Any], workflow_path: Path) -> Iterator[PodSpecView]:
             continue
         own = tuple(claims_of(path, template))
         falls_back = falls_back or not own
+        metadata = mapping(template.get("metadata"))
         yield PodSpecView(
             path,
             template,
-            mapping(template.get("metadata")),
+            _argo_pod_metadata(pod_metadata, metadata),
             True,
             tuple(_argo_containers(path, template)),
             own or fallback,
             where=f" of template {text(template.get('name'))!r}",
             metadata_path=(*path, "metadata"),
+            metadata_layers=((pod_metadata_path, pod_metadata), ((*path, "metadata"), metadata)),
         )
     if fallback and not falls_back:
         # Workflow-level claims still reach the pods of templates this workflow calls
-        # through templateRef, which are defined elsewhere.
-        yield PodSpecView(workflow_path, workflow, {}, True, (), fallback, complete=False)
+        # through templateRef, which are defined elsewhere; so does its `podMetadata`.
+        yield PodSpecView(
+            workflow_path,
+            workflow,
+            pod_metadata,
+            True,
+            (),
+            fallback,
+            complete=False,
+            metadata_path=pod_metadata_path,
+        )
+
+
+def _argo_pod_metadata(workflow_level: Mapping[str, Any], template: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The labels and annotations `addMetadata` gives a template's pods (`_argo`)."""
+    if not workflow_level:
+        return template
+    return {
+        field: {**mapping(workflow_level.get(field)), **mapping(template.get(field))}
+        for field in ("annotations", "labels")
+    }
 
 
 def _argo_templates(workflow: Mapping[str, Any], path: Path) -> Iterator[tuple[Path, Mapping[str, Any]]]:

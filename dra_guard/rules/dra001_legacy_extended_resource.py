@@ -390,9 +390,14 @@ def check(resource: Resource, context: Context) -> Iterator[Violation | Pending]
             unknown = _unknown_vendor_name(context, name)
             where, how = _place(asked)
             yield Pending(path, _mapped, context.shared((context, name, where, how, unknown)), evidence=())
+    # An annotation written once for many pods (an Argo workflow's `spec.podMetadata`) is
+    # reported once, at the place it is written.
+    reported: set[Path] = set()
     for pod in resource.pods:
-        yield from _scheduler_shares(pod)
-        yield from _runtime_devices(pod)
+        for violation in (*_scheduler_shares(pod), *_runtime_devices(pod)):
+            if violation.path not in reported:
+                reported.add(violation.path)
+                yield violation
 
 
 def _unknown_vendor_name(context: Context, name: str) -> str | None:
@@ -410,13 +415,14 @@ def _unknown_vendor_name(context: Context, name: str) -> str | None:
 def _scheduler_shares(pod: PodSpecView) -> Iterator[Violation]:
     """GPU shares asked for by annotation (KAI Scheduler), with no resource at all."""
     annotations = mapping(pod.template_metadata.get("annotations"))
-    if pod.metadata_path is None or not annotations:
+    if not annotations:
         return
     for key, what in SCHEDULER_SHARING_ANNOTATIONS.items():
-        if key in annotations:
+        written = pod.annotation_path(key)
+        if written is not None:
             value = annotations[key]
             yield Violation(
-                (*pod.metadata_path, "annotations", key),
+                written,
                 f"asks the scheduler for a share of a GPU by annotation ({what}, {key}: {value!r}), with no "
                 f"resource and no claim: {LOST}, and the GPU's memory is shared with the other pods on it",
                 evidence=(),
@@ -439,7 +445,7 @@ def _runtime_devices(pod: PodSpecView) -> Iterator[Violation]:
                 evidence=(),
             )
     annotations = mapping(pod.template_metadata.get("annotations"))
-    if pod.metadata_path is None or not annotations:
+    if not annotations:
         return
     # A container's key rests on that container's name too; the pod's keys on nothing else.
     keys: dict[str, tuple[Path, ...]] = {}
@@ -449,9 +455,10 @@ def _runtime_devices(pod: PodSpecView) -> Iterator[Violation]:
         for key in pod_wide:
             keys.setdefault(key, ())
     for key, evidence in keys.items():
-        if key in annotations:
+        written = pod.annotation_path(key)
+        if written is not None:
             yield Violation(
-                (*pod.metadata_path, "annotations", key),
+                written,
                 f"names CDI devices by annotation ({key}: {annotations[key]!r}), which the NVIDIA container "
                 "toolkit's NRI plugin injects into the container where it runs, with no resource and no claim "
                 f"({LOST}); request the device through a DRA claim",
