@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pulumi_policy import proxy
 from pulumi_policy.proxy import UnknownValueError
+
+from dra_guard.engine import waiver_places
 
 PATCH_SUFFIX = "Patch"
 #: The Helm release resource, whose objects Pulumi never sees before apply.
@@ -205,14 +208,20 @@ class PropsObject:
                 return False
         return not isinstance(value, dict | list)
 
+    @cached_property
+    def _waiver_places(self) -> tuple[Path, ...]:
+        """The `annotations` maps a waiver of the object may be in, as the engine reads them
+        (`dra_guard.engine.waiver_places`: the object's own, and those its pods get, such as
+        an Argo workflow's `spec.podMetadata` or a KServe ServingRuntime's `spec.annotations`)."""
+        return tuple(tuple(str(step) for step in place) for place in waiver_places(self.obj))
+
     def _waiver_unknown(self, waiver_key: str) -> bool:
-        """Whether an unknown value may be (or hold) a waiver annotation for the rule."""
+        """Whether an unknown value may be (or hold) a waiver annotation for the rule: one
+        that is, or holds, a map of `_waiver_places`, or that is the rule's key in one."""
         for unknown, _ in self.unknown:
-            if "metadata" not in unknown:
-                continue
-            tail = unknown[len(unknown) - unknown[::-1].index("metadata") :]
-            if tail in ((), ("annotations",)) or tail[:2] == ("annotations", waiver_key):
-                return True
+            for place in self._waiver_places:
+                if place[: len(unknown)] == unknown or unknown[: len(place) + 1] == (*place, waiver_key):
+                    return True
         return False
 
     def definite(self, pointer: str, evidence: Iterable[str] | None, waiver_key: str) -> bool:

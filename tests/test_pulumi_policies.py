@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 import pytest
@@ -225,6 +226,85 @@ def test_an_unknown_value_masks_only_the_findings_that_may_depend_on_it() -> Non
     assert violations == [] and unsure
     # Rules that do not look at this kind add nothing.
     assert run_with_unknowns("dra002-profile-not-pinned", pod) == ([], "")
+
+
+_LEGACY_GPU = {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+_WAIVER_KEY = "dra-guard.io/ignore-DRA001"
+
+
+def _kind(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w", "namespace": "ns"}, "spec": spec}
+
+
+#: Objects asking for a legacy GPU, each with the `annotations` map its pods get outside a
+#: `metadata` (dra_guard/model/pod_templates.py cites each operator's source).
+_WAIVER_PLACES_BEYOND_METADATA: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    "Argo podMetadata": (
+        _kind(
+            "argoproj.io/v1alpha1",
+            "Workflow",
+            {"podMetadata": {}, "templates": [{"name": "t", "container": _LEGACY_GPU}]},
+        ),
+        ("spec", "podMetadata"),
+    ),
+    "CronWorkflow podMetadata": (
+        _kind(
+            "argoproj.io/v1alpha1",
+            "CronWorkflow",
+            {"workflowSpec": {"podMetadata": {}, "templates": [{"name": "t", "container": _LEGACY_GPU}]}},
+        ),
+        ("spec", "workflowSpec", "podMetadata"),
+    ),
+    "ServingRuntime spec": (
+        _kind("serving.kserve.io/v1alpha1", "ServingRuntime", {"containers": [_LEGACY_GPU]}),
+        ("spec",),
+    ),
+    "ServingRuntime workerSpec": (
+        _kind(
+            "serving.kserve.io/v1alpha1",
+            "ServingRuntime",
+            {"containers": [], "workerSpec": {"containers": [_LEGACY_GPU]}},
+        ),
+        ("spec", "workerSpec"),
+    ),
+    "LLMInferenceService prefill": (
+        _kind(
+            "serving.kserve.io/v1alpha2",
+            "LLMInferenceService",
+            {"prefill": {"template": {"containers": [_LEGACY_GPU]}}},
+        ),
+        ("spec", "prefill"),
+    ),
+    "InferenceService predictor": (
+        _kind("serving.kserve.io/v1beta1", "InferenceService", {"predictor": {"containers": [_LEGACY_GPU]}}),
+        ("spec", "predictor"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(_WAIVER_PLACES_BEYOND_METADATA))
+def test_an_unknown_value_where_the_pods_get_a_waiver_masks_the_finding(name: str) -> None:
+    """A waiver reaches the pods from more places than a `metadata` (an Argo workflow's
+    `spec.podMetadata`, KServe's `annotations` of a runtime, a WorkloadSpec, a component): an
+    unknown value at any of them (the map, or the rule's key in it) may yet waive the finding,
+    so it is not reported; an unknown value of another key there may not, so it is."""
+    obj, holder_path = _WAIVER_PLACES_BEYOND_METADATA[name]
+
+    def with_annotations(annotations: Any) -> dict[str, Any]:
+        copied = copy.deepcopy(obj)
+        holder = copied
+        for key in holder_path:
+            holder = holder[key]
+        holder["annotations"] = annotations
+        return copied
+
+    violations, _ = run_with_unknowns("dra001-legacy-extended-resource", with_annotations({}))
+    assert len(violations) == 1
+    for unknown in (UNKNOWN, {_WAIVER_KEY: UNKNOWN}):
+        violations, unsure = run_with_unknowns("dra001-legacy-extended-resource", with_annotations(unknown))
+        assert violations == [] and unsure
+    violations, unsure = run_with_unknowns("dra001-legacy-extended-resource", with_annotations({"team": UNKNOWN}))
+    assert len(violations) == 1 and unsure
 
 
 def test_a_finding_that_rests_on_an_unknown_value_is_not_reported() -> None:

@@ -323,6 +323,18 @@ def pod_specs(obj: Mapping[str, Any]) -> tuple[PodSpecView, ...]:
     return tuple(_search(obj))
 
 
+def waiver_places(obj: Mapping[str, Any]) -> tuple[Path, ...]:
+    """Every `annotations` map, written or not, where an `ignore-<rule>` annotation may waive
+    a finding of the object: its own metadata's, then each pod spec's, those its pods get
+    (`PodSpecView.annotation_places`).  The engine reads waivers from no other
+    (`dra_guard.engine.run._annotation_waiver`); front ends that must know whether a waiver
+    may yet appear (the Pulumi pack, of a value unknown at preview) ask here."""
+    places: dict[Path, None] = {("metadata", "annotations"): None}
+    for view in pod_specs(obj):
+        places.update(dict.fromkeys(view.annotation_places()))
+    return tuple(places)
+
+
 def _view(
     path: Path,
     spec: Mapping[str, Any],
