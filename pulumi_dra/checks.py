@@ -13,7 +13,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, StackValidationArgs
 
 from dra_guard.catalog import IGNORE_ANNOTATION_PREFIX
-from dra_guard.config import ENABLE, Config, ConfigError, parse_policy_config
+from dra_guard.config import ENABLE, WAIVERS, Config, ConfigError, parse_policy_config
 from dra_guard.engine import check_objects
 from dra_guard.findings import Finding, InputError
 from dra_guard.rules import RULES, Rule
@@ -51,7 +51,14 @@ _RULE_POLICY_NAMES = frozenset(name for _, name in _POLICY_RULES.values())
 class _Outcome:
     """What the rules make of one resource: definite findings by rule, and what is unsure."""
 
-    def __init__(self, read: PropsObject, findings: list[Finding], errors: list[InputError]) -> None:
+    def __init__(
+        self,
+        read: PropsObject,
+        findings: list[Finding],
+        errors: list[InputError],
+        waived_rules: frozenset[str] = frozenset(),
+    ) -> None:
+        """`waived_rules`: the rules the configuration's `waivers` entries name."""
         self.read = read
         self.kind = str(read.obj.get("kind", ""))
         #: Only the rules with findings: most resources have none, and every policy asks.
@@ -61,7 +68,8 @@ class _Outcome:
         for finding in findings:
             if finding.cross_object:
                 continue  # the stack policies report those
-            if read.definite(finding.path, finding.evidence, IGNORE_ANNOTATION_PREFIX + finding.rule):
+            key = IGNORE_ANNOTATION_PREFIX + finding.rule
+            if read.definite(finding.path, finding.evidence, key, configured=finding.rule in waived_rules):
                 self.by_rule.setdefault(finding.rule, []).append(finding)
             else:
                 self.masked.add(finding.rule)
@@ -109,7 +117,8 @@ def _outcome(args: ResourceValidationArgs, policy_name: str) -> _Outcome | None:
             read = read_props(args.resource_type, args.props, plain_props(args.props))
             if read is not None:
                 report = check_objects([read.obj], config, origins=[args.urn], complete=False)
-                outcome = _Outcome(read, report.findings, report.errors)
+                waived_rules = frozenset(entry.rule for entry in config.get(WAIVERS))
+                outcome = _Outcome(read, report.findings, report.errors, waived_rules)
         _last.state = (args.props, values, outcome, problem)
     if problem is not None:
         config_from_policy(values, policy_name)  # raises again, naming this policy

@@ -224,16 +224,30 @@ class PropsObject:
                     return True
         return False
 
-    def definite(self, pointer: str, evidence: Iterable[str] | None, waiver_key: str) -> bool:
+    def _identity_unknown(self) -> bool:
+        """Whether an unknown value may be (or hold) what a configuration `waivers` entry
+        matches the object by: its name, generateName, namespace, or the controllers that
+        made it (`ownerReferences`: dra_guard.engine's `made_by`)."""
+        for unknown, _ in self.unknown:
+            for place in _IDENTITY_PLACES:
+                if place[: len(unknown)] == unknown or unknown[: len(place)] == place:
+                    return True
+        return False
+
+    def definite(
+        self, pointer: str, evidence: Iterable[str] | None, waiver_key: str, *, configured: bool = False
+    ) -> bool:
         """Whether a finding at `pointer` holds however the unknown parts turn out.
 
         It must declare what else it rests on (`evidence`; None means anything in the
-        object), all of that must be known, and no unknown value may be a waiver for it.
-        For a patch, waivers are those the patch itself writes.
+        object), all of that must be known, and no unknown value may be a waiver for it: an
+        annotation, or, where the configuration has `waivers` entries for the rule
+        (`configured`), what an entry matches the object by.  For a patch, waivers are those
+        the patch itself writes.
         """
         if self.complete:
             return True
-        if evidence is None or self._waiver_unknown(waiver_key):
+        if evidence is None or self._waiver_unknown(waiver_key) or (configured and self._identity_unknown()):
             return False
         return all(self.known(parse_pointer(part)) for part in (pointer, *evidence))
 
@@ -243,6 +257,15 @@ class PropsObject:
             return None
         (path, sentinel), *more = self.unknown
         return CannotVerifyUntilApply(UnknownValueError(sentinel, list(path)), len(more))
+
+
+#: Where an object's identity, which configuration `waivers` entries match, is written.
+_IDENTITY_PLACES: tuple[Path, ...] = (
+    ("metadata", "name"),
+    ("metadata", "generateName"),
+    ("metadata", "namespace"),
+    ("metadata", "ownerReferences"),
+)
 
 
 def is_patch_type(resource_type: str) -> bool:
