@@ -329,7 +329,10 @@ def test_an_operators_own_waiver_does_not_reach_the_pods_it_makes(name: str) -> 
     )
     argo = "/spec/workflowSpec" if obj["kind"] == "CronWorkflow" else "/spec"
     if obj["apiVersion"].startswith("argoproj.io/"):
-        places = f"{argo}/podMetadata/annotations or {argo}/templates/0/metadata/annotations"
+        places = (
+            f"{argo}/podMetadata/annotations or {argo}/templateDefaults/metadata/annotations or "
+            f"{argo}/templates/0/metadata/annotations"
+        )
         expected = f"the annotations its pods get, at {places}"
     elif pod_annotations[-1] == "metadata":
         expected = "the pod template's metadata.annotations"

@@ -156,6 +156,39 @@ def _argo(kind: str, workflow_spec: dict[str, Any]) -> tuple[dict[str, Any], str
 
 
 @pytest.mark.parametrize("kind", list(pod_templates.ARGO_WORKFLOW_SPECS))
+def test_argo_template_defaults_metadata_is_between_the_workflows_and_the_templates(kind: str) -> None:
+    """Argo merges `templateDefaults` into each template before `addMetadata`, the template's
+    own values winning (workflow/controller/operator.go `mergedTemplateDefaultsInto`): a GPU
+    share asked for there passed unseen, and a waiver there did not waive."""
+    plain = {"name": "main", "container": {"name": "main", "image": "cuda"}}
+    shared, where = _argo(
+        kind,
+        {
+            "podMetadata": {"annotations": {"team": "a", "gpu-memory": "2000"}},
+            "templateDefaults": {"metadata": {"annotations": {"gpu-fraction": "0.5", "gpu-memory": "4000"}}},
+            "templates": [plain, {**plain, "name": "own", "metadata": {"annotations": {"gpu-fraction": "0.25"}}}],
+        },
+    )
+    assert [view.template_metadata["annotations"] for view in pod_specs(shared)] == [
+        {"team": "a", "gpu-fraction": "0.5", "gpu-memory": "4000"},
+        {"team": "a", "gpu-fraction": "0.25", "gpu-memory": "4000"},
+    ]
+    assert _located(shared) == {
+        ("DRA001", "w", f"{where}/templateDefaults/metadata/annotations/gpu-fraction"),
+        ("DRA001", "w", f"{where}/templateDefaults/metadata/annotations/gpu-memory"),
+        ("DRA001", "w", f"{where}/templates/1/metadata/annotations/gpu-fraction"),
+    }
+    waived, _ = _argo(
+        kind,
+        {
+            "templateDefaults": {"metadata": {"annotations": dict(_DRA001_WAIVER)}},
+            "templates": [{"name": "a", "container": dict(_GPU_CONTAINER)}],
+        },
+    )
+    assert "DRA001" not in {rule for rule, _, _ in _located(waived)}
+
+
+@pytest.mark.parametrize("kind", list(pod_templates.ARGO_WORKFLOW_SPECS))
 def test_argo_pod_metadata_is_on_every_pod(kind: str) -> None:
     """Argo gives every pod the workflow's `podMetadata`, with the template's `metadata`
     copied over it (argo-workflows workflow/controller/workflowpod.go `addMetadata`): a

@@ -437,10 +437,16 @@ def _argo(obj: Mapping[str, Any], workflow_path: Path) -> Iterator[PodSpecView]:
     `addMetadata`): a waiver or a GPU-share annotation in `podMetadata` is on every pod.  A
     WorkflowTemplate's `podMetadata` reaches the pods of a workflow that runs it whole
     (`workflowTemplateRef`; workflow/util/merge.go `JoinWorkflowSpec`), not those of one of
-    its templates another workflow calls by `templateRef`, which get the caller's."""
+    its templates another workflow calls by `templateRef`, which get the caller's.  Before
+    that, the workflow's `templateDefaults` are merged into each template, the template's
+    own values winning (workflow/controller/operator.go `mergedTemplateDefaultsInto`, a
+    strategic merge): its `metadata` lies between the two."""
     workflow = mapping(get_path(obj, workflow_path))
     pod_metadata_path = (*workflow_path, "podMetadata")
     pod_metadata = mapping(workflow.get("podMetadata"))
+    defaults_path = (*workflow_path, "templateDefaults", "metadata")
+    defaults = mapping(get_path(workflow, ("templateDefaults", "metadata")))
+    pod_level = _argo_pod_metadata(pod_metadata, defaults)
     fallback = tuple(claims_of(workflow_path, workflow))
     falls_back = False
     for path, template in _argo_templates(workflow, (*workflow_path, "templates")):
@@ -452,13 +458,17 @@ def _argo(obj: Mapping[str, Any], workflow_path: Path) -> Iterator[PodSpecView]:
         yield PodSpecView(
             path,
             template,
-            _argo_pod_metadata(pod_metadata, metadata),
+            _argo_pod_metadata(pod_level, metadata),
             True,
             tuple(_argo_containers(path, template)),
             own or fallback,
             where=f" of template {text(template.get('name'))!r}",
             metadata_path=(*path, "metadata"),
-            metadata_layers=((pod_metadata_path, pod_metadata), ((*path, "metadata"), metadata)),
+            metadata_layers=(
+                (pod_metadata_path, pod_metadata),
+                (defaults_path, defaults),
+                ((*path, "metadata"), metadata),
+            ),
         )
     if fallback and not falls_back:
         # Workflow-level claims still reach the pods of templates this workflow calls
