@@ -12,6 +12,7 @@ from dra_guard.read.config_file import (
 )
 from dra_guard.ruleapi.config import (
     ADMISSION_CLAIM_WRITERS,
+    ADMISSION_WORKLOAD_CONTROLLERS,
     CLAIM_WRITERS,
     CONFIG_FILE_NAMES,
     CONSUMABLE_CAPACITY,
@@ -27,6 +28,7 @@ from dra_guard.ruleapi.config import (
     NON_ACCELERATOR_CLASSES,
     NON_WAIVABLE,
     WAIVERS,
+    WORKLOAD_CONTROLLERS,
     Config,
     DeviceClassMap,
     OptionCatalog,
@@ -36,6 +38,7 @@ from dra_guard.ruleapi.options import ConfigError, Option, ParseContext
 
 __all__ = [
     "ADMISSION_CLAIM_WRITERS",
+    "ADMISSION_WORKLOAD_CONTROLLERS",
     "CLAIM_WRITERS",
     "CONFIG_FILE_NAMES",
     "CONSUMABLE_CAPACITY",
@@ -51,6 +54,7 @@ __all__ = [
     "NON_ACCELERATOR_CLASSES",
     "NON_WAIVABLE",
     "WAIVERS",
+    "WORKLOAD_CONTROLLERS",
     "Config",
     "ConfigError",
     "DeviceClassMap",

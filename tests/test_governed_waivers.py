@@ -497,7 +497,7 @@ def test_a_pod_is_known_as_a_deployment_only_through_a_replica_set_its_hash_name
     from dra_guard.model.owners import made_by
 
     owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "w-abc", "uid": "1", "controller": True}
-    pod: dict[str, Any] = {"kind": "Pod", "metadata": {"name": "p", "ownerReferences": [owner]}}
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "ownerReferences": [owner]}}
     assert made_by(pod) == (("ReplicaSet", "w-abc"),)
     pod["metadata"]["labels"] = {"pod-template-hash": "abc"}
     assert made_by(pod) == (("ReplicaSet", "w-abc"), ("Deployment", "w"))
@@ -507,3 +507,78 @@ def test_a_pod_is_known_as_a_deployment_only_through_a_replica_set_its_hash_name
     assert made_by({"metadata": {"ownerReferences": [{**owner, "controller": False}]}}) == ()
     jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "w", "controller": True}
     assert made_by({"metadata": {"ownerReferences": [jobset]}}) == ()
+
+
+def _deployment_pod(writer: str | None = None) -> Any:
+    """The Pod the cluster makes of Deployment w (`testkit.lifecycle`), as `writer` would
+    create it (default: the replicaset controller, as the cluster does)."""
+    from testkit.lifecycle import cluster_creates
+
+    made = next(each for each in cluster_creates([_controller("Deployment")]) if each.kind == "Pod")
+    return made if writer is None else replace(made, writer=writer)
+
+
+def test_a_tenants_pod_naming_a_controller_is_not_waived_as_its_pod() -> None:
+    """Owner references are the creator's to write: a tenant allowed to create Pods in the
+    namespace but not Deployments gave a Pod the replicaset controller's owner reference and
+    pod-template-hash label, and the webhook waived it under the entry for Deployment w (as
+    it would a pod naming Deployment w itself). Only the workload controllers' writes are
+    known by their owners (`admission-workload-controllers`); `check`, which reads manifests
+    whose author may write any kind, still knows the pod by them."""
+    chosen = _entry_for("Deployment", "w")
+    controllers = _deployment_pod()
+    assert _admitted(controllers, chosen)
+    assert not _admitted(_deployment_pod(writer="alice"), chosen)
+    assert not check_objects([controllers.obj], chosen).findings
+    forged = {**controllers.obj, "metadata": {**controllers.obj["metadata"], "name": "mine"}}
+    forged["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "w", "uid": "1", "controller": True}
+    ]
+    assert not _admitted(replace(controllers, obj=forged, writer="alice"), chosen)
+    # Not even from a controller: a Deployment makes ReplicaSets, never Pods.
+    assert not _admitted(replace(controllers, obj=forged), chosen)
+
+
+def test_the_workload_controllers_are_configured_by_username() -> None:
+    """`admission-workload-controllers`: a managed cluster's controllers under other names
+    are trusted once listed; `[]` trusts nobody, and the controller's pod is denied."""
+    from testkit.lifecycle import KUBE_CONTROLLER_MANAGER
+
+    entry = {"rule": "DRA001", "kind": "Deployment", "name": "w", "reason": "burn-in"}
+    base = {"unscrubbed-classes": {"gpu.nvidia.com": "t"}, "waivers": [entry]}
+    assert _admitted(_deployment_pod(writer=KUBE_CONTROLLER_MANAGER), config(base))
+    managed = config({**base, "admission-workload-controllers": ["eks:replicaset-controller"]})
+    assert _admitted(_deployment_pod(writer="eks:replicaset-controller"), managed)
+    assert not _admitted(_deployment_pod(), managed)
+    assert not _admitted(_deployment_pod(), config({**base, "admission-workload-controllers": []}))
+
+
+def test_a_pod_of_a_replica_set_without_its_hash_is_not_the_deployments_in_admission() -> None:
+    """The replicaset controller's pod of ReplicaSet w-<hash> whose pod-template-hash label is
+    gone (a ReplicaSet a tenant made under that name, its template without the label) is known
+    as the ReplicaSet only: the entry for Deployment w does not waive it."""
+    made = _deployment_pod()
+    labels = {k: v for k, v in made.obj["metadata"]["labels"].items() if k != "pod-template-hash"}
+    unhashed = replace(made, obj={**made.obj, "metadata": {**made.obj["metadata"], "labels": labels}})
+    assert not _admitted(unhashed, _entry_for("Deployment", "w"))
+    assert _admitted(unhashed, _entry_for("ReplicaSet", "w-*"))
+
+
+def test_only_what_a_controller_makes_is_known_by_it() -> None:
+    """A controller owner reference on an object its controller never makes (a Pod naming a
+    Deployment, a ConfigMap naming a ReplicaSet) gives no identity; nor does a Job whose
+    name does not end in a scheduled minute a CronJob's."""
+    from dra_guard.model.owners import made_by
+
+    def owned(api_version: str, kind: str, owner_kind: str, owner_name: str = "w") -> dict[str, Any]:
+        group = {"Deployment": "apps/v1", "ReplicaSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1"}[owner_kind]
+        owner = {"apiVersion": group, "kind": owner_kind, "name": owner_name, "uid": "1", "controller": True}
+        return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "ownerReferences": [owner]}}
+
+    assert made_by(owned("v1", "Pod", "Deployment")) == ()
+    assert made_by(owned("v1", "ConfigMap", "ReplicaSet")) == ()
+    assert made_by(owned("apps/v1", "ReplicaSet", "Deployment")) == (("Deployment", "w"),)
+    assert made_by(owned("batch/v1", "Job", "CronJob")) == (("CronJob", "w"),)
+    assert made_by(owned("v1", "Pod", "Job", "w-29000000")) == (("Job", "w-29000000"), ("CronJob", "w"))
+    assert made_by(owned("v1", "Pod", "Job", "w-007")) == (("Job", "w-007"),)
+    assert made_by(owned("v1", "Pod", "Job", "w")) == (("Job", "w"),)

@@ -679,6 +679,39 @@ def test_a_claim_two_pods_share_is_reserved_for_both_only_where_each_pod_waives_
         assert "DRA005" in response["status"]["message"]
 
 
+@pytest.mark.parametrize(("entry_kind", "allowed"), [("Deployment", False), ("Pod", True)])
+def test_the_pods_a_reservation_reads_back_are_known_by_their_own_kind_and_name_only(
+    entry_kind: str, allowed: bool
+) -> None:
+    """README "Configuration and waivers": a `waivers` entry matches an object as the
+    controllers its owner reference names only on the workload controllers' own writes. The
+    pods read back for DRA005 when the scheduler reserves a claim were written by someone the
+    webhook does not know (a tenant may have named ReplicaSet w-abc and its hash label in a pod
+    of its own), so an entry for Deployment w does not waive them there; an entry for the pods
+    by their own kind and name does."""
+    claim = {**CLAIM, "metadata": {**CLAIM["metadata"]}}
+    held = {"resource": "pods", "name": "w-abc-1", "uid": "u-1"}
+    request = reservation({**claim, "status": {"reservedFor": [held]}})
+    request["object"]["status"]["reservedFor"].insert(0, held)
+    replica_set = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "w-abc", "uid": "rs", "controller": True}
+    pods = {}
+    for name, uid in (("w-abc-1", "u-1"), ("p", POD_UID)):
+        metadata = {
+            **POD_NAMING_A_CLAIM["metadata"],
+            "name": name,
+            "uid": uid,
+            "labels": {"pod-template-hash": "abc"},
+            "ownerReferences": [replica_set],
+        }
+        pods[name] = {**POD_NAMING_A_CLAIM, "metadata": metadata}
+    names = ["w"] if entry_kind == "Deployment" else list(pods)
+    entries = [{"rule": "DRA005", "kind": entry_kind, "name": name, "reason": "replicas share it"} for name in names]
+    source = _NamedPods(pods)
+    response = Webhook(RULES, config({"waivers": entries}), templates=source).review(request)
+    assert response["allowed"] is allowed, response
+    assert sorted(set(source.asked)) == ["p", "w-abc-1"]
+
+
 def test_the_pods_a_shared_claim_is_checked_with_are_held_without_their_containers() -> None:
     """Up to 8 pods are read and held at once for DRA005, each up to 1.5 MiB of JSON (etcd's
     limit), several times that parsed: only what DRA005 reads of each is kept."""

@@ -78,7 +78,7 @@ from dra_guard.model.pod_groups import group_claims
 from dra_guard.model.pod_templates import pod_specs
 from dra_guard.model.selectors import analysed_at_once, byte_length, parsed_already
 from dra_guard.ruleapi.admission_form import KIND_RESOURCES, Admission, AdmissionTarget, decides
-from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, DISABLE, Config
+from dra_guard.ruleapi.config import ADMISSION_CLAIM_WRITERS, ADMISSION_WORKLOAD_CONTROLLERS, DISABLE, Config
 from dra_guard.rules import Registry, Rule
 
 T = TypeVar("T")
@@ -463,6 +463,8 @@ class Webhook:
         self._without_left = self.config.with_value(DISABLE, self.config.get(DISABLE) | self._left_to_policies)
         writers: tuple[str, ...] = self.config.get(ADMISSION_CLAIM_WRITERS)
         self._claim_writers = frozenset(writers)
+        controllers: tuple[str, ...] = self.config.get(ADMISSION_WORKLOAD_CONTROLLERS)
+        self._workload_controllers = frozenset(controllers)
         self._cache = _TemplateCache(self.cache_seconds, TEMPLATE_CACHE_SIZE)
         #: Whether the source reads the claims pods name too (`ClaimSource`).
         self._reads_claims = callable(getattr(self.templates, "get_claim", None))
@@ -931,7 +933,13 @@ class Webhook:
         # A selector tried on every device of large ResourceSlices (DRA014, where they are
         # configured) could hold the review's thread, and its slot, long past the answer.
         with evaluations_until(checks_until):
-            report, stopped = _check(reviewed, templates, self._engine_config(reviewed), MAX_FINDINGS)
+            report, stopped = _check(
+                reviewed,
+                templates,
+                self._engine_config(reviewed),
+                MAX_FINDINGS,
+                owner_references=self._written_by_workload_controller(request),
+            )
         mine = [finding for finding in report.findings if finding.origin == "review" and self._decides(finding)]
         blocking = [finding for finding in mine if finding.severity >= self.fail_on]
         warnings = _listed([_message(finding) for finding in mine if finding.severity < self.fail_on], "warnings")
@@ -1132,6 +1140,17 @@ class Webhook:
             and user.get("username") in self._claim_writers
         )
 
+    def _written_by_workload_controller(self, request: Mapping[str, Any]) -> bool:
+        """Whether the request is a workload controller's (`admission-workload-controllers`, by
+        username): only then do `waivers` entries match the object as the controllers its
+        owner reference names (`model.owners` says why: anyone else may write one)."""
+        user = request.get("userInfo")
+        return (
+            isinstance(user, Mapping)
+            and isinstance(user.get("username"), str)
+            and user.get("username") in self._workload_controllers
+        )
+
     def _named(self, obj: Mapping[str, Any]) -> list[Named]:
         """The templates, and the claims where the source reads them, that `obj` names."""
         named = {(TEMPLATE_KIND, name) for name in template_names(obj)}
@@ -1207,13 +1226,18 @@ def _check(
     templates: Sequence[Mapping[str, Any]],
     config: Config,
     most_findings: int | None = None,
+    *,
+    owner_references: bool = False,
 ) -> tuple[Report, bool]:
     """The engine over the reviewed object (origin `review`) and the claim templates and
     claims read for it (`cluster`), and whether its rules stopped unfinished.  With them at
     hand, "template not found" is a real answer (`complete`); and no ResourceSlice is among
     them, which the context is told.  `most_findings`: the engine's bound (`Checker`); past
-    it the rules stop, and the report holds an input error, which denies."""
-    checker = Checker(config, complete=bool(templates), most_findings=most_findings)
+    it the rules stop, and the report holds an input error, which denies.
+    `owner_references`: whether `waivers` entries match the object as the controllers its
+    owner reference names (`Checker`): only for a workload controller's request; never for
+    the pods a reservation reads back, whose writer is not known."""
+    checker = Checker(config, complete=bool(templates), most_findings=most_findings, owner_references=owner_references)
     checker.context.input_has_no_slices = True
     checker.add_object(reviewed, None, "review")
     for template in templates:

@@ -258,14 +258,17 @@ class _Deferred(NamedTuple):
         )
 
 
-def _covers(entry: ConfiguredWaiver, resource: Resource) -> bool:
+def _covers(entry: ConfiguredWaiver, resource: Resource, owner_references: bool) -> bool:
     """Whether a `waivers` entry's globs match the object (its generateName when it has no
-    name) or one of Kubernetes' controllers that made it (`model.owners.made_by`): an entry
-    for a Deployment waives the ReplicaSet and the Pods admission judges of it, as `check`
-    waives the Deployment."""
+    name) or, where `owner_references` says its owner references are to be believed, one of
+    Kubernetes' controllers that made it (`model.owners.made_by`, which says why not always):
+    an entry for a Deployment waives the ReplicaSet and the Pods admission judges of it, as
+    `check` waives the Deployment."""
     ref = resource.ref
     if entry.matches(entry.rule, ref.kind, ref.namespace, ref.name or ref.generate_name):
         return True
+    if not owner_references:
+        return False
     return any(entry.matches(entry.rule, kind, ref.namespace, name) for kind, name in made_by(resource.obj))
 
 
@@ -353,14 +356,20 @@ class Checker:
         *,
         part: bool = False,
         most_findings: int | None = None,
+        owner_references: bool = True,
     ) -> None:
         """`part=True`: these objects are a part of a check spread over processes (see
         `take_part`); nothing is resolved here, and nothing is settled early.
         `most_findings`: past that many findings (pending and waived ones included), the
         rules stop, and an input error says so (the admission webhook's bound on what one
         review may make: its answer lists them, and 28,000 of them were 42 MiB and a 2.7 MB
-        denial); None: no bound."""
+        denial); None: no bound.
+        `owner_references`: whether `waivers` entries also match the controllers an object's
+        controller owner reference names (`model.owners`); False where whoever wrote the
+        object may not write those controllers (the webhook, for a writer that is not a
+        workload controller)."""
         self.config = config or Config()
+        self._owner_references = owner_references
         self.most_findings = most_findings
         #: Whether `most_findings` was reached: the rules stopped, the rest is unchecked.
         self.stopped = False
@@ -556,7 +565,11 @@ class Checker:
         when something would have waived it but does not (expired, malformed, not waivable)."""
         annotation = _annotation_waiver(resource, rule.id, path, self._today)
         entries = self._waivers.get(rule.id)
-        configured = [(entry, terms) for entry, terms in entries if _covers(entry, resource)] if entries else []
+        configured = (
+            [(entry, terms) for entry, terms in entries if _covers(entry, resource, self._owner_references)]
+            if entries
+            else []
+        )
         if annotation is None and not configured:
             return None, None, ""
         key = IGNORE_ANNOTATION_PREFIX + rule.id

@@ -272,6 +272,33 @@ ADMISSION_CLAIM_WRITERS: Option[tuple[str, ...]] = Option(
     "a managed cluster's controllers run under other names; `[]` checks every writer. Read by "
     "`dra-guard admission-policy`, the AdmissionGuard constructs and `dra-guard webhook` only.",
 )
+#: The users that write the objects Kubernetes' workload controllers make: each controller's
+#: service account in kube-system under kube-controller-manager's
+#: --use-service-account-credentials (kubernetes/kubernetes @
+#: a9de9a3d078789487723bb90b83f66a9c303f397
+#: plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go: `addControllerRole`
+#: binds `system:controller:<name>` to service account kube-system/<name>), else
+#: kube-controller-manager's user.
+WORKLOAD_CONTROLLERS = (
+    "system:serviceaccount:kube-system:deployment-controller",
+    "system:serviceaccount:kube-system:replicaset-controller",
+    "system:serviceaccount:kube-system:statefulset-controller",
+    "system:serviceaccount:kube-system:daemon-set-controller",
+    "system:serviceaccount:kube-system:job-controller",
+    "system:serviceaccount:kube-system:cronjob-controller",
+    "system:serviceaccount:kube-system:replication-controller",
+    "system:kube-controller-manager",
+)
+ADMISSION_WORKLOAD_CONTROLLERS: Option[tuple[str, ...]] = Option(
+    key="admission-workload-controllers",
+    type=STRING_LIST,
+    default=WORKLOAD_CONTROLLERS,
+    doc="Usernames (`request.userInfo.username`) whose creates and updates the webhook trusts to carry the "
+    "controller owner reference Kubernetes' workload controllers write: only their Pods, ReplicaSets and Jobs "
+    'are also matched, as the controllers that made them, by `waivers` entries (README "Configuration and '
+    "waivers\"); anyone else's are matched by their own kind and name only. Set it where a managed cluster's "
+    "controllers run under other names; `[]` trusts nobody. Read by `dra-guard webhook` only.",
+)
 #: What `--fail-on` takes, in the configuration too: a severity, or `never`.
 FAIL_ON_CHOICES = ("critical", "high", "medium", "low", "never")
 FAIL_ON: Option[str] = Option(
@@ -296,6 +323,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     MAX_FILE_BYTES,
     EXTENDED_RESOURCE_CLASSES,
     ADMISSION_CLAIM_WRITERS,
+    ADMISSION_WORKLOAD_CONTROLLERS,
     FAIL_ON,
 )
 
