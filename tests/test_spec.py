@@ -530,3 +530,28 @@ def test_point5_amd_whole_gpus_cannot_align_on_parent_device_id(profile: str, co
     # Partitions carry it; whole GPUs are fine without it.
     assert AcceleratorSlice.amd_gpu("cpx_nps4", count, topology="gpu.amd.com/parentDeviceID").alignment
     assert AcceleratorSlice.amd_gpu(profile, count).alignment is None
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"NVIDIA_VISIBLE_DEVICES": "all"},
+        [{"name": "A", "value": "1"}, {"name": "NVIDIA_VISIBLE_DEVICES", "value": "0"}],
+        [{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}],
+    ],
+    ids=["all", "index", "value-from"],
+)
+def test_an_env_that_asks_the_nvidia_runtime_for_gpus_is_refused(env: object) -> None:
+    """The builders refuse what DRA001 reports (visible-devices), as they refuse nvidia.com/gpu
+    in resources: the output passed through would fail the check it was built to pass."""
+    with pytest.raises(ValueError, match=r"^env\[\d\]: sets NVIDIA_VISIBLE_DEVICES"):
+        isolated_workload("w", image="i", slice=MIG, namespace="ns", env=env)
+    with pytest.raises(ValueError, match=r"^env\[\d\]: sets NVIDIA_VISIBLE_DEVICES"):
+        WorkloadSpec(name="w", namespace="ns", image="i", slice=MIG, env=env)
+
+
+def test_an_env_that_names_no_gpu_is_kept() -> None:
+    objects = isolated_workload("w", image="i", slice=MIG, namespace="ns", env={"NVIDIA_VISIBLE_DEVICES": "void"})
+    assert objects.workload["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
+    ]

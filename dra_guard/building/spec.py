@@ -597,7 +597,11 @@ class WorkloadSpec(_IsolationFields):
     command: Sequence[str] | None = field(default=None, metadata={"doc": "The container's command, a list of strings."})
     args: Sequence[str] | None = field(default=None, metadata={"doc": "The container's args, a list of strings."})
     env: EnvInput | None = field(
-        default=None, metadata={"doc": 'A `{"NAME": "value"}` mapping or a list of EnvVar mappings.'}
+        default=None,
+        metadata={
+            "doc": 'A `{"NAME": "value"}` mapping or a list of EnvVar mappings: `NVIDIA_VISIBLE_DEVICES` naming '
+            "GPUs (anything but empty, `void` or `none`; or from `valueFrom`) is refused, the claim is the request."
+        },
     )
     ports: PortsInput | None = field(
         default=None, metadata={"doc": "A list of port numbers or ContainerPort mappings."}

@@ -20,6 +20,7 @@ from dra_guard.contract.catalog import (
     WORKLOAD_KINDS,
     is_legacy_resource,
 )
+from dra_guard.contract.runtime_devices import visible_devices_asked
 from dra_guard.contract.scrubber import image_pin_problem
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -274,7 +275,18 @@ def require_resources(value: object) -> dict[str, dict[str, str | int]]:
 
 
 def require_env(value: object) -> list[dict[str, Any]]:
-    """`{"NAME": "value"}` in the given order, or a list of Kubernetes EnvVar mappings."""
+    """`{"NAME": "value"}` in the given order, or a list of Kubernetes EnvVar mappings; never
+    one that asks the NVIDIA container runtime for GPUs (DRA001 `visible-devices`)."""
+    env = _env_entries(value)
+    for index, why in visible_devices_asked({"env": env}):
+        raise ValueError(
+            f"env[{index}]: {why}, which gives the container GPUs through the NVIDIA container runtime with no "
+            "claim; the slice is requested through the claim template (leave the variable unset or void)"
+        )
+    return env
+
+
+def _env_entries(value: object) -> list[dict[str, Any]]:
     if isinstance(value, Mapping):
         env = []
         for name, env_value in value.items():
