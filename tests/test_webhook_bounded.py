@@ -1174,11 +1174,11 @@ def _hanging_checks(monkeypatch: pytest.MonkeyPatch) -> Gate:
     gate = Gate()
     real = webhook_module._check
 
-    def check(reviewed: Any, *rest: Any) -> Any:
+    def check(reviewed: Any, *rest: Any, **options: Any) -> Any:
         if (reviewed.get("metadata") or {}).get("name") == "hang":
             gate.waiting.release()
             gate.open.wait(20)
-        return real(reviewed, *rest)
+        return real(reviewed, *rest, **options)
 
     monkeypatch.setattr(webhook_module, "_check", check)
     monkeypatch.setattr(webhook_module, "INLINE_REVIEW_BYTES", 0)  # every review in a thread
